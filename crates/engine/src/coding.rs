@@ -1,0 +1,143 @@
+//! Byte-level encodings shared by every format: VLQ (unsigned LEB128) integers and
+//! fixed-width little-endian integers read through bounds-checked helpers.
+//!
+//! Invariant: nothing here panics or indexes out of bounds on any input; a decoder that
+//! runs out of bytes returns `None`, and the caller turns that into a typed corruption
+//! error that names the file and offset.
+
+/// Largest number of bytes a 64-bit VLQ may take.
+pub const MAX_VLQ_LEN: usize = 10;
+
+/// Number of bytes `v` takes as a VLQ.
+#[inline]
+pub fn vlq_len(v: u64) -> usize {
+    let bits = 64 - (v | 1).leading_zeros() as usize;
+    bits.div_ceil(7)
+}
+
+/// Appends the minimal VLQ encoding of `v` to `out`.
+#[inline]
+pub fn put_vlq(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Why a VLQ could not be decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VlqError {
+    /// The input ended inside the integer.
+    Truncated,
+    /// Longer than 10 bytes, or the value does not fit in 64 bits.
+    Overflow,
+}
+
+/// Decodes a VLQ at the start of `buf`; returns the value and the bytes it used.
+#[inline]
+pub fn get_vlq(buf: &[u8]) -> Result<(u64, usize), VlqError> {
+    // Fast path: one byte.
+    match buf.first() {
+        None => return Err(VlqError::Truncated),
+        Some(&b) if b < 0x80 => return Ok((u64::from(b), 1)),
+        Some(_) => {}
+    }
+    let mut value: u64 = 0;
+    for (i, &b) in buf.iter().enumerate().take(MAX_VLQ_LEN) {
+        let chunk = u64::from(b & 0x7f);
+        let shift = 7 * i as u32;
+        if i == MAX_VLQ_LEN - 1 && chunk > 1 {
+            return Err(VlqError::Overflow);
+        }
+        value |= chunk << shift;
+        if b < 0x80 {
+            return Ok((value, i + 1));
+        }
+    }
+    if buf.len() >= MAX_VLQ_LEN {
+        Err(VlqError::Overflow)
+    } else {
+        Err(VlqError::Truncated)
+    }
+}
+
+/// Reads a little-endian `u32` at `off`, or `None` if it does not fit in `buf`.
+#[inline]
+pub fn get_u32_le(buf: &[u8], off: usize) -> Option<u32> {
+    let bytes = buf.get(off..off.checked_add(4)?)?;
+    Some(u32::from_le_bytes(bytes.try_into().ok()?))
+}
+
+/// Reads a little-endian `u64` at `off`, or `None` if it does not fit in `buf`.
+#[inline]
+pub fn get_u64_le(buf: &[u8], off: usize) -> Option<u64> {
+    let bytes = buf.get(off..off.checked_add(8)?)?;
+    Some(u64::from_le_bytes(bytes.try_into().ok()?))
+}
+
+/// Reads an unsigned little-endian integer of `width` (1..=8) bytes at `off`.
+#[inline]
+pub fn get_uint_le(buf: &[u8], off: usize, width: usize) -> Option<u64> {
+    let bytes = buf.get(off..off.checked_add(width)?)?;
+    let mut word = [0u8; 8];
+    word.get_mut(..width)?.copy_from_slice(bytes);
+    Some(u64::from_le_bytes(word))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vlq_examples_from_the_format() {
+        for (v, bytes) in [
+            (0u64, vec![0x00]),
+            (127, vec![0x7f]),
+            (128, vec![0x80, 0x01]),
+            (16383, vec![0xff, 0x7f]),
+            (16384, vec![0x80, 0x80, 0x01]),
+        ] {
+            let mut out = Vec::new();
+            put_vlq(&mut out, v);
+            assert_eq!(out, bytes, "encode {v}");
+            assert_eq!(vlq_len(v), bytes.len());
+            assert_eq!(get_vlq(&bytes), Ok((v, bytes.len())));
+        }
+    }
+
+    #[test]
+    fn vlq_round_trips_every_length() {
+        for shift in 0..64 {
+            for v in [(1u64 << shift) - 1, 1u64 << shift, (1u64 << shift) + 1, u64::MAX] {
+                let mut out = Vec::new();
+                put_vlq(&mut out, v);
+                assert_eq!(out.len(), vlq_len(v));
+                assert_eq!(get_vlq(&out), Ok((v, out.len())));
+                for cut in 0..out.len() {
+                    assert_eq!(get_vlq(&out[..cut]), Err(VlqError::Truncated));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn vlq_rejects_overlong_and_overflowing() {
+        assert_eq!(get_vlq(&[0xff; 11]), Err(VlqError::Overflow));
+        let mut too_big = vec![0xff; 9];
+        too_big.push(0x02); // bit 64 set
+        assert_eq!(get_vlq(&too_big), Err(VlqError::Overflow));
+    }
+
+    #[test]
+    fn fixed_width_reads_are_bounds_checked() {
+        let buf = [1u8, 2, 3, 4, 5, 6, 7, 8];
+        assert_eq!(get_u32_le(&buf, 0), Some(0x0403_0201));
+        assert_eq!(get_u32_le(&buf, 5), None);
+        assert_eq!(get_u64_le(&buf, 0), Some(0x0807_0605_0403_0201));
+        assert_eq!(get_u64_le(&buf, 1), None);
+        assert_eq!(get_uint_le(&buf, 4, 4), Some(0x0807_0605));
+        assert_eq!(get_u32_le(&buf, usize::MAX), None);
+    }
+}

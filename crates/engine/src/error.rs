@@ -1,0 +1,251 @@
+//! The one error type of the crate.
+//!
+//! Every fallible operation returns [`Result<T>`]. "Not found" is never an error: lookups
+//! return `Ok(None)`. Bytes on disk that disagree with a `FORMAT.md` become
+//! [`Error::Corruption`], which names the file, the byte offset and what was wrong, so a
+//! user can act on it (restore, rebuild the index, report a bug) without a debugger.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Result alias used throughout Cairn.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Which kind of file an error is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FileKind {
+    /// A constant-store log file (`.spl`, Sparkey format).
+    SparkeyLog,
+    /// A constant-store index file (`.spi`, Sparkey format).
+    SparkeyIndex,
+}
+
+impl fmt::Display for FileKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FileKind::SparkeyLog => "log file",
+            FileKind::SparkeyIndex => "index file",
+        })
+    }
+}
+
+/// What exactly was wrong with the bytes of a corrupt file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reason {
+    /// The magic number at the start of the file is not the expected one.
+    BadMagic {
+        /// The value found.
+        found: u32,
+    },
+    /// The file or a record ends before a field it must contain.
+    Truncated,
+    /// The file is smaller than its header says it must be.
+    FileTooSmall {
+        /// Bytes the header requires.
+        expected: u64,
+        /// Bytes actually present.
+        actual: u64,
+    },
+    /// A header field holds a value outside its valid range.
+    HeaderField {
+        /// Name of the field, as in FORMAT.md.
+        field: &'static str,
+        /// The value found, and why it is invalid.
+        detail: String,
+    },
+    /// A length or offset points outside the data it must stay within.
+    LengthOutOfRange,
+    /// A variable-length integer is longer than 10 bytes or overflows 64 bits.
+    BadVarint,
+    /// A compressed block does not decompress, or decompresses to the wrong size.
+    Decompress(String),
+    /// A record is structurally invalid (e.g. an index slot that points at a DELETE).
+    BadEntry(&'static str),
+    /// A stored checksum does not match the computed one.
+    Checksum {
+        /// Checksum stored in the file.
+        stored: u32,
+        /// Checksum computed over the bytes.
+        computed: u32,
+    },
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reason::BadMagic { found } => write!(f, "wrong magic number {found:#010x}"),
+            Reason::Truncated => f.write_str("unexpected end of data"),
+            Reason::FileTooSmall { expected, actual } => write!(
+                f,
+                "file is {actual} bytes but its header requires {expected} bytes"
+            ),
+            Reason::HeaderField { field, detail } => write!(f, "header field {field}: {detail}"),
+            Reason::LengthOutOfRange => f.write_str("a length or offset points out of range"),
+            Reason::BadVarint => f.write_str("malformed variable-length integer"),
+            Reason::Decompress(msg) => write!(f, "compressed block is invalid: {msg}"),
+            Reason::BadEntry(msg) => f.write_str(msg),
+            Reason::Checksum { stored, computed } => write!(
+                f,
+                "checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"
+            ),
+        }
+    }
+}
+
+/// Where a corrupt file is damaged and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Corruption {
+    /// The kind of file.
+    pub file: FileKind,
+    /// The file's path as given when it was opened.
+    pub path: PathBuf,
+    /// Byte offset in the file where the damage was detected.
+    pub offset: u64,
+    /// What was wrong.
+    pub reason: Reason,
+}
+
+impl fmt::Display for Corruption {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "corrupt {} {} at byte {}: {}",
+            self.file,
+            self.path.display(),
+            self.offset,
+            self.reason
+        )
+    }
+}
+
+/// Every error Cairn returns.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// An operating-system I/O call failed.
+    Io {
+        /// The file or directory involved.
+        path: PathBuf,
+        /// What Cairn was doing ("open", "write", "fsync", ...).
+        op: &'static str,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// Bytes on disk disagree with the format.
+    Corruption(Box<Corruption>),
+    /// The file is of a format version this build cannot read.
+    UnsupportedVersion {
+        /// The kind of file.
+        file: FileKind,
+        /// Its path.
+        path: PathBuf,
+        /// Major version found.
+        major: u32,
+        /// Minor version found.
+        minor: u32,
+    },
+    /// A log and an index that do not belong together.
+    IdentifierMismatch {
+        /// The log file.
+        log: PathBuf,
+        /// The index file.
+        index: PathBuf,
+        /// The log's file identifier.
+        log_id: u32,
+        /// The identifier recorded in the index.
+        index_id: u32,
+    },
+    /// The caller passed an argument Cairn cannot accept (an option out of range, a key
+    /// that is too long, ...).
+    InvalidArgument(String),
+    /// An earlier write or fsync failed, so the state of the file's tail is unknown; the
+    /// writer refuses further work. Reopen the file to continue from its last durable state.
+    Poisoned,
+}
+
+impl Error {
+    pub(crate) fn io(path: &Path, op: &'static str, source: io::Error) -> Error {
+        Error::Io {
+            path: path.to_path_buf(),
+            op,
+            source,
+        }
+    }
+
+    pub(crate) fn corruption(file: FileKind, path: &Path, offset: u64, reason: Reason) -> Error {
+        Error::Corruption(Box::new(Corruption {
+            file,
+            path: path.to_path_buf(),
+            offset,
+            reason,
+        }))
+    }
+
+    pub(crate) fn invalid(msg: impl Into<String>) -> Error {
+        Error::InvalidArgument(msg.into())
+    }
+
+    /// The corruption details, if this is a corruption error.
+    pub fn as_corruption(&self) -> Option<&Corruption> {
+        match self {
+            Error::Corruption(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// True if this error means the bytes of a file are damaged or of an unknown version.
+    pub fn is_corruption(&self) -> bool {
+        matches!(
+            self,
+            Error::Corruption(_) | Error::UnsupportedVersion { .. } | Error::IdentifierMismatch { .. }
+        )
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { path, op, source } => {
+                write!(f, "{op} {} failed: {source}", path.display())
+            }
+            Error::Corruption(c) => c.fmt(f),
+            Error::UnsupportedVersion {
+                file,
+                path,
+                major,
+                minor,
+            } => write!(
+                f,
+                "{file} {} has unsupported version {major}.{minor}",
+                path.display()
+            ),
+            Error::IdentifierMismatch {
+                log,
+                index,
+                log_id,
+                index_id,
+            } => write!(
+                f,
+                "index file {} (identifier {index_id:08x}) does not belong to log file {} (identifier {log_id:08x})",
+                index.display(),
+                log.display()
+            ),
+            Error::InvalidArgument(msg) => write!(f, "invalid argument: {msg}"),
+            Error::Poisoned => f.write_str(
+                "writer is poisoned by an earlier failed write or fsync; reopen to recover",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,484 @@
+//! Reading a log/index pair: lookups, batched lookups and the live-entry iterator.
+//!
+//! A [`Reader`] maps the whole index and the log up to its `data_end`. A lookup hashes the
+//! key, probes the Robin Hood table from the key's home slot and compares the key stored
+//! in the log at each slot whose hash matches, so a lookup in an uncompressed log touches
+//! one index cache line (usually) and one log location: with the index pinned in memory
+//! ([`ReadOptions::pin_index`]) a cold lookup costs one read of the log.
+//!
+//! Every probe loop is bounded by the table capacity, every address is checked against the
+//! range the index covers, and a slot that points at anything but a PUT is reported as
+//! corruption of the index, so a damaged index gives an error, never a hang or a wrong
+//! value. Thread-safety: `Reader` is `Send + Sync`; share it behind an `Arc` or by reference.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::coding::{get_u32_le, get_u64_le};
+use crate::error::{Error, FileKind, Reason, Result};
+use crate::mmap::{prefetch, Map, Residency};
+
+use super::header::{Compression, IndexHeader, INDEX_HEADER_LEN};
+use super::log_reader::{EntryKind, Located, LogReader, RawIter, DEFAULT_BLOCK_CACHE_BYTES};
+use super::murmur::{murmur3_x64_128_h1, murmur3_x86_32};
+
+/// How to open a [`Reader`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ReadOptions {
+    /// Lock the index in memory (`mlock`), or pre-fault every page where locking is not
+    /// permitted, so lookups never wait for the index to be read from disk. Costs
+    /// `hash_capacity × (hash_size + address_size)` bytes of memory: about 10.4 bytes per
+    /// live key with 32-bit hashes and 4-byte addresses (capacity is 1.3× the puts).
+    pub pin_index: bool,
+    /// Byte budget of the cache of decoded blocks (compressed logs only). Default 64 MiB.
+    pub block_cache_bytes: usize,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions { pin_index: false, block_cache_bytes: DEFAULT_BLOCK_CACHE_BYTES }
+    }
+}
+
+impl ReadOptions {
+    /// Sets [`ReadOptions::pin_index`].
+    pub fn pin_index(mut self, pin: bool) -> Self {
+        self.pin_index = pin;
+        self
+    }
+
+    /// Sets [`ReadOptions::block_cache_bytes`].
+    pub fn block_cache_bytes(mut self, bytes: usize) -> Self {
+        self.block_cache_bytes = bytes;
+        self
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    H4A4,
+    H4A8,
+    H8A4,
+    H8A8,
+}
+
+/// An open log/index pair.
+#[derive(Debug, Clone)]
+pub struct Reader {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    index_path: PathBuf,
+    header: IndexHeader,
+    map: Map,
+    log: LogReader,
+    residency: Residency,
+    layout: Layout,
+    cap: u64,
+    slot_len: usize,
+    bits: u32,
+    plain: bool,
+}
+
+/// The index file name for a log file name: a trailing `.spl` becomes `.spi`.
+pub fn index_path_for(log_path: &Path) -> Option<PathBuf> {
+    let s = log_path.to_str()?;
+    s.strip_suffix(".spl").map(|stem| PathBuf::from(format!("{stem}.spi")))
+}
+
+/// The log file name for an index file name: a trailing `.spi` becomes `.spl`.
+pub fn log_path_for(index_path: &Path) -> Option<PathBuf> {
+    let s = index_path.to_str()?;
+    s.strip_suffix(".spi").map(|stem| PathBuf::from(format!("{stem}.spl")))
+}
+
+impl Reader {
+    /// Opens the pair with default options.
+    ///
+    /// # Errors
+    /// I/O errors; `Corruption` if either header is damaged or the index does not fit the
+    /// log; `IdentifierMismatch` if they do not belong together; `UnsupportedVersion`.
+    pub fn open(index_path: impl AsRef<Path>, log_path: impl AsRef<Path>) -> Result<Reader> {
+        Reader::open_with(index_path, log_path, &ReadOptions::default())
+    }
+
+    /// Opens the pair with `options`.
+    pub fn open_with(index_path: impl AsRef<Path>, log_path: impl AsRef<Path>, options: &ReadOptions) -> Result<Reader> {
+        let index_path = index_path.as_ref();
+        let log_path = log_path.as_ref();
+        let mut file = File::open(index_path).map_err(|e| Error::io(index_path, "open", e))?;
+        let file_len = file.metadata().map_err(|e| Error::io(index_path, "stat", e))?.len();
+        let mut head = Vec::with_capacity(INDEX_HEADER_LEN as usize);
+        (&mut file)
+            .take(INDEX_HEADER_LEN)
+            .read_to_end(&mut head)
+            .map_err(|e| Error::io(index_path, "read", e))?;
+        let header = IndexHeader::decode(index_path, &head, file_len)?;
+        let log = LogReader::open_with_cache(log_path, options.block_cache_bytes)?;
+        header.check_against_log(index_path, log_path, log.header())?;
+        let map_len = header.file_len().unwrap_or(file_len);
+        let map = Map::new(&file, map_len).map_err(|e| Error::io(index_path, "mmap", e))?;
+        map.advise_random();
+        log.advise_random();
+        let residency = if options.pin_index { map.pin() } else { Residency::OnDemand };
+        let layout = match (header.hash_size, header.address_size) {
+            (4, 4) => Layout::H4A4,
+            (4, _) => Layout::H4A8,
+            (_, 4) => Layout::H8A4,
+            _ => Layout::H8A8,
+        };
+        let plain = log.header().compression == Compression::None;
+        Ok(Reader {
+            inner: Arc::new(Inner {
+                index_path: index_path.to_path_buf(),
+                cap: header.hash_capacity,
+                slot_len: header.slot_len() as usize,
+                bits: header.entry_block_bits,
+                header,
+                map,
+                log,
+                residency,
+                layout,
+                plain,
+            }),
+        })
+    }
+
+    /// Opens `x.spl` with its index `x.spi`.
+    pub fn open_log(log_path: impl AsRef<Path>, options: &ReadOptions) -> Result<Reader> {
+        let log_path = log_path.as_ref();
+        let index = index_path_for(log_path)
+            .ok_or_else(|| Error::invalid(format!("log file name {} does not end with .spl", log_path.display())))?;
+        Reader::open_with(index, log_path, options)
+    }
+
+    /// The index header.
+    pub fn header(&self) -> &IndexHeader {
+        &self.inner.header
+    }
+
+    /// The log this index belongs to.
+    pub fn log(&self) -> &LogReader {
+        &self.inner.log
+    }
+
+    /// The index file's path.
+    pub fn index_path(&self) -> &Path {
+        &self.inner.index_path
+    }
+
+    /// Number of live keys.
+    pub fn len(&self) -> u64 {
+        self.inner.header.num_entries
+    }
+
+    /// True if the index holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes of decoded blocks currently held by the block cache (compressed logs).
+    pub fn block_cache_used(&self) -> usize {
+        self.inner.log.inner.cache.used_bytes()
+    }
+
+    /// Whether the index was pinned in memory, and how.
+    pub fn residency(&self) -> Residency {
+        self.inner.residency
+    }
+
+    /// Looks `key` up; returns a copy of its value.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let mut scratch = Vec::new();
+        Ok(self.get_ref(key, &mut scratch)?.map(<[u8]>::to_vec))
+    }
+
+    /// Looks `key` up and copies its value into `out` (cleared first). Returns whether the
+    /// key was found. Reusing `out` makes lookups allocation-free.
+    pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        let mut scratch = std::mem::take(out);
+        scratch.clear();
+        let found = match self.get_ref(key, &mut scratch)? {
+            Some(v) => {
+                let v = v.to_vec();
+                *out = v;
+                true
+            }
+            None => false,
+        };
+        if !found {
+            *out = scratch;
+            out.clear();
+        }
+        Ok(found)
+    }
+
+    /// Looks `key` up without copying from an uncompressed log: the value borrows the
+    /// memory map (uncompressed logs) or `scratch` (compressed logs).
+    pub fn get_ref<'a>(&'a self, key: &[u8], scratch: &'a mut Vec<u8>) -> Result<Option<&'a [u8]>> {
+        let hash = self.inner.hash(key);
+        self.inner.lookup(key, hash, scratch)
+    }
+
+    /// True if `key` is present.
+    pub fn contains(&self, key: &[u8]) -> Result<bool> {
+        let mut scratch = Vec::new();
+        Ok(self.get_ref(key, &mut scratch)?.is_some())
+    }
+
+    /// Looks up many keys, overlapping their memory misses: slots are prefetched for a
+    /// group of keys, then the log entries their home slots point to, then each key is
+    /// resolved. Calls `f(i, value)` for `keys[i]` in order.
+    pub fn get_many<K: AsRef<[u8]>>(&self, keys: &[K], mut f: impl FnMut(usize, Option<&[u8]>)) -> Result<()> {
+        const GROUP: usize = 16;
+        let inner = &*self.inner;
+        let mut hashes = [0u64; GROUP];
+        let mut scratch = Vec::new();
+        for (g, group) in keys.chunks(GROUP).enumerate() {
+            for (h, k) in hashes.iter_mut().zip(group) {
+                *h = inner.hash(k.as_ref());
+                inner.prefetch_slot(*h % inner.cap);
+            }
+            if inner.plain {
+                for (h, k) in hashes.iter().zip(group) {
+                    let (sh, sa) = inner.slot(*h % inner.cap);
+                    if sa != 0 && sh == *h {
+                        prefetch(inner.log.inner.map.bytes(), sa as usize);
+                        let _ = k;
+                    }
+                }
+            }
+            for (j, (h, k)) in hashes.iter().zip(group).enumerate() {
+                let v = inner.lookup(k.as_ref(), *h, &mut scratch)?;
+                f(g * GROUP + j, v);
+            }
+        }
+        Ok(())
+    }
+
+    /// Iterates live entries as `(key, value)` in the order of their PUTs in the log.
+    pub fn iter(&self) -> HashIter {
+        HashIter {
+            reader: self.clone(),
+            raw: RawIter::new(Arc::clone(&self.inner.log.inner), self.inner.header.data_end),
+        }
+    }
+
+    /// Whether the PUT at `address` is the live entry for a key with hash `hash`.
+    fn is_live(&self, hash: u64, address: u64) -> bool {
+        let inner = &*self.inner;
+        let mut slot = hash % inner.cap;
+        let mut d = 0u64;
+        for _ in 0..inner.cap {
+            let (sh, sa) = inner.slot(slot);
+            if sa == 0 {
+                return false;
+            }
+            if sa == address {
+                return true;
+            }
+            if d > inner.displacement(slot, sh) {
+                return false;
+            }
+            slot = if slot + 1 == inner.cap { 0 } else { slot + 1 };
+            d += 1;
+        }
+        false
+    }
+
+    /// Raw slot `i` as `(hash, address)`; `None` past the table.
+    pub fn slot(&self, i: u64) -> Option<(u64, u64)> {
+        (i < self.inner.cap).then(|| self.inner.slot(i))
+    }
+
+    /// Hash of `key` under this index's hash function and seed.
+    pub fn hash_key(&self, key: &[u8]) -> u64 {
+        self.inner.hash(key)
+    }
+
+    /// Reads the PUT at a slot address; returns its key and value.
+    pub fn entry_at(&self, address: u64) -> Result<(Vec<u8>, Vec<u8>)> {
+        let inner = &*self.inner;
+        let log = &*inner.log.inner;
+        let located = log.locate(address, inner.bits, inner.header.data_end, false, &inner.index_path)?;
+        let head = located.head();
+        let mut key = Vec::new();
+        let mut value = Vec::new();
+        match located {
+            Located::Plain { key_offset, .. } => {
+                let bytes = log.map.bytes();
+                let ks = key_offset as usize;
+                let ke = ks + head.key_len as usize;
+                key.extend_from_slice(bytes.get(ks..ke).unwrap_or(&[]));
+                value.extend_from_slice(bytes.get(ke..ke + head.value_len as usize).unwrap_or(&[]));
+            }
+            Located::Stream { mut stream, .. } => {
+                stream.read_into(log, head.key_len, &mut key)?;
+                stream.read_into(log, head.value_len, &mut value)?;
+            }
+        }
+        Ok((key, value))
+    }
+}
+
+impl Inner {
+    #[inline]
+    fn hash(&self, key: &[u8]) -> u64 {
+        match self.layout {
+            Layout::H4A4 | Layout::H4A8 => u64::from(murmur3_x86_32(key, self.header.hash_seed)),
+            Layout::H8A4 | Layout::H8A8 => murmur3_x64_128_h1(key, self.header.hash_seed),
+        }
+    }
+
+    #[inline]
+    fn slot_offset(&self, i: u64) -> usize {
+        INDEX_HEADER_LEN as usize + i as usize * self.slot_len
+    }
+
+    #[inline]
+    fn prefetch_slot(&self, i: u64) {
+        prefetch(self.map.bytes(), self.slot_offset(i));
+    }
+
+    /// Slot `i` (< capacity, so in bounds of the map: checked when opening).
+    #[inline]
+    fn slot(&self, i: u64) -> (u64, u64) {
+        let b = self.map.bytes();
+        let off = self.slot_offset(i);
+        match self.layout {
+            Layout::H4A4 => {
+                let w = get_u64_le(b, off).unwrap_or(0);
+                (w & 0xFFFF_FFFF, w >> 32)
+            }
+            Layout::H4A8 => (
+                u64::from(get_u32_le(b, off).unwrap_or(0)),
+                get_u64_le(b, off + 4).unwrap_or(0),
+            ),
+            Layout::H8A4 => (
+                get_u64_le(b, off).unwrap_or(0),
+                u64::from(get_u32_le(b, off + 8).unwrap_or(0)),
+            ),
+            Layout::H8A8 => (get_u64_le(b, off).unwrap_or(0), get_u64_le(b, off + 8).unwrap_or(0)),
+        }
+    }
+
+    #[inline]
+    fn displacement(&self, slot: u64, hash: u64) -> u64 {
+        let home = hash % self.cap;
+        if slot >= home {
+            slot - home
+        } else {
+            self.cap - home + slot
+        }
+    }
+
+    fn corrupt(&self, reason: &'static str) -> Error {
+        Error::corruption(FileKind::SparkeyIndex, &self.index_path, 0, Reason::BadEntry(reason))
+    }
+
+    /// Probes for `key` (with precomputed `hash`).
+    #[inline]
+    fn lookup<'a>(&'a self, key: &[u8], hash: u64, scratch: &'a mut Vec<u8>) -> Result<Option<&'a [u8]>> {
+        let cap = self.cap;
+        let mut slot = hash % cap;
+        let mut d = 0u64;
+        for _ in 0..cap {
+            let (sh, sa) = self.slot(slot);
+            if sa == 0 {
+                return Ok(None);
+            }
+            if sh == hash {
+                if self.plain {
+                    if let Some((start, len)) = self.plain_match(sa, key)? {
+                        let bytes = self.log.inner.map.bytes();
+                        return Ok(bytes.get(start..start + len));
+                    }
+                } else if self.stream_match(sa, key, scratch)? {
+                    return Ok(Some(scratch.as_slice()));
+                }
+            }
+            if d > self.displacement(slot, sh) {
+                return Ok(None);
+            }
+            slot = if slot + 1 == cap { 0 } else { slot + 1 };
+            d += 1;
+        }
+        Ok(None)
+    }
+
+    /// Uncompressed log: if the PUT at `addr` has `key`, the value's byte range.
+    #[inline]
+    fn plain_match(&self, addr: u64, key: &[u8]) -> Result<Option<(usize, usize)>> {
+        let log = &*self.log.inner;
+        if addr < super::header::LOG_HEADER_LEN || addr >= self.header.data_end {
+            return Err(self.corrupt("a slot address points outside the log data it covers"));
+        }
+        let head = log.plain_head(addr, log.header.data_end)?;
+        if head.kind != EntryKind::Put {
+            return Err(self.corrupt("a slot points at a DELETE entry"));
+        }
+        if head.key_len != key.len() as u64 {
+            return Ok(None);
+        }
+        let ks = (addr + head.head_len) as usize;
+        let ke = ks + key.len();
+        if log.map.bytes().get(ks..ke) != Some(key) {
+            return Ok(None);
+        }
+        Ok(Some((ke, head.value_len as usize)))
+    }
+
+    /// Compressed log: if the PUT at `addr` has `key`, decode its value into `scratch`.
+    fn stream_match(&self, addr: u64, key: &[u8], scratch: &mut Vec<u8>) -> Result<bool> {
+        let log = &*self.log.inner;
+        let located = log.locate(addr, self.bits, self.header.data_end, true, &self.index_path)?;
+        let head = located.head();
+        if head.key_len != key.len() as u64 {
+            return Ok(false);
+        }
+        let Located::Stream { mut stream, .. } = located else {
+            return Err(self.corrupt("unexpected uncompressed entry"));
+        };
+        if !stream.consume_eq(log, key)? {
+            return Ok(false);
+        }
+        scratch.clear();
+        stream.read_into(log, head.value_len, scratch)?;
+        Ok(true)
+    }
+}
+
+/// Iterator over the live entries of a [`Reader`], in log order.
+#[derive(Debug)]
+pub struct HashIter {
+    reader: Reader,
+    raw: RawIter,
+}
+
+impl Iterator for HashIter {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let e = match self.raw.next_raw(true) {
+                Ok(Some(e)) => e,
+                Ok(None) => return None,
+                Err(err) => return Some(Err(err)),
+            };
+            if e.kind != EntryKind::Put {
+                continue;
+            }
+            let inner = &*self.reader.inner;
+            let hash = inner.hash(&self.raw.key);
+            let bits = if inner.plain { 0 } else { inner.bits };
+            if self.reader.is_live(hash, e.address(bits)) {
+                return Some(Ok((std::mem::take(&mut self.raw.key), std::mem::take(&mut self.raw.value))));
+            }
+        }
+    }
+}

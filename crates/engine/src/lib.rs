@@ -1,0 +1,35 @@
+//! # Cairn
+//!
+//! An embedded key-value storage engine. This release provides the **constant store**
+//! ([`hash`]): build-once, read-many files in the Sparkey format (a log plus a hash index),
+//! read and written byte-compatibly with the reference Sparkey implementation.
+//!
+//! ```
+//! use cairn::hash::{write_index, IndexOptions, LogOptions, LogWriter, Reader, ReadOptions};
+//!
+//! # fn main() -> cairn::Result<()> {
+//! let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+//! let log = dir.path().join("fruit.spl");
+//! let index = dir.path().join("fruit.spi");
+//!
+//! let mut writer = LogWriter::create(&log, &LogOptions::default())?;
+//! writer.put(b"apple", b"red")?;
+//! writer.put(b"banana", b"yellow")?;
+//! writer.delete(b"apple")?;
+//! writer.close()?;
+//! write_index(&index, &log, &IndexOptions::default())?;
+//!
+//! let reader = Reader::open_with(&index, &log, &ReadOptions::default())?;
+//! assert_eq!(reader.get(b"banana")?, Some(b"yellow".to_vec()));
+//! assert_eq!(reader.get(b"apple")?, None);
+//! # Ok(())
+//! # }
+//! ```
+
+mod atomic;
+mod coding;
+mod error;
+pub mod hash;
+mod mmap;
+
+pub use error::{Corruption, Error, FileKind, Reason, Result};

@@ -1,0 +1,105 @@
+//! Read-only memory maps of immutable file ranges, and a cache-prefetch hint.
+//!
+//! This is the only module of the engine that uses `unsafe` (listed in `UNSAFE.md`).
+//!
+//! Invariant: a [`Map`] covers a byte range of a file that Cairn never modifies while it is
+//! mapped: the constant store's index files are replaced by rename (never rewritten in
+//! place), and log files are only appended to past the mapped `data_end`. Another process
+//! truncating a mapped file would make reads fault (SIGBUS); the Sparkey format has always
+//! carried that assumption, and `hash/FORMAT.md` states it.
+//!
+//! Thread-safety: a `Map` is immutable and `Send + Sync`.
+
+#![allow(unsafe_code)]
+
+use std::fs::File;
+use std::io;
+
+use memmap2::{Advice, Mmap, MmapOptions};
+
+/// A read-only mapping of the first `len` bytes of a file (or an empty slice for `len` 0).
+#[derive(Debug)]
+pub struct Map {
+    map: Option<Mmap>,
+}
+
+/// How a mapping was made resident by [`Map::pin`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Residency {
+    /// Pages are loaded on first touch (default).
+    OnDemand,
+    /// Every page is locked in memory with `mlock`.
+    Locked,
+    /// `mlock` was refused (e.g. `RLIMIT_MEMLOCK`); every page was read once instead, so
+    /// it is resident until the kernel needs the memory back.
+    Prefaulted,
+}
+
+impl Map {
+    /// Maps `len` bytes of `file` from offset 0.
+    pub fn new(file: &File, len: u64) -> io::Result<Map> {
+        if len == 0 {
+            return Ok(Map { map: None });
+        }
+        let len = usize::try_from(len)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file too large to map"))?;
+        // SAFETY: the mapping is read-only and covers a range that Cairn never modifies
+        // while mapped (see the module invariant); the caller checked that the file is at
+        // least `len` bytes long.
+        let map = unsafe { MmapOptions::new().len(len).map(file)? };
+        Ok(Map { map: Some(map) })
+    }
+
+    /// The mapped bytes.
+    #[inline]
+    pub fn bytes(&self) -> &[u8] {
+        match &self.map {
+            Some(m) => m,
+            None => &[],
+        }
+    }
+
+    /// Tells the kernel accesses will be random (no read-ahead), as for hash lookups.
+    pub fn advise_random(&self) {
+        if let Some(m) = &self.map {
+            // Advice is a hint: failure changes nothing observable.
+            let _ = m.advise(Advice::Random);
+        }
+    }
+
+    /// Makes every page resident: `mlock` if permitted, otherwise read every page once.
+    pub fn pin(&self) -> Residency {
+        let Some(m) = &self.map else {
+            return Residency::Locked;
+        };
+        if m.lock().is_ok() {
+            return Residency::Locked;
+        }
+        let _ = m.advise(Advice::WillNeed);
+        let mut sum = 0u8;
+        for page in m.chunks(4096) {
+            sum = sum.wrapping_add(page.first().copied().unwrap_or(0));
+        }
+        std::hint::black_box(sum);
+        Residency::Prefaulted
+    }
+}
+
+/// Hints the CPU to fetch the cache line holding `bytes[offset]` (no effect if out of range).
+#[inline(always)]
+pub fn prefetch(bytes: &[u8], offset: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if let Some(b) = bytes.get(offset) {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            // SAFETY: prefetching is a hint that never faults or reads memory
+            // architecturally; the pointer is in bounds anyway.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(b).cast::<i8>()) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (bytes, offset);
+    }
+}
