@@ -26,12 +26,17 @@ pub fn parent_dir(path: &Path) -> PathBuf {
 pub fn sync_parent_dir(path: &Path) -> Result<()> {
     let dir = parent_dir(path);
     let handle = File::open(&dir).map_err(|e| Error::io(&dir, "open directory", e))?;
-    handle.sync_all().map_err(|e| Error::io(&dir, "fsync directory", e))
+    handle
+        .sync_all()
+        .map_err(|e| Error::io(&dir, "fsync directory", e))
 }
 
 /// Creates a fresh temporary file beside `target`.
 pub fn temp_file(target: &Path) -> Result<(PathBuf, File)> {
-    let mut name = target.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    let mut name = target
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     name.push(format!(".tmp.{}.{n}", std::process::id()));
     let tmp = parent_dir(target).join(name);
@@ -51,7 +56,10 @@ pub fn commit(tmp: &Path, target: &Path) -> Result<()> {
 }
 
 /// Writes `target` atomically with the bytes produced by `fill`.
-pub fn write_file(target: &Path, fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+pub fn write_file(
+    target: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
     let (tmp, file) = temp_file(target)?;
     let result = (|| {
         let mut w = BufWriter::with_capacity(1 << 20, &file);

@@ -110,7 +110,12 @@ mod tests {
     #[test]
     fn vlq_round_trips_every_length() {
         for shift in 0..64 {
-            for v in [(1u64 << shift) - 1, 1u64 << shift, (1u64 << shift) + 1, u64::MAX] {
+            for v in [
+                (1u64 << shift) - 1,
+                1u64 << shift,
+                (1u64 << shift) + 1,
+                u64::MAX,
+            ] {
                 let mut out = Vec::new();
                 put_vlq(&mut out, v);
                 assert_eq!(out.len(), vlq_len(v));

@@ -200,7 +200,9 @@ impl Error {
     pub fn is_corruption(&self) -> bool {
         matches!(
             self,
-            Error::Corruption(_) | Error::UnsupportedVersion { .. } | Error::IdentifierMismatch { .. }
+            Error::Corruption(_)
+                | Error::UnsupportedVersion { .. }
+                | Error::IdentifierMismatch { .. }
         )
     }
 }

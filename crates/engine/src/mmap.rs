@@ -31,8 +31,8 @@ pub enum Residency {
     OnDemand,
     /// Every page is locked in memory with `mlock`.
     Locked,
-    /// `mlock` was refused (e.g. `RLIMIT_MEMLOCK`); every page was read once instead, so
-    /// it is resident until the kernel needs the memory back.
+    /// `mlock` was refused (e.g. `RLIMIT_MEMLOCK`); the bytes were read into memory
+    /// instead, so they are resident unless the kernel must swap them out.
     Prefaulted,
 }
 
@@ -51,6 +51,28 @@ impl Map {
         Ok(Map { map: Some(map) })
     }
 
+    /// Loads the first `len` bytes of `file` into private anonymous memory (backed by
+    /// transparent huge pages where the kernel allows, so random accesses miss the TLB
+    /// far less), then locks it with `mlock` if permitted. The result is read-only.
+    pub fn load(file: &File, len: u64) -> io::Result<(Map, Residency)> {
+        use std::os::unix::fs::FileExt;
+        if len == 0 {
+            return Ok((Map { map: None }, Residency::Locked));
+        }
+        let n = usize::try_from(len)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file too large to load"))?;
+        let mut anon = MmapOptions::new().len(n).map_anon()?;
+        let _ = anon.advise(Advice::HugePage);
+        file.read_exact_at(&mut anon, 0)?;
+        let map = anon.make_read_only()?;
+        let residency = if map.lock().is_ok() {
+            Residency::Locked
+        } else {
+            Residency::Prefaulted
+        };
+        Ok((Map { map: Some(map) }, residency))
+    }
+
     /// The mapped bytes.
     #[inline]
     pub fn bytes(&self) -> &[u8] {
@@ -67,31 +89,14 @@ impl Map {
             let _ = m.advise(Advice::Random);
         }
     }
-
-    /// Makes every page resident: `mlock` if permitted, otherwise read every page once.
-    pub fn pin(&self) -> Residency {
-        let Some(m) = &self.map else {
-            return Residency::Locked;
-        };
-        if m.lock().is_ok() {
-            return Residency::Locked;
-        }
-        let _ = m.advise(Advice::WillNeed);
-        let mut sum = 0u8;
-        for page in m.chunks(4096) {
-            sum = sum.wrapping_add(page.first().copied().unwrap_or(0));
-        }
-        std::hint::black_box(sum);
-        Residency::Prefaulted
-    }
 }
 
-/// Hints the CPU to fetch the cache line holding `bytes[offset]` (no effect if out of range).
+/// Hints the CPU to fetch the cache line holding `items[index]` (no effect if out of range).
 #[inline(always)]
-pub fn prefetch(bytes: &[u8], offset: usize) {
+pub fn prefetch<T>(items: &[T], index: usize) {
     #[cfg(target_arch = "x86_64")]
     {
-        if let Some(b) = bytes.get(offset) {
+        if let Some(b) = items.get(index) {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
             // SAFETY: prefetching is a hint that never faults or reads memory
             // architecturally; the pointer is in bounds anyway.
@@ -100,6 +105,6 @@ pub fn prefetch(bytes: &[u8], offset: usize) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (bytes, offset);
+        let _ = (items, index);
     }
 }

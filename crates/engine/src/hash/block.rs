@@ -10,23 +10,99 @@
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::Path;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::coding::get_vlq;
+use crate::coding::{get_u32_le, get_u64_le, get_vlq};
 use crate::error::{Error, FileKind, Reason, Result};
 
 use super::header::Compression;
 
-/// A decoded block: its bytes and the file offset of the block after it.
+/// A decoded block, in one shared allocation: the file offset of the next block, where
+/// each entry that starts in the block begins, and the decompressed bytes.
+///
+/// Layout of the allocation: `next_offset: u64 LE`, `count: u32 LE`, `count × u32 LE`
+/// entry starts, then the data. Keeping everything in one allocation means a cache hit
+/// touches the reference count, the metadata and the data's first line together.
 #[derive(Debug, Clone)]
-pub struct Block {
-    /// Decompressed entry-stream bytes.
-    pub data: Arc<[u8]>,
+pub struct Block(Arc<[u8]>);
+
+const PREFIX: usize = 12;
+
+impl Block {
+    fn new(next_offset: u64, data: &[u8], index_entries: bool) -> Block {
+        let starts = if index_entries {
+            entry_starts(data)
+        } else {
+            Vec::new()
+        };
+        let mut buf = Vec::with_capacity(PREFIX + 4 * starts.len() + data.len());
+        buf.extend_from_slice(&next_offset.to_le_bytes());
+        buf.extend_from_slice(&(starts.len() as u32).to_le_bytes());
+        for s in &starts {
+            buf.extend_from_slice(&s.to_le_bytes());
+        }
+        buf.extend_from_slice(data);
+        Block(buf.into())
+    }
+
+    fn count(&self) -> usize {
+        get_u32_le(&self.0, 8).unwrap_or(0) as usize
+    }
+
     /// File offset of the next block (may equal the log's `data_end`).
-    pub next_offset: u64,
+    #[inline]
+    pub fn next_offset(&self) -> u64 {
+        get_u64_le(&self.0, 0).unwrap_or(u64::MAX)
+    }
+
+    /// The decompressed entry-stream bytes.
+    #[inline]
+    pub fn data(&self) -> &[u8] {
+        self.0.get(PREFIX + 4 * self.count()..).unwrap_or(&[])
+    }
+
+    /// Offset in [`Block::data`] of the `index`-th entry starting in this block, if any
+    /// (always `None` for a block decoded without its entry table).
+    #[inline]
+    pub fn entry_start(&self, index: u64) -> Option<usize> {
+        if index >= self.count() as u64 {
+            return None;
+        }
+        get_u32_le(&self.0, PREFIX + 4 * index as usize).map(|s| s as usize)
+    }
+
+    /// Bytes held by this block.
+    pub fn footprint(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// Start offsets of the entries that begin in `data`, found by walking from the start of
+/// the block as the format defines in-block entry indexes. Stops at an entry that
+/// continues past the block (the last one starting here) or at an undecodable header.
+fn entry_starts(data: &[u8]) -> Vec<u32> {
+    let mut starts = Vec::new();
+    let mut pos = 0usize;
+    while pos < data.len() {
+        let Ok(start) = u32::try_from(pos) else { break };
+        let rest = data.get(pos..).unwrap_or(&[]);
+        let Ok((a, n1)) = get_vlq(rest) else { break };
+        let Ok((b, n2)) = get_vlq(rest.get(n1..).unwrap_or(&[])) else {
+            break;
+        };
+        starts.push(start);
+        let body = if a == 0 { b } else { (a - 1).saturating_add(b) };
+        let len = ((n1 + n2) as u64).saturating_add(body);
+        match usize::try_from(len).ok().and_then(|l| pos.checked_add(l)) {
+            Some(next) => pos = next,
+            None => break,
+        }
+    }
+    starts
 }
 
 thread_local! {
@@ -34,17 +110,20 @@ thread_local! {
 }
 
 /// Decodes the block starting at `offset` of `file` (the mapped log, `file.len()` =
-/// `data_end`).
+/// `data_end`); `index_entries` also records where each entry starts (for lookups).
 pub fn decode_block(
     path: &Path,
     file: &[u8],
     offset: u64,
     compression: Compression,
     block_size: u32,
+    index_entries: bool,
 ) -> Result<Block> {
     let corrupt = |off: u64, reason| Error::corruption(FileKind::SparkeyLog, path, off, reason);
     let start = usize::try_from(offset).map_err(|_| corrupt(offset, Reason::LengthOutOfRange))?;
-    let rest = file.get(start..).ok_or_else(|| corrupt(offset, Reason::LengthOutOfRange))?;
+    let rest = file
+        .get(start..)
+        .ok_or_else(|| corrupt(offset, Reason::LengthOutOfRange))?;
     let (clen, vlen) = get_vlq(rest).map_err(|e| match e {
         crate::coding::VlqError::Truncated => corrupt(offset, Reason::Truncated),
         crate::coding::VlqError::Overflow => corrupt(offset, Reason::BadVarint),
@@ -56,14 +135,21 @@ pub fn decode_block(
     let next_offset = offset + vlen as u64 + clen;
     let limit = block_size as usize;
     let data: Vec<u8> = match compression {
-        Compression::None => return Err(corrupt(offset, Reason::BadEntry("uncompressed logs have no blocks"))),
+        Compression::None => {
+            return Err(corrupt(
+                offset,
+                Reason::BadEntry("uncompressed logs have no blocks"),
+            ))
+        }
         Compression::Snappy => {
             let n = snap::raw::decompress_len(body)
                 .map_err(|e| corrupt(offset, Reason::Decompress(e.to_string())))?;
             if n > limit {
                 return Err(corrupt(
                     offset,
-                    Reason::Decompress(format!("block decodes to {n} bytes, more than the block size {limit}")),
+                    Reason::Decompress(format!(
+                        "block decodes to {n} bytes, more than the block size {limit}"
+                    )),
                 ));
             }
             let mut out = vec![0u8; n];
@@ -80,7 +166,9 @@ pub fn decode_block(
                 Some(n) if n > limit as u64 => {
                     return Err(corrupt(
                         offset,
-                        Reason::Decompress(format!("block decodes to {n} bytes, more than the block size {limit}")),
+                        Reason::Decompress(format!(
+                            "block decodes to {n} bytes, more than the block size {limit}"
+                        )),
                     ))
                 }
                 Some(n) => n as usize,
@@ -90,27 +178,54 @@ pub fn decode_block(
             ZSTD.with(|cell| -> Result<()> {
                 let mut slot = cell.borrow_mut();
                 if slot.is_none() {
-                    *slot = Some(zstd::bulk::Decompressor::new().map_err(|e| Error::io(path, "zstd init", e))?);
+                    *slot = Some(
+                        zstd::bulk::Decompressor::new()
+                            .map_err(|e| Error::io(path, "zstd init", e))?,
+                    );
                 }
                 match slot.as_mut() {
                     Some(d) => d
                         .decompress_to_buffer(body, &mut out)
                         .map(|_| ())
                         .map_err(|e| corrupt(offset, Reason::Decompress(e.to_string()))),
-                    None => Err(corrupt(offset, Reason::Decompress("zstd unavailable".into()))),
+                    None => Err(corrupt(
+                        offset,
+                        Reason::Decompress("zstd unavailable".into()),
+                    )),
                 }
             })?;
             out
         }
     };
-    Ok(Block { data: data.into(), next_offset })
+    Ok(Block::new(next_offset, &data, index_entries))
 }
 
 const SHARDS: usize = 16;
 
+/// Hasher for block offsets: one multiply (offsets are distinct integers, and an
+/// attacker gains nothing by colliding them: the file is already trusted to be read).
+#[derive(Default)]
+struct OffsetHasher(u64);
+
+impl Hasher for OffsetHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (x ^ (x >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 #[derive(Default)]
 struct Shard {
-    map: HashMap<u64, (Arc<[u8]>, bool)>,
+    map: HashMap<u64, (Block, bool), BuildHasherDefault<OffsetHasher>>,
     clock: VecDeque<u64>,
     bytes: usize,
 }
@@ -123,7 +238,9 @@ pub struct BlockCache {
 
 impl std::fmt::Debug for BlockCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BlockCache").field("budget", &(self.shard_budget * SHARDS)).finish()
+        f.debug_struct("BlockCache")
+            .field("budget", &(self.shard_budget * SHARDS))
+            .finish()
     }
 }
 
@@ -142,30 +259,36 @@ impl BlockCache {
     }
 
     /// The cached block at `offset`, if present.
-    pub fn get(&self, offset: u64) -> Option<Arc<[u8]>> {
+    pub fn get(&self, offset: u64) -> Option<Block> {
         if self.shard_budget == 0 {
             return None;
         }
         let mut shard = self.shard(offset)?.lock();
         let entry = shard.map.get_mut(&offset)?;
-        entry.1 = true;
-        Some(Arc::clone(&entry.0))
+        if !entry.1 {
+            entry.1 = true;
+        }
+        Some(entry.0.clone())
     }
 
     /// Adds a block, evicting others (CLOCK order) to stay within the budget. A block
     /// larger than a shard's budget is not cached.
-    pub fn insert(&self, offset: u64, data: Arc<[u8]>) {
-        let len = data.len().max(1);
+    pub fn insert(&self, offset: u64, data: Block) {
+        let len = data.footprint();
         if len > self.shard_budget {
             return;
         }
-        let Some(shard) = self.shard(offset) else { return };
+        let Some(shard) = self.shard(offset) else {
+            return;
+        };
         let mut shard = shard.lock();
         if shard.map.contains_key(&offset) {
             return;
         }
         while shard.bytes + len > self.shard_budget {
-            let Some(victim) = shard.clock.pop_front() else { break };
+            let Some(victim) = shard.clock.pop_front() else {
+                break;
+            };
             let referenced = match shard.map.get_mut(&victim) {
                 Some(e) if e.1 => {
                     e.1 = false;
@@ -176,7 +299,7 @@ impl BlockCache {
             if referenced {
                 shard.clock.push_back(victim);
             } else if let Some((d, _)) = shard.map.remove(&victim) {
-                shard.bytes -= d.len().max(1);
+                shard.bytes -= d.footprint();
             }
         }
         shard.bytes += len;

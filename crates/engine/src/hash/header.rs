@@ -122,7 +122,11 @@ impl LogHeader {
             max_value_len: 0,
             delete_size: 0,
             compression,
-            block_size: if compression == Compression::None { 0 } else { block_size },
+            block_size: if compression == Compression::None {
+                0
+            } else {
+                block_size
+            },
             put_size: 0,
             max_entries_per_block: 0,
         }
@@ -170,10 +174,18 @@ impl LogHeader {
     /// least 84 if the file has them) and `file_len` is the file's size.
     pub fn decode(path: &Path, buf: &[u8], file_len: u64) -> Result<LogHeader> {
         let corrupt = |off: u64, reason| Error::corruption(FileKind::SparkeyLog, path, off, reason);
-        let u32_at = |off: usize| get_u32_le(buf, off).ok_or_else(|| corrupt(off as u64, Reason::Truncated));
-        let u64_at = |off: usize| get_u64_le(buf, off).ok_or_else(|| corrupt(off as u64, Reason::Truncated));
+        let u32_at =
+            |off: usize| get_u32_le(buf, off).ok_or_else(|| corrupt(off as u64, Reason::Truncated));
+        let u64_at =
+            |off: usize| get_u64_le(buf, off).ok_or_else(|| corrupt(off as u64, Reason::Truncated));
         let field = |name: &'static str, off: u64, detail: String| {
-            corrupt(off, Reason::HeaderField { field: name, detail })
+            corrupt(
+                off,
+                Reason::HeaderField {
+                    field: name,
+                    detail,
+                },
+            )
         };
 
         let magic = u32_at(0)?;
@@ -207,25 +219,51 @@ impl LogHeader {
             max_entries_per_block: u32_at(80)?,
         };
         if header.data_end < LOG_HEADER_LEN {
-            return Err(field("data_end", 32, format!("{} is below the header size 84", header.data_end)));
+            return Err(field(
+                "data_end",
+                32,
+                format!("{} is below the header size 84", header.data_end),
+            ));
         }
         if header.num_puts > header.data_end {
-            return Err(field("num_puts", 16, format!("{} exceeds data_end {}", header.num_puts, header.data_end)));
+            return Err(field(
+                "num_puts",
+                16,
+                format!("{} exceeds data_end {}", header.num_puts, header.data_end),
+            ));
         }
         if header.num_deletes > header.data_end {
-            return Err(field("num_deletes", 24, format!("{} exceeds data_end {}", header.num_deletes, header.data_end)));
+            return Err(field(
+                "num_deletes",
+                24,
+                format!(
+                    "{} exceeds data_end {}",
+                    header.num_deletes, header.data_end
+                ),
+            ));
         }
         let compression = Compression::from_code(compression_code).ok_or_else(|| {
-            field("compression_type", 64, format!("unknown type {compression_code}"))
+            field(
+                "compression_type",
+                64,
+                format!("unknown type {compression_code}"),
+            )
         })?;
         if file_len < header.data_end {
             return Err(corrupt(
                 file_len,
-                Reason::FileTooSmall { expected: header.data_end, actual: file_len },
+                Reason::FileTooSmall {
+                    expected: header.data_end,
+                    actual: file_len,
+                },
             ));
         }
         if header.data_end > i64::MAX as u64 {
-            return Err(field("data_end", 32, format!("{} exceeds 2^63 - 1", header.data_end)));
+            return Err(field(
+                "data_end",
+                32,
+                format!("{} exceeds 2^63 - 1", header.data_end),
+            ));
         }
         if compression != Compression::None {
             // Cairn's checks: a compressed log must be decodable and addressable.
@@ -241,11 +279,17 @@ impl LogHeader {
                 return Err(field(
                     "max_entries_per_block",
                     80,
-                    format!("{} makes entry addresses overflow 64 bits", header.max_entries_per_block),
+                    format!(
+                        "{} makes entry addresses overflow 64 bits",
+                        header.max_entries_per_block
+                    ),
                 ));
             }
         }
-        Ok(LogHeader { compression, ..header })
+        Ok(LogHeader {
+            compression,
+            ..header
+        })
     }
 }
 
@@ -300,7 +344,9 @@ impl IndexHeader {
 
     /// Exact size of a well-formed index file with this header.
     pub fn file_len(&self) -> Option<u64> {
-        self.hash_capacity.checked_mul(self.slot_len())?.checked_add(INDEX_HEADER_LEN)
+        self.hash_capacity
+            .checked_mul(self.slot_len())?
+            .checked_add(INDEX_HEADER_LEN)
     }
 
     /// Encodes the header.
@@ -337,11 +383,20 @@ impl IndexHeader {
     /// Decodes and validates an index header on its own (checks that need the log are in
     /// [`IndexHeader::check_against_log`]). `file_len` is the index file's size.
     pub fn decode(path: &Path, buf: &[u8], file_len: u64) -> Result<IndexHeader> {
-        let corrupt = |off: u64, reason| Error::corruption(FileKind::SparkeyIndex, path, off, reason);
-        let u32_at = |off: usize| get_u32_le(buf, off).ok_or_else(|| corrupt(off as u64, Reason::Truncated));
-        let u64_at = |off: usize| get_u64_le(buf, off).ok_or_else(|| corrupt(off as u64, Reason::Truncated));
+        let corrupt =
+            |off: u64, reason| Error::corruption(FileKind::SparkeyIndex, path, off, reason);
+        let u32_at =
+            |off: usize| get_u32_le(buf, off).ok_or_else(|| corrupt(off as u64, Reason::Truncated));
+        let u64_at =
+            |off: usize| get_u64_le(buf, off).ok_or_else(|| corrupt(off as u64, Reason::Truncated));
         let field = |name: &'static str, off: u64, detail: String| {
-            corrupt(off, Reason::HeaderField { field: name, detail })
+            corrupt(
+                off,
+                Reason::HeaderField {
+                    field: name,
+                    detail,
+                },
+            )
         };
 
         let magic = u32_at(0)?;
@@ -378,44 +433,104 @@ impl IndexHeader {
             total_displacement: u64_at(104)?,
         };
         if h.hash_size != 4 && h.hash_size != 8 {
-            return Err(field("hash_size", 72, format!("{} is not 4 or 8", h.hash_size)));
+            return Err(field(
+                "hash_size",
+                72,
+                format!("{} is not 4 or 8", h.hash_size),
+            ));
         }
         if h.num_entries > h.num_puts {
-            return Err(field("num_entries", 60, format!("{} exceeds num_puts {}", h.num_entries, h.num_puts)));
+            return Err(field(
+                "num_entries",
+                60,
+                format!("{} exceeds num_puts {}", h.num_entries, h.num_puts),
+            ));
         }
         if h.max_displacement > h.num_entries {
-            return Err(field("max_displacement", 84, format!("{} exceeds num_entries {}", h.max_displacement, h.num_entries)));
+            return Err(field(
+                "max_displacement",
+                84,
+                format!(
+                    "{} exceeds num_entries {}",
+                    h.max_displacement, h.num_entries
+                ),
+            ));
         }
         if h.hash_collisions > h.num_entries {
-            return Err(field("hash_collisions", 96, format!("{} exceeds num_entries {}", h.hash_collisions, h.num_entries)));
+            return Err(field(
+                "hash_collisions",
+                96,
+                format!(
+                    "{} exceeds num_entries {}",
+                    h.hash_collisions, h.num_entries
+                ),
+            ));
         }
         // Cairn's checks: values that drive lookups must be sane.
         if h.address_size != 4 && h.address_size != 8 {
-            return Err(field("address_size", 68, format!("{} is not 4 or 8", h.address_size)));
+            return Err(field(
+                "address_size",
+                68,
+                format!("{} is not 4 or 8", h.address_size),
+            ));
         }
         if h.hash_capacity == 0 {
-            return Err(field("hash_capacity", 76, "capacity 0 cannot hold a table".to_string()));
+            return Err(field(
+                "hash_capacity",
+                76,
+                "capacity 0 cannot hold a table".to_string(),
+            ));
         }
         if h.num_entries > h.hash_capacity {
-            return Err(field("num_entries", 60, format!("{} exceeds hash_capacity {}", h.num_entries, h.hash_capacity)));
+            return Err(field(
+                "num_entries",
+                60,
+                format!(
+                    "{} exceeds hash_capacity {}",
+                    h.num_entries, h.hash_capacity
+                ),
+            ));
         }
         if h.entry_block_bits >= 64 {
-            return Err(field("entry_block_bits", 92, format!("{} is not below 64", h.entry_block_bits)));
+            return Err(field(
+                "entry_block_bits",
+                92,
+                format!("{} is not below 64", h.entry_block_bits),
+            ));
         }
         if h.data_end < LOG_HEADER_LEN {
-            return Err(field("data_end", 20, format!("{} is below the log header size 84", h.data_end)));
+            return Err(field(
+                "data_end",
+                20,
+                format!("{} is below the log header size 84", h.data_end),
+            ));
         }
         let need = h.file_len().ok_or_else(|| {
-            field("hash_capacity", 76, format!("{} slots overflow the file size", h.hash_capacity))
+            field(
+                "hash_capacity",
+                76,
+                format!("{} slots overflow the file size", h.hash_capacity),
+            )
         })?;
         if file_len < need {
-            return Err(corrupt(file_len, Reason::FileTooSmall { expected: need, actual: file_len }));
+            return Err(corrupt(
+                file_len,
+                Reason::FileTooSmall {
+                    expected: need,
+                    actual: file_len,
+                },
+            ));
         }
         Ok(h)
     }
 
     /// Checks that this index can belong to `log` (identifier, covered range, lengths).
-    pub fn check_against_log(&self, index_path: &Path, log_path: &Path, log: &LogHeader) -> Result<()> {
+    pub fn check_against_log(
+        &self,
+        index_path: &Path,
+        log_path: &Path,
+        log: &LogHeader,
+    ) -> Result<()> {
         if self.file_identifier != log.file_identifier {
             return Err(Error::IdentifierMismatch {
                 log: log_path.to_path_buf(),
@@ -425,19 +540,51 @@ impl IndexHeader {
             });
         }
         let field = |name: &'static str, off: u64, detail: String| {
-            Error::corruption(FileKind::SparkeyIndex, index_path, off, Reason::HeaderField { field: name, detail })
+            Error::corruption(
+                FileKind::SparkeyIndex,
+                index_path,
+                off,
+                Reason::HeaderField {
+                    field: name,
+                    detail,
+                },
+            )
         };
         if self.data_end > log.data_end {
-            return Err(field("data_end", 20, format!("{} is past the log's data_end {}", self.data_end, log.data_end)));
+            return Err(field(
+                "data_end",
+                20,
+                format!(
+                    "{} is past the log's data_end {}",
+                    self.data_end, log.data_end
+                ),
+            ));
         }
         if self.max_key_len > log.max_key_len {
-            return Err(field("max_key_len", 28, format!("{} exceeds the log's {}", self.max_key_len, log.max_key_len)));
+            return Err(field(
+                "max_key_len",
+                28,
+                format!("{} exceeds the log's {}", self.max_key_len, log.max_key_len),
+            ));
         }
         if self.max_value_len > log.max_value_len {
-            return Err(field("max_value_len", 36, format!("{} exceeds the log's {}", self.max_value_len, log.max_value_len)));
+            return Err(field(
+                "max_value_len",
+                36,
+                format!(
+                    "{} exceeds the log's {}",
+                    self.max_value_len, log.max_value_len
+                ),
+            ));
         }
-        if log.compression != Compression::None && self.entry_block_bits + bitlen(self.data_end) > 64 {
-            return Err(field("entry_block_bits", 92, format!("{} makes addresses overflow 64 bits", self.entry_block_bits)));
+        if log.compression != Compression::None
+            && self.entry_block_bits + bitlen(self.data_end) > 64
+        {
+            return Err(field(
+                "entry_block_bits",
+                92,
+                format!("{} makes addresses overflow 64 bits", self.entry_block_bits),
+            ));
         }
         Ok(())
     }

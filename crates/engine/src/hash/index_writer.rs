@@ -16,7 +16,9 @@ use std::sync::Arc;
 use crate::atomic;
 use crate::coding::get_uint_le;
 use crate::error::{Error, Reason, Result};
+use crate::mmap::prefetch;
 
+use super::fastmod::Modulus;
 use super::header::{IndexHeader, LogHeader, INDEX_HEADER_LEN, LOG_HEADER_LEN};
 use super::log_reader::{EntryKind, LogInner, LogReader, RawIter};
 use super::murmur::{murmur3_x64_128_h1, murmur3_x86_32, MAX_HASHED_KEY_LEN};
@@ -93,6 +95,7 @@ struct TableFull;
 struct Table<'a> {
     slots: Vec<Slot>,
     cap: u64,
+    modulus: Modulus,
     num_entries: u64,
     garbage: u64,
     hash64: bool,
@@ -104,12 +107,34 @@ struct Table<'a> {
 }
 
 impl<'a> Table<'a> {
-    fn new(cap: u64, hash64: bool, seed: u32, bits: u32, log: &'a LogInner, index_path: &'a Path) -> Result<Self> {
-        let len = usize::try_from(cap).map_err(|_| Error::invalid("index capacity does not fit in memory"))?;
+    fn new(
+        cap: u64,
+        hash64: bool,
+        seed: u32,
+        bits: u32,
+        log: &'a LogInner,
+        index_path: &'a Path,
+    ) -> Result<Self> {
+        let len = usize::try_from(cap)
+            .map_err(|_| Error::invalid("index capacity does not fit in memory"))?;
         let mut slots = Vec::new();
-        slots.try_reserve_exact(len).map_err(|_| Error::invalid(format!("cannot allocate an index of {cap} slots")))?;
+        slots
+            .try_reserve_exact(len)
+            .map_err(|_| Error::invalid(format!("cannot allocate an index of {cap} slots")))?;
         slots.resize(len, Slot::default());
-        Ok(Table { slots, cap, num_entries: 0, garbage: 0, hash64, seed, bits, log, limit: log.header.data_end, index_path })
+        Ok(Table {
+            slots,
+            cap,
+            modulus: Modulus::new(cap),
+            num_entries: 0,
+            garbage: 0,
+            hash64,
+            seed,
+            bits,
+            log,
+            limit: log.header.data_end,
+            index_path,
+        })
     }
 
     #[inline]
@@ -123,12 +148,17 @@ impl<'a> Table<'a> {
 
     #[inline]
     fn home(&self, hash: u64) -> u64 {
-        hash % self.cap
+        self.modulus.rem(hash)
     }
 
     #[inline]
     fn displacement(&self, slot: u64, hash: u64) -> u64 {
-        (self.cap + slot - self.home(hash)) % self.cap
+        let home = self.home(hash);
+        if slot >= home {
+            slot - home
+        } else {
+            self.cap - home + slot
+        }
     }
 
     #[inline]
@@ -145,7 +175,13 @@ impl<'a> Table<'a> {
 
     /// Inserts or replaces `key`; `check_dups` false skips key comparison (re-inserting
     /// the slots of an existing index, whose keys are distinct).
-    fn put(&mut self, hash: u64, addr: u64, key: &[u8], check_dups: bool) -> Result<Result<(), TableFull>> {
+    fn put(
+        &mut self,
+        hash: u64,
+        addr: u64,
+        key: &[u8],
+        check_dups: bool,
+    ) -> Result<Result<(), TableFull>> {
         let mut slot = self.home(hash);
         let mut d = 0u64;
         let mut check = check_dups;
@@ -158,8 +194,17 @@ impl<'a> Table<'a> {
                 return Ok(Ok(()));
             }
             if check && s.hash == cur.hash {
-                if let Some(old_len) = self.log.put_matches(s.addr, self.bits, self.limit, key, self.index_path)? {
-                    self.set(slot, Slot { hash: s.hash, addr: cur.addr });
+                if let Some(old_len) =
+                    self.log
+                        .put_matches(s.addr, self.bits, self.limit, key, self.index_path)?
+                {
+                    self.set(
+                        slot,
+                        Slot {
+                            hash: s.hash,
+                            addr: cur.addr,
+                        },
+                    );
                     self.garbage += old_len;
                     return Ok(Ok(()));
                 }
@@ -172,7 +217,6 @@ impl<'a> Table<'a> {
                 check = false;
             }
             slot = (slot + 1) % self.cap;
-            d += 1;
         }
         Ok(Err(TableFull))
     }
@@ -180,14 +224,16 @@ impl<'a> Table<'a> {
     fn delete(&mut self, hash: u64, key: &[u8], delete_len: u64) -> Result<()> {
         self.garbage += delete_len;
         let mut slot = self.home(hash);
-        let mut d = 0u64;
-        for _ in 0..self.cap {
+        for d in 0..self.cap {
             let s = self.slot(slot);
             if s.addr == 0 {
                 return Ok(());
             }
             if s.hash == hash {
-                if let Some(old_len) = self.log.put_matches(s.addr, self.bits, self.limit, key, self.index_path)? {
+                if let Some(old_len) =
+                    self.log
+                        .put_matches(s.addr, self.bits, self.limit, key, self.index_path)?
+                {
                     // Backward-shift deletion.
                     for _ in 0..self.cap {
                         let nxt = (slot + 1) % self.cap;
@@ -208,34 +254,67 @@ impl<'a> Table<'a> {
                 return Ok(());
             }
             slot = (slot + 1) % self.cap;
-            d += 1;
         }
         Ok(())
     }
 
-    /// Applies log entries from `start` to the log's `data_end`.
+    /// Applies log entries from `start` to the log's `data_end`, in log order.
+    ///
+    /// Entries are decoded in chunks whose home slots are prefetched before the chunk is
+    /// applied, so the cache misses of a chunk overlap instead of following one another;
+    /// the order of insertions, hence the resulting table, is unchanged.
     fn replay(&mut self, log: &Arc<LogInner>, start: u64) -> Result<Result<(), TableFull>> {
+        const CHUNK: usize = 32;
+        struct Pending {
+            kind: EntryKind,
+            hash: u64,
+            addr: u64,
+            encoded_len: u64,
+            key_end: usize,
+        }
         let mut it = RawIter::starting_at(Arc::clone(log), start, log.header.data_end)?;
-        while let Some(e) = it.next_raw(false)? {
-            if e.key_len > MAX_HASHED_KEY_LEN {
-                return Err(Error::invalid(format!(
-                    "log {} holds a key of {} bytes; keys of 2^31 bytes or more cannot be indexed",
-                    log.path.display(),
-                    e.key_len
-                )));
-            }
-            let hash = self.hash(&it.key);
-            match e.kind {
-                EntryKind::Put => {
-                    let addr = e.address(self.bits);
-                    if let Err(full) = self.put(hash, addr, &it.key, true)? {
-                        return Ok(Err(full));
-                    }
+        let mut chunk: Vec<Pending> = Vec::with_capacity(CHUNK);
+        let mut keys: Vec<u8> = Vec::new();
+        loop {
+            chunk.clear();
+            keys.clear();
+            while chunk.len() < CHUNK {
+                let Some(e) = it.next_raw(false)? else { break };
+                if e.key_len > MAX_HASHED_KEY_LEN {
+                    return Err(Error::invalid(format!(
+                        "log {} holds a key of {} bytes; keys of 2^31 bytes or more cannot be indexed",
+                        log.path.display(),
+                        e.key_len
+                    )));
                 }
-                EntryKind::Delete => self.delete(hash, &it.key, e.encoded_len)?,
+                let hash = self.hash(&it.key);
+                prefetch(&self.slots, self.home(hash) as usize);
+                keys.extend_from_slice(&it.key);
+                chunk.push(Pending {
+                    kind: e.kind,
+                    hash,
+                    addr: e.address(self.bits),
+                    encoded_len: e.encoded_len,
+                    key_end: keys.len(),
+                });
+            }
+            if chunk.is_empty() {
+                return Ok(Ok(()));
+            }
+            let mut key_start = 0;
+            for p in &chunk {
+                let key = keys.get(key_start..p.key_end).unwrap_or(&[]);
+                key_start = p.key_end;
+                match p.kind {
+                    EntryKind::Put => {
+                        if let Err(full) = self.put(p.hash, p.addr, key, true)? {
+                            return Ok(Err(full));
+                        }
+                    }
+                    EntryKind::Delete => self.delete(p.hash, key, p.encoded_len)?,
+                }
             }
         }
-        Ok(Ok(()))
     }
 
     fn finish(self, log: &LogHeader) -> (IndexHeader, Vec<Slot>) {
@@ -362,7 +441,9 @@ pub fn build_index(
             && p.header.file_identifier == lh.file_identifier
             && p.header.major == 1
             && p.header.minor == 1
-            && p.header.check_against_log(index_path, &inner.path, lh).is_ok()
+            && p.header
+                .check_against_log(index_path, &inner.path, lh)
+                .is_ok()
             && p.header.num_puts <= lh.num_puts
     });
     let explicit = match options.hash_size {
@@ -401,7 +482,12 @@ pub fn build_index(
         let mut table = Table::new(fresh_cap, hash64, old.hash_seed, bits, inner, index_path)?;
         return match table.replay(inner, LOG_HEADER_LEN)? {
             Ok(()) => Ok((BuildKind::Fresh, Some(finish(table, lh)))),
-            Err(TableFull) => Err(Error::corruption(crate::error::FileKind::SparkeyLog, &inner.path, 0, Reason::BadEntry("more live keys than PUT entries"))),
+            Err(TableFull) => Err(Error::corruption(
+                crate::error::FileKind::SparkeyLog,
+                &inner.path,
+                0,
+                Reason::BadEntry("more live keys than PUT entries"),
+            )),
         };
     }
 
@@ -414,7 +500,10 @@ pub fn build_index(
             crate::error::FileKind::SparkeyLog,
             &inner.path,
             16,
-            Reason::HeaderField { field: "num_puts", detail: "fewer than the PUT entries in the log".into() },
+            Reason::HeaderField {
+                field: "num_puts",
+                detail: "fewer than the PUT entries in the log".into(),
+            },
         )),
     }
 }
@@ -426,10 +515,19 @@ fn finish(table: Table<'_>, lh: &LogHeader) -> BuiltIndex {
 }
 
 /// Re-inserts the occupied slots of an old index, in slot order, without duplicate checks.
-fn reinsert(table: &mut Table<'_>, old: &IndexHeader, slots: &[u8], index_path: &Path) -> Result<Result<(), TableFull>> {
+fn reinsert(
+    table: &mut Table<'_>,
+    old: &IndexHeader,
+    slots: &[u8],
+    index_path: &Path,
+) -> Result<Result<(), TableFull>> {
     let hs = old.hash_size as usize;
     let w = old.slot_len() as usize;
-    let old_mask = if old.entry_block_bits == 0 { 0 } else { (1u64 << old.entry_block_bits) - 1 };
+    let old_mask = if old.entry_block_bits == 0 {
+        0
+    } else {
+        (1u64 << old.entry_block_bits) - 1
+    };
     let bad = |i: usize| {
         Error::corruption(
             crate::error::FileKind::SparkeyIndex,
@@ -449,7 +547,11 @@ fn reinsert(table: &mut Table<'_>, old: &IndexHeader, slots: &[u8], index_path: 
         if position < LOG_HEADER_LEN || position >= old.data_end {
             return Err(bad(i));
         }
-        let new_addr = if table.bits == 0 { position } else { (position << table.bits) | (addr & old_mask) };
+        let new_addr = if table.bits == 0 {
+            position
+        } else {
+            (position << table.bits) | (addr & old_mask)
+        };
         if table.put(hash, new_addr, &[], false)?.is_err() {
             return Ok(Err(TableFull));
         }
@@ -462,10 +564,18 @@ fn reinsert(table: &mut Table<'_>, old: &IndexHeader, slots: &[u8], index_path: 
 ///
 /// # Errors
 /// I/O errors, corruption of the log, or a key too long to hash.
-pub fn write_index(index_path: impl AsRef<Path>, log_path: impl AsRef<Path>, options: &IndexOptions) -> Result<(BuildKind, IndexHeader)> {
+pub fn write_index(
+    index_path: impl AsRef<Path>,
+    log_path: impl AsRef<Path>,
+    options: &IndexOptions,
+) -> Result<(BuildKind, IndexHeader)> {
     let index_path = index_path.as_ref();
     let log = LogReader::open(log_path)?;
-    let existing = if options.fresh { None } else { read_existing(index_path) };
+    let existing = if options.fresh {
+        None
+    } else {
+        read_existing(index_path)
+    };
     let previous = existing.as_ref().map(|(h, bytes)| PreviousIndex {
         header: h,
         slots: bytes.get(INDEX_HEADER_LEN as usize..).unwrap_or(&[]),

@@ -62,7 +62,10 @@ pub(crate) struct LogInner {
 /// Reads the header of the log at `path` without mapping it.
 pub fn read_log_header(path: &Path) -> Result<(File, LogHeader)> {
     let mut file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
-    let file_len = file.metadata().map_err(|e| Error::io(path, "stat", e))?.len();
+    let file_len = file
+        .metadata()
+        .map_err(|e| Error::io(path, "stat", e))?
+        .len();
     let mut buf = Vec::with_capacity(LOG_HEADER_LEN as usize);
     (&mut file)
         .take(LOG_HEADER_LEN)
@@ -83,10 +86,24 @@ impl LogReader {
 
     /// Opens the log at `path` with a decoded-block cache of `cache_bytes` (compressed logs).
     pub fn open_with_cache(path: impl AsRef<Path>, cache_bytes: usize) -> Result<LogReader> {
-        let path = path.as_ref();
+        LogReader::open_inner(path.as_ref(), cache_bytes, false)
+    }
+
+    /// Opens the log; `load` copies it into memory (see [`crate::hash::ReadOptions::load_log`]).
+    pub(crate) fn open_inner(path: &Path, cache_bytes: usize, load: bool) -> Result<LogReader> {
         let (file, header) = read_log_header(path)?;
-        let map = Map::new(&file, header.data_end).map_err(|e| Error::io(path, "mmap", e))?;
-        let cache_bytes = if header.compression == Compression::None { 0 } else { cache_bytes };
+        let map = if load {
+            Map::load(&file, header.data_end)
+                .map_err(|e| Error::io(path, "load", e))?
+                .0
+        } else {
+            Map::new(&file, header.data_end).map_err(|e| Error::io(path, "mmap", e))?
+        };
+        let cache_bytes = if header.compression == Compression::None {
+            0
+        } else {
+            cache_bytes
+        };
         Ok(LogReader {
             inner: Arc::new(LogInner {
                 path: path.to_path_buf(),
@@ -156,15 +173,27 @@ pub(crate) struct EntryHead {
 impl EntryHead {
     fn from_vlqs(a: u64, b: u64, head_len: u64) -> EntryHead {
         if a == 0 {
-            EntryHead { kind: EntryKind::Delete, key_len: b, value_len: 0, head_len }
+            EntryHead {
+                kind: EntryKind::Delete,
+                key_len: b,
+                value_len: 0,
+                head_len,
+            }
         } else {
-            EntryHead { kind: EntryKind::Put, key_len: a - 1, value_len: b, head_len }
+            EntryHead {
+                kind: EntryKind::Put,
+                key_len: a - 1,
+                value_len: b,
+                head_len,
+            }
         }
     }
 
     /// Bytes the entry occupies in the uncompressed entry stream.
     pub fn encoded_len(&self) -> Option<u64> {
-        self.head_len.checked_add(self.key_len)?.checked_add(self.value_len)
+        self.head_len
+            .checked_add(self.key_len)?
+            .checked_add(self.value_len)
     }
 }
 
@@ -185,11 +214,15 @@ impl LogInner {
     #[inline]
     pub(crate) fn plain_head(&self, off: u64, limit: u64) -> Result<EntryHead> {
         let bytes = self.map.bytes();
-        let start = usize::try_from(off).map_err(|_| self.corrupt(off, Reason::LengthOutOfRange))?;
+        let start =
+            usize::try_from(off).map_err(|_| self.corrupt(off, Reason::LengthOutOfRange))?;
         let limit_usize = usize::try_from(limit.min(bytes.len() as u64)).unwrap_or(bytes.len());
-        let window = bytes.get(start..limit_usize).ok_or_else(|| self.corrupt(off, Reason::LengthOutOfRange))?;
+        let window = bytes
+            .get(start..limit_usize)
+            .ok_or_else(|| self.corrupt(off, Reason::LengthOutOfRange))?;
         let (a, n1) = get_vlq(window).map_err(|e| self.vlq_err(off, e))?;
-        let (b, n2) = get_vlq(window.get(n1..).unwrap_or(&[])).map_err(|e| self.vlq_err(off + n1 as u64, e))?;
+        let (b, n2) = get_vlq(window.get(n1..).unwrap_or(&[]))
+            .map_err(|e| self.vlq_err(off + n1 as u64, e))?;
         let head = EntryHead::from_vlqs(a, b, (n1 + n2) as u64);
         match head.encoded_len() {
             Some(len) if len <= window.len() as u64 => Ok(head),
@@ -197,28 +230,27 @@ impl LogInner {
         }
     }
 
-    /// Loads the block at `offset`, through the cache when `cached`.
-    pub(crate) fn block(&self, offset: u64, cached: bool) -> Result<Block> {
+    /// Loads the block at `offset`, through the cache when `cached`. Cached blocks and
+    /// blocks loaded with `index_entries` carry their entry-start table.
+    pub(crate) fn block(&self, offset: u64, cached: bool, index_entries: bool) -> Result<Block> {
         if cached {
-            if let Some(data) = self.cache.get(offset) {
-                // The next offset is re-derived from the frame header (cheap, no decode).
-                let next = self.block_next_offset(offset)?;
-                return Ok(Block { data, next_offset: next });
+            if let Some(block) = self.cache.get(offset) {
+                return Ok(block);
             }
         }
         let h = &self.header;
-        let block = decode_block(&self.path, self.map.bytes(), offset, h.compression, h.block_size)?;
+        let block = decode_block(
+            &self.path,
+            self.map.bytes(),
+            offset,
+            h.compression,
+            h.block_size,
+            cached || index_entries,
+        )?;
         if cached {
-            self.cache.insert(offset, Arc::clone(&block.data));
+            self.cache.insert(offset, block.clone());
         }
         Ok(block)
-    }
-
-    fn block_next_offset(&self, offset: u64) -> Result<u64> {
-        let start = usize::try_from(offset).map_err(|_| self.corrupt(offset, Reason::LengthOutOfRange))?;
-        let rest = self.map.bytes().get(start..).unwrap_or(&[]);
-        let (clen, n) = get_vlq(rest).map_err(|e| self.vlq_err(offset, e))?;
-        Ok(offset + n as u64 + clen)
     }
 }
 
@@ -227,8 +259,7 @@ impl LogInner {
 pub(crate) struct Stream {
     /// File offset of the current block.
     pub block_offset: u64,
-    data: Arc<[u8]>,
-    next_offset: u64,
+    block: Block,
     pos: usize,
     cached: bool,
 }
@@ -236,32 +267,56 @@ pub(crate) struct Stream {
 impl Stream {
     /// Positions at the start of the block at `offset`.
     pub(crate) fn at_block(log: &LogInner, offset: u64, cached: bool) -> Result<Stream> {
+        Stream::load(log, offset, cached, false)
+    }
+
+    fn load(log: &LogInner, offset: u64, cached: bool, index_entries: bool) -> Result<Stream> {
         if offset < LOG_HEADER_LEN || offset >= log.header.data_end {
             return Err(log.corrupt(offset, Reason::LengthOutOfRange));
         }
-        let b = log.block(offset, cached)?;
-        Ok(Stream { block_offset: offset, data: b.data, next_offset: b.next_offset, pos: 0, cached })
+        let block = log.block(offset, cached, index_entries)?;
+        Ok(Stream {
+            block_offset: offset,
+            block,
+            pos: 0,
+            cached,
+        })
+    }
+
+    /// Positions at the start of the `index`-th entry starting in the block at `offset`.
+    pub(crate) fn at_entry(
+        log: &LogInner,
+        offset: u64,
+        index: u64,
+        cached: bool,
+    ) -> Result<Stream> {
+        let mut s = Stream::load(log, offset, cached, true)?;
+        s.pos = s.block.entry_start(index).ok_or_else(|| {
+            log.corrupt(
+                offset,
+                Reason::BadEntry("entry address points past the entries of its block"),
+            )
+        })?;
+        Ok(s)
     }
 
     /// Moves to the next non-empty block if the current one is exhausted. Returns false
     /// at the end of the log.
     pub(crate) fn fill(&mut self, log: &LogInner) -> Result<bool> {
-        while self.pos >= self.data.len() {
-            if self.next_offset >= log.header.data_end {
+        while self.pos >= self.block.data().len() {
+            let off = self.block.next_offset();
+            if off >= log.header.data_end {
                 return Ok(false);
             }
-            let off = self.next_offset;
-            let b = log.block(off, self.cached)?;
+            self.block = log.block(off, self.cached, false)?;
             self.block_offset = off;
-            self.data = b.data;
-            self.next_offset = b.next_offset;
             self.pos = 0;
         }
         Ok(true)
     }
 
     fn rest(&self) -> &[u8] {
-        self.data.get(self.pos..).unwrap_or(&[])
+        self.block.data().get(self.pos..).unwrap_or(&[])
     }
 
     pub(crate) fn read_vlq(&mut self, log: &LogInner) -> Result<u64> {
@@ -293,7 +348,9 @@ impl Stream {
                         break;
                     }
                 }
-                get_vlq(buf.get(..n).unwrap_or(&[])).map(|(v, _)| v).map_err(|e| log.vlq_err(self.block_offset, e))
+                get_vlq(buf.get(..n).unwrap_or(&[]))
+                    .map(|(v, _)| v)
+                    .map_err(|e| log.vlq_err(self.block_offset, e))
             }
         }
     }
@@ -307,7 +364,12 @@ impl Stream {
     }
 
     /// Appends the next `n` bytes of the stream to `out`.
-    pub(crate) fn read_into(&mut self, log: &LogInner, mut n: u64, out: &mut Vec<u8>) -> Result<()> {
+    pub(crate) fn read_into(
+        &mut self,
+        log: &LogInner,
+        mut n: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
         while n > 0 {
             if !self.fill(log)? {
                 return Err(log.corrupt(self.block_offset, Reason::Truncated));
@@ -351,20 +413,6 @@ impl Stream {
         }
         Ok(equal)
     }
-
-    /// Skips `count` whole entries that must all start in the current block, leaving the
-    /// stream at the start of the next one (still in the same block).
-    pub(crate) fn skip_entries_in_block(&mut self, log: &LogInner, count: u64) -> Result<()> {
-        let block = self.block_offset;
-        for _ in 0..count {
-            let head = self.read_head(log)?;
-            self.skip(log, head.key_len.saturating_add(head.value_len))?;
-            if self.block_offset != block || self.pos >= self.data.len() {
-                return Err(log.corrupt(block, Reason::BadEntry("entry address points past the entries of its block")));
-            }
-        }
-        Ok(())
-    }
 }
 
 /// One entry as decoded by [`RawIter`]; its key (and value, if asked for) are in the
@@ -395,8 +443,14 @@ impl RawEntry {
 
 #[derive(Debug)]
 enum Where {
-    Plain { offset: u64 },
-    Blocks { stream: Option<Stream>, block: u64, in_block: u64 },
+    Plain {
+        offset: u64,
+    },
+    Blocks {
+        stream: Option<Stream>,
+        block: u64,
+        in_block: u64,
+    },
     Done,
 }
 
@@ -416,11 +470,23 @@ impl RawIter {
     pub(crate) fn new(log: Arc<LogInner>, limit: u64) -> RawIter {
         let limit = limit.min(log.header.data_end);
         let at = if log.header.compression == Compression::None {
-            Where::Plain { offset: LOG_HEADER_LEN }
+            Where::Plain {
+                offset: LOG_HEADER_LEN,
+            }
         } else {
-            Where::Blocks { stream: None, block: 0, in_block: 0 }
+            Where::Blocks {
+                stream: None,
+                block: 0,
+                in_block: 0,
+            }
         };
-        RawIter { log, limit, at, key: Vec::new(), value: Vec::new() }
+        RawIter {
+            log,
+            limit,
+            at,
+            key: Vec::new(),
+            value: Vec::new(),
+        }
     }
 
     /// Decodes the next entry; copies the value only if `want_value`.
@@ -448,10 +514,12 @@ impl RawIter {
                 let key_start = (off + head.head_len) as usize;
                 let bytes = log.map.bytes();
                 let key_end = key_start + head.key_len as usize;
-                self.key.extend_from_slice(bytes.get(key_start..key_end).unwrap_or(&[]));
+                self.key
+                    .extend_from_slice(bytes.get(key_start..key_end).unwrap_or(&[]));
                 if want_value {
                     let value_end = key_end + head.value_len as usize;
-                    self.value.extend_from_slice(bytes.get(key_end..value_end).unwrap_or(&[]));
+                    self.value
+                        .extend_from_slice(bytes.get(key_end..value_end).unwrap_or(&[]));
                 }
                 *offset = off + encoded_len;
                 Ok(Some(RawEntry {
@@ -463,7 +531,11 @@ impl RawIter {
                     encoded_len,
                 }))
             }
-            Where::Blocks { stream, block, in_block } => {
+            Where::Blocks {
+                stream,
+                block,
+                in_block,
+            } => {
                 let s = match stream {
                     Some(s) => s,
                     None => {
@@ -526,38 +598,65 @@ impl Located {
 impl LogInner {
     /// Finds the PUT entry at index address `addr` (`bits` of in-block index); the entry
     /// must start before `limit`. A DELETE there means the index is corrupt.
-    pub(crate) fn locate(&self, addr: u64, bits: u32, limit: u64, cached: bool, index_path: &Path) -> Result<Located> {
+    pub(crate) fn locate(
+        &self,
+        addr: u64,
+        bits: u32,
+        limit: u64,
+        cached: bool,
+        index_path: &Path,
+    ) -> Result<Located> {
         let bad_addr = || {
-            Error::corruption(FileKind::SparkeyIndex, index_path, 0, Reason::BadEntry("a slot address points outside the log data it covers"))
+            Error::corruption(
+                FileKind::SparkeyIndex,
+                index_path,
+                0,
+                Reason::BadEntry("a slot address points outside the log data it covers"),
+            )
         };
         let located = if self.header.compression == Compression::None {
             if addr < LOG_HEADER_LEN || addr >= limit {
                 return Err(bad_addr());
             }
             let head = self.plain_head(addr, self.header.data_end)?;
-            Located::Plain { key_offset: addr + head.head_len, head }
+            Located::Plain {
+                key_offset: addr + head.head_len,
+                head,
+            }
         } else {
             let block = if bits == 0 { addr } else { addr >> bits };
-            let index = if bits == 0 { 0 } else { addr & ((1u64 << bits) - 1) };
+            let index = if bits == 0 {
+                0
+            } else {
+                addr & ((1u64 << bits) - 1)
+            };
             if block < LOG_HEADER_LEN || block >= limit {
                 return Err(bad_addr());
             }
-            let mut stream = Stream::at_block(self, block, cached)?;
-            stream.skip_entries_in_block(self, index)?;
-            if !stream.fill(self)? || stream.block_offset != block {
-                return Err(bad_addr());
-            }
+            let mut stream = Stream::at_entry(self, block, index, cached)?;
             let head = stream.read_head(self)?;
             Located::Stream { stream, head }
         };
         if located.head().kind != EntryKind::Put {
-            return Err(Error::corruption(FileKind::SparkeyIndex, index_path, 0, Reason::BadEntry("a slot points at a DELETE entry")));
+            return Err(Error::corruption(
+                FileKind::SparkeyIndex,
+                index_path,
+                0,
+                Reason::BadEntry("a slot points at a DELETE entry"),
+            ));
         }
         Ok(located)
     }
 
     /// If the PUT at `addr` has key `key`, its encoded length.
-    pub(crate) fn put_matches(&self, addr: u64, bits: u32, limit: u64, key: &[u8], index_path: &Path) -> Result<Option<u64>> {
+    pub(crate) fn put_matches(
+        &self,
+        addr: u64,
+        bits: u32,
+        limit: u64,
+        key: &[u8],
+        index_path: &Path,
+    ) -> Result<Option<u64>> {
         let located = self.locate(addr, bits, limit, true, index_path)?;
         let head = located.head();
         if head.key_len != key.len() as u64 {
@@ -585,7 +684,11 @@ impl RawIter {
         } else if log.header.compression == Compression::None {
             Where::Plain { offset: start }
         } else {
-            Where::Blocks { stream: Some(Stream::at_block(&log, start, false)?), block: start, in_block: 0 }
+            Where::Blocks {
+                stream: Some(Stream::at_block(&log, start, false)?),
+                block: start,
+                in_block: 0,
+            }
         };
         Ok(it)
     }

@@ -43,7 +43,11 @@ pub struct LogOptions {
 
 impl Default for LogOptions {
     fn default() -> Self {
-        LogOptions { compression: Compression::None, block_size: 4096, file_identifier: None }
+        LogOptions {
+            compression: Compression::None,
+            block_size: 4096,
+            file_identifier: None,
+        }
     }
 }
 
@@ -64,7 +68,7 @@ impl LogOptions {
 
 enum Codec {
     None,
-    Snappy(snap::raw::Encoder),
+    Snappy(Box<snap::raw::Encoder>),
     Zstd(Box<zstd::bulk::Compressor<'static>>),
 }
 
@@ -87,7 +91,27 @@ pub struct LogWriter {
 
 impl std::fmt::Debug for LogWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LogWriter").field("path", &self.path).field("header", &self.header).finish()
+        f.debug_struct("LogWriter")
+            .field("path", &self.path)
+            .field("header", &self.header)
+            .finish()
+    }
+}
+
+/// Writes the VLQ of `v` into `buf` at `at`; returns the bytes written.
+#[inline]
+fn encode_vlq(buf: &mut [u8], at: usize, mut v: u64) -> usize {
+    let mut n = 0;
+    loop {
+        let byte = if v >= 0x80 { (v as u8) | 0x80 } else { v as u8 };
+        if let Some(slot) = buf.get_mut(at + n) {
+            *slot = byte;
+        }
+        n += 1;
+        if v < 0x80 {
+            return n;
+        }
+        v >>= 7;
     }
 }
 
@@ -104,7 +128,7 @@ fn random_identifier() -> u32 {
 fn codec_for(compression: Compression, path: &Path) -> Result<Codec> {
     Ok(match compression {
         Compression::None => Codec::None,
-        Compression::Snappy => Codec::Snappy(snap::raw::Encoder::new()),
+        Compression::Snappy => Codec::Snappy(Box::new(snap::raw::Encoder::new())),
         Compression::Zstd => Codec::Zstd(Box::new(
             zstd::bulk::Compressor::new(3).map_err(|e| Error::io(path, "zstd init", e))?,
         )),
@@ -130,7 +154,8 @@ impl LogWriter {
         let header = LogHeader::new(id, options.compression, options.block_size);
         let (tmp, mut file) = atomic::temp_file(path)?;
         let setup = (|| {
-            file.write_all(&header.encode()).map_err(|e| Error::io(&tmp, "write", e))?;
+            file.write_all(&header.encode())
+                .map_err(|e| Error::io(&tmp, "write", e))?;
             file.sync_all().map_err(|e| Error::io(&tmp, "fsync", e))?;
             atomic::commit(&tmp, path)
         })();
@@ -154,17 +179,26 @@ impl LogWriter {
                 header.block_size
             )));
         }
-        let file = OpenOptions::new().read(true).write(true).open(path).map_err(|e| Error::io(path, "open", e))?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::io(path, "open", e))?;
         LogWriter::from_parts(path, file, header)
     }
 
     fn from_parts(path: &Path, mut file: File, header: LogHeader) -> Result<LogWriter> {
-        file.seek(SeekFrom::Start(header.data_end)).map_err(|e| Error::io(path, "seek", e))?;
+        file.seek(SeekFrom::Start(header.data_end))
+            .map_err(|e| Error::io(path, "seek", e))?;
         let codec = codec_for(header.compression, path)?;
         Ok(LogWriter {
             path: path.to_path_buf(),
             written_end: header.data_end,
-            block: Vec::with_capacity(if header.compression == Compression::None { 0 } else { header.block_size.min(1 << 20) as usize }),
+            block: Vec::with_capacity(if header.compression == Compression::None {
+                0
+            } else {
+                header.block_size.min(1 << 20) as usize
+            }),
             file,
             header,
             pending: Vec::with_capacity(WRITE_BUFFER),
@@ -221,12 +255,20 @@ impl LogWriter {
         }
     }
 
-    fn append_entry(&mut self, a: u64, b: u64, parts: &[&[u8]], head_len: u64, encoded: u64) -> Result<()> {
-        let mut head = Vec::with_capacity(20);
-        put_vlq(&mut head, a);
-        put_vlq(&mut head, b);
+    fn append_entry(
+        &mut self,
+        a: u64,
+        b: u64,
+        parts: &[&[u8]],
+        head_len: u64,
+        encoded: u64,
+    ) -> Result<()> {
+        let mut head_buf = [0u8; 2 * crate::coding::MAX_VLQ_LEN];
+        let n1 = encode_vlq(&mut head_buf, 0, a);
+        let n2 = encode_vlq(&mut head_buf, n1, b);
+        let head = head_buf.get(..n1 + n2).unwrap_or(&[]);
         if self.header.compression == Compression::None {
-            self.pending.extend_from_slice(&head);
+            self.pending.extend_from_slice(head);
             for part in parts {
                 if part.len() >= WRITE_BUFFER {
                     self.write_pending()?;
@@ -253,7 +295,7 @@ impl LogWriter {
         }
         self.block_entries += 1;
         let mut spanned = false;
-        self.push_block_bytes(&head, &mut spanned)?;
+        self.push_block_bytes(head, &mut spanned)?;
         for part in parts {
             self.push_block_bytes(part, &mut spanned)?;
         }
@@ -286,21 +328,27 @@ impl LogWriter {
         match &mut self.codec {
             Codec::None => {}
             Codec::Snappy(enc) => {
-                self.compressed.resize(snap::raw::max_compress_len(self.block.len()), 0);
+                self.compressed
+                    .resize(snap::raw::max_compress_len(self.block.len()), 0);
                 let n = enc
                     .compress(&self.block, &mut self.compressed)
-                    .map_err(|e| Error::io(&self.path, "snappy compress", std::io::Error::other(e)))?;
+                    .map_err(|e| {
+                        Error::io(&self.path, "snappy compress", std::io::Error::other(e))
+                    })?;
                 self.compressed.truncate(n);
             }
             Codec::Zstd(c) => {
-                self.compressed = c.compress(&self.block).map_err(|e| Error::io(&self.path, "zstd compress", e))?;
+                self.compressed = c
+                    .compress(&self.block)
+                    .map_err(|e| Error::io(&self.path, "zstd compress", e))?;
             }
         }
         let before = self.pending.len();
         put_vlq(&mut self.pending, self.compressed.len() as u64);
         self.pending.extend_from_slice(&self.compressed);
         self.header.data_end += (self.pending.len() - before) as u64;
-        self.header.max_entries_per_block = self.header.max_entries_per_block.max(self.block_entries);
+        self.header.max_entries_per_block =
+            self.header.max_entries_per_block.max(self.block_entries);
         self.block.clear();
         self.block_entries = 0;
         if self.pending.len() >= WRITE_BUFFER {

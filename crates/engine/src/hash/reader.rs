@@ -20,6 +20,7 @@ use crate::coding::{get_u32_le, get_u64_le};
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::mmap::{prefetch, Map, Residency};
 
+use super::fastmod::Modulus;
 use super::header::{Compression, IndexHeader, INDEX_HEADER_LEN};
 use super::log_reader::{EntryKind, Located, LogReader, RawIter, DEFAULT_BLOCK_CACHE_BYTES};
 use super::murmur::{murmur3_x64_128_h1, murmur3_x86_32};
@@ -28,18 +29,28 @@ use super::murmur::{murmur3_x64_128_h1, murmur3_x86_32};
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ReadOptions {
-    /// Lock the index in memory (`mlock`), or pre-fault every page where locking is not
-    /// permitted, so lookups never wait for the index to be read from disk. Costs
+    /// Load the index into memory (huge pages where available) and lock it there
+    /// (`mlock`) when permitted, so lookups never wait for the index to be read from disk
+    /// and rarely miss the TLB. Costs
     /// `hash_capacity × (hash_size + address_size)` bytes of memory: about 10.4 bytes per
     /// live key with 32-bit hashes and 4-byte addresses (capacity is 1.3× the puts).
     pub pin_index: bool,
     /// Byte budget of the cache of decoded blocks (compressed logs only). Default 64 MiB.
     pub block_cache_bytes: usize,
+    /// Copy the log's data into memory (huge pages where available, locked when
+    /// permitted) instead of mapping the file: lookups then never wait for the disk and
+    /// rarely miss the TLB. Costs the log's `data_end` bytes of memory; for serving hot
+    /// data sets that fit in RAM.
+    pub load_log: bool,
 }
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { pin_index: false, block_cache_bytes: DEFAULT_BLOCK_CACHE_BYTES }
+        ReadOptions {
+            pin_index: false,
+            block_cache_bytes: DEFAULT_BLOCK_CACHE_BYTES,
+            load_log: false,
+        }
     }
 }
 
@@ -50,11 +61,27 @@ impl ReadOptions {
         self
     }
 
+    /// Sets [`ReadOptions::load_log`].
+    pub fn load_log(mut self, load: bool) -> Self {
+        self.load_log = load;
+        self
+    }
+
     /// Sets [`ReadOptions::block_cache_bytes`].
     pub fn block_cache_bytes(mut self, bytes: usize) -> Self {
         self.block_cache_bytes = bytes;
         self
     }
+}
+
+/// Where a lookup found a value.
+enum Found {
+    /// In the log's memory map, at this byte range.
+    Mapped { start: usize, len: usize },
+    /// Decoded into the caller's scratch buffer.
+    Scratch,
+    /// Not present.
+    Absent,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,6 +107,7 @@ struct Inner {
     residency: Residency,
     layout: Layout,
     cap: u64,
+    modulus: Modulus,
     slot_len: usize,
     bits: u32,
     plain: bool,
@@ -88,13 +116,15 @@ struct Inner {
 /// The index file name for a log file name: a trailing `.spl` becomes `.spi`.
 pub fn index_path_for(log_path: &Path) -> Option<PathBuf> {
     let s = log_path.to_str()?;
-    s.strip_suffix(".spl").map(|stem| PathBuf::from(format!("{stem}.spi")))
+    s.strip_suffix(".spl")
+        .map(|stem| PathBuf::from(format!("{stem}.spi")))
 }
 
 /// The log file name for an index file name: a trailing `.spi` becomes `.spl`.
 pub fn log_path_for(index_path: &Path) -> Option<PathBuf> {
     let s = index_path.to_str()?;
-    s.strip_suffix(".spi").map(|stem| PathBuf::from(format!("{stem}.spl")))
+    s.strip_suffix(".spi")
+        .map(|stem| PathBuf::from(format!("{stem}.spl")))
 }
 
 impl Reader {
@@ -108,24 +138,35 @@ impl Reader {
     }
 
     /// Opens the pair with `options`.
-    pub fn open_with(index_path: impl AsRef<Path>, log_path: impl AsRef<Path>, options: &ReadOptions) -> Result<Reader> {
+    pub fn open_with(
+        index_path: impl AsRef<Path>,
+        log_path: impl AsRef<Path>,
+        options: &ReadOptions,
+    ) -> Result<Reader> {
         let index_path = index_path.as_ref();
         let log_path = log_path.as_ref();
         let mut file = File::open(index_path).map_err(|e| Error::io(index_path, "open", e))?;
-        let file_len = file.metadata().map_err(|e| Error::io(index_path, "stat", e))?.len();
+        let file_len = file
+            .metadata()
+            .map_err(|e| Error::io(index_path, "stat", e))?
+            .len();
         let mut head = Vec::with_capacity(INDEX_HEADER_LEN as usize);
         (&mut file)
             .take(INDEX_HEADER_LEN)
             .read_to_end(&mut head)
             .map_err(|e| Error::io(index_path, "read", e))?;
         let header = IndexHeader::decode(index_path, &head, file_len)?;
-        let log = LogReader::open_with_cache(log_path, options.block_cache_bytes)?;
+        let log = LogReader::open_inner(log_path, options.block_cache_bytes, options.load_log)?;
         header.check_against_log(index_path, log_path, log.header())?;
         let map_len = header.file_len().unwrap_or(file_len);
-        let map = Map::new(&file, map_len).map_err(|e| Error::io(index_path, "mmap", e))?;
-        map.advise_random();
+        let (map, residency) = if options.pin_index {
+            Map::load(&file, map_len).map_err(|e| Error::io(index_path, "load", e))?
+        } else {
+            let map = Map::new(&file, map_len).map_err(|e| Error::io(index_path, "mmap", e))?;
+            map.advise_random();
+            (map, Residency::OnDemand)
+        };
         log.advise_random();
-        let residency = if options.pin_index { map.pin() } else { Residency::OnDemand };
         let layout = match (header.hash_size, header.address_size) {
             (4, 4) => Layout::H4A4,
             (4, _) => Layout::H4A8,
@@ -137,6 +178,7 @@ impl Reader {
             inner: Arc::new(Inner {
                 index_path: index_path.to_path_buf(),
                 cap: header.hash_capacity,
+                modulus: Modulus::new(header.hash_capacity),
                 slot_len: header.slot_len() as usize,
                 bits: header.entry_block_bits,
                 header,
@@ -152,8 +194,12 @@ impl Reader {
     /// Opens `x.spl` with its index `x.spi`.
     pub fn open_log(log_path: impl AsRef<Path>, options: &ReadOptions) -> Result<Reader> {
         let log_path = log_path.as_ref();
-        let index = index_path_for(log_path)
-            .ok_or_else(|| Error::invalid(format!("log file name {} does not end with .spl", log_path.display())))?;
+        let index = index_path_for(log_path).ok_or_else(|| {
+            Error::invalid(format!(
+                "log file name {} does not end with .spl",
+                log_path.display()
+            ))
+        })?;
         Reader::open_with(index, log_path, options)
     }
 
@@ -201,21 +247,27 @@ impl Reader {
     /// Looks `key` up and copies its value into `out` (cleared first). Returns whether the
     /// key was found. Reusing `out` makes lookups allocation-free.
     pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        let mut scratch = std::mem::take(out);
-        scratch.clear();
-        let found = match self.get_ref(key, &mut scratch)? {
-            Some(v) => {
-                let v = v.to_vec();
-                *out = v;
-                true
+        let inner = &*self.inner;
+        match inner.find(key, inner.hash(key), out)? {
+            Found::Mapped { start, len } => {
+                out.clear();
+                out.extend_from_slice(
+                    inner
+                        .log
+                        .inner
+                        .map
+                        .bytes()
+                        .get(start..start + len)
+                        .unwrap_or(&[]),
+                );
+                Ok(true)
             }
-            None => false,
-        };
-        if !found {
-            *out = scratch;
-            out.clear();
+            Found::Scratch => Ok(true),
+            Found::Absent => {
+                out.clear();
+                Ok(false)
+            }
         }
-        Ok(found)
     }
 
     /// Looks `key` up without copying from an uncompressed log: the value borrows the
@@ -231,32 +283,39 @@ impl Reader {
         Ok(self.get_ref(key, &mut scratch)?.is_some())
     }
 
-    /// Looks up many keys, overlapping their memory misses: slots are prefetched for a
-    /// group of keys, then the log entries their home slots point to, then each key is
-    /// resolved. Calls `f(i, value)` for `keys[i]` in order.
-    pub fn get_many<K: AsRef<[u8]>>(&self, keys: &[K], mut f: impl FnMut(usize, Option<&[u8]>)) -> Result<()> {
-        const GROUP: usize = 16;
+    /// Looks up many keys, overlapping their memory misses. A software pipeline runs over
+    /// the keys: the home slot of key `i + 32` is prefetched, the log entry that key
+    /// `i + 16`'s home slot points to is prefetched, and key `i` is resolved, so about
+    /// thirty misses are in flight instead of one. Calls `f(i, value)` for `keys[i]` in
+    /// order; `value` is `None` for an absent key.
+    pub fn get_many<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        mut f: impl FnMut(usize, Option<&[u8]>),
+    ) -> Result<()> {
+        const SLOT_AHEAD: usize = 32;
+        const ENTRY_AHEAD: usize = 16;
         let inner = &*self.inner;
-        let mut hashes = [0u64; GROUP];
+        let hashes: Vec<u64> = keys.iter().map(|k| inner.hash(k.as_ref())).collect();
+        let log_bytes = inner.log.inner.map.bytes();
+        for h in hashes.iter().take(SLOT_AHEAD) {
+            inner.prefetch_slot(inner.modulus.rem(*h));
+        }
         let mut scratch = Vec::new();
-        for (g, group) in keys.chunks(GROUP).enumerate() {
-            for (h, k) in hashes.iter_mut().zip(group) {
-                *h = inner.hash(k.as_ref());
-                inner.prefetch_slot(*h % inner.cap);
+        for (i, (key, &h)) in keys.iter().zip(&hashes).enumerate() {
+            if let Some(&ahead) = hashes.get(i + SLOT_AHEAD) {
+                inner.prefetch_slot(inner.modulus.rem(ahead));
             }
             if inner.plain {
-                for (h, k) in hashes.iter().zip(group) {
-                    let (sh, sa) = inner.slot(*h % inner.cap);
-                    if sa != 0 && sh == *h {
-                        prefetch(inner.log.inner.map.bytes(), sa as usize);
-                        let _ = k;
+                if let Some(&ahead) = hashes.get(i + ENTRY_AHEAD) {
+                    let (sh, sa) = inner.slot(inner.modulus.rem(ahead));
+                    if sa != 0 && sh == ahead {
+                        prefetch(log_bytes, sa as usize);
                     }
                 }
             }
-            for (j, (h, k)) in hashes.iter().zip(group).enumerate() {
-                let v = inner.lookup(k.as_ref(), *h, &mut scratch)?;
-                f(g * GROUP + j, v);
-            }
+            let v = inner.lookup(key.as_ref(), h, &mut scratch)?;
+            f(i, v);
         }
         Ok(())
     }
@@ -265,16 +324,18 @@ impl Reader {
     pub fn iter(&self) -> HashIter {
         HashIter {
             reader: self.clone(),
-            raw: RawIter::new(Arc::clone(&self.inner.log.inner), self.inner.header.data_end),
+            raw: RawIter::new(
+                Arc::clone(&self.inner.log.inner),
+                self.inner.header.data_end,
+            ),
         }
     }
 
     /// Whether the PUT at `address` is the live entry for a key with hash `hash`.
     fn is_live(&self, hash: u64, address: u64) -> bool {
         let inner = &*self.inner;
-        let mut slot = hash % inner.cap;
-        let mut d = 0u64;
-        for _ in 0..inner.cap {
+        let mut slot = inner.modulus.rem(hash);
+        for d in 0..inner.cap {
             let (sh, sa) = inner.slot(slot);
             if sa == 0 {
                 return false;
@@ -286,7 +347,6 @@ impl Reader {
                 return false;
             }
             slot = if slot + 1 == inner.cap { 0 } else { slot + 1 };
-            d += 1;
         }
         false
     }
@@ -305,7 +365,13 @@ impl Reader {
     pub fn entry_at(&self, address: u64) -> Result<(Vec<u8>, Vec<u8>)> {
         let inner = &*self.inner;
         let log = &*inner.log.inner;
-        let located = log.locate(address, inner.bits, inner.header.data_end, false, &inner.index_path)?;
+        let located = log.locate(
+            address,
+            inner.bits,
+            inner.header.data_end,
+            false,
+            &inner.index_path,
+        )?;
         let head = located.head();
         let mut key = Vec::new();
         let mut value = Vec::new();
@@ -363,13 +429,16 @@ impl Inner {
                 get_u64_le(b, off).unwrap_or(0),
                 u64::from(get_u32_le(b, off + 8).unwrap_or(0)),
             ),
-            Layout::H8A8 => (get_u64_le(b, off).unwrap_or(0), get_u64_le(b, off + 8).unwrap_or(0)),
+            Layout::H8A8 => (
+                get_u64_le(b, off).unwrap_or(0),
+                get_u64_le(b, off + 8).unwrap_or(0),
+            ),
         }
     }
 
     #[inline]
     fn displacement(&self, slot: u64, hash: u64) -> u64 {
-        let home = hash % self.cap;
+        let home = self.modulus.rem(hash);
         if slot >= home {
             slot - home
         } else {
@@ -378,37 +447,54 @@ impl Inner {
     }
 
     fn corrupt(&self, reason: &'static str) -> Error {
-        Error::corruption(FileKind::SparkeyIndex, &self.index_path, 0, Reason::BadEntry(reason))
+        Error::corruption(
+            FileKind::SparkeyIndex,
+            &self.index_path,
+            0,
+            Reason::BadEntry(reason),
+        )
     }
 
-    /// Probes for `key` (with precomputed `hash`).
+    /// Probes for `key` (with precomputed `hash`); the value borrows the map or `scratch`.
     #[inline]
-    fn lookup<'a>(&'a self, key: &[u8], hash: u64, scratch: &'a mut Vec<u8>) -> Result<Option<&'a [u8]>> {
+    fn lookup<'a>(
+        &'a self,
+        key: &[u8],
+        hash: u64,
+        scratch: &'a mut Vec<u8>,
+    ) -> Result<Option<&'a [u8]>> {
+        Ok(match self.find(key, hash, scratch)? {
+            Found::Mapped { start, len } => self.log.inner.map.bytes().get(start..start + len),
+            Found::Scratch => Some(scratch.as_slice()),
+            Found::Absent => None,
+        })
+    }
+
+    /// Probes for `key` (with precomputed `hash`): where its value is.
+    #[inline]
+    fn find(&self, key: &[u8], hash: u64, scratch: &mut Vec<u8>) -> Result<Found> {
         let cap = self.cap;
-        let mut slot = hash % cap;
-        let mut d = 0u64;
-        for _ in 0..cap {
+        let mut slot = self.modulus.rem(hash);
+        for d in 0..cap {
             let (sh, sa) = self.slot(slot);
             if sa == 0 {
-                return Ok(None);
+                return Ok(Found::Absent);
             }
             if sh == hash {
                 if self.plain {
                     if let Some((start, len)) = self.plain_match(sa, key)? {
-                        let bytes = self.log.inner.map.bytes();
-                        return Ok(bytes.get(start..start + len));
+                        return Ok(Found::Mapped { start, len });
                     }
                 } else if self.stream_match(sa, key, scratch)? {
-                    return Ok(Some(scratch.as_slice()));
+                    return Ok(Found::Scratch);
                 }
             }
             if d > self.displacement(slot, sh) {
-                return Ok(None);
+                return Ok(Found::Absent);
             }
             slot = if slot + 1 == cap { 0 } else { slot + 1 };
-            d += 1;
         }
-        Ok(None)
+        Ok(Found::Absent)
     }
 
     /// Uncompressed log: if the PUT at `addr` has `key`, the value's byte range.
@@ -436,7 +522,13 @@ impl Inner {
     /// Compressed log: if the PUT at `addr` has `key`, decode its value into `scratch`.
     fn stream_match(&self, addr: u64, key: &[u8], scratch: &mut Vec<u8>) -> Result<bool> {
         let log = &*self.log.inner;
-        let located = log.locate(addr, self.bits, self.header.data_end, true, &self.index_path)?;
+        let located = log.locate(
+            addr,
+            self.bits,
+            self.header.data_end,
+            true,
+            &self.index_path,
+        )?;
         let head = located.head();
         if head.key_len != key.len() as u64 {
             return Ok(false);
@@ -477,7 +569,10 @@ impl Iterator for HashIter {
             let hash = inner.hash(&self.raw.key);
             let bits = if inner.plain { 0 } else { inner.bits };
             if self.reader.is_live(hash, e.address(bits)) {
-                return Some(Ok((std::mem::take(&mut self.raw.key), std::mem::take(&mut self.raw.value))));
+                return Some(Ok((
+                    std::mem::take(&mut self.raw.key),
+                    std::mem::take(&mut self.raw.value),
+                )));
             }
         }
     }

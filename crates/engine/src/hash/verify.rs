@@ -28,7 +28,13 @@ pub struct VerifyReport {
     pub live_entries: u64,
 }
 
-fn mismatch(file: FileKind, path: &Path, offset: u64, field: &'static str, detail: String) -> Error {
+fn mismatch(
+    file: FileKind,
+    path: &Path,
+    offset: u64,
+    field: &'static str,
+    detail: String,
+) -> Error {
     Error::corruption(file, path, offset, Reason::HeaderField { field, detail })
 }
 
@@ -36,7 +42,11 @@ fn mismatch(file: FileKind, path: &Path, offset: u64, field: &'static str, detai
 pub fn verify(index_path: impl AsRef<Path>, log_path: impl AsRef<Path>) -> Result<VerifyReport> {
     let index_path = index_path.as_ref();
     let log_path = log_path.as_ref();
-    let reader = Reader::open_with(index_path, log_path, &ReadOptions::default().block_cache_bytes(0))?;
+    let reader = Reader::open_with(
+        index_path,
+        log_path,
+        &ReadOptions::default().block_cache_bytes(0),
+    )?;
     let log = reader.log();
     let lh = log.header().clone();
     let mut report = VerifyReport::default();
@@ -75,7 +85,13 @@ pub fn verify(index_path: impl AsRef<Path>, log_path: impl AsRef<Path>) -> Resul
     ];
     for (field, off, stored, found) in checks {
         if stored != found {
-            return Err(mismatch(FileKind::SparkeyLog, log_path, off, field, format!("header says {stored}, the log holds {found}")));
+            return Err(mismatch(
+                FileKind::SparkeyLog,
+                log_path,
+                off,
+                field,
+                format!("header says {stored}, the log holds {found}"),
+            ));
         }
     }
     if lh.compression != Compression::None && max_per_block > u64::from(lh.max_entries_per_block) {
@@ -84,39 +100,63 @@ pub fn verify(index_path: impl AsRef<Path>, log_path: impl AsRef<Path>) -> Resul
             log_path,
             80,
             "max_entries_per_block",
-            format!("header says {}, a block holds {max_per_block}", lh.max_entries_per_block),
+            format!(
+                "header says {}, a block holds {max_per_block}",
+                lh.max_entries_per_block
+            ),
         ));
     }
     let ih = reader.header().clone();
-    if lh.compression != Compression::None && bitlen(max_per_block) > ih.entry_block_bits && ih.data_end == lh.data_end {
+    if lh.compression != Compression::None
+        && bitlen(max_per_block) > ih.entry_block_bits
+        && ih.data_end == lh.data_end
+    {
         return Err(mismatch(
             FileKind::SparkeyIndex,
             index_path,
             92,
             "entry_block_bits",
-            format!("{} bits cannot address {max_per_block} entries in a block", ih.entry_block_bits),
+            format!(
+                "{} bits cannot address {max_per_block} entries in a block",
+                ih.entry_block_bits
+            ),
         ));
     }
 
     // 2. Every occupied slot points at a reachable PUT with the right hash.
     let mut scratch = Vec::new();
     for i in 0..ih.hash_capacity {
-        let Some((hash, addr)) = reader.slot(i) else { break };
+        let Some((hash, addr)) = reader.slot(i) else {
+            break;
+        };
         if addr == 0 {
             continue;
         }
         let slot_off = super::header::INDEX_HEADER_LEN + i * ih.slot_len();
-        let bad = |what: &'static str| Error::corruption(FileKind::SparkeyIndex, index_path, slot_off, Reason::BadEntry(what));
+        let bad = |what: &'static str| {
+            Error::corruption(
+                FileKind::SparkeyIndex,
+                index_path,
+                slot_off,
+                Reason::BadEntry(what),
+            )
+        };
         let (key, value) = reader.entry_at(addr).map_err(|e| match e {
             Error::Corruption(_) => bad("slot does not point at a readable PUT entry"),
             other => other,
         })?;
         if reader.hash_key(&key) != hash {
-            return Err(bad("slot hash does not match the hash of the key it points at"));
+            return Err(bad(
+                "slot hash does not match the hash of the key it points at",
+            ));
         }
         match reader.get_ref(&key, &mut scratch)? {
             Some(v) if v == value.as_slice() => {}
-            _ => return Err(bad("a lookup of the slot's key does not find the slot's entry")),
+            _ => {
+                return Err(bad(
+                    "a lookup of the slot's key does not find the slot's entry",
+                ))
+            }
         }
         report.slots_checked += 1;
     }
@@ -126,7 +166,10 @@ pub fn verify(index_path: impl AsRef<Path>, log_path: impl AsRef<Path>) -> Resul
             index_path,
             60,
             "num_entries",
-            format!("header says {}, the table holds {}", ih.num_entries, report.slots_checked),
+            format!(
+                "header says {}, the table holds {}",
+                ih.num_entries, report.slots_checked
+            ),
         ));
     }
 
@@ -141,7 +184,10 @@ pub fn verify(index_path: impl AsRef<Path>, log_path: impl AsRef<Path>) -> Resul
             index_path,
             60,
             "num_entries",
-            format!("header says {}, iteration yields {}", ih.num_entries, report.live_entries),
+            format!(
+                "header says {}, iteration yields {}",
+                ih.num_entries, report.live_entries
+            ),
         ));
     }
     Ok(report)
