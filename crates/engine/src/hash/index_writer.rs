@@ -216,7 +216,9 @@ impl<'a> Table<'a> {
                 d = e;
                 check = false;
             }
-            slot = (slot + 1) % self.cap;
+            slot = if slot + 1 == self.cap { 0 } else { slot + 1 };
+            // Not a loop counter: `d` restarts from the displaced entry's displacement.
+            d += 1;
         }
         Ok(Err(TableFull))
     }
