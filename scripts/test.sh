@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Cairn's whole test suite, as CI runs it (.ci/run calls this script).
+#
+# Installs what it needs on a fresh machine (idempotent), then runs, in order:
+#   1. formatting and lints (cargo fmt --check, clippy -D warnings on every crate)
+#   2. every Rust test of the workspace (unit, integration, doc tests)
+#   3. interoperability with sparkey-java, an independent Sparkey implementation
+#   4. a short fuzzing run of every decoder (FUZZ_SECONDS each, default 30)
+# Exits non-zero on the first failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "installing system packages for the benchmark peers (libsnappy, tinycdb)"
+bash crates/bench/install-peers.sh
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (all crates, all targets, -D warnings)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo test (workspace)"
+cargo test --workspace --locked
+
+step "interoperability with sparkey-java"
+cargo build --release --locked -p cairn-cli
+bash interop/run.sh target/release/cairn
+
+step "fuzz smoke run"
+bash scripts/fuzz-smoke.sh
+
+step "all checks passed"
