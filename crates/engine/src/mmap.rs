@@ -2,11 +2,13 @@
 //!
 //! This is the only module of the engine that uses `unsafe` (listed in `UNSAFE.md`).
 //!
-//! Invariant: a [`Map`] covers a byte range of a file that Cairn never modifies while it is
-//! mapped: the constant store's index files are replaced by rename (never rewritten in
-//! place), and log files are only appended to past the mapped `data_end`. Another process
-//! truncating a mapped file would make reads fault (SIGBUS); the Sparkey format has always
-//! carried that assumption, and `hash/FORMAT.md` states it.
+//! Invariant: the bytes a [`Map`] is read through are never modified while mapped. The
+//! constant store's index files are replaced by rename (never rewritten in place); log
+//! files are appended to past the mapped `data_end`, and the only bytes a writer rewrites
+//! inside a mapped range are the log header's first 84 bytes, which readers decode from a
+//! separate `read` at open and never read through the map. Another process truncating or
+//! rewriting a mapped file would make reads fault (SIGBUS) or change under the reader; the
+//! Sparkey format has always carried that assumption, and `hash/FORMAT.md` states it.
 //!
 //! Thread-safety: a `Map` is immutable and `Send + Sync`.
 
@@ -23,7 +25,7 @@ pub struct Map {
     map: Option<Mmap>,
 }
 
-/// How a mapping was made resident by [`Map::pin`].
+/// How an index was made resident (see `hash::ReadOptions::pin_index`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Residency {

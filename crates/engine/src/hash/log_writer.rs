@@ -6,9 +6,13 @@
 //!
 //! Crash safety: a new log is created as a temporary file holding the empty header, synced
 //! and renamed into place. Entry bytes are written before the header that makes them
-//! visible (the header's `data_end`), and [`LogWriter::sync`] / [`LogWriter::close`] fsync
-//! the data before rewriting the header and fsync again, so after a crash a reader sees
-//! the state of the last completed flush (or sync) and ignores any bytes past `data_end`.
+//! visible (the header's `data_end`); readers ignore any bytes past `data_end`.
+//! * After a process crash, readers see the state of the last completed
+//!   [`LogWriter::flush`], [`LogWriter::sync`] or [`LogWriter::close`] (the OS holds the
+//!   written bytes).
+//! * After a power loss, only the state of the last completed `sync` or `close` is
+//!   guaranteed: they fsync the data before rewriting the header and fsync again. A plain
+//!   `flush` orders nothing on disk, so its header may reach the disk before its data.
 //! A failed write or fsync poisons the writer: every later call returns
 //! [`Error::Poisoned`] and the file keeps its last durable header.
 //!

@@ -33,7 +33,8 @@ pub struct ReadOptions {
     /// (`mlock`) when permitted, so lookups never wait for the index to be read from disk
     /// and rarely miss the TLB. Costs
     /// `hash_capacity × (hash_size + address_size)` bytes of memory: about 10.4 bytes per
-    /// live key with 32-bit hashes and 4-byte addresses (capacity is 1.3× the puts).
+    /// PUT in the log at build time (overwritten and deleted ones included) with 32-bit
+    /// hashes and 4-byte addresses, since the capacity is 1.3× the puts.
     pub pin_index: bool,
     /// Byte budget of the cache of decoded blocks (compressed logs only). Default 64 MiB.
     pub block_cache_bytes: usize,
@@ -310,7 +311,10 @@ impl Reader {
                 if let Some(&ahead) = hashes.get(i + ENTRY_AHEAD) {
                     let (sh, sa) = inner.slot(inner.modulus.rem(ahead));
                     if sa != 0 && sh == ahead {
+                        // The entry header and key usually share a line; the value may
+                        // start in the next one.
                         prefetch(log_bytes, sa as usize);
+                        prefetch(log_bytes, sa as usize + 64);
                     }
                 }
             }
@@ -455,6 +459,18 @@ impl Inner {
         )
     }
 
+    /// Points an index corruption found through slot `slot` at that slot's bytes.
+    #[cold]
+    fn at_slot(&self, err: Error, slot: u64) -> Error {
+        match err {
+            Error::Corruption(mut c) if c.file == FileKind::SparkeyIndex && c.offset == 0 => {
+                c.offset = self.slot_offset(slot) as u64;
+                Error::Corruption(c)
+            }
+            other => other,
+        }
+    }
+
     /// Probes for `key` (with precomputed `hash`); the value borrows the map or `scratch`.
     #[inline]
     fn lookup<'a>(
@@ -482,10 +498,16 @@ impl Inner {
             }
             if sh == hash {
                 if self.plain {
-                    if let Some((start, len)) = self.plain_match(sa, key)? {
+                    let m = self
+                        .plain_match(sa, key)
+                        .map_err(|e| self.at_slot(e, slot))?;
+                    if let Some((start, len)) = m {
                         return Ok(Found::Mapped { start, len });
                     }
-                } else if self.stream_match(sa, key, scratch)? {
+                } else if self
+                    .stream_match(sa, key, scratch)
+                    .map_err(|e| self.at_slot(e, slot))?
+                {
                     return Ok(Found::Scratch);
                 }
             }
