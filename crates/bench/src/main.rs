@@ -47,10 +47,11 @@ struct Args {
     /// Load Cairn's log into memory when opening (huge pages where available).
     #[arg(long)]
     load_log: bool,
-    /// Sparkey log compressions to run, comma-separated: none, snappy, zstd.
-    #[arg(long, value_delimiter = ',', default_values = ["none", "snappy", "zstd"])]
-    compressions: Vec<Compression>,
-    /// Compression block size in bytes (the reference bench uses 1024).
+    /// Sparkey log compressions to run, comma-separated, each optionally with its block
+    /// size: `none`, `snappy:1024`, `zstd:4096` (the reference benchmark's settings).
+    #[arg(long, value_delimiter = ',', default_values = ["none", "snappy:1024", "zstd:4096"])]
+    compressions: Vec<CompressionSpec>,
+    /// Block size for a compression given without one.
     #[arg(long, default_value_t = 1024)]
     block_size: u32,
     /// Seed of the lookup-key RNG (same key sequence for every store).
@@ -62,6 +63,35 @@ struct Args {
     /// Print the results as JSON instead of a table.
     #[arg(long)]
     json: bool,
+}
+
+/// A compression with an optional block size, as given on the command line.
+#[derive(Clone, Copy, Debug)]
+struct CompressionSpec {
+    compression: Compression,
+    block_size: Option<u32>,
+}
+
+impl std::str::FromStr for CompressionSpec {
+    type Err = anyhow::Error;
+
+    fn from_str(s: &str) -> anyhow::Result<Self> {
+        let (name, size) = match s.split_once(':') {
+            Some((n, b)) => (
+                n,
+                Some(
+                    b.trim()
+                        .parse::<u32>()
+                        .with_context(|| format!("block size in {s:?}"))?,
+                ),
+            ),
+            None => (s, None),
+        };
+        Ok(CompressionSpec {
+            compression: name.parse()?,
+            block_size: size,
+        })
+    }
 }
 
 /// Which store and variant one row measures.
@@ -112,8 +142,9 @@ fn peer_specs(args: &Args) -> anyhow::Result<Vec<PeerSpec>> {
     for p in &args.peers {
         match p.trim() {
             "cairn" => {
-                for &compression in &args.compressions {
-                    let block_size = args.block_size;
+                for spec in &args.compressions {
+                    let compression = spec.compression;
+                    let block_size = spec.block_size.unwrap_or(args.block_size);
                     let (pin, load) = (args.pin_index, args.load_log);
                     specs.push(PeerSpec::Cairn {
                         compression,
@@ -134,14 +165,18 @@ fn peer_specs(args: &Args) -> anyhow::Result<Vec<PeerSpec>> {
                 }
             }
             "sparkey-c" | "sparkey" => {
-                for &c in &args.compressions {
+                for spec in &args.compressions {
+                    let c = spec.compression;
                     if c == Compression::Zstd {
                         eprintln!(
                             "note: skipping sparkey-c zstd: sparkey-sys 0.1.1 bundles pre-1.0 Sparkey C without zstd"
                         );
                         continue;
                     }
-                    specs.push(PeerSpec::SparkeyC(c, args.block_size));
+                    specs.push(PeerSpec::SparkeyC(
+                        c,
+                        spec.block_size.unwrap_or(args.block_size),
+                    ));
                 }
             }
             "tinycdb" | "cdb" => specs.push(PeerSpec::TinyCdb),
