@@ -13,6 +13,7 @@
 //! * After a power loss, only the state of the last completed `sync` or `close` is
 //!   guaranteed: they fsync the data before rewriting the header and fsync again. A plain
 //!   `flush` orders nothing on disk, so its header may reach the disk before its data.
+//!
 //! A failed write or fsync poisons the writer: every later call returns
 //! [`Error::Poisoned`] and the file keeps its last durable header.
 //!
