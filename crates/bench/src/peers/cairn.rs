@@ -90,7 +90,7 @@ impl ConstantPeer for Cairn {
         check: &mut dyn FnMut(usize, Option<&[u8]>),
     ) -> anyhow::Result<()> {
         let reader = self.reader.as_ref().context("cairn: store not open")?;
-        reader.get_many(keys, |i, v| check(i, v))?;
+        reader.get_many(keys, check)?;
         Ok(())
     }
 }
