@@ -1,1 +1,81 @@
-fn main() {}
+//! `cairn`: the command-line tool of the Cairn storage engine.
+//!
+//! This file only parses the command line and dispatches; each command group lives in its
+//! own module (`sparkey/` for the constant store, `demo.rs` for the built-in demonstration).
+//!
+//! Exit codes, for every command: 0 ok, 1 error, 2 not found (`get`), 3 corruption (the
+//! engine reported damaged files, see `cairn::Error::is_corruption`). Usage errors exit 1,
+//! `--help` and a bare `cairn` exit 0, like the reference `sparkey` tool.
+
+mod demo;
+mod errors;
+mod hexfmt;
+mod progress;
+mod sparkey;
+
+use std::io::{self, BufWriter, Write};
+use std::process::ExitCode;
+
+use clap::error::ErrorKind;
+use clap::{Parser, Subcommand};
+
+use errors::{CliError, CliResult};
+
+/// Cairn: an embedded key-value storage engine.
+///
+/// Exit codes: 0 ok, 1 error, 2 not found, 3 corruption.
+#[derive(Debug, Parser)]
+#[command(name = "cairn", version, arg_required_else_help = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Constant store (Sparkey-compatible .spl/.spi files): everything the reference
+    /// `sparkey` tool does, plus dump, build and verify.
+    #[command(subcommand, arg_required_else_help = true)]
+    Sparkey(sparkey::SparkeyCommand),
+    Demo(demo::DemoArgs),
+}
+
+fn run(cli: Cli, out: &mut dyn Write) -> CliResult<u8> {
+    match cli.command {
+        Command::Sparkey(cmd) => sparkey::run(cmd, out),
+        Command::Demo(args) => demo::run(&args, out),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            let code = match e.kind() {
+                ErrorKind::DisplayHelp
+                | ErrorKind::DisplayVersion
+                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => errors::EXIT_OK,
+                _ => errors::EXIT_ERROR,
+            };
+            return ExitCode::from(code);
+        }
+    };
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let result = run(cli, &mut out).and_then(|code| {
+        out.flush().map_err(CliError::Output)?;
+        Ok(code)
+    });
+    match result {
+        Ok(code) => ExitCode::from(code),
+        // The reader of our output went away (`cairn sparkey dump x.spi | head`): stop
+        // quietly, as if the output had been consumed.
+        Err(e) if e.is_broken_pipe() => ExitCode::from(errors::EXIT_OK),
+        Err(e) => {
+            let _ = out.flush();
+            let _ = writeln!(io::stderr(), "{e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

@@ -373,7 +373,7 @@ impl Reader {
             address,
             inner.bits,
             inner.header.data_end,
-            false,
+            true,
             &inner.index_path,
         )?;
         let head = located.head();

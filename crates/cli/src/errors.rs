@@ -1,0 +1,68 @@
+//! The CLI's error type and exit codes.
+//!
+//! Every command returns `CliResult<u8>`: `Ok(code)` for the normal outcomes (0 ok, 2 not
+//! found) or a [`CliError`], which `main` prints to stderr and turns into exit code 1, or
+//! 3 when the engine reports damaged files. Engine errors are printed with their `Display`
+//! text, which names the file and the byte offset.
+
+use std::fmt;
+use std::io;
+
+/// Success.
+pub const EXIT_OK: u8 = 0;
+/// Any error that is not corruption: bad arguments, bad input, I/O failures.
+pub const EXIT_ERROR: u8 = 1;
+/// The key looked up is not in the store.
+pub const EXIT_NOT_FOUND: u8 = 2;
+/// The engine found damaged (or foreign-version, or mismatched) files.
+pub const EXIT_CORRUPTION: u8 = 3;
+
+/// Result of a command: the exit code, or an error to report.
+pub type CliResult<T> = Result<T, CliError>;
+
+/// An error that ends a command.
+#[derive(Debug)]
+pub enum CliError {
+    /// An engine error; exit 3 if it is corruption, else 1.
+    Engine(cairn::Error),
+    /// A mistake in the arguments or the input, or a failure outside the engine; exit 1.
+    Message(String),
+    /// Writing to standard output failed.
+    Output(io::Error),
+}
+
+impl CliError {
+    /// A plain error message (exit 1).
+    pub fn msg(text: impl Into<String>) -> CliError {
+        CliError::Message(text.into())
+    }
+
+    /// The process exit code for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Engine(e) if e.is_corruption() => EXIT_CORRUPTION,
+            _ => EXIT_ERROR,
+        }
+    }
+
+    /// True if standard output was closed by its reader (e.g. `| head`).
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, CliError::Output(e) if e.kind() == io::ErrorKind::BrokenPipe)
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Engine(e) => e.fmt(f),
+            CliError::Message(m) => f.write_str(m),
+            CliError::Output(e) => write!(f, "writing to standard output failed: {e}"),
+        }
+    }
+}
+
+impl From<cairn::Error> for CliError {
+    fn from(e: cairn::Error) -> Self {
+        CliError::Engine(e)
+    }
+}
