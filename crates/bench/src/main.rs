@@ -15,6 +15,7 @@ use serde::Serialize;
 
 mod measure;
 mod peers;
+mod plot;
 
 use measure::measure;
 use peers::{
@@ -63,6 +64,9 @@ struct Args {
     /// Print the results as JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Also write an SVG bar chart of puts and lookups per CPU-second to this file.
+    #[arg(long)]
+    svg: Option<PathBuf>,
 }
 
 /// A compression with an optional block size, as given on the command line.
@@ -424,6 +428,22 @@ fn main() -> anyhow::Result<()> {
         let _ = std::fs::remove_dir(&base);
     }
 
+    if let Some(path) = &args.svg {
+        let bars: Vec<plot::Bar> = rows
+            .iter()
+            .map(|r| plot::Bar {
+                label: format!("{} {}", r.store, r.variant),
+                n: r.n,
+                puts: r.puts_per_cpu_s,
+                lookups: r.lookups_per_cpu_s,
+            })
+            .collect();
+        std::fs::write(
+            path,
+            plot::svg("Constant stores: Cairn, Sparkey C, tinycdb", &bars),
+        )
+        .with_context(|| format!("writing {}", path.display()))?;
+    }
     if args.json {
         let mut out = std::io::stdout().lock();
         serde_json::to_writer_pretty(&mut out, &rows)?;
