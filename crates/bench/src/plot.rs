@@ -16,6 +16,9 @@ pub struct Bar {
     pub lookups: f64,
 }
 
+/// A metric: its name and how to read it from a bar.
+type Metric = (&'static str, fn(&Bar) -> f64);
+
 const PALETTE: [&str; 10] = [
     "#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62728", "#9467bd",
     "#8c564b", "#7f7f7f",
@@ -54,7 +57,7 @@ pub fn svg(title: &str, bars: &[Bar]) -> String {
         r#"<text x="{left}" y="24" font-size="16">{}</text>"#,
         escape(title)
     );
-    let metrics: [(&str, fn(&Bar) -> f64); 2] = [
+    let metrics: [Metric; 2] = [
         ("puts per CPU-second", |b| b.puts),
         ("lookups per CPU-second", |b| b.lookups),
     ];
