@@ -1,15 +1,21 @@
 //! Conformance with the reference Sparkey implementation, over every vector in
 //! `shared/vectors/sparkey`: reading (log order, hash order, lookups, headers), rebuilding
 //! every index byte for byte from its log and build history, and rewriting every log.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 
 mod common;
 
 use std::collections::HashMap;
 
 use cairn::hash::{
-    build_index, murmur3_x64_128_h1, murmur3_x86_32, write_index, BuildKind, Compression, EntryKind,
-    HashSize, IndexHeader, IndexOptions, LogOptions, LogReader, LogWriter, ReadOptions, Reader,
+    build_index, murmur3_x64_128_h1, murmur3_x86_32, write_index, BuildKind, Compression,
+    EntryKind, HashSize, IndexHeader, IndexOptions, LogOptions, LogReader, LogWriter, ReadOptions,
+    Reader,
 };
 use common::*;
 
@@ -58,21 +64,39 @@ fn log_iteration_reproduces_log_expected() {
 fn hash_iteration_and_lookups_reproduce_expected() {
     for case in CASES {
         for pin in [false, true] {
-            let reader = Reader::open_with(path(case, "spi"), path(case, "spl"), &ReadOptions::default().pin_index(pin)).unwrap();
+            let reader = Reader::open_with(
+                path(case, "spi"),
+                path(case, "spl"),
+                &ReadOptions::default().pin_index(pin),
+            )
+            .unwrap();
             let want = expected(case);
             let got: Vec<(Vec<u8>, Vec<u8>)> = reader.iter().map(|r| r.unwrap()).collect();
             assert_eq!(got, want, "{case}: hash iterator order");
             assert_eq!(reader.len(), want.len() as u64, "{case}");
             for (k, v) in &want {
-                assert_eq!(reader.get(k).unwrap().as_ref(), Some(v), "{case}: get {}", hex(k));
+                assert_eq!(
+                    reader.get(k).unwrap().as_ref(),
+                    Some(v),
+                    "{case}: get {}",
+                    hex(k)
+                );
                 assert!(reader.contains(k).unwrap());
             }
             // Keys that were deleted or never written are absent.
-            let live: HashMap<&[u8], &[u8]> = want.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect();
+            let live: HashMap<&[u8], &[u8]> = want
+                .iter()
+                .map(|(k, v)| (k.as_slice(), v.as_slice()))
+                .collect();
             for op in log_expected(case) {
                 let (Op::Put(k, _) | Op::Delete(k)) = op;
                 if !live.contains_key(k.as_slice()) {
-                    assert_eq!(reader.get(&k).unwrap(), None, "{case}: dead key {}", hex(&k));
+                    assert_eq!(
+                        reader.get(&k).unwrap(),
+                        None,
+                        "{case}: dead key {}",
+                        hex(&k)
+                    );
                 }
             }
             for i in 0..200u32 {
@@ -86,7 +110,11 @@ fn hash_iteration_and_lookups_reproduce_expected() {
             reader
                 .get_many(&keys, |i, v| {
                     seen += 1;
-                    assert_eq!(v, live.get(keys[i].as_slice()).copied(), "{case}: get_many {i}");
+                    assert_eq!(
+                        v,
+                        live.get(keys[i].as_slice()).copied(),
+                        "{case}: get_many {i}"
+                    );
                 })
                 .unwrap();
             assert_eq!(seen, keys.len());
@@ -101,7 +129,11 @@ fn headers_match_reference_info_output() {
         let log = LogReader::open(path(case, "spl")).unwrap();
         let h = log.header();
         let l: HashMap<_, _> = info[0].iter().cloned().collect();
-        assert_eq!(l["Identifier"], format!("{:08x}", h.file_identifier), "{case}");
+        assert_eq!(
+            l["Identifier"],
+            format!("{:08x}", h.file_identifier),
+            "{case}"
+        );
         assert_eq!(l["Puts"], h.num_puts.to_string(), "{case}");
         assert_eq!(l["Deletes"], h.num_deletes.to_string(), "{case}");
         assert_eq!(l["Max key size"], h.max_key_len.to_string(), "{case}");
@@ -110,12 +142,28 @@ fn headers_match_reference_info_output() {
         assert_eq!(l["block size"], h.block_size.to_string(), "{case}");
         let ih = index_header(case);
         let i: HashMap<_, _> = info[1].iter().cloned().collect();
-        assert_eq!(i["Identifier"], format!("{:08x}", ih.file_identifier), "{case}");
-        assert_eq!(i["Hash size"], format!("{} bit Murmurhash3", ih.hash_size * 8), "{case}");
+        assert_eq!(
+            i["Identifier"],
+            format!("{:08x}", ih.file_identifier),
+            "{case}"
+        );
+        assert_eq!(
+            i["Hash size"],
+            format!("{} bit Murmurhash3", ih.hash_size * 8),
+            "{case}"
+        );
         assert_eq!(i["Num entries"], ih.num_entries.to_string(), "{case}");
         assert_eq!(i["Capacity"], ih.hash_capacity.to_string(), "{case}");
-        assert_eq!(i["Num collisions"], ih.hash_collisions.to_string(), "{case}");
-        assert_eq!(i["Max displacement"], ih.max_displacement.to_string(), "{case}");
+        assert_eq!(
+            i["Num collisions"],
+            ih.hash_collisions.to_string(),
+            "{case}"
+        );
+        assert_eq!(
+            i["Max displacement"],
+            ih.max_displacement.to_string(),
+            "{case}"
+        );
         assert_eq!(i["Data size"], ih.data_end.to_string(), "{case}");
         assert_eq!(i["Garbage size"], ih.garbage_size.to_string(), "{case}");
     }
@@ -124,12 +172,21 @@ fn headers_match_reference_info_output() {
 /// Replays `.log.expected` with the vector's identifier and session boundaries.
 fn replay_log(case: &str, out: &std::path::Path) {
     let p = params(case);
-    let id = LogReader::open(path(case, "spl")).unwrap().header().file_identifier;
+    let id = LogReader::open(path(case, "spl"))
+        .unwrap()
+        .header()
+        .file_identifier;
     let ops = log_expected(case);
     let mut at = 0;
     for (s, &n) in p.sessions.iter().enumerate() {
         let mut w = if s == 0 {
-            LogWriter::create(out, &LogOptions::default().compression(compression(&p), p.block_size).file_identifier(id)).unwrap()
+            LogWriter::create(
+                out,
+                &LogOptions::default()
+                    .compression(compression(&p), p.block_size)
+                    .file_identifier(id),
+            )
+            .unwrap()
         } else {
             LogWriter::append(out).unwrap()
         };
@@ -183,12 +240,27 @@ fn log_writer_reproduces_every_log() {
         let want = LogReader::open(path(case, "spl")).unwrap().header().clone();
         let got = LogReader::open(&out).unwrap().header().clone();
         if want.compression == Compression::None {
-            assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(path(case, "spl")).unwrap(), "{case}: bytes");
+            assert_eq!(
+                std::fs::read(&out).unwrap(),
+                std::fs::read(path(case, "spl")).unwrap(),
+                "{case}: bytes"
+            );
         } else {
             // Compressed bytes depend on the compressor build; block boundaries, entry
             // packing and every header field but data_end do not.
-            assert_eq!(got, cairn::hash::LogHeader { data_end: got.data_end, ..want }, "{case}: header");
-            assert_eq!(block_contents(&out), block_contents(&path(case, "spl")), "{case}: blocks");
+            assert_eq!(
+                got,
+                cairn::hash::LogHeader {
+                    data_end: got.data_end,
+                    ..want
+                },
+                "{case}: header"
+            );
+            assert_eq!(
+                block_contents(&out),
+                block_contents(&path(case, "spl")),
+                "{case}: blocks"
+            );
         }
     }
 }
@@ -204,7 +276,9 @@ fn index_builder_reproduces_every_index_byte_for_byte() {
             // From the vector's own log (compressed logs included: addresses depend only
             // on block offsets).
             let log = LogReader::open(path(case, "spl")).unwrap();
-            let opts = IndexOptions::default().hash_size(hash_size_arg(p.hash_args[0])).seed(seed);
+            let opts = IndexOptions::default()
+                .hash_size(hash_size_arg(p.hash_args[0]))
+                .seed(seed);
             let (kind, built) = build_index(&log, &path(case, "spi"), &opts, None).unwrap();
             assert_eq!(kind, BuildKind::Fresh);
             assert_eq!(built.unwrap().to_bytes(), want, "{case}");
@@ -213,11 +287,20 @@ fn index_builder_reproduces_every_index_byte_for_byte() {
             let ops = log_expected(case);
             let out = dir.path().join(format!("{case}.spl"));
             let idx = dir.path().join(format!("{case}.spi"));
-            let id = LogReader::open(path(case, "spl")).unwrap().header().file_identifier;
+            let id = LogReader::open(path(case, "spl"))
+                .unwrap()
+                .header()
+                .file_identifier;
             let mut at = 0;
             for (s, &n) in p.sessions.iter().enumerate() {
                 let mut w = if s == 0 {
-                    LogWriter::create(&out, &LogOptions::default().compression(compression(&p), p.block_size).file_identifier(id)).unwrap()
+                    LogWriter::create(
+                        &out,
+                        &LogOptions::default()
+                            .compression(compression(&p), p.block_size)
+                            .file_identifier(id),
+                    )
+                    .unwrap()
                 } else {
                     LogWriter::append(&out).unwrap()
                 };
@@ -229,9 +312,19 @@ fn index_builder_reproduces_every_index_byte_for_byte() {
                 }
                 at += n;
                 w.close().unwrap();
-                let opts = IndexOptions::default().hash_size(hash_size_arg(p.hash_args[s])).seed(seed);
+                let opts = IndexOptions::default()
+                    .hash_size(hash_size_arg(p.hash_args[s]))
+                    .seed(seed);
                 let (kind, _) = write_index(&idx, &out, &opts).unwrap();
-                assert_eq!(kind, if s == 0 { BuildKind::Fresh } else { BuildKind::Incremental }, "{case} session {s}");
+                assert_eq!(
+                    kind,
+                    if s == 0 {
+                        BuildKind::Fresh
+                    } else {
+                        BuildKind::Incremental
+                    },
+                    "{case} session {s}"
+                );
             }
             assert_eq!(std::fs::read(&idx).unwrap(), want, "{case}");
         }
@@ -245,9 +338,21 @@ fn murmur3_matches_reference_values() {
     for line in text.lines().filter(|l| !l.starts_with('#')) {
         let f: Vec<&str> = line.split('\t').collect();
         let seed = u32::from_str_radix(f[0], 16).unwrap();
-        let key = if let Some(h) = f[1].strip_prefix("hex:") { unhex(h) } else { f[1].trim_matches('"').as_bytes().to_vec() };
-        assert_eq!(format!("{:08x}", murmur3_x86_32(&key, seed)), f[2], "{line}");
-        assert_eq!(format!("{:016x}", murmur3_x64_128_h1(&key, seed)), f[3], "{line}");
+        let key = if let Some(h) = f[1].strip_prefix("hex:") {
+            unhex(h)
+        } else {
+            f[1].trim_matches('"').as_bytes().to_vec()
+        };
+        assert_eq!(
+            format!("{:08x}", murmur3_x86_32(&key, seed)),
+            f[2],
+            "{line}"
+        );
+        assert_eq!(
+            format!("{:016x}", murmur3_x64_128_h1(&key, seed)),
+            f[3],
+            "{line}"
+        );
         n += 1;
     }
     assert!(n >= 40, "read {n} reference hashes");

@@ -105,6 +105,19 @@ fn entry_starts(data: &[u8]) -> Vec<u32> {
     starts
 }
 
+/// Raw Snappy decodes to under 22 bytes per compressed byte (its densest element, a
+/// 3-byte copy, yields 64); 32 leaves a margin.
+const SNAPPY_MAX_EXPANSION: usize = 32;
+
+/// libzstd's message for "destination buffer too small" (the `zstd` crate reports errors
+/// by name), derived from the error code rather than spelled out.
+fn zstd_too_small() -> &'static str {
+    use zstd::zstd_safe::zstd_sys::ZSTD_ErrorCode;
+    zstd::zstd_safe::get_error_name(
+        0usize.wrapping_sub(ZSTD_ErrorCode::ZSTD_error_dstSize_tooSmall as usize),
+    )
+}
+
 thread_local! {
     static ZSTD: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
 }
@@ -152,6 +165,18 @@ pub fn decode_block(
                     )),
                 ));
             }
+            // The length preamble is only a claim, and it sizes the buffer below: refuse
+            // claims the compressed bytes cannot back, so a few bytes cannot make us
+            // allocate up to the block size (1 GiB).
+            if n > body.len().saturating_mul(SNAPPY_MAX_EXPANSION) {
+                return Err(corrupt(
+                    offset,
+                    Reason::Decompress(format!(
+                        "block claims {n} bytes, more than its {} compressed bytes can hold",
+                        body.len()
+                    )),
+                ));
+            }
             let mut out = vec![0u8; n];
             let got = snap::raw::Decoder::new()
                 .decompress(body, &mut out)
@@ -162,7 +187,7 @@ pub fn decode_block(
         Compression::Zstd => {
             let declared = zstd::zstd_safe::get_frame_content_size(body)
                 .map_err(|_| corrupt(offset, Reason::Decompress("not a zstd frame".into())))?;
-            let capacity = match declared {
+            let max = match declared {
                 Some(n) if n > limit as u64 => {
                     return Err(corrupt(
                         offset,
@@ -174,27 +199,35 @@ pub fn decode_block(
                 Some(n) => n as usize,
                 None => limit,
             };
-            let mut out = Vec::with_capacity(capacity);
-            ZSTD.with(|cell| -> Result<()> {
-                let mut slot = cell.borrow_mut();
-                if slot.is_none() {
-                    *slot = Some(
-                        zstd::bulk::Decompressor::new()
-                            .map_err(|e| Error::io(path, "zstd init", e))?,
-                    );
+            // `max` is the frame's own claim (or the block size): do not let it size the
+            // buffer. Start with room for a generous ratio and grow while libzstd reports
+            // the buffer too small, so the buffer follows the real output. A false claim
+            // fails as corruption at the first size; a 4-byte RLE block may legitimately
+            // expand to 2 MiB, so no fixed ratio can reject claims up front.
+            let mut capacity = max.min(body.len().saturating_mul(64).max(64 << 10));
+            loop {
+                let mut out = Vec::with_capacity(capacity);
+                let result = ZSTD.with(|cell| -> Result<std::io::Result<usize>> {
+                    let mut slot = cell.borrow_mut();
+                    if slot.is_none() {
+                        *slot = Some(
+                            zstd::bulk::Decompressor::new()
+                                .map_err(|e| Error::io(path, "zstd init", e))?,
+                        );
+                    }
+                    Ok(match slot.as_mut() {
+                        Some(d) => d.decompress_to_buffer(body, &mut out),
+                        None => Err(std::io::Error::other("zstd unavailable")),
+                    })
+                })?;
+                match result {
+                    Ok(_) => break out,
+                    Err(e) if capacity < max && e.to_string() == zstd_too_small() => {
+                        capacity = max.min(capacity.saturating_mul(4));
+                    }
+                    Err(e) => return Err(corrupt(offset, Reason::Decompress(e.to_string()))),
                 }
-                match slot.as_mut() {
-                    Some(d) => d
-                        .decompress_to_buffer(body, &mut out)
-                        .map(|_| ())
-                        .map_err(|e| corrupt(offset, Reason::Decompress(e.to_string()))),
-                    None => Err(corrupt(
-                        offset,
-                        Reason::Decompress("zstd unavailable".into()),
-                    )),
-                }
-            })?;
-            out
+            }
         }
     };
     Ok(Block::new(next_offset, &data, index_entries))

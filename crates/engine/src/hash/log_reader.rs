@@ -441,6 +441,10 @@ impl RawEntry {
     }
 }
 
+/// `in_block` of a [`Where::Blocks`] positioned in the block holding the tail of an entry
+/// that spanned blocks (no entry may start there).
+const AFTER_TAIL: u64 = u64::MAX;
+
 #[derive(Debug)]
 enum Where {
     Plain {
@@ -551,6 +555,18 @@ impl RawIter {
                 if s.block_offset != *block {
                     *block = s.block_offset;
                     *in_block = 0;
+                } else if *in_block == AFTER_TAIL {
+                    // Writers close the block holding the tail of an entry that spans
+                    // blocks (FORMAT.md, block packing), because an address counts entries
+                    // from the start of its block, where that tail is: an entry starting
+                    // after a tail has no address, and indexing it would send lookups to
+                    // the wrong bytes (a present key would read as absent).
+                    return Err(log.corrupt(
+                        s.block_offset,
+                        Reason::BadEntry(
+                            "an entry starts in the block holding the tail of the previous entry",
+                        ),
+                    ));
                 }
                 let position = s.block_offset;
                 let index_in_block = *in_block;
@@ -565,6 +581,11 @@ impl RawIter {
                     s.skip(log, head.value_len)?;
                 }
                 *in_block += 1;
+                if s.block_offset != position {
+                    // The entry spanned blocks: no entry may start in the rest of this one.
+                    *block = s.block_offset;
+                    *in_block = AFTER_TAIL;
+                }
                 Ok(Some(RawEntry {
                     kind: head.kind,
                     position,

@@ -1,5 +1,11 @@
 //! Helpers shared by the integration tests: the Sparkey reference vectors.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 
 use std::path::PathBuf;
 
@@ -10,8 +16,19 @@ pub fn vectors_dir() -> PathBuf {
 
 /// Every case name.
 pub const CASES: [&str; 13] = [
-    "empty", "single_put", "basic", "overwrite", "deletes", "binary_edge", "hash32_10k",
-    "hash64_small", "multi_session", "snappy_bs16", "snappy_bs65536", "zstd_bs512", "addr64_hash32",
+    "empty",
+    "single_put",
+    "basic",
+    "overwrite",
+    "deletes",
+    "binary_edge",
+    "hash32_10k",
+    "hash64_small",
+    "multi_session",
+    "snappy_bs16",
+    "snappy_bs65536",
+    "zstd_bs512",
+    "addr64_hash32",
 ];
 
 pub fn path(case: &str, ext: &str) -> PathBuf {
@@ -19,8 +36,11 @@ pub fn path(case: &str, ext: &str) -> PathBuf {
 }
 
 pub fn unhex(s: &str) -> Vec<u8> {
-    assert!(s.len() % 2 == 0, "odd hex {s}");
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    assert!(s.len().is_multiple_of(2), "odd hex {s}");
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
 }
 
 pub fn hex(b: &[u8]) -> String {
@@ -72,7 +92,12 @@ pub struct Params {
 
 pub fn params(case: &str) -> Params {
     let text = std::fs::read_to_string(path(case, "params")).unwrap();
-    let mut p = Params { compression: String::new(), block_size: 0, sessions: vec![], hash_args: vec![] };
+    let mut p = Params {
+        compression: String::new(),
+        block_size: 0,
+        sessions: vec![],
+        hash_args: vec![],
+    };
     for line in text.lines() {
         if let Some(v) = line.strip_prefix("compression: ") {
             p.compression = v.to_string();
@@ -87,7 +112,8 @@ pub fn params(case: &str) -> Params {
             p.sessions.push(nums.iter().sum());
         } else if line.starts_with("index written") {
             let arg = line.split("hash_size argument ").nth(1).unwrap();
-            p.hash_args.push(arg.split(',').next().unwrap().parse().unwrap());
+            p.hash_args
+                .push(arg.split(',').next().unwrap().parse().unwrap());
         }
     }
     p
