@@ -21,35 +21,47 @@ use crate::error::{Error, FileKind, Reason, Result};
 
 use super::header::Compression;
 
-/// A decoded block, in one shared allocation: the file offset of the next block, where
-/// each entry that starts in the block begins, and the decompressed bytes.
+/// A decoded block, in one shared allocation: the file offset of the next block, the
+/// decompressed bytes and, for blocks kept in the cache, where each entry that starts in
+/// the block begins.
 ///
-/// Layout of the allocation: `next_offset: u64 LE`, `count: u32 LE`, `count × u32 LE`
-/// entry starts, then the data. Keeping everything in one allocation means a cache hit
-/// touches the reference count, the metadata and the data's first line together.
+/// Layout of the allocation: `next_offset: u64 LE`, `data_len: u32 LE`, `count: u32 LE`
+/// (`u32::MAX` when the entry table was not built), the data, then `count × u32 LE` entry
+/// starts. One allocation means a cache hit touches the reference count, the metadata and
+/// the data's first line together, and the data is decompressed in place.
 #[derive(Debug, Clone)]
 pub struct Block(Arc<[u8]>);
 
-const PREFIX: usize = 12;
+const PREFIX: usize = 16;
+const NOT_INDEXED: u32 = u32::MAX;
 
 impl Block {
-    fn new(next_offset: u64, data: &[u8], index_entries: bool) -> Block {
+    /// Completes a buffer holding `PREFIX` reserved bytes followed by the data.
+    fn finish(next_offset: u64, mut buf: Vec<u8>, index_entries: bool) -> Block {
+        let data_len = buf.len().saturating_sub(PREFIX);
         let starts = if index_entries {
-            entry_starts(data)
+            Some(entry_starts(buf.get(PREFIX..).unwrap_or(&[])))
         } else {
-            Vec::new()
+            None
         };
-        let mut buf = Vec::with_capacity(PREFIX + 4 * starts.len() + data.len());
-        buf.extend_from_slice(&next_offset.to_le_bytes());
-        buf.extend_from_slice(&(starts.len() as u32).to_le_bytes());
-        for s in &starts {
+        let count = starts.as_ref().map_or(NOT_INDEXED, |s| s.len() as u32);
+        let fields: [(usize, [u8; 4]); 3] = [
+            (0, (next_offset as u32).to_le_bytes()),
+            (4, ((next_offset >> 32) as u32).to_le_bytes()),
+            (8, (data_len as u32).to_le_bytes()),
+        ];
+        for (at, bytes) in fields.into_iter().chain([(12, count.to_le_bytes())]) {
+            if let Some(dst) = buf.get_mut(at..at + 4) {
+                dst.copy_from_slice(&bytes);
+            }
+        }
+        for s in starts.iter().flatten() {
             buf.extend_from_slice(&s.to_le_bytes());
         }
-        buf.extend_from_slice(data);
         Block(buf.into())
     }
 
-    fn count(&self) -> usize {
+    fn data_len(&self) -> usize {
         get_u32_le(&self.0, 8).unwrap_or(0) as usize
     }
 
@@ -62,23 +74,47 @@ impl Block {
     /// The decompressed entry-stream bytes.
     #[inline]
     pub fn data(&self) -> &[u8] {
-        self.0.get(PREFIX + 4 * self.count()..).unwrap_or(&[])
+        self.0.get(PREFIX..PREFIX + self.data_len()).unwrap_or(&[])
     }
 
-    /// Offset in [`Block::data`] of the `index`-th entry starting in this block, if any
-    /// (always `None` for a block decoded without its entry table).
+    /// Offset in [`Block::data`] of the `index`-th entry starting in this block, if any:
+    /// from the entry table when the block has one, else by walking from the start.
     #[inline]
     pub fn entry_start(&self, index: u64) -> Option<usize> {
-        if index >= self.count() as u64 {
+        let count = get_u32_le(&self.0, 12).unwrap_or(NOT_INDEXED);
+        if count == NOT_INDEXED {
+            return nth_entry_start(self.data(), index);
+        }
+        if index >= u64::from(count) {
             return None;
         }
-        get_u32_le(&self.0, PREFIX + 4 * index as usize).map(|s| s as usize)
+        let at = PREFIX + self.data_len() + 4 * index as usize;
+        get_u32_le(&self.0, at).map(|s| s as usize)
     }
 
     /// Bytes held by this block.
     pub fn footprint(&self) -> usize {
         self.0.len()
     }
+}
+
+/// Offset of the `index`-th entry starting in `data` (see [`entry_starts`]).
+fn nth_entry_start(data: &[u8], index: u64) -> Option<usize> {
+    let mut pos = 0usize;
+    let mut i = 0u64;
+    while pos < data.len() {
+        let rest = data.get(pos..)?;
+        let (a, n1) = get_vlq(rest).ok()?;
+        let (b, n2) = get_vlq(rest.get(n1..)?).ok()?;
+        if i == index {
+            return Some(pos);
+        }
+        let body = if a == 0 { b } else { (a - 1).saturating_add(b) };
+        let len = ((n1 + n2) as u64).saturating_add(body);
+        pos = usize::try_from(len).ok().and_then(|l| pos.checked_add(l))?;
+        i += 1;
+    }
+    None
 }
 
 /// Start offsets of the entries that begin in `data`, found by walking from the start of
@@ -177,11 +213,11 @@ pub fn decode_block(
                     )),
                 ));
             }
-            let mut out = vec![0u8; n];
+            let mut out = vec![0u8; PREFIX + n];
             let got = snap::raw::Decoder::new()
-                .decompress(body, &mut out)
+                .decompress(body, out.get_mut(PREFIX..).unwrap_or(&mut []))
                 .map_err(|e| corrupt(offset, Reason::Decompress(e.to_string())))?;
-            out.truncate(got);
+            out.truncate(PREFIX + got);
             out
         }
         Compression::Zstd => {
@@ -221,7 +257,12 @@ pub fn decode_block(
                     })
                 })?;
                 match result {
-                    Ok(_) => break out,
+                    Ok(_) => {
+                        let mut buf = Vec::with_capacity(PREFIX + out.len());
+                        buf.resize(PREFIX, 0);
+                        buf.extend_from_slice(&out);
+                        break buf;
+                    }
                     Err(e) if capacity < max && e.to_string() == zstd_too_small() => {
                         capacity = max.min(capacity.saturating_mul(4));
                     }
@@ -230,7 +271,7 @@ pub fn decode_block(
             }
         }
     };
-    Ok(Block::new(next_offset, &data, index_entries))
+    Ok(Block::finish(next_offset, data, index_entries))
 }
 
 const SHARDS: usize = 16;
@@ -261,6 +302,42 @@ struct Shard {
     map: HashMap<u64, (Block, bool), BuildHasherDefault<OffsetHasher>>,
     clock: VecDeque<u64>,
     bytes: usize,
+    /// Recent hits and misses (halved as they grow), for admission.
+    hits: u32,
+    misses: u32,
+}
+
+impl Shard {
+    /// Scan resistance: while fewer than one lookup in five hits (the working set is much
+    /// larger than the cache), admit only one missed block in sixteen, so evictions do
+    /// not cost every lookup and the blocks that are hot still get in.
+    fn admits(&self) -> bool {
+        let total = self.hits + self.misses;
+        total < 1024 || self.hits.saturating_mul(4) >= self.misses || self.misses.is_multiple_of(16)
+    }
+
+    fn record(&mut self, hit: bool) {
+        if hit {
+            self.hits += 1;
+        } else {
+            self.misses += 1;
+        }
+        if self.hits + self.misses >= 1 << 16 {
+            self.hits /= 2;
+            self.misses /= 2;
+        }
+    }
+}
+
+/// The outcome of [`BlockCache::lookup`].
+pub enum Lookup {
+    /// The block was cached.
+    Hit(Block),
+    /// It was not; `admit` tells whether [`BlockCache::insert`] would keep it.
+    Miss {
+        /// Whether to build the block's entry table and insert it.
+        admit: bool,
+    },
 }
 
 /// A bounded cache of decoded blocks, keyed by block file offset.
@@ -291,17 +368,31 @@ impl BlockCache {
         self.shards.get(h as usize % SHARDS)
     }
 
-    /// The cached block at `offset`, if present.
-    pub fn get(&self, offset: u64) -> Option<Block> {
+    /// The cached block at `offset`, or whether a miss should be admitted.
+    pub fn lookup(&self, offset: u64) -> Lookup {
         if self.shard_budget == 0 {
-            return None;
+            return Lookup::Miss { admit: false };
         }
-        let mut shard = self.shard(offset)?.lock();
-        let entry = shard.map.get_mut(&offset)?;
-        if !entry.1 {
-            entry.1 = true;
+        let Some(shard) = self.shard(offset) else {
+            return Lookup::Miss { admit: false };
+        };
+        let mut shard = shard.lock();
+        let hit = match shard.map.get_mut(&offset) {
+            Some(entry) => {
+                if !entry.1 {
+                    entry.1 = true;
+                }
+                Some(entry.0.clone())
+            }
+            None => None,
+        };
+        shard.record(hit.is_some());
+        match hit {
+            Some(block) => Lookup::Hit(block),
+            None => Lookup::Miss {
+                admit: shard.admits(),
+            },
         }
-        Some(entry.0.clone())
     }
 
     /// Adds a block, evicting others (CLOCK order) to stay within the budget. A block

@@ -19,7 +19,7 @@ use crate::coding::{get_vlq, VlqError, MAX_VLQ_LEN};
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::mmap::Map;
 
-use super::block::{decode_block, Block, BlockCache};
+use super::block::{decode_block, Block, BlockCache, Lookup};
 use super::header::{Compression, LogHeader, LOG_HEADER_LEN};
 
 /// Default byte budget of the decoded-block cache used by lookups in compressed logs.
@@ -230,14 +230,18 @@ impl LogInner {
         }
     }
 
-    /// Loads the block at `offset`, through the cache when `cached`. Cached blocks and
-    /// blocks loaded with `index_entries` carry their entry-start table.
+    /// Loads the block at `offset`, through the cache when `cached` (which may decline to
+    /// keep it, see `BlockCache`). Blocks that enter the cache and blocks loaded with
+    /// `index_entries` carry their entry-start table; others are walked when located.
     pub(crate) fn block(&self, offset: u64, cached: bool, index_entries: bool) -> Result<Block> {
-        if cached {
-            if let Some(block) = self.cache.get(offset) {
-                return Ok(block);
+        let admit = if cached {
+            match self.cache.lookup(offset) {
+                Lookup::Hit(block) => return Ok(block),
+                Lookup::Miss { admit } => admit,
             }
-        }
+        } else {
+            false
+        };
         let h = &self.header;
         let block = decode_block(
             &self.path,
@@ -245,9 +249,9 @@ impl LogInner {
             offset,
             h.compression,
             h.block_size,
-            cached || index_entries,
+            admit || index_entries,
         )?;
-        if cached {
+        if admit {
             self.cache.insert(offset, block.clone());
         }
         Ok(block)
