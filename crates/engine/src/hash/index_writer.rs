@@ -121,6 +121,8 @@ impl<'a> Table<'a> {
         slots
             .try_reserve_exact(len)
             .map_err(|_| Error::invalid(format!("cannot allocate an index of {cap} slots")))?;
+        // Probes land at random across the table: huge pages spare a page walk per probe.
+        crate::mmap::advise_huge_pages(slots.spare_capacity_mut());
         slots.resize(len, Slot::default());
         Ok(Table {
             slots,
