@@ -67,6 +67,10 @@ struct Args {
     /// Also write an SVG bar chart of puts and lookups per CPU-second to this file.
     #[arg(long)]
     svg: Option<PathBuf>,
+    /// Do not run anything: read the rows of an earlier `--json` run from this file (to
+    /// re-render the table or the chart).
+    #[arg(long)]
+    from_json: Option<PathBuf>,
 }
 
 /// A compression with an optional block size, as given on the command line.
@@ -191,7 +195,7 @@ fn peer_specs(args: &Args) -> anyhow::Result<Vec<PeerSpec>> {
 }
 
 /// One result row: one (store, variant, n).
-#[derive(Serialize, Debug)]
+#[derive(Serialize, serde::Deserialize, Debug)]
 struct Row {
     store: String,
     variant: String,
@@ -411,13 +415,24 @@ fn main() -> anyhow::Result<()> {
     if sizes.contains(&0) {
         bail!("--sizes: every size must be at least 1");
     }
-    let specs = peer_specs(&args)?;
+    let specs = if args.from_json.is_some() {
+        Vec::new()
+    } else {
+        peer_specs(&args)?
+    };
     let base = match &args.dir {
         Some(d) => d.clone(),
         None => std::env::temp_dir().join(format!("cairn-bench-{}", std::process::id())),
     };
 
     let mut rows = Vec::new();
+    if let Some(path) = &args.from_json {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        rows =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        sizes.clear();
+    }
     for &n in &sizes {
         for &spec in &specs {
             let dir = base.join(format!("{spec:?}-{n}").replace(['(', ')', ',', ' '], "_"));

@@ -63,10 +63,25 @@ pub fn svg(title: &str, bars: &[Bar]) -> String {
     ];
     for (p, (name, value)) in metrics.iter().enumerate() {
         let x0 = left + p as f64 * (panel_w + 60.0);
-        let max = bars.iter().map(value).fold(0.0f64, f64::max).max(1.0);
+        // Log scale, one decade per tick: the groups span three orders of magnitude.
+        let max = bars.iter().map(value).fold(1.0f64, f64::max);
+        let min = bars
+            .iter()
+            .map(value)
+            .filter(|v| *v > 0.0)
+            .fold(max, f64::min);
+        let lo = min.log10().floor().min(max.log10().ceil() - 1.0);
+        let hi = max.log10().ceil();
+        let scale = |v: f64| -> f64 {
+            if v <= 0.0 {
+                0.0
+            } else {
+                (panel_h * (v.log10() - lo) / (hi - lo)).clamp(0.0, panel_h)
+            }
+        };
         let _ = writeln!(
             out,
-            r#"<text x="{x0}" y="{}" font-weight="bold">{name}</text>"#,
+            r#"<text x="{x0}" y="{}" font-weight="bold">{name} (log scale)</text>"#,
             top - 8.0
         );
         let _ = writeln!(
@@ -76,17 +91,23 @@ pub fn svg(title: &str, bars: &[Bar]) -> String {
             x0 + panel_w,
             top + panel_h
         );
-        for t in 0..=4 {
-            let v = max * f64::from(t) / 4.0;
-            let y = top + panel_h - panel_h * f64::from(t) / 4.0;
+        let mut decade = lo;
+        while decade <= hi {
+            let v = 10f64.powf(decade);
+            let y = top + panel_h - scale(v);
+            let label = if v >= 1e6 {
+                format!("{}M", v / 1e6)
+            } else {
+                format!("{}k", v / 1e3)
+            };
             let _ = writeln!(
                 out,
-                r##"<line x1="{x0}" y1="{y}" x2="{}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" text-anchor="end">{:.1}M</text>"##,
+                r##"<line x1="{x0}" y1="{y}" x2="{}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" text-anchor="end">{label}</text>"##,
                 x0 + panel_w,
                 x0 - 4.0,
-                y + 4.0,
-                v / 1e6
+                y + 4.0
             );
+            decade += 1.0;
         }
         let group_w = panel_w / sizes.len().max(1) as f64;
         let bar_w = (group_w - 20.0) / labels.len().max(1) as f64;
@@ -96,7 +117,7 @@ pub fn svg(title: &str, bars: &[Bar]) -> String {
                 let Some(b) = bars.iter().find(|b| b.n == *n && b.label == *label) else {
                     continue;
                 };
-                let h = panel_h * value(b) / max;
+                let h = scale(value(b));
                 let color = PALETTE.get(i % PALETTE.len()).copied().unwrap_or("#333");
                 let _ = writeln!(
                     out,
