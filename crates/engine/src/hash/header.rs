@@ -66,6 +66,33 @@ impl Compression {
     }
 }
 
+/// Reads little-endian header fields of one file, turning a missing field into
+/// `Reason::Truncated` and a bad value into `Reason::HeaderField`, both at the field's
+/// offset.
+struct FieldReader<'a> {
+    kind: FileKind,
+    path: &'a Path,
+    buf: &'a [u8],
+}
+
+impl FieldReader<'_> {
+    fn corrupt(&self, offset: u64, reason: Reason) -> Error {
+        Error::corruption(self.kind, self.path, offset, reason)
+    }
+
+    fn u32_at(&self, offset: usize) -> Result<u32> {
+        get_u32_le(self.buf, offset).ok_or_else(|| self.corrupt(offset as u64, Reason::Truncated))
+    }
+
+    fn u64_at(&self, offset: usize) -> Result<u64> {
+        get_u64_le(self.buf, offset).ok_or_else(|| self.corrupt(offset as u64, Reason::Truncated))
+    }
+
+    fn field(&self, field: &'static str, offset: u64, detail: String) -> Error {
+        self.corrupt(offset, Reason::HeaderField { field, detail })
+    }
+}
+
 /// Number of bits needed to write `x` (0 for 0).
 #[inline]
 pub fn bitlen(x: u64) -> u32 {
@@ -173,27 +200,18 @@ impl LogHeader {
     /// Decodes and validates a log header. `buf` holds the first bytes of the file (at
     /// least 84 if the file has them) and `file_len` is the file's size.
     pub fn decode(path: &Path, buf: &[u8], file_len: u64) -> Result<LogHeader> {
-        let corrupt = |off: u64, reason| Error::corruption(FileKind::SparkeyLog, path, off, reason);
-        let u32_at =
-            |off: usize| get_u32_le(buf, off).ok_or_else(|| corrupt(off as u64, Reason::Truncated));
-        let u64_at =
-            |off: usize| get_u64_le(buf, off).ok_or_else(|| corrupt(off as u64, Reason::Truncated));
-        let field = |name: &'static str, off: u64, detail: String| {
-            corrupt(
-                off,
-                Reason::HeaderField {
-                    field: name,
-                    detail,
-                },
-            )
+        let r = FieldReader {
+            kind: FileKind::SparkeyLog,
+            path,
+            buf,
         };
 
-        let magic = u32_at(0)?;
+        let magic = r.u32_at(0)?;
         if magic != LOG_MAGIC {
-            return Err(corrupt(0, Reason::BadMagic { found: magic }));
+            return Err(r.corrupt(0, Reason::BadMagic { found: magic }));
         }
-        let major = u32_at(4)?;
-        let minor = u32_at(8)?;
+        let major = r.u32_at(4)?;
+        let minor = r.u32_at(8)?;
         if major != 1 || minor > 0 {
             return Err(Error::UnsupportedVersion {
                 file: FileKind::SparkeyLog,
@@ -202,38 +220,38 @@ impl LogHeader {
                 minor,
             });
         }
-        let compression_code = u32_at(64)?;
+        let compression_code = r.u32_at(64)?;
         let header = LogHeader {
             major,
             minor,
-            file_identifier: u32_at(12)?,
-            num_puts: u64_at(16)?,
-            num_deletes: u64_at(24)?,
-            data_end: u64_at(32)?,
-            max_key_len: u64_at(40)?,
-            max_value_len: u64_at(48)?,
-            delete_size: u64_at(56)?,
+            file_identifier: r.u32_at(12)?,
+            num_puts: r.u64_at(16)?,
+            num_deletes: r.u64_at(24)?,
+            data_end: r.u64_at(32)?,
+            max_key_len: r.u64_at(40)?,
+            max_value_len: r.u64_at(48)?,
+            delete_size: r.u64_at(56)?,
             compression: Compression::None, // replaced below
-            block_size: u32_at(68)?,
-            put_size: u64_at(72)?,
-            max_entries_per_block: u32_at(80)?,
+            block_size: r.u32_at(68)?,
+            put_size: r.u64_at(72)?,
+            max_entries_per_block: r.u32_at(80)?,
         };
         if header.data_end < LOG_HEADER_LEN {
-            return Err(field(
+            return Err(r.field(
                 "data_end",
                 32,
                 format!("{} is below the header size 84", header.data_end),
             ));
         }
         if header.num_puts > header.data_end {
-            return Err(field(
+            return Err(r.field(
                 "num_puts",
                 16,
                 format!("{} exceeds data_end {}", header.num_puts, header.data_end),
             ));
         }
         if header.num_deletes > header.data_end {
-            return Err(field(
+            return Err(r.field(
                 "num_deletes",
                 24,
                 format!(
@@ -243,14 +261,14 @@ impl LogHeader {
             ));
         }
         let compression = Compression::from_code(compression_code).ok_or_else(|| {
-            field(
+            r.field(
                 "compression_type",
                 64,
                 format!("unknown type {compression_code}"),
             )
         })?;
         if file_len < header.data_end {
-            return Err(corrupt(
+            return Err(r.corrupt(
                 file_len,
                 Reason::FileTooSmall {
                     expected: header.data_end,
@@ -259,7 +277,7 @@ impl LogHeader {
             ));
         }
         if header.data_end > i64::MAX as u64 {
-            return Err(field(
+            return Err(r.field(
                 "data_end",
                 32,
                 format!("{} exceeds 2^63 - 1", header.data_end),
@@ -268,7 +286,7 @@ impl LogHeader {
         if compression != Compression::None {
             // Cairn's checks: a compressed log must be decodable and addressable.
             if header.block_size == 0 || header.block_size > MAX_BLOCK_SIZE {
-                return Err(field(
+                return Err(r.field(
                     "compression_block_size",
                     68,
                     format!("{} is outside 1..=2^30", header.block_size),
@@ -276,7 +294,7 @@ impl LogHeader {
             }
             let bits = bitlen(u64::from(header.max_entries_per_block));
             if bits + bitlen(header.data_end) > 64 {
-                return Err(field(
+                return Err(r.field(
                     "max_entries_per_block",
                     80,
                     format!(
@@ -383,28 +401,18 @@ impl IndexHeader {
     /// Decodes and validates an index header on its own (checks that need the log are in
     /// [`IndexHeader::check_against_log`]). `file_len` is the index file's size.
     pub fn decode(path: &Path, buf: &[u8], file_len: u64) -> Result<IndexHeader> {
-        let corrupt =
-            |off: u64, reason| Error::corruption(FileKind::SparkeyIndex, path, off, reason);
-        let u32_at =
-            |off: usize| get_u32_le(buf, off).ok_or_else(|| corrupt(off as u64, Reason::Truncated));
-        let u64_at =
-            |off: usize| get_u64_le(buf, off).ok_or_else(|| corrupt(off as u64, Reason::Truncated));
-        let field = |name: &'static str, off: u64, detail: String| {
-            corrupt(
-                off,
-                Reason::HeaderField {
-                    field: name,
-                    detail,
-                },
-            )
+        let r = FieldReader {
+            kind: FileKind::SparkeyIndex,
+            path,
+            buf,
         };
 
-        let magic = u32_at(0)?;
+        let magic = r.u32_at(0)?;
         if magic != INDEX_MAGIC {
-            return Err(corrupt(0, Reason::BadMagic { found: magic }));
+            return Err(r.corrupt(0, Reason::BadMagic { found: magic }));
         }
-        let major = u32_at(4)?;
-        let minor = u32_at(8)?;
+        let major = r.u32_at(4)?;
+        let minor = r.u32_at(8)?;
         if major != 1 || minor > 1 {
             return Err(Error::UnsupportedVersion {
                 file: FileKind::SparkeyIndex,
@@ -416,38 +424,34 @@ impl IndexHeader {
         let h = IndexHeader {
             major,
             minor,
-            file_identifier: u32_at(12)?,
-            hash_seed: u32_at(16)?,
-            data_end: u64_at(20)?,
-            max_key_len: u64_at(28)?,
-            max_value_len: u64_at(36)?,
-            num_puts: u64_at(44)?,
-            garbage_size: u64_at(52)?,
-            num_entries: u64_at(60)?,
-            address_size: u32_at(68)?,
-            hash_size: u32_at(72)?,
-            hash_capacity: u64_at(76)?,
-            max_displacement: u64_at(84)?,
-            entry_block_bits: u32_at(92)?,
-            hash_collisions: u64_at(96)?,
-            total_displacement: u64_at(104)?,
+            file_identifier: r.u32_at(12)?,
+            hash_seed: r.u32_at(16)?,
+            data_end: r.u64_at(20)?,
+            max_key_len: r.u64_at(28)?,
+            max_value_len: r.u64_at(36)?,
+            num_puts: r.u64_at(44)?,
+            garbage_size: r.u64_at(52)?,
+            num_entries: r.u64_at(60)?,
+            address_size: r.u32_at(68)?,
+            hash_size: r.u32_at(72)?,
+            hash_capacity: r.u64_at(76)?,
+            max_displacement: r.u64_at(84)?,
+            entry_block_bits: r.u32_at(92)?,
+            hash_collisions: r.u64_at(96)?,
+            total_displacement: r.u64_at(104)?,
         };
         if h.hash_size != 4 && h.hash_size != 8 {
-            return Err(field(
-                "hash_size",
-                72,
-                format!("{} is not 4 or 8", h.hash_size),
-            ));
+            return Err(r.field("hash_size", 72, format!("{} is not 4 or 8", h.hash_size)));
         }
         if h.num_entries > h.num_puts {
-            return Err(field(
+            return Err(r.field(
                 "num_entries",
                 60,
                 format!("{} exceeds num_puts {}", h.num_entries, h.num_puts),
             ));
         }
         if h.max_displacement > h.num_entries {
-            return Err(field(
+            return Err(r.field(
                 "max_displacement",
                 84,
                 format!(
@@ -457,7 +461,7 @@ impl IndexHeader {
             ));
         }
         if h.hash_collisions > h.num_entries {
-            return Err(field(
+            return Err(r.field(
                 "hash_collisions",
                 96,
                 format!(
@@ -468,21 +472,21 @@ impl IndexHeader {
         }
         // Cairn's checks: values that drive lookups must be sane.
         if h.address_size != 4 && h.address_size != 8 {
-            return Err(field(
+            return Err(r.field(
                 "address_size",
                 68,
                 format!("{} is not 4 or 8", h.address_size),
             ));
         }
         if h.hash_capacity == 0 {
-            return Err(field(
+            return Err(r.field(
                 "hash_capacity",
                 76,
                 "capacity 0 cannot hold a table".to_string(),
             ));
         }
         if h.num_entries > h.hash_capacity {
-            return Err(field(
+            return Err(r.field(
                 "num_entries",
                 60,
                 format!(
@@ -492,28 +496,28 @@ impl IndexHeader {
             ));
         }
         if h.entry_block_bits >= 64 {
-            return Err(field(
+            return Err(r.field(
                 "entry_block_bits",
                 92,
                 format!("{} is not below 64", h.entry_block_bits),
             ));
         }
         if h.data_end < LOG_HEADER_LEN {
-            return Err(field(
+            return Err(r.field(
                 "data_end",
                 20,
                 format!("{} is below the log header size 84", h.data_end),
             ));
         }
         let need = h.file_len().ok_or_else(|| {
-            field(
+            r.field(
                 "hash_capacity",
                 76,
                 format!("{} slots overflow the file size", h.hash_capacity),
             )
         })?;
         if file_len < need {
-            return Err(corrupt(
+            return Err(r.corrupt(
                 file_len,
                 Reason::FileTooSmall {
                     expected: need,

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use cairn::hash::{verify, LogEntry, LogReader, ReadOptions, Reader, VerifyReport};
 use cairn::{Error, FileKind, Reason};
 
-/// The reference vectors, located the way the brief asks.
+/// The reference vectors: `../shared/vectors/sparkey` from the repository root.
 pub const VECTORS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../../shared/vectors/sparkey"
