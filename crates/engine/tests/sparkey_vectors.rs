@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use cairn::hash::{
     build_index, murmur3_x64_128_h1, murmur3_x86_32, write_index, BuildKind, Compression,
     EntryKind, HashSize, IndexHeader, IndexOptions, LogOptions, LogReader, LogWriter, ReadOptions,
-    Reader,
+    Reader, Residency,
 };
 use common::*;
 
@@ -70,6 +70,18 @@ fn hash_iteration_and_lookups_reproduce_expected() {
                 &ReadOptions::default().pin_index(pin),
             )
             .unwrap();
+            if pin {
+                assert!(
+                    matches!(
+                        reader.residency(),
+                        Residency::Locked | Residency::Prefaulted
+                    ),
+                    "{case}: a pinned index is resident, got {:?}",
+                    reader.residency()
+                );
+            } else {
+                assert_eq!(reader.residency(), Residency::OnDemand);
+            }
             let want = expected(case);
             let got: Vec<(Vec<u8>, Vec<u8>)> = reader.iter().map(|r| r.unwrap()).collect();
             assert_eq!(got, want, "{case}: hash iterator order");
