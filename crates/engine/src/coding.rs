@@ -2,8 +2,10 @@
 //! fixed-width little-endian integers read through bounds-checked helpers.
 //!
 //! Invariant: nothing here panics or indexes out of bounds on any input; a decoder that
-//! runs out of bytes returns `None`, and the caller turns that into a typed corruption
-//! error that names the file and offset.
+//! runs out of bytes returns `None` (or, through [`Cursor`], a [`Reason`]), and the caller
+//! turns that into a typed corruption error that names the file and offset.
+
+use crate::error::Reason;
 
 /// Largest number of bytes a 64-bit VLQ may take.
 pub const MAX_VLQ_LEN: usize = 10;
@@ -85,6 +87,71 @@ pub fn get_uint_le(buf: &[u8], off: usize, width: usize) -> Option<u64> {
     Some(u64::from_le_bytes(word))
 }
 
+/// A bounds-checked reader over a byte slice: every read either yields a value and
+/// advances, or fails with [`Reason::Truncated`] / [`Reason::BadVarint`] and leaves the
+/// position unchanged. The caller adds the file, path and offset ([`Cursor::position`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor at the start of `buf`.
+    pub(crate) fn new(buf: &'a [u8]) -> Self {
+        Cursor { buf, pos: 0 }
+    }
+
+    /// Bytes consumed so far (the offset of the next read within `buf`).
+    pub(crate) fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Bytes not yet consumed.
+    pub(crate) fn remaining(&self) -> usize {
+        self.buf.len().saturating_sub(self.pos)
+    }
+
+    /// True when every byte has been consumed.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.remaining() == 0
+    }
+
+    /// The next `n` bytes; `Truncated` if fewer remain. Never allocates.
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], Reason> {
+        let end = self.pos.checked_add(n).ok_or(Reason::Truncated)?;
+        let bytes = self.buf.get(self.pos..end).ok_or(Reason::Truncated)?;
+        self.pos = end;
+        Ok(bytes)
+    }
+
+    /// The next byte.
+    pub(crate) fn u8(&mut self) -> Result<u8, Reason> {
+        let [b] = self.take(1)? else {
+            return Err(Reason::Truncated);
+        };
+        Ok(*b)
+    }
+
+    /// The next little-endian `u32`.
+    pub(crate) fn u32_le(&mut self) -> Result<u32, Reason> {
+        let bytes = self.take(4)?;
+        let word: [u8; 4] = bytes.try_into().map_err(|_| Reason::Truncated)?;
+        Ok(u32::from_le_bytes(word))
+    }
+
+    /// The next VLQ; `Truncated` if it runs past the end, `BadVarint` if it overflows.
+    pub(crate) fn vlq(&mut self) -> Result<u64, Reason> {
+        let rest = self.buf.get(self.pos..).ok_or(Reason::Truncated)?;
+        let (value, used) = get_vlq(rest).map_err(|e| match e {
+            VlqError::Truncated => Reason::Truncated,
+            VlqError::Overflow => Reason::BadVarint,
+        })?;
+        self.pos += used;
+        Ok(value)
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
@@ -144,5 +211,42 @@ mod tests {
         assert_eq!(get_u64_le(&buf, 1), None);
         assert_eq!(get_uint_le(&buf, 4, 4), Some(0x0807_0605));
         assert_eq!(get_u32_le(&buf, usize::MAX), None);
+    }
+
+    #[test]
+    fn cursor_reads_in_order_and_tracks_position() {
+        let mut buf = vec![7u8];
+        buf.extend_from_slice(&0x0403_0201u32.to_le_bytes());
+        put_vlq(&mut buf, 300);
+        buf.extend_from_slice(b"xyz");
+        let mut cur = Cursor::new(&buf);
+        assert_eq!(cur.u8(), Ok(7));
+        assert_eq!(cur.u32_le(), Ok(0x0403_0201));
+        assert_eq!(cur.position(), 5);
+        assert_eq!(cur.vlq(), Ok(300));
+        assert_eq!(cur.remaining(), 3);
+        assert_eq!(cur.take(3), Ok(&b"xyz"[..]));
+        assert!(cur.is_empty());
+        assert_eq!(cur.take(0), Ok(&b""[..]));
+    }
+
+    #[test]
+    fn cursor_failures_do_not_advance() {
+        let buf = [1u8, 2, 3];
+        let mut cur = Cursor::new(&buf);
+        assert_eq!(cur.u32_le(), Err(Reason::Truncated));
+        assert_eq!(cur.take(4), Err(Reason::Truncated));
+        assert_eq!(cur.take(usize::MAX), Err(Reason::Truncated));
+        assert_eq!(cur.position(), 0);
+        assert_eq!(cur.take(3), Ok(&buf[..]));
+        assert_eq!(cur.u8(), Err(Reason::Truncated));
+        assert_eq!(cur.vlq(), Err(Reason::Truncated));
+
+        let mut cur = Cursor::new(&[0x80, 0x80]);
+        assert_eq!(cur.vlq(), Err(Reason::Truncated));
+        assert_eq!(cur.position(), 0);
+        let mut cur = Cursor::new(&[0xff; 11]);
+        assert_eq!(cur.vlq(), Err(Reason::BadVarint));
+        assert_eq!(cur.position(), 0);
     }
 }

@@ -20,6 +20,8 @@ pub enum FileKind {
     SparkeyLog,
     /// A constant-store index file (`.spi`, Sparkey format).
     SparkeyIndex,
+    /// An ordered-store write-ahead log file (including the write batches it carries).
+    Wal,
 }
 
 impl fmt::Display for FileKind {
@@ -27,6 +29,7 @@ impl fmt::Display for FileKind {
         f.write_str(match self {
             FileKind::SparkeyLog => "log file",
             FileKind::SparkeyIndex => "index file",
+            FileKind::Wal => "write-ahead log file",
         })
     }
 }
@@ -64,6 +67,8 @@ pub enum Reason {
     Decompress(String),
     /// A record is structurally invalid (e.g. an index slot that points at a DELETE).
     BadEntry(&'static str),
+    /// A kind/tag byte holds a value that is not in the format's tag registry.
+    BadTag(u8),
     /// A stored checksum does not match the computed one.
     Checksum {
         /// Checksum stored in the file.
@@ -87,6 +92,7 @@ impl fmt::Display for Reason {
             Reason::BadVarint => f.write_str("malformed variable-length integer"),
             Reason::Decompress(msg) => write!(f, "compressed block is invalid: {msg}"),
             Reason::BadEntry(msg) => f.write_str(msg),
+            Reason::BadTag(tag) => write!(f, "unknown tag {tag:#04x}"),
             Reason::Checksum { stored, computed } => write!(
                 f,
                 "checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"

@@ -1,0 +1,671 @@
+//! [`WriteBatch`]: an ordered list of puts and removes across keyspaces that is applied
+//! atomically, and its encoding, which is the payload of one WAL record.
+//!
+//! Owns: building a batch, its byte encoding and a validating decoder. Does not own
+//! seqno assignment (the WAL record carries the batch's first seqno; op `i` gets
+//! `first + i`, see [`WriteBatch::ops_with_seqno`]) nor framing and checksums (the WAL's).
+//! Byte layout: [`BATCH_FORMAT.md`](BATCH_FORMAT.md).
+//!
+//! Invariants:
+//! 1. `rep` is always a valid encoding: the 4-byte op count, then exactly `count` ops.
+//!    [`WriteBatch::encoded`] therefore returns it without copying.
+//! 2. `ops[i]` describes op `i`: its kind and keyspace and the byte ranges of its key and
+//!    value within `rep`. Both `put`/`remove` and `decode` build them, always in bounds.
+//! 3. Every key is at most [`MAX_KEY_LEN`] and every value at most [`MAX_VALUE_LEN`] bytes.
+//!
+//! Grammar of the encoding:
+//!
+//! ```text
+//! batch := count:u32le op{count}
+//! op    := 0x01 keyspace:vlq key_len:vlq key value_len:vlq value    (Put)
+//!        | 0x02 keyspace:vlq key_len:vlq key                        (Delete)
+//! ```
+//!
+//! A `WriteBatch` is plain data (`Send + Sync`); it is not shared while being built.
+
+// Wired into the ordered store (Db) as it lands; see docs/DESIGN.md.
+#![cfg_attr(not(test), allow(dead_code))]
+
+use std::ops::Range;
+use std::path::Path;
+
+use crate::coding::{put_vlq, vlq_len, Cursor};
+use crate::error::{Error, FileKind, Reason, Result};
+use crate::key::{
+    check_key_len, check_value_len, KeyspaceId, Kind, SeqNo, MAX_KEY_LEN, MAX_VALUE_LEN,
+};
+
+/// Bytes of the header: the op count as a little-endian `u32`.
+const HEADER_LEN: usize = 4;
+
+/// The smallest encoded op: a Delete of an empty key in keyspace 0 (kind, keyspace,
+/// key length). Bounds how many ops a payload of a given size can hold.
+const MIN_OP_LEN: usize = 3;
+
+/// One operation of a batch, borrowing its bytes from the batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op<'a> {
+    /// Set `key` to `value` in `keyspace`.
+    Put {
+        /// The keyspace written.
+        keyspace: KeyspaceId,
+        /// The user key.
+        key: &'a [u8],
+        /// The new value.
+        value: &'a [u8],
+    },
+    /// Remove `key` from `keyspace` (write a tombstone).
+    Delete {
+        /// The keyspace written.
+        keyspace: KeyspaceId,
+        /// The user key.
+        key: &'a [u8],
+    },
+}
+
+impl<'a> Op<'a> {
+    /// The kind recorded for this op.
+    pub(crate) fn kind(&self) -> Kind {
+        match self {
+            Op::Put { .. } => Kind::Put,
+            Op::Delete { .. } => Kind::Delete,
+        }
+    }
+
+    /// The keyspace the op writes.
+    pub(crate) fn keyspace(&self) -> KeyspaceId {
+        match self {
+            Op::Put { keyspace, .. } | Op::Delete { keyspace, .. } => *keyspace,
+        }
+    }
+
+    /// The user key the op writes.
+    pub(crate) fn key(&self) -> &'a [u8] {
+        match self {
+            Op::Put { key, .. } | Op::Delete { key, .. } => key,
+        }
+    }
+}
+
+/// Where op `i` lives inside `rep` (invariant 2).
+#[derive(Debug, Clone)]
+struct OpSpan {
+    kind: Kind,
+    keyspace: KeyspaceId,
+    key: Range<usize>,
+    /// Empty for a Delete.
+    value: Range<usize>,
+}
+
+/// An atomic group of writes across keyspaces, in the order they were added.
+#[derive(Debug, Clone)]
+pub(crate) struct WriteBatch {
+    /// The encoding (invariant 1).
+    rep: Vec<u8>,
+    ops: Vec<OpSpan>,
+    /// Sum of key and value lengths: the user data the batch carries.
+    data_len: usize,
+}
+
+impl Default for WriteBatch {
+    fn default() -> Self {
+        WriteBatch::new()
+    }
+}
+
+/// Two batches are equal when they hold the same ops in the same order (even if a decoded
+/// one spelled a length with a non-minimal VLQ).
+impl PartialEq for WriteBatch {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.ops().eq(other.ops())
+    }
+}
+
+impl Eq for WriteBatch {}
+
+impl WriteBatch {
+    /// An empty batch.
+    pub(crate) fn new() -> WriteBatch {
+        WriteBatch {
+            rep: vec![0; HEADER_LEN],
+            ops: Vec::new(),
+            data_len: 0,
+        }
+    }
+
+    /// Adds "set `key` to `value` in `keyspace`".
+    ///
+    /// # Errors
+    /// `InvalidArgument` if the key is longer than [`MAX_KEY_LEN`], the value longer than
+    /// [`MAX_VALUE_LEN`], or the batch already holds `u32::MAX` ops; the batch is unchanged.
+    pub(crate) fn put(&mut self, keyspace: KeyspaceId, key: &[u8], value: &[u8]) -> Result<()> {
+        check_key_len(key)?;
+        check_value_len(value)?;
+        self.push(Kind::Put, keyspace, key, Some(value))
+    }
+
+    /// Adds "remove `key` from `keyspace`".
+    ///
+    /// # Errors
+    /// `InvalidArgument` if the key is longer than [`MAX_KEY_LEN`] or the batch already
+    /// holds `u32::MAX` ops; the batch is unchanged.
+    pub(crate) fn remove(&mut self, keyspace: KeyspaceId, key: &[u8]) -> Result<()> {
+        check_key_len(key)?;
+        self.push(Kind::Delete, keyspace, key, None)
+    }
+
+    fn push(
+        &mut self,
+        kind: Kind,
+        keyspace: KeyspaceId,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<()> {
+        let count = u32::try_from(self.ops.len() + 1)
+            .map_err(|_| Error::invalid("a write batch holds at most 2^32 - 1 ops"))?;
+        self.rep.push(kind.as_u8());
+        put_vlq(&mut self.rep, u64::from(keyspace.0));
+        put_vlq(&mut self.rep, key.len() as u64);
+        let key_start = self.rep.len();
+        self.rep.extend_from_slice(key);
+        let key_range = key_start..self.rep.len();
+        let value_range = match value {
+            Some(value) => {
+                put_vlq(&mut self.rep, value.len() as u64);
+                let start = self.rep.len();
+                self.rep.extend_from_slice(value);
+                start..self.rep.len()
+            }
+            None => self.rep.len()..self.rep.len(),
+        };
+        self.data_len += key.len() + value_range.len();
+        self.ops.push(OpSpan {
+            kind,
+            keyspace,
+            key: key_range,
+            value: value_range,
+        });
+        self.set_count(count);
+        Ok(())
+    }
+
+    fn set_count(&mut self, count: u32) {
+        if let Some(header) = self.rep.get_mut(..HEADER_LEN) {
+            header.copy_from_slice(&count.to_le_bytes());
+        }
+    }
+
+    /// Number of ops.
+    pub(crate) fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// True if the batch holds no ops.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Removes every op, keeping the allocated buffers.
+    pub(crate) fn clear(&mut self) {
+        self.rep.truncate(HEADER_LEN);
+        self.set_count(0);
+        self.ops.clear();
+        self.data_len = 0;
+    }
+
+    /// Bytes of the encoding (the WAL record payload).
+    pub(crate) fn encoded_len(&self) -> usize {
+        self.rep.len()
+    }
+
+    /// Bytes of user data: the sum of every op's key and value lengths. This is what the
+    /// batch adds to a memtable, before per-entry overhead.
+    pub(crate) fn data_len(&self) -> usize {
+        self.data_len
+    }
+
+    /// The encoding, ready to be the payload of a WAL record.
+    pub(crate) fn encoded(&self) -> &[u8] {
+        &self.rep
+    }
+
+    /// The ops in the order they were added.
+    pub(crate) fn ops(&self) -> impl ExactSizeIterator<Item = Op<'_>> + '_ {
+        self.ops.iter().map(|span| self.op(span))
+    }
+
+    #[expect(
+        clippy::indexing_slicing,
+        reason = "spans are built by push/decode within rep, and rep only shrinks in clear, which also drops the spans"
+    )]
+    fn op(&self, span: &OpSpan) -> Op<'_> {
+        let key = &self.rep[span.key.clone()];
+        match span.kind {
+            Kind::Put => Op::Put {
+                keyspace: span.keyspace,
+                key,
+                value: &self.rep[span.value.clone()],
+            },
+            Kind::Delete => Op::Delete {
+                keyspace: span.keyspace,
+                key,
+            },
+        }
+    }
+
+    /// The seqno of the last op if the first gets `first`, or `None` for an empty batch.
+    ///
+    /// # Errors
+    /// As [`WriteBatch::ops_with_seqno`].
+    pub(crate) fn last_seqno(&self, first: SeqNo) -> Result<Option<SeqNo>> {
+        if first == SeqNo::ZERO {
+            return Err(Error::invalid("seqno 0 is never assigned to a write"));
+        }
+        let Some(last_index) = self.ops.len().checked_sub(1) else {
+            return Ok(None);
+        };
+        match first.checked_add(last_index as u64) {
+            Some(last) if last < SeqNo::MAX => Ok(Some(last)),
+            _ => Err(Error::invalid(format!(
+                "a batch of {} ops starting at seqno {first} passes the largest write seqno {}",
+                self.ops.len(),
+                SeqNo::MAX.0 - 1
+            ))),
+        }
+    }
+
+    /// The ops paired with their seqnos: op `i` gets `first + i`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if `first` is 0 or the last seqno would reach [`SeqNo::MAX`]
+    /// (reserved for reads); both are checked once, before iteration.
+    pub(crate) fn ops_with_seqno(
+        &self,
+        first: SeqNo,
+    ) -> Result<impl ExactSizeIterator<Item = (SeqNo, Op<'_>)> + '_> {
+        self.last_seqno(first)?;
+        Ok(self
+            .ops()
+            .enumerate()
+            .map(move |(i, op)| (SeqNo(first.0 + i as u64), op)))
+    }
+
+    /// Decodes a WAL record payload. `path` and `payload_offset` (the payload's offset in
+    /// that file) only name the place in errors.
+    ///
+    /// Every length is checked against its limit and against the bytes present before
+    /// anything is allocated from it; allocation is bounded by `payload.len()`.
+    ///
+    /// # Errors
+    /// `Corruption` with `FileKind::Wal`: `Truncated` if the payload ends inside the header
+    /// or an op, or holds fewer ops than its count; `BadTag` for an unknown or reserved
+    /// kind; `BadVarint` for a malformed VLQ; `LengthOutOfRange` for a keyspace id above
+    /// `u32::MAX` or a key or value over its limit; `BadEntry` for bytes after the last op.
+    pub(crate) fn decode(payload: &[u8], path: &Path, payload_offset: u64) -> Result<WriteBatch> {
+        let corrupt = |at: usize, reason: Reason| {
+            Error::corruption(
+                FileKind::Wal,
+                path,
+                payload_offset.saturating_add(at as u64),
+                reason,
+            )
+        };
+        let mut cur = Cursor::new(payload);
+        let count = cur.u32_le().map_err(|r| corrupt(0, r))?;
+        let max_ops = cur.remaining() / MIN_OP_LEN;
+        let mut ops = Vec::with_capacity((count as usize).min(max_ops));
+        let mut data_len = 0usize;
+        for _ in 0..count {
+            let at = cur.position();
+            let tag = cur.u8().map_err(|r| corrupt(at, r))?;
+            let kind = Kind::from_u8(tag).ok_or_else(|| corrupt(at, Reason::BadTag(tag)))?;
+
+            let at = cur.position();
+            let keyspace = cur.vlq().map_err(|r| corrupt(at, r))?;
+            let keyspace =
+                u32::try_from(keyspace).map_err(|_| corrupt(at, Reason::LengthOutOfRange))?;
+
+            let key = read_bytes(&mut cur, MAX_KEY_LEN).map_err(|(at, r)| corrupt(at, r))?;
+            let value = match kind {
+                Kind::Put => {
+                    read_bytes(&mut cur, MAX_VALUE_LEN).map_err(|(at, r)| corrupt(at, r))?
+                }
+                Kind::Delete => key.end..key.end,
+            };
+            data_len += key.len() + value.len();
+            ops.push(OpSpan {
+                kind,
+                keyspace: KeyspaceId(keyspace),
+                key,
+                value,
+            });
+        }
+        if !cur.is_empty() {
+            return Err(corrupt(
+                cur.position(),
+                Reason::BadEntry("bytes after the last op of a write batch"),
+            ));
+        }
+        Ok(WriteBatch {
+            rep: payload.to_vec(),
+            ops,
+            data_len,
+        })
+    }
+
+    /// Size of the encoding of one op, as documented in `BATCH_FORMAT.md`.
+    pub(crate) fn op_encoded_len(op: &Op<'_>) -> usize {
+        let fixed = 1 + vlq_len(u64::from(op.keyspace().0)) + vlq_len(op.key().len() as u64);
+        let value = match op {
+            Op::Put { value, .. } => vlq_len(value.len() as u64) + value.len(),
+            Op::Delete { .. } => 0,
+        };
+        fixed + op.key().len() + value
+    }
+}
+
+/// Reads `len:vlq bytes` with `len <= limit`; returns the bytes' range in the payload, or
+/// the offset of the failing field and why.
+fn read_bytes(cur: &mut Cursor<'_>, limit: usize) -> Result<Range<usize>, (usize, Reason)> {
+    let at = cur.position();
+    let len = cur.vlq().map_err(|r| (at, r))?;
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|&len| len <= limit)
+        .ok_or((at, Reason::LengthOutOfRange))?;
+    let start = cur.position();
+    cur.take(len).map_err(|r| (start, r))?;
+    Ok(start..cur.position())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::path::PathBuf;
+
+    fn decode(bytes: &[u8]) -> Result<WriteBatch> {
+        WriteBatch::decode(bytes, Path::new("000007.wal"), 100)
+    }
+
+    fn reason(result: Result<WriteBatch>) -> (u64, Reason) {
+        match result {
+            Err(Error::Corruption(c)) => {
+                assert_eq!(c.file, FileKind::Wal);
+                assert_eq!(c.path, PathBuf::from("000007.wal"));
+                (c.offset, c.reason)
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    /// The batch of the worked example in BATCH_FORMAT.md.
+    fn sample() -> WriteBatch {
+        let mut b = WriteBatch::new();
+        b.put(KeyspaceId(1), b"ab", b"xyz").unwrap();
+        b.remove(KeyspaceId(200), b"k").unwrap();
+        b
+    }
+
+    #[test]
+    fn encoding_matches_the_worked_example() {
+        let b = sample();
+        #[rustfmt::skip]
+        let expected = [
+            0x02, 0x00, 0x00, 0x00,                   // count = 2
+            0x01, 0x01, 0x02, b'a', b'b', 0x03, b'x', b'y', b'z', // Put ks 1 "ab" = "xyz"
+            0x02, 0xc8, 0x01, 0x01, b'k',             // Delete ks 200 "k"
+        ];
+        assert_eq!(b.encoded(), expected);
+        assert_eq!(b.encoded_len(), 18);
+        assert_eq!(
+            b.encoded_len(),
+            HEADER_LEN
+                + b.ops()
+                    .map(|op| WriteBatch::op_encoded_len(&op))
+                    .sum::<usize>()
+        );
+        assert_eq!(b.data_len(), 2 + 3 + 1);
+        assert_eq!(b.len(), 2);
+    }
+
+    #[test]
+    fn round_trip_and_accessors() {
+        let b = sample();
+        let decoded = decode(b.encoded()).unwrap();
+        assert_eq!(decoded, b);
+        assert_eq!(decoded.data_len(), b.data_len());
+        let ops: Vec<Op<'_>> = decoded.ops().collect();
+        assert_eq!(
+            ops,
+            [
+                Op::Put {
+                    keyspace: KeyspaceId(1),
+                    key: b"ab",
+                    value: b"xyz"
+                },
+                Op::Delete {
+                    keyspace: KeyspaceId(200),
+                    key: b"k"
+                },
+            ]
+        );
+        assert_eq!(ops[0].kind(), Kind::Put);
+        assert_eq!(ops[1].kind(), Kind::Delete);
+        assert_eq!(ops[1].keyspace(), KeyspaceId(200));
+        assert_eq!(ops[1].key(), b"k");
+    }
+
+    #[test]
+    fn empty_batch_and_clear() {
+        let mut b = WriteBatch::new();
+        assert!(b.is_empty());
+        assert_eq!(b.encoded(), [0, 0, 0, 0]);
+        assert_eq!(decode(b.encoded()).unwrap(), b);
+        b.put(KeyspaceId(0), b"", b"").unwrap();
+        assert!(!b.is_empty());
+        b.clear();
+        assert!(b.is_empty());
+        assert_eq!(b.encoded(), WriteBatch::new().encoded());
+        assert_eq!(b.data_len(), 0);
+        b.remove(KeyspaceId(3), b"z").unwrap();
+        assert_eq!(decode(b.encoded()).unwrap(), b);
+    }
+
+    #[test]
+    fn seqnos_are_first_plus_index() {
+        let b = sample();
+        let seqnos: Vec<SeqNo> = b
+            .ops_with_seqno(SeqNo(10))
+            .unwrap()
+            .map(|(s, _)| s)
+            .collect();
+        assert_eq!(seqnos, [SeqNo(10), SeqNo(11)]);
+        assert_eq!(b.last_seqno(SeqNo(10)).unwrap(), Some(SeqNo(11)));
+        assert_eq!(WriteBatch::new().last_seqno(SeqNo(10)).unwrap(), None);
+        // The last op may take MAX - 1 but not MAX, which is reserved for reads.
+        assert!(b.ops_with_seqno(SeqNo(SeqNo::MAX.0 - 2)).is_ok());
+        assert!(matches!(
+            b.ops_with_seqno(SeqNo(SeqNo::MAX.0 - 1)),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            b.ops_with_seqno(SeqNo(u64::MAX)),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            b.ops_with_seqno(SeqNo::ZERO),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+
+    #[test]
+    fn every_truncation_is_an_error() {
+        let good = sample();
+        let bytes = good.encoded();
+        for cut in 0..bytes.len() {
+            let (offset, reason) = reason(decode(&bytes[..cut]));
+            assert_eq!(reason, Reason::Truncated, "cut {cut}");
+            assert!(offset <= 100 + cut as u64, "cut {cut}: offset {offset}");
+        }
+    }
+
+    #[test]
+    fn flipped_bytes_never_panic() {
+        let good = sample();
+        for i in 0..good.encoded_len() {
+            for mask in [0x01, 0x40, 0x80, 0xff] {
+                let mut bad = good.encoded().to_vec();
+                bad[i] ^= mask;
+                match decode(&bad) {
+                    Ok(other) => {
+                        assert_ne!(other, good, "byte {i} mask {mask:#x}");
+                        assert_eq!(decode(other.encoded()).unwrap(), other);
+                    }
+                    Err(e) => assert!(e.is_corruption(), "byte {i}: {e}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_and_reserved_kinds_are_bad_tags() {
+        for (tag, _) in crate::key::RESERVED_KINDS
+            .iter()
+            .copied()
+            .chain([(0, ""), (0xff, "")])
+        {
+            let mut bad = sample().encoded().to_vec();
+            bad[4] = tag;
+            assert_eq!(
+                reason(decode(&bad)),
+                (104, Reason::BadTag(tag)),
+                "tag {tag}"
+            );
+        }
+        assert!(Reason::BadTag(4).to_string().contains("0x04"));
+    }
+
+    #[test]
+    fn oversized_key_is_rejected_on_put_and_on_decode() {
+        let long = vec![7u8; MAX_KEY_LEN + 1];
+        let mut b = WriteBatch::new();
+        assert!(matches!(
+            b.put(KeyspaceId(0), &long, b"v"),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            b.remove(KeyspaceId(0), &long),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(b.is_empty());
+        assert_eq!(b.encoded(), WriteBatch::new().encoded());
+
+        // Hand-build the encoding put would have produced.
+        let mut bytes = 1u32.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&[Kind::Delete.as_u8(), 0]);
+        put_vlq(&mut bytes, long.len() as u64);
+        bytes.extend_from_slice(&long);
+        assert_eq!(reason(decode(&bytes)), (106, Reason::LengthOutOfRange));
+
+        // At the limit it is fine.
+        b.remove(KeyspaceId(0), &long[1..]).unwrap();
+        assert_eq!(decode(b.encoded()).unwrap(), b);
+    }
+
+    #[test]
+    fn decoder_rejects_hostile_lengths_and_counts() {
+        // A count far above what the bytes could hold: Truncated, no huge allocation.
+        assert_eq!(
+            reason(decode(&u32::MAX.to_le_bytes())),
+            (104, Reason::Truncated)
+        );
+        // A value length far above the bytes present.
+        let mut bytes = 1u32.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&[Kind::Put.as_u8(), 0, 0]);
+        put_vlq(&mut bytes, u64::from(u32::MAX));
+        assert_eq!(reason(decode(&bytes)), (112, Reason::Truncated));
+        // A value length above the limit.
+        let mut bytes = 1u32.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&[Kind::Put.as_u8(), 0, 0]);
+        put_vlq(&mut bytes, u64::MAX);
+        assert_eq!(reason(decode(&bytes)), (107, Reason::LengthOutOfRange));
+        // A keyspace id above u32::MAX.
+        let mut bytes = 1u32.to_le_bytes().to_vec();
+        bytes.push(Kind::Delete.as_u8());
+        put_vlq(&mut bytes, 1 << 32);
+        bytes.push(0);
+        assert_eq!(reason(decode(&bytes)), (105, Reason::LengthOutOfRange));
+        // A malformed VLQ.
+        let mut bytes = 1u32.to_le_bytes().to_vec();
+        bytes.push(Kind::Delete.as_u8());
+        bytes.extend_from_slice(&[0xff; 11]);
+        assert_eq!(reason(decode(&bytes)), (105, Reason::BadVarint));
+    }
+
+    #[test]
+    fn trailing_garbage_is_rejected() {
+        let mut bytes = sample().encoded().to_vec();
+        bytes.push(0x01);
+        assert!(matches!(reason(decode(&bytes)), (118, Reason::BadEntry(_))));
+    }
+
+    #[derive(Debug, Clone)]
+    enum TestOp {
+        Put(u32, Vec<u8>, Vec<u8>),
+        Delete(u32, Vec<u8>),
+    }
+
+    fn arb_op() -> impl Strategy<Value = TestOp> {
+        let ks = prop_oneof![0u32..3, any::<u32>()];
+        let bytes = || prop::collection::vec(any::<u8>(), 0..200);
+        prop_oneof![
+            (ks.clone(), bytes(), bytes()).prop_map(|(k, key, v)| TestOp::Put(k, key, v)),
+            (ks, bytes()).prop_map(|(k, key)| TestOp::Delete(k, key)),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_batches_round_trip(ops in prop::collection::vec(arb_op(), 0..20)) {
+            let mut b = WriteBatch::new();
+            for op in &ops {
+                match op {
+                    TestOp::Put(ks, k, v) => b.put(KeyspaceId(*ks), k, v).unwrap(),
+                    TestOp::Delete(ks, k) => b.remove(KeyspaceId(*ks), k).unwrap(),
+                }
+            }
+            prop_assert_eq!(b.len(), ops.len());
+            let decoded = decode(b.encoded()).unwrap();
+            prop_assert_eq!(&decoded, &b);
+            prop_assert_eq!(decoded.data_len(), b.data_len());
+            let sizes: usize = decoded.ops().map(|op| WriteBatch::op_encoded_len(&op)).sum();
+            prop_assert_eq!(HEADER_LEN + sizes, b.encoded_len());
+            for ((seqno, got), (i, want)) in decoded
+                .ops_with_seqno(SeqNo(5))
+                .unwrap()
+                .zip(ops.iter().enumerate())
+            {
+                prop_assert_eq!(seqno, SeqNo(5 + i as u64));
+                let same = match (got, want) {
+                    (Op::Put { keyspace, key, value }, TestOp::Put(ks, k, v)) => {
+                        keyspace.0 == *ks && key == k.as_slice() && value == v.as_slice()
+                    }
+                    (Op::Delete { keyspace, key }, TestOp::Delete(ks, k)) => {
+                        keyspace.0 == *ks && key == k.as_slice()
+                    }
+                    _ => false,
+                };
+                prop_assert!(same, "op {} differs", i);
+            }
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
+            if let Ok(b) = decode(&bytes) {
+                prop_assert_eq!(b.encoded(), bytes.as_slice());
+            }
+        }
+    }
+}

@@ -1,0 +1,431 @@
+//! Internal keys of the ordered store: a user key plus the [`SeqNo`] and [`Kind`] of one
+//! version of it, and the order in which versions sort.
+//!
+//! Owns: the identifier newtypes [`SeqNo`] and [`KeyspaceId`], the on-disk [`Kind`]
+//! registry (shared by write batches, the memtable and tables), the key and value size
+//! limits, and the encoded form of an internal key with its comparator
+//! [`compare_encoded`]. Does not own any file format: tables and the WAL embed these
+//! encodings and document them in their own `FORMAT.md`.
+//!
+//! Invariants:
+//! 1. Internal keys sort by user key ascending (bytewise), then seqno **descending**, then
+//!    kind descending, so the newest version of a user key comes first and a reader at
+//!    seqno `s` finds its answer at the first entry with seqno `<= s`.
+//! 2. [`compare_encoded`] on encoded keys agrees with [`InternalKey`]'s `Ord`. Plain
+//!    bytewise comparison of encoded keys does **not** (the trailer follows a
+//!    variable-length user key, and is little-endian).
+//! 3. Every encoded seqno fits in 56 bits; [`SeqNo::MAX`] is reserved for reads.
+//!
+//! Plain data; all types are `Send + Sync`.
+
+// Wired into the ordered store (Db) as it lands; see docs/DESIGN.md.
+#![cfg_attr(not(test), allow(dead_code))]
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use crate::coding::get_u64_le;
+use crate::error::{Error, Reason, Result};
+
+/// Largest user key, in bytes: 65,535 (`u16::MAX`).
+///
+/// Why this value: a key length then always fits in a `u16` (or a VLQ of at most 3 bytes)
+/// in block and index formats; every key, together with its neighbours, fits comfortably
+/// in a table block and in an index entry, so one key can never force a block or an index
+/// to grow without bound; and the memory a merge or compaction holds per key stays small.
+/// Keys larger than this are almost always values in disguise. lsm-tree/fjall use the same
+/// limit.
+pub(crate) const MAX_KEY_LEN: usize = u16::MAX as usize;
+
+/// Largest value, in bytes: 4 GiB − 1 (`u32::MAX`), so a value's length fits the `u32`
+/// length fields of value handles. A write batch carrying it must still fit in one WAL
+/// record, which may be smaller (see `wal/FORMAT.md`).
+pub(crate) const MAX_VALUE_LEN: usize = u32::MAX as usize;
+
+/// Length of the trailer that follows the user key in an encoded internal key.
+pub(crate) const TRAILER_LEN: usize = 8;
+
+/// A sequence number: the global, strictly increasing number of one write (one op of a
+/// batch). Versions of a key are ordered by it; a snapshot is a seqno.
+///
+/// Only 56 bits are stored (the low byte of the trailer holds the [`Kind`]), so valid
+/// seqnos are `0 ..= SeqNo::MAX`. At a million writes per second that lasts over 2,000
+/// years.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub(crate) struct SeqNo(pub(crate) u64);
+
+impl SeqNo {
+    /// The first seqno; no write uses it (a fresh store has seen nothing).
+    pub(crate) const ZERO: SeqNo = SeqNo(0);
+
+    /// The largest encodable seqno, `2^56 - 1`, reserved to mean "read everything": a
+    /// lookup at `SeqNo::MAX` sees every write, and a seek key with it sorts before every
+    /// stored version of its user key. Writes use seqnos below it.
+    pub(crate) const MAX: SeqNo = SeqNo((1 << 56) - 1);
+
+    /// `self + n`, or `None` if the result would exceed [`SeqNo::MAX`].
+    pub(crate) fn checked_add(self, n: u64) -> Option<SeqNo> {
+        let next = self.0.checked_add(n)?;
+        (next <= SeqNo::MAX.0).then_some(SeqNo(next))
+    }
+
+    /// Checks that `self` can be encoded (is at most [`SeqNo::MAX`]).
+    ///
+    /// # Errors
+    /// `InvalidArgument` if it is larger.
+    pub(crate) fn check(self) -> Result<SeqNo> {
+        if self <= SeqNo::MAX {
+            Ok(self)
+        } else {
+            Err(Error::invalid(format!(
+                "seqno {} exceeds the 56-bit limit {}",
+                self.0,
+                SeqNo::MAX.0
+            )))
+        }
+    }
+}
+
+impl fmt::Display for SeqNo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The identifier of a keyspace within one store. Ids are assigned by the store and never
+/// reused while any file may still mention them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub(crate) struct KeyspaceId(pub(crate) u32);
+
+impl fmt::Display for KeyspaceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// What one version of a key records. The numbers are written to disk (WAL batches,
+/// internal-key trailers) and are never renumbered or reused.
+///
+/// Registry:
+///
+/// | value | name        | status |
+/// |-------|-------------|--------|
+/// | 0     | —           | never used, so zeroed bytes are not a valid kind |
+/// | 1     | Put         | implemented: the key has this value |
+/// | 2     | Delete      | implemented: a tombstone, the key is removed |
+/// | 3     | RangeDelete | reserved: tombstone for a key range |
+/// | 4     | ValueHandle | reserved: the value lives in a blob file (separated value) |
+/// | 5     | Merge       | reserved: an operand for a merge operator (e.g. counters) |
+///
+/// Reserved numbers are rejected by decoders (`Reason::BadTag`) until implemented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub(crate) enum Kind {
+    /// The key has the value stored with this version.
+    Put = 1,
+    /// A tombstone: the key is removed as of this version.
+    Delete = 2,
+}
+
+/// Kind numbers reserved for later features; see [`Kind`]. Never assign them to anything else.
+pub(crate) const RESERVED_KINDS: [(u8, &str); 3] =
+    [(3, "RangeDelete"), (4, "ValueHandle"), (5, "Merge")];
+
+impl Kind {
+    /// The kind with on-disk number `tag`, or `None` if `tag` is unknown or reserved.
+    pub(crate) fn from_u8(tag: u8) -> Option<Kind> {
+        match tag {
+            1 => Some(Kind::Put),
+            2 => Some(Kind::Delete),
+            _ => None,
+        }
+    }
+
+    /// The on-disk number.
+    pub(crate) fn as_u8(self) -> u8 {
+        self as u8
+    }
+}
+
+/// Checks a user key against [`MAX_KEY_LEN`].
+///
+/// # Errors
+/// `InvalidArgument` if the key is longer.
+pub(crate) fn check_key_len(key: &[u8]) -> Result<()> {
+    if key.len() <= MAX_KEY_LEN {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "key of {} bytes exceeds the limit of {MAX_KEY_LEN} bytes",
+            key.len()
+        )))
+    }
+}
+
+/// Checks a value against [`MAX_VALUE_LEN`].
+///
+/// # Errors
+/// `InvalidArgument` if the value is longer.
+pub(crate) fn check_value_len(value: &[u8]) -> Result<()> {
+    if value.len() <= MAX_VALUE_LEN {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "value of {} bytes exceeds the limit of {MAX_VALUE_LEN} bytes",
+            value.len()
+        )))
+    }
+}
+
+/// One version of a user key: the key, the seqno that wrote it and what was written.
+///
+/// Ordered by user key ascending, seqno descending, kind descending (module invariant 1).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct InternalKey {
+    /// The key as the user gave it.
+    pub(crate) user_key: Vec<u8>,
+    /// The write that produced this version.
+    pub(crate) seqno: SeqNo,
+    /// What the write recorded.
+    pub(crate) kind: Kind,
+}
+
+impl Ord for InternalKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.user_key
+            .cmp(&other.user_key)
+            .then_with(|| other.seqno.cmp(&self.seqno))
+            .then_with(|| other.kind.cmp(&self.kind))
+    }
+}
+
+impl PartialOrd for InternalKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl InternalKey {
+    /// A key version; limits are checked when it is encoded.
+    pub(crate) fn new(user_key: impl Into<Vec<u8>>, seqno: SeqNo, kind: Kind) -> InternalKey {
+        InternalKey {
+            user_key: user_key.into(),
+            seqno,
+            kind,
+        }
+    }
+
+    /// The 8-byte trailer value `(seqno << 8) | kind`.
+    ///
+    /// Requires: `seqno <= SeqNo::MAX` (checked by [`InternalKey::encode_into`]).
+    fn trailer(&self) -> u64 {
+        debug_assert!(self.seqno <= SeqNo::MAX);
+        (self.seqno.0 << 8) | u64::from(self.kind.as_u8())
+    }
+
+    /// Number of bytes [`InternalKey::encode_into`] appends.
+    pub(crate) fn encoded_len(&self) -> usize {
+        self.user_key.len() + TRAILER_LEN
+    }
+
+    /// Appends the encoded form: the user key bytes, then the trailer
+    /// `(seqno << 8) | kind` as a little-endian `u64`. Compare encoded keys with
+    /// [`compare_encoded`], not bytewise.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if the user key is longer than [`MAX_KEY_LEN`] or the seqno is
+    /// above [`SeqNo::MAX`]; nothing is appended then.
+    pub(crate) fn encode_into(&self, out: &mut Vec<u8>) -> Result<()> {
+        check_key_len(&self.user_key)?;
+        self.seqno.check()?;
+        out.reserve(self.encoded_len());
+        out.extend_from_slice(&self.user_key);
+        out.extend_from_slice(&self.trailer().to_le_bytes());
+        Ok(())
+    }
+
+    /// The encoded form in a new buffer; see [`InternalKey::encode_into`].
+    ///
+    /// # Errors
+    /// As [`InternalKey::encode_into`].
+    pub(crate) fn encode(&self) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(self.encoded_len());
+        self.encode_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// Parses an encoded internal key.
+    ///
+    /// # Errors
+    /// `Truncated` if `buf` is shorter than the trailer, `LengthOutOfRange` if the user key
+    /// is longer than [`MAX_KEY_LEN`], `BadTag` for an unknown or reserved kind. The caller
+    /// wraps the reason in a corruption error naming its file and offset.
+    pub(crate) fn decode(buf: &[u8]) -> Result<InternalKey, Reason> {
+        let (user_key, trailer) = split_encoded(buf).ok_or(Reason::Truncated)?;
+        if user_key.len() > MAX_KEY_LEN {
+            return Err(Reason::LengthOutOfRange);
+        }
+        let tag = (trailer & 0xff) as u8;
+        let kind = Kind::from_u8(tag).ok_or(Reason::BadTag(tag))?;
+        Ok(InternalKey {
+            user_key: user_key.to_vec(),
+            seqno: SeqNo(trailer >> 8),
+            kind,
+        })
+    }
+}
+
+/// Splits an encoded internal key into its user key and trailer, or `None` if it is
+/// shorter than the trailer.
+pub(crate) fn split_encoded(buf: &[u8]) -> Option<(&[u8], u64)> {
+    let user_len = buf.len().checked_sub(TRAILER_LEN)?;
+    let (user_key, _) = buf.split_at_checked(user_len)?;
+    Some((user_key, get_u64_le(buf, user_len)?))
+}
+
+/// Compares two encoded internal keys in the order of [`InternalKey`]'s `Ord`: user key
+/// ascending, then trailer descending (which is seqno descending, then kind descending).
+///
+/// Keys come from tables on disk, so a malformed one (shorter than [`TRAILER_LEN`]) must
+/// not panic, not even in debug builds: it is compared as a user key with trailer 0, which
+/// keeps the order total and deterministic. Readers detect the damage when they decode it.
+pub(crate) fn compare_encoded(a: &[u8], b: &[u8]) -> Ordering {
+    let (a_user, a_trailer) = split_encoded(a).unwrap_or((a, 0));
+    let (b_user, b_trailer) = split_encoded(b).unwrap_or((b, 0));
+    a_user.cmp(b_user).then_with(|| b_trailer.cmp(&a_trailer))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ik(key: &[u8], seqno: u64, kind: Kind) -> InternalKey {
+        InternalKey::new(key, SeqNo(seqno), kind)
+    }
+
+    #[test]
+    fn encoding_matches_the_documented_layout() {
+        let key = ik(b"ab", 0x0001_0203_0405_0607, Kind::Put);
+        let enc = key.encode().unwrap();
+        assert_eq!(enc.len(), key.encoded_len());
+        assert_eq!(
+            enc,
+            [b'a', b'b', 0x01, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01]
+        );
+        assert_eq!(InternalKey::decode(&enc), Ok(key));
+    }
+
+    #[test]
+    fn newest_version_sorts_first() {
+        let mut keys = [
+            ik(b"b", 1, Kind::Put),
+            ik(b"a", 1, Kind::Put),
+            ik(b"a", 7, Kind::Delete),
+            ik(b"a", 3, Kind::Put),
+            ik(b"", 0, Kind::Put),
+        ];
+        keys.sort();
+        let order: Vec<(&[u8], u64)> = keys
+            .iter()
+            .map(|k| (k.user_key.as_slice(), k.seqno.0))
+            .collect();
+        assert_eq!(
+            order,
+            [(&b""[..], 0), (b"a", 7), (b"a", 3), (b"a", 1), (b"b", 1)]
+        );
+        // A seek key at SeqNo::MAX sorts before every stored version of its user key.
+        assert!(ik(b"a", SeqNo::MAX.0, Kind::Put) < ik(b"a", SeqNo::MAX.0 - 1, Kind::Delete));
+    }
+
+    #[test]
+    fn bytewise_order_of_encoded_keys_is_wrong_hence_the_comparator() {
+        // "a" < "a\x01" as user keys, but byte 1 of the first encoding is its trailer's
+        // kind byte (0x02), which is larger than the second key's byte 1 (0x01).
+        let short = ik(b"a", 0, Kind::Delete).encode().unwrap();
+        let long = ik(b"a\x01", 0, Kind::Put).encode().unwrap();
+        assert!(short > long, "bytewise: {short:?} vs {long:?}");
+        assert_eq!(compare_encoded(&short, &long), Ordering::Less);
+    }
+
+    #[test]
+    fn limits_are_enforced() {
+        let at_limit = ik(&vec![0u8; MAX_KEY_LEN], SeqNo::MAX.0, Kind::Put);
+        assert!(at_limit.encode().is_ok());
+        let too_long = ik(&vec![0u8; MAX_KEY_LEN + 1], 1, Kind::Put);
+        assert!(matches!(too_long.encode(), Err(Error::InvalidArgument(_))));
+        let too_new = ik(b"k", SeqNo::MAX.0 + 1, Kind::Put);
+        let mut out = vec![9];
+        assert!(matches!(
+            too_new.encode_into(&mut out),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert_eq!(out, [9], "nothing appended on error");
+        assert!(SeqNo(u64::MAX).check().is_err());
+        assert_eq!(SeqNo::MAX.checked_add(1), None);
+        assert_eq!(SeqNo(5).checked_add(2), Some(SeqNo(7)));
+        assert!(check_value_len(b"v").is_ok());
+    }
+
+    #[test]
+    fn kind_registry_is_stable() {
+        assert_eq!(Kind::Put.as_u8(), 1);
+        assert_eq!(Kind::Delete.as_u8(), 2);
+        for kind in [Kind::Put, Kind::Delete] {
+            assert_eq!(Kind::from_u8(kind.as_u8()), Some(kind));
+        }
+        assert_eq!(Kind::from_u8(0), None);
+        for (tag, _) in RESERVED_KINDS {
+            assert_eq!(Kind::from_u8(tag), None, "reserved {tag}");
+        }
+    }
+
+    #[test]
+    fn decode_rejects_bad_input() {
+        assert_eq!(InternalKey::decode(b"1234567"), Err(Reason::Truncated));
+        let mut enc = ik(b"k", 9, Kind::Put).encode().unwrap();
+        enc[1] = 4; // ValueHandle: reserved
+        assert_eq!(InternalKey::decode(&enc), Err(Reason::BadTag(4)));
+        let mut huge = vec![0u8; MAX_KEY_LEN + 1];
+        huge.extend_from_slice(&((1u64 << 8) | 1).to_le_bytes());
+        assert_eq!(InternalKey::decode(&huge), Err(Reason::LengthOutOfRange));
+        // The comparator never panics on malformed input.
+        assert_eq!(compare_encoded(b"", b"x"), Ordering::Less);
+    }
+
+    fn arb_key() -> impl Strategy<Value = InternalKey> {
+        (
+            // A tiny alphabet and short keys give many equal keys and shared prefixes.
+            prop::collection::vec(0u8..4, 0..4),
+            prop_oneof![0u64..4, 0..=SeqNo::MAX.0],
+            prop_oneof![Just(Kind::Put), Just(Kind::Delete)],
+        )
+            .prop_map(|(k, s, kind)| InternalKey::new(k, SeqNo(s), kind))
+    }
+
+    proptest! {
+        #[test]
+        fn comparator_agrees_with_typed_order(a in arb_key(), b in arb_key()) {
+            let (ea, eb) = (a.encode().unwrap(), b.encode().unwrap());
+            prop_assert_eq!(compare_encoded(&ea, &eb), a.cmp(&b));
+            prop_assert_eq!(InternalKey::decode(&ea).unwrap(), a);
+        }
+
+        #[test]
+        fn sorting_typed_equals_sorting_encoded(keys in prop::collection::vec(arb_key(), 0..40)) {
+            let mut typed = keys.clone();
+            typed.sort();
+            let mut encoded: Vec<Vec<u8>> = keys.iter().map(|k| k.encode().unwrap()).collect();
+            encoded.sort_by(|a, b| compare_encoded(a, b));
+            let typed_enc: Vec<Vec<u8>> = typed.iter().map(|k| k.encode().unwrap()).collect();
+            prop_assert_eq!(&typed_enc, &encoded);
+            // Within one user key, seqnos never increase: the newest version is first.
+            for pair in typed.windows(2) {
+                if pair[0].user_key == pair[1].user_key {
+                    prop_assert!(pair[0].seqno >= pair[1].seqno);
+                }
+            }
+        }
+    }
+}
