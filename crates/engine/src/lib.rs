@@ -27,9 +27,14 @@
 //! ```
 
 mod atomic;
+mod batch;
+mod checksum;
 mod coding;
 mod error;
+mod fs;
 pub mod hash;
+mod key;
 mod mmap;
+mod wal;
 
 pub use error::{Corruption, Error, FileKind, Reason, Result};

@@ -1,0 +1,155 @@
+//! The write-ahead log of the ordered store: every write batch is appended here, as one
+//! checksummed record, before it reaches the memtable. Byte layout: [`FORMAT.md`](FORMAT.md).
+//!
+//! Owns: the file naming (`<id:020>.wal`), the file header and record framing
+//! ([`Writer`] encodes, [`reader`] decodes), torn-tail and corruption classification, and
+//! the writer's poisoning after a failed write or sync. It does not interpret payloads
+//! (they are encoded write batches, see `batch`), choose when to rotate (the `Db` does, by
+//! [`Writer::len`]) or decide durability modes (the `Db` decides when to call
+//! [`Writer::flush`] and [`Writer::sync`]).
+//!
+//! Invariants:
+//! 1. One record carries exactly one batch, so a batch is recovered whole or not at all.
+//! 2. Record seqnos strictly increase within a file; the writer refuses otherwise and the
+//!    reader reports a decreasing or repeated seqno as corruption.
+//! 3. A file is written by one [`Writer`] from creation to rotation and never appended to
+//!    after a crash: recovery reads old files and the `Db` starts a new file with a higher
+//!    id, so bytes of a torn tail never end up followed by valid records.
+//! 4. Nothing in this module panics or allocates from an unchecked length on any input.
+//!
+//! Thread-safety: a [`Writer`] has one owner (`&mut self`); the `Db` serializes appends
+//! (group commit happens above it). Decoding is pure and may run on any thread.
+
+#![cfg_attr(not(test), allow(dead_code))] // wired into the ordered store (Db) as it lands; see docs/DESIGN.md
+
+pub(crate) mod reader;
+mod writer;
+
+#[allow(unused_imports)] // the Db's entry points; unused until it lands
+pub(crate) use reader::{decode_all, Dropped, ReadOptions, Reader, Record, Recovered, TornTail};
+#[allow(unused_imports)] // likewise
+pub(crate) use writer::Writer;
+
+use crate::checksum::Checksum;
+
+/// The file magic: the bytes `C W A L` read as a little-endian `u32`.
+pub(crate) const MAGIC: u32 = u32::from_le_bytes(*b"CWAL");
+
+/// The format version this build writes and reads.
+pub(crate) const VERSION: u32 = 1;
+
+/// Bytes of the file header: magic, version, file id, header checksum.
+pub(crate) const FILE_HEADER_LEN: usize = 20;
+
+/// Bytes of a record header: two checksums, payload length, kind, flags, reserved, seqno.
+pub(crate) const RECORD_HEADER_LEN: usize = 24;
+
+/// Largest payload a record may carry (256 MiB); larger batches are refused by the writer
+/// and larger lengths are treated as damage by the reader.
+pub(crate) const MAX_PAYLOAD_LEN: usize = 1 << 28;
+
+/// Record kinds. On-disk values; never renumbered, retired values stay listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Kind {
+    /// The payload is one encoded write batch.
+    Batch = 1,
+}
+
+/// The file name of WAL file `id`: 20 decimal digits, then `.wal`.
+pub(crate) fn file_name(id: u64) -> String {
+    format!("{id:020}.wal")
+}
+
+/// The id in a WAL file name, or `None` if `name` is not one (exactly 20 digits + `.wal`).
+pub(crate) fn parse_file_name(name: &str) -> Option<u64> {
+    let digits = name.strip_suffix(".wal")?;
+    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// The 20-byte file header of WAL file `id`.
+pub(crate) fn encode_file_header(id: u64) -> Vec<u8> {
+    let mut h = Vec::with_capacity(FILE_HEADER_LEN);
+    h.extend_from_slice(&MAGIC.to_le_bytes());
+    h.extend_from_slice(&VERSION.to_le_bytes());
+    h.extend_from_slice(&id.to_le_bytes());
+    let crc = Checksum::of(&h).masked();
+    h.extend_from_slice(&crc.to_le_bytes());
+    h
+}
+
+/// The 16 checksummed fixed fields of a record header (offsets 8..24).
+fn record_fields(seqno: u64, payload_len: u32) -> [u8; 16] {
+    let mut fields = [0u8; 16];
+    let parts: [&[u8]; 5] = [
+        &payload_len.to_le_bytes(),
+        &[Kind::Batch as u8],
+        &[0],    // flags
+        &[0, 0], // reserved
+        &seqno.to_le_bytes(),
+    ];
+    for (dst, src) in fields.iter_mut().zip(parts.iter().flat_map(|p| p.iter())) {
+        *dst = *src;
+    }
+    fields
+}
+
+/// Appends one record (header then payload) to `out`.
+///
+/// Requires: `payload.len() <= MAX_PAYLOAD_LEN` (checked by the writer before calling).
+pub(crate) fn encode_record(out: &mut Vec<u8>, seqno: u64, payload: &[u8]) {
+    debug_assert!(payload.len() <= MAX_PAYLOAD_LEN);
+    let fields = record_fields(seqno, payload.len() as u32);
+    let header_crc = Checksum::of(&fields);
+    let record_crc = header_crc.extend(payload);
+    out.reserve(RECORD_HEADER_LEN + payload.len());
+    out.extend_from_slice(&header_crc.masked().to_le_bytes());
+    out.extend_from_slice(&record_crc.masked().to_le_bytes());
+    out.extend_from_slice(&fields);
+    out.extend_from_slice(payload);
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn file_names_round_trip_and_reject_others() {
+        assert_eq!(file_name(42), "00000000000000000042.wal");
+        assert_eq!(parse_file_name(&file_name(42)), Some(42));
+        assert_eq!(parse_file_name(&file_name(u64::MAX)), Some(u64::MAX));
+        for bad in [
+            "42.wal",
+            "0000000000000000042.wal",
+            "00000000000000000042.tbl",
+            "0000000000000000004x.wal",
+            "99999999999999999999.wal", // overflows u64
+            "",
+        ] {
+            assert_eq!(parse_file_name(bad), None, "{bad}");
+        }
+    }
+
+    /// The sizes and bytes of FORMAT.md §9 (worked example).
+    #[test]
+    fn encoding_matches_the_worked_example() {
+        let header = encode_file_header(7);
+        assert_eq!(header.len(), FILE_HEADER_LEN);
+        assert_eq!(hex(&header), "4357414c0100000007000000000000003199b769");
+        let mut rec = Vec::new();
+        encode_record(&mut rec, 5, b"hi");
+        assert_eq!(rec.len(), RECORD_HEADER_LEN + 2);
+        assert_eq!(
+            hex(&rec),
+            "81e0be5b46c98f1a020000000100000005000000000000006869"
+        );
+    }
+}

@@ -1,0 +1,396 @@
+//! [`Writer`]: appends records to a new WAL file.
+//!
+//! Grammar of what it writes (FORMAT.md §3):
+//!
+//! ```text
+//! file    := header record*
+//! header  := magic:u32 version:u32 file_id:u64 header_crc:u32
+//! record  := header_crc:u32 record_crc:u32 payload_len:u32 kind:u8 flags:u8
+//!            reserved:u16 seqno:u64 payload[payload_len]
+//! ```
+//!
+//! Buffering: [`Writer::append`] encodes into an in-memory buffer and returns; the buffer
+//! reaches the OS on [`Writer::flush`], on [`Writer::sync`], or by itself once it holds
+//! [`BUFFER_LEN`] bytes. Bytes still buffered when the writer is dropped are lost (drop
+//! cannot report an error); the `Db` flushes before it acknowledges a write.
+//!
+//! Poisoning: after any failed append to the file or failed sync, the file's tail is
+//! unknown (part of the buffer may be on disk; after a failed fsync the kernel may have
+//! dropped dirty pages, so retrying and succeeding would lie). The writer then answers
+//! every later call with `Error::Poisoned`; the `Db` must reopen, recover from what is on
+//! disk and continue in a new file. Refused arguments (a payload too large, a seqno that
+//! does not increase) change nothing and do not poison.
+//!
+//! Thread-safety: `Send`, one owner; callers serialize appends.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::{encode_file_header, encode_record, file_name, FILE_HEADER_LEN, MAX_PAYLOAD_LEN};
+use crate::error::{Error, Result};
+use crate::fs::{FileSystem, WritableFile};
+
+/// Buffered bytes that trigger a write to the OS from `append` (64 KiB).
+pub(crate) const BUFFER_LEN: usize = 64 << 10;
+
+/// Appends records to one WAL file; see the module documentation.
+pub(crate) struct Writer {
+    file: Box<dyn WritableFile>,
+    id: u64,
+    buf: Vec<u8>,
+    /// Logical length: bytes on the OS plus bytes buffered.
+    len: u64,
+    synced_len: u64,
+    last_seqno: Option<u64>,
+    poisoned: bool,
+}
+
+impl fmt::Debug for Writer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Writer")
+            .field("path", &self.file.path())
+            .field("len", &self.len)
+            .field("buffered", &self.buf.len())
+            .field("synced_len", &self.synced_len)
+            .field("last_seqno", &self.last_seqno)
+            .field("poisoned", &self.poisoned)
+            .finish()
+    }
+}
+
+impl Writer {
+    /// Creates WAL file `id` in `dir`, writes and syncs its header, and syncs `dir` so the
+    /// file's name is durable before any record is acknowledged.
+    ///
+    /// # Errors
+    /// `Error::Io` if the file exists or any step fails (no writer is returned then).
+    pub(crate) fn create(fs: &dyn FileSystem, dir: &Path, id: u64) -> Result<Writer> {
+        let path = dir.join(file_name(id));
+        let mut file = fs.create(&path)?;
+        file.append(&encode_file_header(id))?;
+        file.sync_data()?;
+        fs.sync_dir(dir)?;
+        Ok(Writer {
+            file,
+            id,
+            buf: Vec::with_capacity(BUFFER_LEN),
+            len: FILE_HEADER_LEN as u64,
+            synced_len: FILE_HEADER_LEN as u64,
+            last_seqno: None,
+            poisoned: false,
+        })
+    }
+
+    /// Appends one record carrying `payload` (an encoded batch whose first seqno is
+    /// `seqno`); returns the file offset just past the record.
+    ///
+    /// # Errors
+    /// `Error::Poisoned` after an earlier failure; `Error::InvalidArgument` if the payload
+    /// exceeds [`MAX_PAYLOAD_LEN`] or `seqno` is not greater than the previous record's;
+    /// `Error::Io` (and the writer is poisoned) if writing a full buffer fails.
+    pub(crate) fn append(&mut self, seqno: u64, payload: &[u8]) -> Result<u64> {
+        self.check_poisoned()?;
+        if payload.len() > MAX_PAYLOAD_LEN {
+            return Err(Error::invalid(format!(
+                "write batch of {} bytes exceeds the WAL record limit of {MAX_PAYLOAD_LEN} bytes",
+                payload.len()
+            )));
+        }
+        if let Some(last) = self.last_seqno {
+            if seqno <= last {
+                return Err(Error::invalid(format!(
+                    "WAL seqno {seqno} does not follow the previous record's seqno {last}"
+                )));
+            }
+        }
+        let before = self.buf.len();
+        encode_record(&mut self.buf, seqno, payload);
+        self.len += (self.buf.len() - before) as u64;
+        self.last_seqno = Some(seqno);
+        if self.buf.len() >= BUFFER_LEN {
+            self.flush()?;
+        }
+        Ok(self.len)
+    }
+
+    /// Hands every buffered byte to the OS (survives a process crash, not a power loss).
+    ///
+    /// # Errors
+    /// `Error::Poisoned`, or `Error::Io` (and the writer is poisoned).
+    pub(crate) fn flush(&mut self) -> Result<()> {
+        self.check_poisoned()?;
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        if let Err(e) = self.file.append(&self.buf) {
+            self.poisoned = true;
+            return Err(e);
+        }
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Flushes, then makes every appended record durable (`fdatasync`).
+    ///
+    /// # Errors
+    /// `Error::Poisoned`, or `Error::Io` (and the writer is poisoned).
+    pub(crate) fn sync(&mut self) -> Result<()> {
+        self.flush()?;
+        if self.synced_len == self.len {
+            return Ok(());
+        }
+        if let Err(e) = self.file.sync_data() {
+            self.poisoned = true;
+            return Err(e);
+        }
+        self.synced_len = self.len;
+        Ok(())
+    }
+
+    /// The file's length once everything appended so far is flushed (the rotation measure).
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Bytes known durable: everything up to the last successful [`Writer::sync`].
+    pub(crate) fn synced_len(&self) -> u64 {
+        self.synced_len
+    }
+
+    /// The seqno of the last appended record.
+    pub(crate) fn last_seqno(&self) -> Option<u64> {
+        self.last_seqno
+    }
+
+    /// True after a failed write or sync.
+    pub(crate) fn is_poisoned(&self) -> bool {
+        self.poisoned
+    }
+
+    /// The file's id.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The file's path.
+    pub(crate) fn path(&self) -> PathBuf {
+        self.file.path().to_path_buf()
+    }
+
+    fn check_poisoned(&self) -> Result<()> {
+        if self.poisoned {
+            Err(Error::Poisoned)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::super::reader::{decode_all, ReadOptions, Reader};
+    use super::*;
+    use crate::fs::{read_all, CrashOptions, Fault, FaultKind, MemFs, Op};
+
+    fn dir() -> PathBuf {
+        PathBuf::from("/db")
+    }
+
+    fn new_fs() -> MemFs {
+        let fs = MemFs::new();
+        fs.create_dir(&dir()).unwrap();
+        fs.sync_dir(Path::new("/")).unwrap();
+        fs
+    }
+
+    fn payload(seqno: u64) -> Vec<u8> {
+        format!("batch {seqno} ")
+            .repeat(seqno as usize % 7 + 1)
+            .into_bytes()
+    }
+
+    fn recover(fs: &MemFs, id: u64) -> Vec<u64> {
+        Reader::open(fs, &dir().join(file_name(id)), false)
+            .unwrap()
+            .map(|r| {
+                let r = r.unwrap();
+                assert_eq!(r.payload, payload(r.seqno));
+                r.seqno
+            })
+            .collect()
+    }
+
+    #[test]
+    fn round_trip_through_a_file_with_end_offsets() {
+        let fs = new_fs();
+        let mut w = Writer::create(&fs, &dir(), 3).unwrap();
+        assert_eq!(w.len(), FILE_HEADER_LEN as u64);
+        let mut ends = Vec::new();
+        for seqno in 1..=50 {
+            ends.push(w.append(seqno, &payload(seqno)).unwrap());
+        }
+        assert_eq!(w.len(), *ends.last().unwrap());
+        w.sync().unwrap();
+        assert_eq!(w.synced_len(), w.len());
+        assert_eq!(w.last_seqno(), Some(50));
+        assert_eq!(w.id(), 3);
+        assert_eq!(fs.file_len(&w.path()).unwrap(), w.len());
+        let data = read_all(&fs, &w.path()).unwrap();
+        let r = decode_all(&data, &w.path(), ReadOptions::default()).unwrap();
+        assert_eq!(r.records.len(), 50);
+        for (i, rec) in r.records.iter().enumerate() {
+            let start = if i == 0 {
+                FILE_HEADER_LEN as u64
+            } else {
+                ends[i - 1]
+            };
+            assert_eq!(rec.offset, start);
+        }
+        assert_eq!(r.valid_end, w.len());
+        assert_eq!(recover(&fs, 3), (1..=50).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn create_refuses_an_existing_file_and_makes_the_name_durable() {
+        let fs = new_fs();
+        let w = Writer::create(&fs, &dir(), 1).unwrap();
+        assert!(Writer::create(&fs, &dir(), 1).is_err());
+        drop(w);
+        // The header and the name survive a crash right after create.
+        assert!(recover(&fs.crash(), 1).is_empty());
+    }
+
+    #[test]
+    fn refused_arguments_do_not_poison() {
+        let fs = new_fs();
+        let mut w = Writer::create(&fs, &dir(), 1).unwrap();
+        w.append(5, b"x").unwrap();
+        for seqno in [5, 4] {
+            assert!(matches!(
+                w.append(seqno, b"y"),
+                Err(Error::InvalidArgument(_))
+            ));
+        }
+        let huge = vec![0u8; MAX_PAYLOAD_LEN + 1];
+        assert!(matches!(w.append(6, &huge), Err(Error::InvalidArgument(_))));
+        assert!(!w.is_poisoned());
+        w.append(6, b"z").unwrap();
+        w.sync().unwrap();
+    }
+
+    #[test]
+    fn buffer_reaches_the_os_only_on_flush_or_when_full() {
+        let fs = new_fs();
+        let mut w = Writer::create(&fs, &dir(), 1).unwrap();
+        let path = w.path();
+        w.append(1, b"small").unwrap();
+        assert_eq!(fs.file_len(&path).unwrap(), FILE_HEADER_LEN as u64);
+        w.flush().unwrap();
+        assert_eq!(fs.file_len(&path).unwrap(), w.len());
+        w.append(2, &vec![7u8; BUFFER_LEN]).unwrap();
+        assert_eq!(
+            fs.file_len(&path).unwrap(),
+            w.len(),
+            "a full buffer is written"
+        );
+    }
+
+    fn poisoned_after(op: Op, kind: FaultKind) {
+        let fs = new_fs();
+        let mut w = Writer::create(&fs, &dir(), 1).unwrap();
+        w.append(1, &payload(1)).unwrap();
+        w.sync().unwrap();
+        fs.inject(Fault {
+            op,
+            nth: fs.op_count(op) + 1,
+            kind,
+            forever: false,
+        });
+        w.append(2, &payload(2)).unwrap();
+        assert!(matches!(w.sync(), Err(Error::Io { .. })), "{op:?} {kind:?}");
+        assert!(w.is_poisoned());
+        // The fault was one-shot, yet every later call refuses.
+        assert!(matches!(w.append(3, b"x"), Err(Error::Poisoned)));
+        assert!(matches!(w.flush(), Err(Error::Poisoned)));
+        assert!(matches!(w.sync(), Err(Error::Poisoned)));
+        // What was synced before the failure survives a crash.
+        let got = recover(&fs.crash(), 1);
+        assert_eq!(got[0], 1);
+        assert!(got.len() <= 2);
+    }
+
+    #[test]
+    fn failed_write_poisons() {
+        poisoned_after(Op::Write, FaultKind::Eio);
+        poisoned_after(Op::Write, FaultKind::Enospc);
+    }
+
+    #[test]
+    fn failed_fsync_poisons() {
+        poisoned_after(Op::Sync, FaultKind::Eio);
+        poisoned_after(Op::Sync, FaultKind::FsyncLost);
+    }
+
+    #[test]
+    fn failed_auto_flush_in_append_poisons() {
+        let fs = new_fs();
+        let mut w = Writer::create(&fs, &dir(), 1).unwrap();
+        fs.inject(Fault {
+            op: Op::Write,
+            nth: fs.op_count(Op::Write) + 1,
+            kind: FaultKind::Enospc,
+            forever: true,
+        });
+        assert!(matches!(
+            w.append(1, &vec![0u8; BUFFER_LEN]),
+            Err(Error::Io { .. })
+        ));
+        assert!(matches!(w.append(2, b"x"), Err(Error::Poisoned)));
+    }
+
+    #[test]
+    fn crash_loses_exactly_the_unsynced_records() {
+        let fs = new_fs();
+        let mut w = Writer::create(&fs, &dir(), 9).unwrap();
+        for seqno in 1..=10 {
+            w.append(seqno, &payload(seqno)).unwrap();
+        }
+        w.sync().unwrap();
+        for seqno in 11..=15 {
+            w.append(seqno, &payload(seqno)).unwrap();
+            w.flush().unwrap(); // handed to the OS, never synced
+        }
+        assert_eq!(recover(&fs, 9).len(), 15, "all visible before the crash");
+        assert_eq!(recover(&fs.crash(), 9), (1..=10).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn random_crashes_recover_a_prefix_no_shorter_than_the_synced_records() {
+        let fs = new_fs();
+        let mut w = Writer::create(&fs, &dir(), 2).unwrap();
+        let mut synced = 0;
+        for seqno in 1..=40u64 {
+            w.append(seqno, &payload(seqno)).unwrap();
+            // One write per record, so crashes tear records at every kind of boundary.
+            w.flush().unwrap();
+            if seqno % 8 == 0 {
+                w.sync().unwrap();
+                synced = seqno;
+            }
+        }
+        for seed in 0..300 {
+            let crashed = fs.crash_with(CrashOptions::Random { seed });
+            let got = recover(&crashed, 2);
+            assert!(
+                got.len() as u64 >= synced,
+                "seed {seed}: lost synced records"
+            );
+            assert_eq!(
+                got,
+                (1..=got.len() as u64).collect::<Vec<_>>(),
+                "seed {seed}"
+            );
+        }
+    }
+}
