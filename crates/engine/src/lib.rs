@@ -3,6 +3,8 @@
 //! An embedded key-value storage engine. This release provides the **constant store**
 //! ([`hash`]): build-once, read-many files in the Sparkey format (a log plus a hash index),
 //! read and written byte-compatibly with the reference Sparkey implementation.
+//! [`inspect`] decodes the ordered store's raw files (write-ahead log, write batches) for
+//! tools; the ordered store itself is being built on those formats.
 //!
 //! ```
 //! use cairn::hash::{write_index, IndexOptions, LogOptions, LogWriter, Reader, ReadOptions};
@@ -33,6 +35,7 @@ mod coding;
 mod error;
 mod fs;
 pub mod hash;
+pub mod inspect;
 mod key;
 mod mmap;
 mod wal;

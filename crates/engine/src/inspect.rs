@@ -1,0 +1,216 @@
+//! Read-only, documented access to the raw files of the ordered store, for tools: the
+//! CLI's dump commands and the fuzz targets decode a file image here without opening a
+//! store. Nothing in this module writes, and every decoder is the one the engine itself
+//! uses, so what a tool shows is what recovery sees.
+//!
+//! Thread-safety: free functions over byte slices; no shared state.
+
+use std::path::Path;
+
+use crate::batch::{Op, WriteBatch};
+use crate::error::{Reason, Result};
+use crate::wal;
+
+/// One operation of a write batch, owned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BatchOp {
+    /// Set `key` to `value` in keyspace `keyspace`.
+    Put {
+        /// Keyspace id.
+        keyspace: u32,
+        /// User key.
+        key: Vec<u8>,
+        /// Value.
+        value: Vec<u8>,
+    },
+    /// Remove `key` from keyspace `keyspace`.
+    Delete {
+        /// Keyspace id.
+        keyspace: u32,
+        /// User key.
+        key: Vec<u8>,
+    },
+}
+
+/// One record of a write-ahead log: the batch it carries and where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WalRecord {
+    /// Sequence number of the batch's first operation.
+    pub seqno: u64,
+    /// File offset of the record.
+    pub offset: u64,
+    /// The batch's operations, in order (operation `i` has seqno `seqno + i`).
+    pub ops: Vec<BatchOp>,
+}
+
+/// A byte range recovery ignores or skips, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Skipped {
+    /// First byte of the range.
+    pub offset: u64,
+    /// Length of the range.
+    pub len: u64,
+    /// What was wrong at `offset`.
+    pub reason: Reason,
+}
+
+/// Everything recovery would find in a write-ahead log image.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct WalImage {
+    /// The valid records, in file order.
+    pub records: Vec<WalRecord>,
+    /// Offset just past the last valid record.
+    pub valid_end: u64,
+    /// A torn tail (damage with nothing valid after it), ignored by recovery.
+    pub torn_tail: Option<Skipped>,
+    /// Damaged ranges skipped because `salvage` was asked for.
+    pub dropped: Vec<Skipped>,
+}
+
+fn batch_ops(batch: &WriteBatch) -> Vec<BatchOp> {
+    batch
+        .ops()
+        .map(|op| match op {
+            Op::Put {
+                keyspace,
+                key,
+                value,
+            } => BatchOp::Put {
+                keyspace: keyspace.0,
+                key: key.to_vec(),
+                value: value.to_vec(),
+            },
+            Op::Delete { keyspace, key } => BatchOp::Delete {
+                keyspace: keyspace.0,
+                key: key.to_vec(),
+            },
+        })
+        .collect()
+}
+
+/// Decodes an encoded write batch (a WAL record's payload). `path` names the file in
+/// errors.
+///
+/// # Errors
+/// `Error::Corruption` for any malformed payload (see `BATCH_FORMAT.md`).
+pub fn decode_batch(payload: &[u8], path: &Path) -> Result<Vec<BatchOp>> {
+    Ok(batch_ops(&WriteBatch::decode(payload, path, 0)?))
+}
+
+/// Decodes a whole write-ahead log image as recovery would, including every batch it
+/// carries. With `salvage`, damaged records followed by valid ones are skipped and
+/// reported instead of failing.
+///
+/// # Errors
+/// `Error::Corruption` naming `path` and the offset for a damaged header, damage followed
+/// by valid records (without `salvage`), or a record whose payload is not a valid batch.
+pub fn decode_wal(bytes: &[u8], path: &Path, salvage: bool) -> Result<WalImage> {
+    let options = wal::ReadOptions {
+        salvage,
+        expected_id: None,
+    };
+    let recovered = wal::decode_all(bytes, path, options)?;
+    let mut records = Vec::with_capacity(recovered.records.len());
+    for r in recovered.records {
+        let payload_offset = r.offset + wal::RECORD_HEADER_LEN as u64;
+        let batch = WriteBatch::decode(&r.payload, path, payload_offset)?;
+        records.push(WalRecord {
+            seqno: r.seqno,
+            offset: r.offset,
+            ops: batch_ops(&batch),
+        });
+    }
+    let skipped = |offset, len, reason| Skipped {
+        offset,
+        len,
+        reason,
+    };
+    Ok(WalImage {
+        records,
+        valid_end: recovered.valid_end,
+        torn_tail: recovered
+            .torn_tail
+            .map(|t| skipped(t.offset, t.len, t.reason)),
+        dropped: recovered
+            .dropped
+            .into_iter()
+            .map(|d| skipped(d.offset, d.len, d.reason))
+            .collect(),
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use crate::key::KeyspaceId;
+
+    fn image(batches: &[(u64, WriteBatch)]) -> Vec<u8> {
+        let mut out = wal::encode_file_header(7);
+        for (seqno, b) in batches {
+            wal::encode_record(&mut out, *seqno, b.encoded());
+        }
+        out
+    }
+
+    #[test]
+    fn a_log_decodes_to_its_batches_and_a_torn_tail_is_reported() {
+        let mut a = WriteBatch::default();
+        a.put(KeyspaceId(0), b"k1", b"v1").unwrap();
+        a.remove(KeyspaceId(3), b"k2").unwrap();
+        let mut b = WriteBatch::default();
+        b.put(KeyspaceId(1), b"", b"").unwrap();
+        let bytes = image(&[(1, a), (3, b)]);
+        let path = Path::new("000007.wal");
+        let img = decode_wal(&bytes, path, false).unwrap();
+        assert_eq!(img.records.len(), 2);
+        assert_eq!(img.records[0].seqno, 1);
+        assert_eq!(
+            img.records[0].ops,
+            vec![
+                BatchOp::Put {
+                    keyspace: 0,
+                    key: b"k1".to_vec(),
+                    value: b"v1".to_vec()
+                },
+                BatchOp::Delete {
+                    keyspace: 3,
+                    key: b"k2".to_vec()
+                },
+            ]
+        );
+        assert_eq!(
+            img.records[1].ops,
+            vec![BatchOp::Put {
+                keyspace: 1,
+                key: vec![],
+                value: vec![]
+            }]
+        );
+        assert_eq!(img.valid_end, bytes.len() as u64);
+        assert!(img.torn_tail.is_none());
+
+        // Cut the last record short: recovery keeps the first batch and reports the tail.
+        let cut = &bytes[..bytes.len() - 3];
+        let img = decode_wal(cut, path, false).unwrap();
+        assert_eq!(img.records.len(), 1);
+        let tail = img.torn_tail.unwrap();
+        assert_eq!(tail.offset, img.valid_end);
+        assert_eq!(tail.offset + tail.len, cut.len() as u64);
+    }
+
+    #[test]
+    fn a_record_whose_payload_is_not_a_batch_is_corruption() {
+        let mut bytes = wal::encode_file_header(7);
+        wal::encode_record(&mut bytes, 1, &[0xFF, 0xFF, 0xFF, 0xFF, 9]);
+        let err = decode_wal(&bytes, Path::new("000007.wal"), false).unwrap_err();
+        assert!(err.is_corruption(), "{err}");
+        assert!(decode_batch(&[1, 0, 0, 0, 0x77], Path::new("x"))
+            .unwrap_err()
+            .is_corruption());
+    }
+}
