@@ -93,6 +93,19 @@ impl FieldReader<'_> {
     }
 }
 
+/// A random 32-bit value for a log identifier or an index seed, from the OS. Without OS
+/// randomness it falls back to the clock and process id: both values only need to differ
+/// between files, not to be unpredictable.
+pub(crate) fn random_u32() -> u32 {
+    getrandom::u32().unwrap_or_else(|_| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        (t ^ (t >> 32) ^ u64::from(std::process::id())) as u32
+    })
+}
+
 /// Number of bits needed to write `x` (0 for 0).
 #[inline]
 pub fn bitlen(x: u64) -> u32 {

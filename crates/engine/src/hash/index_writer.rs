@@ -10,16 +10,18 @@
 //! The finished file replaces the old one atomically (temp file, fsync, rename, fsync
 //! directory), so readers see the old or the new index, never a mix.
 
+use std::fs::File;
+use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
 use crate::atomic;
 use crate::coding::get_uint_le;
 use crate::error::{Error, Reason, Result};
-use crate::mmap::prefetch;
+use crate::mmap::{prefetch, Map};
 
 use super::fastmod::Modulus;
-use super::header::{IndexHeader, LogHeader, INDEX_HEADER_LEN, LOG_HEADER_LEN};
+use super::header::{random_u32, IndexHeader, LogHeader, INDEX_HEADER_LEN, LOG_HEADER_LEN};
 use super::log_reader::{EntryKind, LogInner, LogReader, RawIter};
 use super::murmur::{murmur3_x64_128_h1, murmur3_x86_32, MAX_HASHED_KEY_LEN};
 
@@ -397,17 +399,6 @@ fn encode_slots(header: &IndexHeader, slots: &[Slot]) -> Vec<u8> {
     out
 }
 
-fn random_u32() -> u32 {
-    getrandom::u32().unwrap_or_else(|_| {
-        // No OS randomness: fall back to the clock and pid (the seed only spreads keys).
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
-        (t ^ (t >> 32) ^ u64::from(std::process::id())) as u32
-    })
-}
-
 /// What [`build_index`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -580,9 +571,9 @@ pub fn write_index(
     } else {
         read_existing(index_path)
     };
-    let previous = existing.as_ref().map(|(h, bytes)| PreviousIndex {
+    let previous = existing.as_ref().map(|(h, map)| PreviousIndex {
         header: h,
-        slots: bytes.get(INDEX_HEADER_LEN as usize..).unwrap_or(&[]),
+        slots: map.bytes().get(INDEX_HEADER_LEN as usize..).unwrap_or(&[]),
     });
     let (kind, built) = build_index(&log, index_path, options, previous)?;
     match built {
@@ -600,9 +591,19 @@ pub fn write_index(
     }
 }
 
-/// Reads an existing index whose header is valid; `None` on any error (fresh build).
-fn read_existing(path: &Path) -> Option<(IndexHeader, Vec<u8>)> {
-    let bytes = std::fs::read(path).ok()?;
-    let header = IndexHeader::decode(path, &bytes, bytes.len() as u64).ok()?;
-    Some((header, bytes))
+/// Opens an existing index whose header is valid; `None` on any error (fresh build). The
+/// slot table is mapped, not read: an index that already covers the log is left untouched
+/// after reading its 112-byte header, and an incremental build reads the old slots once.
+/// The mapping stays valid while the new index replaces the file (rename, new inode).
+fn read_existing(path: &Path) -> Option<(IndexHeader, Map)> {
+    let mut file = File::open(path).ok()?;
+    let file_len = file.metadata().ok()?.len();
+    let mut head = Vec::with_capacity(INDEX_HEADER_LEN as usize);
+    (&mut file)
+        .take(INDEX_HEADER_LEN)
+        .read_to_end(&mut head)
+        .ok()?;
+    let header = IndexHeader::decode(path, &head, file_len).ok()?;
+    let map = Map::new(&file, header.file_len()?).ok()?;
+    Some((header, map))
 }

@@ -28,7 +28,7 @@ use crate::atomic;
 use crate::coding::{put_vlq, vlq_len};
 use crate::error::{Error, Result};
 
-use super::header::{Compression, LogHeader, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE};
+use super::header::{random_u32, Compression, LogHeader, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE};
 use super::log_reader::read_log_header;
 
 const WRITE_BUFFER: usize = 1 << 20;
@@ -92,6 +92,8 @@ pub struct LogWriter {
     codec: Codec,
     compressed: Vec<u8>,
     poisoned: bool,
+    /// Set by [`LogWriter::close`]: everything is written and synced, `Drop` has no work.
+    closed: bool,
 }
 
 impl std::fmt::Debug for LogWriter {
@@ -120,16 +122,6 @@ fn encode_vlq(buf: &mut [u8], at: usize, mut v: u64) -> usize {
     }
 }
 
-fn random_identifier() -> u32 {
-    getrandom::u32().unwrap_or_else(|_| {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
-        (t ^ (t >> 29) ^ u64::from(std::process::id())) as u32
-    })
-}
-
 fn codec_for(compression: Compression, path: &Path) -> Result<Codec> {
     Ok(match compression {
         Compression::None => Codec::None,
@@ -155,7 +147,7 @@ impl LogWriter {
                 options.block_size
             )));
         }
-        let id = options.file_identifier.unwrap_or_else(random_identifier);
+        let id = options.file_identifier.unwrap_or_else(random_u32);
         let header = LogHeader::new(id, options.compression, options.block_size);
         let (tmp, mut file) = atomic::temp_file(path)?;
         let setup = (|| {
@@ -211,6 +203,7 @@ impl LogWriter {
             codec,
             compressed: Vec::new(),
             poisoned: false,
+            closed: false,
         })
     }
 
@@ -420,14 +413,14 @@ impl LogWriter {
     /// Flushes, fsyncs and closes the log. Returns the final header.
     pub fn close(mut self) -> Result<LogHeader> {
         self.flush_inner(true)?;
-        self.poisoned = true; // nothing left for Drop to do
+        self.closed = true;
         Ok(self.header.clone())
     }
 }
 
 impl Drop for LogWriter {
     fn drop(&mut self) {
-        if !self.poisoned {
+        if !self.poisoned && !self.closed {
             // Best effort, like a buffered file: make written entries visible. Errors
             // cannot be reported from drop; call close() to see them.
             let _ = self.flush_inner(false);
