@@ -22,6 +22,10 @@ pub enum FileKind {
     SparkeyIndex,
     /// An ordered-store write-ahead log file (including the write batches it carries).
     Wal,
+    /// An ordered-store sorted table file (`.sst`).
+    Table,
+    /// An ordered-store manifest file (the log of version edits) or its `CURRENT` pointer.
+    Manifest,
 }
 
 impl fmt::Display for FileKind {
@@ -30,6 +34,8 @@ impl fmt::Display for FileKind {
             FileKind::SparkeyLog => "log file",
             FileKind::SparkeyIndex => "index file",
             FileKind::Wal => "write-ahead log file",
+            FileKind::Table => "table file",
+            FileKind::Manifest => "manifest file",
         })
     }
 }

@@ -32,12 +32,16 @@ mod atomic;
 mod batch;
 mod checksum;
 mod coding;
+#[allow(dead_code)] // implemented by the table and memtable cursors as they land
+mod cursor;
 mod error;
 mod fs;
 pub mod hash;
 pub mod inspect;
 mod key;
 mod mmap;
+mod table;
+mod version;
 mod wal;
 
 pub use error::{Corruption, Error, FileKind, Reason, Result};
