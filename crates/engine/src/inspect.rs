@@ -9,6 +9,7 @@ use std::path::Path;
 
 use crate::batch::{Op, WriteBatch};
 use crate::error::{Reason, Result};
+use crate::version::{self, NUM_LEVELS};
 use crate::wal;
 
 /// One operation of a write batch, owned.
@@ -143,6 +144,91 @@ pub fn decode_wal(bytes: &[u8], path: &Path, salvage: bool) -> Result<WalImage> 
     })
 }
 
+/// One keyspace of the version a manifest replays to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ManifestKeyspace {
+    /// Keyspace id.
+    pub id: u32,
+    /// Keyspace name.
+    pub name: String,
+    /// Number of tables per level, L0 first (one entry per level).
+    pub tables: Vec<usize>,
+    /// Bytes of table files per level, L0 first.
+    pub level_bytes: Vec<u64>,
+}
+
+/// What recovery would find in a manifest image: the replayed version, summarized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ManifestImage {
+    /// The file id in the header.
+    pub file_id: u64,
+    /// Records replayed, the first (snapshot) one included.
+    pub edits: usize,
+    /// Offset just past the last complete record.
+    pub valid_end: u64,
+    /// A torn tail (a record cut short with nothing valid after it), ignored by recovery.
+    pub torn_tail: Option<Skipped>,
+    /// Every keyspace of the replayed version, by id.
+    pub keyspaces: Vec<ManifestKeyspace>,
+    /// The next unused file id.
+    pub next_file_id: u64,
+    /// WAL files with an id below this hold only data already in tables.
+    pub wal_min_id: u64,
+    /// Every write with a seqno at or below this is in tables.
+    pub flushed_seqno: u64,
+    /// The next unused keyspace id.
+    pub next_keyspace_id: u32,
+}
+
+/// Decodes a whole manifest file image and replays its edits as recovery does (see
+/// `version/FORMAT.md`). The header's file id is not compared with `path`, so renamed
+/// copies decode too; `path` names the file in errors.
+///
+/// # Errors
+/// `Error::Corruption` naming `path` and the offset for a damaged header or first record,
+/// damage followed by a valid record, or a record whose edit does not decode or does not
+/// apply; `Error::UnsupportedVersion` for a newer format.
+pub fn decode_manifest(bytes: &[u8], path: &Path) -> Result<ManifestImage> {
+    let r = version::decode_image(bytes, path, None)?;
+    let v = &r.version;
+    let keyspaces = v
+        .keyspaces()
+        .map(|(id, ks)| ManifestKeyspace {
+            id: id.0,
+            name: ks.name.clone(),
+            tables: (0..NUM_LEVELS).map(|l| ks.level(l).len()).collect(),
+            level_bytes: (0..NUM_LEVELS).map(|l| ks.level_size(l)).collect(),
+        })
+        .collect();
+    Ok(ManifestImage {
+        file_id: r.file_id,
+        edits: r.edits,
+        valid_end: r.valid_end,
+        torn_tail: r.torn_tail.map(|(offset, reason)| Skipped {
+            offset,
+            len: (bytes.len() as u64).saturating_sub(offset),
+            reason,
+        }),
+        keyspaces,
+        next_file_id: v.next_file_id(),
+        wal_min_id: v.wal_min_id(),
+        flushed_seqno: v.flushed_seqno().0,
+        next_keyspace_id: v.next_keyspace_id(),
+    })
+}
+
+/// Decodes the content of a `CURRENT` file: the id of the manifest file it names
+/// (`MANIFEST-<id as 20 digits>`).
+///
+/// # Errors
+/// `Error::Corruption` naming `path` if the content is not a checksummed manifest name
+/// (see `version/FORMAT.md` §4).
+pub fn decode_current(bytes: &[u8], path: &Path) -> Result<u64> {
+    version::decode_current(bytes, path)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
@@ -210,6 +296,59 @@ mod tests {
         let err = decode_wal(&bytes, Path::new("000007.wal"), false).unwrap_err();
         assert!(err.is_corruption(), "{err}");
         assert!(decode_batch(&[1, 0, 0, 0, 0x77], Path::new("x"))
+            .unwrap_err()
+            .is_corruption());
+    }
+
+    #[test]
+    fn a_manifest_decodes_to_its_summary_and_a_torn_tail_is_reported() {
+        use crate::version::{
+            encode_current, encode_file_header, encode_record, manifest_file_name, Edit,
+        };
+        let snapshot = Edit {
+            created_keyspaces: vec![(KeyspaceId(0), "default".into())],
+            next_file_id: Some(10),
+            next_keyspace_id: Some(1),
+            ..Edit::default()
+        };
+        let later = Edit {
+            created_keyspaces: vec![(KeyspaceId(1), "users".into())],
+            next_keyspace_id: Some(2),
+            wal_min_id: Some(9),
+            ..Edit::default()
+        };
+        let mut bytes = encode_file_header(4);
+        encode_record(&mut bytes, &snapshot.encode());
+        encode_record(&mut bytes, &later.encode());
+        let path = Path::new("MANIFEST-00000000000000000004");
+        let img = decode_manifest(&bytes, path).unwrap();
+        assert_eq!(img.file_id, 4);
+        assert_eq!(img.edits, 2);
+        assert_eq!(img.valid_end, bytes.len() as u64);
+        assert!(img.torn_tail.is_none());
+        assert_eq!(img.next_file_id, 10);
+        assert_eq!(img.wal_min_id, 9);
+        assert_eq!(img.next_keyspace_id, 2);
+        let names: Vec<&str> = img.keyspaces.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["default", "users"]);
+        assert_eq!(img.keyspaces[1].tables, vec![0; NUM_LEVELS]);
+
+        let cut = &bytes[..bytes.len() - 2];
+        let img = decode_manifest(cut, path).unwrap();
+        assert_eq!(img.edits, 1);
+        let tail = img.torn_tail.unwrap();
+        assert_eq!(tail.offset, img.valid_end);
+        assert_eq!(tail.offset + tail.len, cut.len() as u64);
+
+        assert!(decode_manifest(&bytes[..30], path)
+            .unwrap_err()
+            .is_corruption());
+        assert_eq!(
+            decode_current(&encode_current(4), Path::new("CURRENT")).unwrap(),
+            4
+        );
+        assert_eq!(manifest_file_name(4), path.to_str().unwrap());
+        assert!(decode_current(b"MANIFEST-4\n", Path::new("CURRENT"))
             .unwrap_err()
             .is_corruption());
     }
