@@ -1,0 +1,412 @@
+//! Blocks: the sorted, prefix-compressed runs of entries that data and index blocks are
+//! made of (FORMAT.md §4.2). [`BlockBuilder`] encodes one; [`Block`] validates a decoded
+//! block's framing once; [`BlockCursor`] walks it in both directions.
+//!
+//! Grammar of a raw (decompressed) block:
+//!
+//! ```text
+//! block    := entry+ restart[n] n:u32
+//! entry    := shared:VLQ unshared:VLQ value_len:VLQ key_delta[unshared] value[value_len]
+//! restart  := u32       offset of an entry with shared = 0 (a full key)
+//! ```
+//!
+//! An entry's key is the first `shared` bytes of the previous entry's key followed by
+//! `key_delta`. Every `restart_interval`-th entry is a restart point: it stores its whole
+//! key, and its offset is listed in the restart array, so a seek can binary-search the
+//! restart keys and a backward step can re-decode from the previous restart point.
+//!
+//! Invariants checked by [`Block::decode`]: `n >= 1`, the restart array fits, the first
+//! restart is offset 0, restarts strictly increase and lie inside the entries. Checked by
+//! the cursor as it decodes: every length stays inside the entries, `shared` never exceeds
+//! the previous key, entries at restart points share nothing, no entry straddles a restart
+//! point, and every key is at least as long as an internal-key trailer. Key order is not
+//! re-checked on every step (blocks are checksummed); `Reader::verify` checks it.
+//!
+//! Thread-safety: a [`Block`] is immutable and shared through `Arc`; a cursor has one owner.
+
+use std::cmp::Ordering;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::coding::{get_u32_le, put_vlq, Cursor as ByteCursor};
+use crate::cursor::Cursor;
+use crate::error::{Error, FileKind, Reason, Result};
+use crate::key::{compare_encoded, TRAILER_LEN};
+
+/// Encodes one block; see the module documentation.
+#[derive(Debug)]
+pub(crate) struct BlockBuilder {
+    buf: Vec<u8>,
+    restarts: Vec<u32>,
+    restart_interval: usize,
+    since_restart: usize,
+    last_key: Vec<u8>,
+}
+
+impl BlockBuilder {
+    /// An empty builder placing a restart point every `restart_interval` entries.
+    ///
+    /// Requires: `restart_interval >= 1`.
+    pub(crate) fn new(restart_interval: usize) -> BlockBuilder {
+        debug_assert!(restart_interval >= 1);
+        BlockBuilder {
+            buf: Vec::new(),
+            restarts: Vec::new(),
+            restart_interval: restart_interval.max(1),
+            since_restart: 0,
+            last_key: Vec::new(),
+        }
+    }
+
+    /// True if no entry was added since the last [`BlockBuilder::finish`].
+    pub(crate) fn is_empty(&self) -> bool {
+        self.restarts.is_empty()
+    }
+
+    /// Bytes the block would have if finished now.
+    pub(crate) fn estimated_len(&self) -> usize {
+        self.buf.len() + 4 * self.restarts.len() + 4
+    }
+
+    /// Appends an entry.
+    ///
+    /// Requires: `key` sorts after the previous key (the writer checks), and the finished
+    /// block stays below 4 GiB (the writer keeps it below `MAX_BLOCK_LEN`).
+    pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) {
+        debug_assert!(self.is_empty() || compare_encoded(&self.last_key, key) == Ordering::Less);
+        let shared = if self.is_empty() || self.since_restart >= self.restart_interval {
+            self.restarts.push(self.buf.len() as u32);
+            self.since_restart = 0;
+            0
+        } else {
+            self.last_key
+                .iter()
+                .zip(key)
+                .take_while(|(a, b)| a == b)
+                .count()
+        };
+        let delta = key.get(shared..).unwrap_or(&[]);
+        put_vlq(&mut self.buf, shared as u64);
+        put_vlq(&mut self.buf, delta.len() as u64);
+        put_vlq(&mut self.buf, value.len() as u64);
+        self.buf.extend_from_slice(delta);
+        self.buf.extend_from_slice(value);
+        self.last_key.truncate(shared);
+        self.last_key.extend_from_slice(delta);
+        self.since_restart += 1;
+    }
+
+    /// Appends the restart array and count, returns the raw block and resets the builder.
+    pub(crate) fn finish(&mut self) -> Vec<u8> {
+        let mut out = std::mem::take(&mut self.buf);
+        out.reserve(4 * self.restarts.len() + 4);
+        for r in &self.restarts {
+            out.extend_from_slice(&r.to_le_bytes());
+        }
+        out.extend_from_slice(&(self.restarts.len() as u32).to_le_bytes());
+        self.restarts.clear();
+        self.since_restart = 0;
+        self.last_key.clear();
+        out
+    }
+}
+
+/// A decoded block whose restart array has been validated.
+#[derive(Debug)]
+pub(crate) struct Block {
+    data: Vec<u8>,
+    /// Where the restart array starts (= end of the entries).
+    restarts_offset: usize,
+    restart_count: usize,
+}
+
+impl Block {
+    /// Validates the framing of a raw block (see the module documentation).
+    ///
+    /// # Errors
+    /// `Truncated` if the restart count or array does not fit, `BadEntry` for an empty
+    /// block or restart offsets that are not strictly increasing from 0 inside the entries.
+    pub(crate) fn decode(data: Vec<u8>) -> std::result::Result<Block, Reason> {
+        let count_at = data.len().checked_sub(4).ok_or(Reason::Truncated)?;
+        let count = get_u32_le(&data, count_at).ok_or(Reason::Truncated)? as usize;
+        let restarts_offset = count
+            .checked_mul(4)
+            .and_then(|len| count_at.checked_sub(len))
+            .ok_or(Reason::Truncated)?;
+        if count == 0 || restarts_offset == 0 {
+            return Err(Reason::BadEntry("block holds no entries"));
+        }
+        let mut prev: Option<usize> = None;
+        for i in 0..count {
+            let r = get_u32_le(&data, restarts_offset + 4 * i).ok_or(Reason::Truncated)? as usize;
+            let ok = match prev {
+                None => r == 0,
+                Some(p) => r > p && r < restarts_offset,
+            };
+            if !ok {
+                return Err(Reason::BadEntry(
+                    "block restart offsets do not increase from 0 inside the entries",
+                ));
+            }
+            prev = Some(r);
+        }
+        Ok(Block {
+            data,
+            restarts_offset,
+            restart_count: count,
+        })
+    }
+
+    /// Bytes held (what the block cache charges, before its per-entry overhead).
+    pub(crate) fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    fn restart(&self, i: usize) -> usize {
+        get_u32_le(&self.data, self.restarts_offset + 4 * i)
+            .map_or(self.restarts_offset, |r| r as usize)
+    }
+
+    /// Decodes the entry framing at `off`.
+    fn entry_at(&self, off: usize) -> std::result::Result<Entry, Reason> {
+        let region = self
+            .data
+            .get(off..self.restarts_offset)
+            .ok_or(Reason::LengthOutOfRange)?;
+        let mut cur = ByteCursor::new(region);
+        let len = |v: u64| usize::try_from(v).map_err(|_| Reason::LengthOutOfRange);
+        let shared = len(cur.vlq()?)?;
+        let unshared = len(cur.vlq()?)?;
+        let value_len = len(cur.vlq()?)?;
+        let delta_start = off + cur.position();
+        cur.take(unshared)?;
+        let value_start = off + cur.position();
+        cur.take(value_len)?;
+        Ok(Entry {
+            shared,
+            delta: (delta_start, unshared),
+            value: (value_start, value_len),
+            next: off + cur.position(),
+        })
+    }
+
+    fn bytes(&self, (start, len): (usize, usize)) -> &[u8] {
+        self.data.get(start..start + len).unwrap_or(&[])
+    }
+}
+
+/// The framing of one entry: ranges are (start, len) in the block.
+struct Entry {
+    shared: usize,
+    delta: (usize, usize),
+    value: (usize, usize),
+    next: usize,
+}
+
+/// A [`Cursor`] over one block. Errors name `path` and `file_offset` (the block's offset in
+/// its table file, since offsets inside a compressed block mean nothing on disk).
+#[derive(Debug)]
+pub(crate) struct BlockCursor {
+    block: Arc<Block>,
+    path: Arc<Path>,
+    file_offset: u64,
+    /// Offset of the current entry (meaningful while `valid`).
+    current: usize,
+    /// Offset of the entry after the current one (where `parse_next` decodes).
+    next: usize,
+    /// The restart region holding the entry at `next`'s predecessor.
+    restart_index: usize,
+    key: Vec<u8>,
+    value: (usize, usize),
+    valid: bool,
+}
+
+impl BlockCursor {
+    /// An unpositioned cursor over `block`, which was read from `path` at `file_offset`.
+    pub(crate) fn new(block: Arc<Block>, path: Arc<Path>, file_offset: u64) -> BlockCursor {
+        BlockCursor {
+            block,
+            path,
+            file_offset,
+            current: 0,
+            next: 0,
+            restart_index: 0,
+            key: Vec::new(),
+            value: (0, 0),
+            valid: false,
+        }
+    }
+
+    /// The table-file offset of the block (for error messages of callers).
+    pub(crate) fn file_offset(&self) -> u64 {
+        self.file_offset
+    }
+
+    fn corrupt(&mut self, reason: Reason) -> Error {
+        self.valid = false;
+        Error::corruption(FileKind::Table, &self.path, self.file_offset, reason)
+    }
+
+    /// Positions before restart point `i`: the next `parse_next` decodes it.
+    fn seek_restart(&mut self, i: usize) {
+        self.key.clear();
+        self.restart_index = i;
+        self.next = self.block.restart(i);
+        self.valid = false;
+    }
+
+    /// Decodes the entry at `next`; `Ok(false)` (and invalid) at the end of the block.
+    fn parse_next(&mut self) -> Result<bool> {
+        let block = Arc::clone(&self.block);
+        if self.next >= block.restarts_offset {
+            self.valid = false;
+            self.current = block.restarts_offset;
+            return Ok(false);
+        }
+        let entry = block.entry_at(self.next).map_err(|r| self.corrupt(r))?;
+        let at_restart = if self.key.is_empty() && self.next == block.restart(self.restart_index) {
+            true
+        } else if self.restart_index + 1 < block.restart_count {
+            let following = block.restart(self.restart_index + 1);
+            if self.next > following {
+                return Err(self.corrupt(Reason::BadEntry("block entry straddles a restart point")));
+            }
+            if self.next == following {
+                self.restart_index += 1;
+            }
+            self.next == following
+        } else {
+            false
+        };
+        if entry.shared > self.key.len() || (at_restart && entry.shared != 0) {
+            return Err(self.corrupt(Reason::BadEntry(
+                "block entry shares more key bytes than the previous key has",
+            )));
+        }
+        self.key.truncate(entry.shared);
+        self.key.extend_from_slice(block.bytes(entry.delta));
+        if self.key.len() < TRAILER_LEN {
+            return Err(self.corrupt(Reason::BadEntry("block key is shorter than a key trailer")));
+        }
+        self.value = entry.value;
+        self.current = self.next;
+        self.next = entry.next;
+        self.valid = true;
+        Ok(true)
+    }
+
+    /// The full key stored at restart point `i`.
+    fn restart_key(&mut self, i: usize) -> Result<&[u8]> {
+        let block = Arc::clone(&self.block);
+        let entry = block
+            .entry_at(block.restart(i))
+            .map_err(|r| self.corrupt(r))?;
+        if entry.shared != 0 {
+            return Err(self.corrupt(Reason::BadEntry("block restart entry shares a prefix")));
+        }
+        Ok(self.block.bytes(entry.delta))
+    }
+}
+
+impl Cursor for BlockCursor {
+    fn valid(&self) -> bool {
+        self.valid
+    }
+
+    fn key(&self) -> &[u8] {
+        if self.valid {
+            &self.key
+        } else {
+            &[]
+        }
+    }
+
+    fn value(&self) -> &[u8] {
+        if self.valid {
+            self.block.bytes(self.value)
+        } else {
+            &[]
+        }
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.seek_restart(0);
+        self.parse_next().map(drop)
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.seek_restart(self.block.restart_count.saturating_sub(1));
+        while self.parse_next()? && self.next < self.block.restarts_offset {}
+        Ok(())
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        // The last restart point whose key is < target; the answer is at or after it.
+        let (mut lo, mut hi) = (0usize, self.block.restart_count.saturating_sub(1));
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if compare_encoded(self.restart_key(mid)?, target) == Ordering::Less {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        self.seek_restart(lo);
+        while self.parse_next()? {
+            if compare_encoded(&self.key, target) != Ordering::Less {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        self.seek(target)?;
+        if !self.valid {
+            self.seek_to_last()
+        } else if compare_encoded(&self.key, target) == Ordering::Greater {
+            self.prev()
+        } else {
+            Ok(())
+        }
+    }
+
+    fn next(&mut self) -> Result<()> {
+        if self.valid {
+            self.parse_next()?;
+        }
+        Ok(())
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        if !self.valid {
+            return Ok(());
+        }
+        let original = self.current;
+        let mut r = self
+            .restart_index
+            .min(self.block.restart_count.saturating_sub(1));
+        while self.block.restart(r) >= original {
+            if r == 0 {
+                self.valid = false;
+                return Ok(());
+            }
+            r -= 1;
+        }
+        self.seek_restart(r);
+        while self.parse_next()? {
+            match self.next.cmp(&original) {
+                Ordering::Less => continue,
+                Ordering::Equal => return Ok(()),
+                Ordering::Greater => break,
+            }
+        }
+        Err(self.corrupt(Reason::BadEntry(
+            "block entries do not chain back to the current entry",
+        )))
+    }
+}
+
+#[cfg(test)]
+#[path = "block_tests.rs"]
+mod tests;

@@ -1,0 +1,262 @@
+//! [`BlockCache`]: decoded data blocks shared by every table of a store, within a byte
+//! budget.
+//!
+//! Blocks are keyed by `(table id, block offset)` and held as `Arc<Block>`, so a cursor
+//! keeps using a block after it is evicted. The cache is split into shards (one per
+//! 256 KiB of budget, at most 16), each behind its own `parking_lot::Mutex` with an equal
+//! share of the budget; eviction within a shard is CLOCK (second chance): a hit sets the
+//! block's reference bit, and the eviction hand spares a referenced block once, clearing
+//! its bit.
+//!
+//! Invariants:
+//! 1. Each shard's charged bytes never exceed its share of the budget, so
+//!    [`BlockCache::used_bytes`] never exceeds the capacity; a block whose charge exceeds a
+//!    shard's share is not cached.
+//! 2. A block is charged its decoded length plus [`ENTRY_OVERHEAD`].
+//! 3. Capacity 0 disables caching: nothing is inserted and every lookup is a miss.
+//!
+//! Thread-safety: `Send + Sync`; lookups and inserts lock one shard, `forget_table` and
+//! `used_bytes` lock each shard in turn.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::block::Block;
+
+/// Bytes charged per cached block beyond its data: the `Arc` header, the map slot and the
+/// clock slot, rounded up.
+pub(crate) const ENTRY_OVERHEAD: usize = 64;
+
+/// Budget per shard below which the cache uses fewer shards.
+const MIN_SHARD_BUDGET: usize = 256 << 10;
+
+/// Most shards.
+const MAX_SHARDS: usize = 16;
+
+type Key = (u64, u64);
+
+#[derive(Debug)]
+struct Slot {
+    block: Arc<Block>,
+    charge: usize,
+    referenced: bool,
+}
+
+#[derive(Debug, Default)]
+struct Shard {
+    map: HashMap<Key, Slot>,
+    /// The clock: keys in insertion order; the front is the hand.
+    clock: VecDeque<Key>,
+    used: usize,
+}
+
+impl Shard {
+    /// Evicts until `incoming` more bytes fit in `budget`.
+    fn make_room(&mut self, incoming: usize, budget: usize) {
+        while self.used + incoming > budget {
+            let Some(key) = self.clock.pop_front() else {
+                break;
+            };
+            let Some(slot) = self.map.get_mut(&key) else {
+                continue;
+            };
+            if slot.referenced {
+                slot.referenced = false;
+                self.clock.push_back(key);
+            } else if let Some(gone) = self.map.remove(&key) {
+                self.used -= gone.charge;
+            }
+        }
+    }
+}
+
+/// A sharded, byte-bounded cache of decoded table blocks; see the module documentation.
+#[derive(Debug)]
+pub(crate) struct BlockCache {
+    shards: Box<[Mutex<Shard>]>,
+    shard_budget: usize,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+impl BlockCache {
+    /// A cache holding at most `capacity_bytes` of blocks (0 disables caching).
+    pub(crate) fn new(capacity_bytes: usize) -> BlockCache {
+        let count = (capacity_bytes / MIN_SHARD_BUDGET).clamp(1, MAX_SHARDS);
+        BlockCache {
+            shards: (0..count).map(|_| Mutex::new(Shard::default())).collect(),
+            shard_budget: capacity_bytes / count,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+
+    /// Lookups that found their block.
+    pub(crate) fn hits(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    /// Lookups that did not.
+    pub(crate) fn misses(&self) -> u64 {
+        self.misses.load(Ordering::Relaxed)
+    }
+
+    /// Bytes currently charged (at most the capacity).
+    pub(crate) fn used_bytes(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().used).sum()
+    }
+
+    /// Drops every block of table `id` (its file is being deleted).
+    pub(crate) fn forget_table(&self, id: u64) {
+        for shard in self.shards.iter() {
+            let mut shard = shard.lock();
+            let before = shard.map.len();
+            shard.map.retain(|k, _| k.0 != id);
+            if shard.map.len() != before {
+                shard.clock.retain(|k| k.0 != id);
+                shard.used = shard.map.values().map(|s| s.charge).sum();
+            }
+        }
+    }
+
+    fn shard(&self, key: Key) -> Option<&Mutex<Shard>> {
+        let h =
+            (key.0.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ key.1).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        self.shards.get((h >> 32) as usize % self.shards.len())
+    }
+
+    /// The cached block at `offset` of table `table`, counting a hit or a miss.
+    pub(crate) fn get(&self, table: u64, offset: u64) -> Option<Arc<Block>> {
+        let found = if self.shard_budget == 0 {
+            None
+        } else {
+            self.shard((table, offset)).and_then(|s| {
+                let mut s = s.lock();
+                s.map.get_mut(&(table, offset)).map(|slot| {
+                    slot.referenced = true;
+                    Arc::clone(&slot.block)
+                })
+            })
+        };
+        let counter = if found.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        found
+    }
+
+    /// Caches `block` as the block at `offset` of table `table`, evicting others to stay
+    /// within budget. Does nothing if it is already cached or larger than a shard's share.
+    pub(crate) fn insert(&self, table: u64, offset: u64, block: Arc<Block>) {
+        let charge = block.len().saturating_add(ENTRY_OVERHEAD);
+        if charge > self.shard_budget {
+            return;
+        }
+        let key = (table, offset);
+        let Some(shard) = self.shard(key) else {
+            return;
+        };
+        let mut shard = shard.lock();
+        if shard.map.contains_key(&key) {
+            return;
+        }
+        shard.make_room(charge, self.shard_budget);
+        shard.used += charge;
+        shard.map.insert(
+            key,
+            Slot {
+                block,
+                charge,
+                referenced: false,
+            },
+        );
+        shard.clock.push_back(key);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+    use crate::table::block::BlockBuilder;
+
+    fn block(value_len: usize) -> Arc<Block> {
+        let mut b = BlockBuilder::new(16);
+        b.add(b"key\x01\0\0\0\0\0\0\0", &vec![7u8; value_len]);
+        Arc::new(Block::decode(b.finish()).unwrap())
+    }
+
+    #[test]
+    fn budget_is_respected_and_hits_are_counted() {
+        let cache = BlockCache::new(64 << 10);
+        let b = block(1000);
+        let charge = b.len() + ENTRY_OVERHEAD;
+        for offset in 0..1000u64 {
+            assert!(cache.get(1, offset * 4096).is_none());
+            cache.insert(1, offset * 4096, Arc::clone(&b));
+            assert!(cache.used_bytes() <= 64 << 10);
+        }
+        assert_eq!(cache.misses(), 1000);
+        assert!(
+            cache.used_bytes() >= (64 << 10) - charge,
+            "the cache fills up"
+        );
+        // The most recent block is still there.
+        assert!(cache.get(1, 999 * 4096).is_some());
+        assert_eq!(cache.hits(), 1);
+    }
+
+    #[test]
+    fn clock_keeps_referenced_blocks() {
+        let b = block(100);
+        let charge = b.len() + ENTRY_OVERHEAD;
+        let cache = BlockCache::new(4 * charge);
+        for offset in 0..4 {
+            cache.insert(1, offset, Arc::clone(&b));
+        }
+        assert!(cache.get(1, 0).is_some());
+        cache.insert(1, 4, Arc::clone(&b)); // evicts 1 (0 was referenced)
+        assert!(cache.get(1, 0).is_some());
+        assert!(cache.get(1, 1).is_none());
+        assert!(cache.get(1, 4).is_some());
+    }
+
+    #[test]
+    fn forget_table_drops_only_that_table() {
+        let cache = BlockCache::new(1 << 20);
+        let b = block(100);
+        for offset in 0..10 {
+            cache.insert(1, offset, Arc::clone(&b));
+            cache.insert(2, offset, Arc::clone(&b));
+        }
+        let before = cache.used_bytes();
+        cache.forget_table(1);
+        assert_eq!(cache.used_bytes(), before / 2);
+        assert!(cache.get(1, 3).is_none());
+        assert!(cache.get(2, 3).is_some());
+        cache.forget_table(2);
+        assert_eq!(cache.used_bytes(), 0);
+    }
+
+    #[test]
+    fn zero_capacity_and_oversized_blocks_are_not_cached() {
+        let cache = BlockCache::new(0);
+        cache.insert(1, 0, block(10));
+        assert!(cache.get(1, 0).is_none());
+        assert_eq!((cache.used_bytes(), cache.misses()), (0, 1));
+        let cache = BlockCache::new(1000);
+        cache.insert(1, 0, block(2000));
+        assert_eq!(cache.used_bytes(), 0);
+    }
+
+    #[test]
+    fn is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<BlockCache>();
+    }
+}

@@ -1,0 +1,182 @@
+//! The table's bloom filter over **user keys** (FORMAT.md §4.4): one filter for the whole
+//! table, so a lookup at any snapshot can skip a table that holds no version of its key.
+//!
+//! Hashing: `h = XXH3-64(user_key)` (seed 0); `delta = h.rotate_right(33)`; probe `i`
+//! (for `i` in `0..probes`) sets or tests bit `(h + i·delta) mod bit_count` (wrapping
+//! 64-bit arithmetic), i.e. double hashing from one 64-bit hash. Bit `b` is bit `b % 8`
+//! (least significant first) of byte `b / 8`.
+//!
+//! Invariant: a key added to the builder is reported present by the decoded filter (no
+//! false negatives), whatever the table size: sizes are capped by shrinking the bit array,
+//! which only raises the false-positive rate.
+//!
+//! Thread-safety: [`Filter`] is immutable, `Send + Sync`.
+
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::MAX_BLOCK_LEN;
+use crate::error::Reason;
+
+/// Most probes per key a filter may use.
+pub(crate) const MAX_PROBES: u8 = 30;
+
+/// Smallest bit array, so tiny tables still get a useful filter.
+const MIN_BITS: u64 = 64;
+
+/// Largest bit array in bytes: the filter block (bits + probe count) stays within
+/// [`MAX_BLOCK_LEN`].
+const MAX_BIT_BYTES: u64 = MAX_BLOCK_LEN as u64 - 1;
+
+/// The probe positions of a key's hash in a bit array of `bit_count` bits.
+fn probe_bits(hash: u64, probes: u8, bit_count: u64) -> impl Iterator<Item = u64> {
+    let delta = hash.rotate_right(33);
+    (0..u64::from(probes)).map(move |i| hash.wrapping_add(i.wrapping_mul(delta)) % bit_count)
+}
+
+/// The number of probes for `bits_per_key`: `bits_per_key · 0.69` (≈ ln 2, which
+/// minimises false positives), clamped to `1..=MAX_PROBES`.
+fn probes_for(bits_per_key: u32) -> u8 {
+    (bits_per_key.saturating_mul(69) / 100).clamp(1, u32::from(MAX_PROBES)) as u8
+}
+
+/// Collects the hashes of a table's distinct user keys and builds the filter block.
+#[derive(Debug)]
+pub(crate) struct FilterBuilder {
+    bits_per_key: u32,
+    hashes: Vec<u64>,
+}
+
+impl FilterBuilder {
+    /// A builder spending `bits_per_key` bits per distinct user key.
+    ///
+    /// Requires: `bits_per_key >= 1`.
+    pub(crate) fn new(bits_per_key: u32) -> FilterBuilder {
+        debug_assert!(bits_per_key >= 1);
+        FilterBuilder {
+            bits_per_key: bits_per_key.max(1),
+            hashes: Vec::new(),
+        }
+    }
+
+    /// Adds a user key. Consecutive versions of one key are added once.
+    pub(crate) fn add(&mut self, user_key: &[u8]) {
+        let h = xxh3_64(user_key);
+        if self.hashes.last() != Some(&h) {
+            self.hashes.push(h);
+        }
+    }
+
+    /// The filter block: the bit array, then the probe count.
+    pub(crate) fn finish(&self) -> Vec<u8> {
+        let wanted = (self.hashes.len() as u64).saturating_mul(u64::from(self.bits_per_key));
+        let bytes = wanted.max(MIN_BITS).div_ceil(8).min(MAX_BIT_BYTES);
+        let bit_count = bytes * 8;
+        let probes = probes_for(self.bits_per_key);
+        let mut out = vec![0u8; bytes as usize + 1];
+        for &h in &self.hashes {
+            for bit in probe_bits(h, probes, bit_count) {
+                if let Some(b) = out.get_mut((bit / 8) as usize) {
+                    *b |= 1 << (bit % 8);
+                }
+            }
+        }
+        if let Some(last) = out.last_mut() {
+            *last = probes;
+        }
+        out
+    }
+}
+
+/// A decoded filter block.
+#[derive(Debug)]
+pub(crate) struct Filter {
+    bits: Vec<u8>,
+    probes: u8,
+}
+
+impl Filter {
+    /// Validates a raw filter block.
+    ///
+    /// # Errors
+    /// `Truncated` if it has no bit array, `BadEntry` if the probe count is outside
+    /// `1..=MAX_PROBES`.
+    pub(crate) fn decode(mut raw: Vec<u8>) -> Result<Filter, Reason> {
+        let probes = raw.pop().ok_or(Reason::Truncated)?;
+        if raw.is_empty() {
+            return Err(Reason::Truncated);
+        }
+        if probes == 0 || probes > MAX_PROBES {
+            return Err(Reason::BadEntry("filter probe count is outside 1..=30"));
+        }
+        Ok(Filter { bits: raw, probes })
+    }
+
+    /// False if `user_key` is certainly absent from the table.
+    pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
+        let bit_count = self.bits.len() as u64 * 8;
+        probe_bits(xxh3_64(user_key), self.probes, bit_count).all(|bit| {
+            self.bits
+                .get((bit / 8) as usize)
+                .is_some_and(|b| b & (1 << (bit % 8)) != 0)
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn filter_of(keys: impl Iterator<Item = Vec<u8>>, bits_per_key: u32) -> Filter {
+        let mut b = FilterBuilder::new(bits_per_key);
+        for k in keys {
+            b.add(&k);
+        }
+        Filter::decode(b.finish()).unwrap()
+    }
+
+    #[test]
+    fn no_false_negatives_and_about_one_percent_false_positives() {
+        let present = |i: u32| format!("present-{i}").into_bytes();
+        let f = filter_of((0..10_000).map(present), 10);
+        assert_eq!(f.probes, 6);
+        for i in 0..10_000 {
+            assert!(f.may_contain(&present(i)), "false negative for key {i}");
+        }
+        let fp = (0..10_000u32)
+            .filter(|i| f.may_contain(format!("absent-{i}").as_bytes()))
+            .count();
+        // Expected about 0.84% at 10 bits per key with 6 probes.
+        assert!(fp < 300, "{fp} false positives in 10,000");
+        assert!(fp > 10, "{fp} false positives is implausibly low");
+    }
+
+    #[test]
+    fn tiny_and_empty_filters_work() {
+        let f = filter_of(std::iter::empty(), 10);
+        assert_eq!(f.bits.len(), 8, "at least 64 bits");
+        assert!(!f.may_contain(b"anything"), "no bit is set");
+        let f = filter_of([b"".to_vec(), b"a".to_vec()].into_iter(), 1);
+        assert!(f.may_contain(b"") && f.may_contain(b"a"));
+        assert_eq!(f.probes, 1);
+    }
+
+    #[test]
+    fn versions_of_one_key_count_once() {
+        let mut b = FilterBuilder::new(10);
+        for _ in 0..5 {
+            b.add(b"same");
+        }
+        b.add(b"other");
+        assert_eq!(b.hashes.len(), 2);
+    }
+
+    #[test]
+    fn bad_blocks_are_refused() {
+        assert_eq!(Filter::decode(vec![]).err(), Some(Reason::Truncated));
+        assert_eq!(Filter::decode(vec![6]).err(), Some(Reason::Truncated));
+        assert!(Filter::decode(vec![0xff, 0]).is_err());
+        assert!(Filter::decode(vec![0xff, 31]).is_err());
+        assert!(Filter::decode(vec![0xff, 30]).is_ok());
+    }
+}

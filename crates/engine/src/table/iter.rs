@@ -1,0 +1,161 @@
+//! [`TableIter`]: the two-level cursor over a table: an index cursor chooses the data
+//! block, a block cursor walks it, and moving past either end of a block moves the index.
+//!
+//! Invariant: while the cursor is valid, `index` is on the entry whose handle names the
+//! block `data` walks. A data block is never empty (the reader refuses empty blocks), so a
+//! step off one end of a block lands on the neighbouring block's first or last entry; the
+//! loops that skip blocks are still bounded by the index, whatever a damaged file holds.
+//!
+//! Thread-safety: `Send`, one owner; it keeps its table open through an `Arc<Reader>`.
+
+use std::sync::Arc;
+
+use super::block::BlockCursor;
+use super::reader::Reader;
+use crate::cursor::Cursor;
+use crate::error::Result;
+
+/// A [`Cursor`] over every entry of a table: an index cursor choosing the data block and a
+/// cursor within that block.
+#[derive(Debug)]
+pub(crate) struct TableIter {
+    reader: Arc<Reader>,
+    index: BlockCursor,
+    data: Option<BlockCursor>,
+    fill_cache: bool,
+}
+
+impl TableIter {
+    /// An unpositioned cursor; `fill_cache` says whether blocks it reads enter the cache.
+    pub(super) fn new(reader: Arc<Reader>, fill_cache: bool) -> TableIter {
+        let index = reader.index_cursor();
+        TableIter {
+            reader,
+            index,
+            data: None,
+            fill_cache,
+        }
+    }
+
+    /// Loads the data block of the current index entry (or drops it at the index's end).
+    fn load(&mut self) -> Result<Option<&mut BlockCursor>> {
+        if !self.index.valid() {
+            self.data = None;
+            return Ok(None);
+        }
+        let handle = self.reader.handle(&self.index)?;
+        if self.data.as_ref().map(BlockCursor::file_offset) != Some(handle.offset) {
+            self.data = Some(self.reader.data_cursor(&self.index, self.fill_cache)?);
+        }
+        Ok(self.data.as_mut())
+    }
+
+    /// While the data cursor is exhausted, moves to the first entry of the next block.
+    fn skip_forward(&mut self) -> Result<()> {
+        while self.data.as_ref().is_some_and(|d| !d.valid()) {
+            self.index.next()?;
+            if let Some(d) = self.load()? {
+                d.seek_to_first()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// While the data cursor is exhausted, moves to the last entry of the previous block.
+    fn skip_backward(&mut self) -> Result<()> {
+        while self.data.as_ref().is_some_and(|d| !d.valid()) {
+            self.index.prev()?;
+            if let Some(d) = self.load()? {
+                d.seek_to_last()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Leaves the cursor invalid if `result` is an error.
+    fn guard(&mut self, result: Result<()>) -> Result<()> {
+        if result.is_err() {
+            self.data = None;
+        }
+        result
+    }
+
+    fn try_seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        self.index.seek(target)?;
+        if !self.index.valid() {
+            return self.seek_to_last();
+        }
+        if let Some(d) = self.load()? {
+            d.seek_for_prev(target)?;
+        }
+        self.skip_backward()
+    }
+}
+
+impl Cursor for TableIter {
+    fn valid(&self) -> bool {
+        self.data.as_ref().is_some_and(BlockCursor::valid)
+    }
+
+    fn key(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[], |d| d.key())
+    }
+
+    fn value(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[], |d| d.value())
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        let r = (|| {
+            self.index.seek_to_first()?;
+            if let Some(d) = self.load()? {
+                d.seek_to_first()?;
+            }
+            self.skip_forward()
+        })();
+        self.guard(r)
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        let r = (|| {
+            self.index.seek_to_last()?;
+            if let Some(d) = self.load()? {
+                d.seek_to_last()?;
+            }
+            self.skip_backward()
+        })();
+        self.guard(r)
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        let r = (|| {
+            self.index.seek(target)?;
+            if let Some(d) = self.load()? {
+                d.seek(target)?;
+            }
+            self.skip_forward()
+        })();
+        self.guard(r)
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        let r = self.try_seek_for_prev(target);
+        self.guard(r)
+    }
+
+    fn next(&mut self) -> Result<()> {
+        let r = match self.data.as_mut() {
+            Some(d) if d.valid() => d.next().and_then(|()| self.skip_forward()),
+            _ => Ok(()),
+        };
+        self.guard(r)
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        let r = match self.data.as_mut() {
+            Some(d) if d.valid() => d.prev().and_then(|()| self.skip_backward()),
+            _ => Ok(()),
+        };
+        self.guard(r)
+    }
+}

@@ -1,0 +1,254 @@
+//! The properties block (FORMAT.md §4.5): what a table holds, recorded by the writer so a
+//! reader can rebuild [`TableMeta`] without scanning the data.
+//!
+//! Encoding: a sequence of fields `tag: VLQ, len: VLQ, value[len]` with strictly
+//! increasing tags. Integer fields hold exactly one VLQ filling `value`; key fields hold
+//! an encoded internal key. Unknown tags are skipped, so a later writer may add
+//! informational fields without a version bump; every known tag below is required.
+//!
+//! Invariants checked by [`Properties::decode`]: every required field present once, tags
+//! increasing, `1 <= entries`, `tombstones <= entries`, `1 <= data_blocks <= entries`,
+//! `min_seqno <= max_seqno <= SeqNo::MAX`, both keys decode as internal keys with
+//! `smallest <= largest`, a known compression, and a creation version equal to the
+//! footer's.
+//!
+//! Thread-safety: plain values and pure functions.
+
+use std::cmp::Ordering;
+
+use super::{Compression, TableMeta, FORMAT_VERSION};
+use crate::coding::{put_vlq, Cursor};
+use crate::error::Reason;
+use crate::key::{compare_encoded, InternalKey, SeqNo};
+
+/// Field tags. On-disk values; never renumbered, retired tags stay listed.
+mod tag {
+    pub(super) const ENTRIES: u64 = 1;
+    pub(super) const TOMBSTONES: u64 = 2;
+    pub(super) const RAW_BYTES: u64 = 3;
+    pub(super) const MIN_SEQNO: u64 = 4;
+    pub(super) const MAX_SEQNO: u64 = 5;
+    pub(super) const SMALLEST: u64 = 6;
+    pub(super) const LARGEST: u64 = 7;
+    pub(super) const DATA_BLOCKS: u64 = 8;
+    pub(super) const COMPRESSION: u64 = 9;
+    pub(super) const FORMAT_VERSION: u64 = 10;
+    /// Highest tag this build requires.
+    pub(super) const LAST: u64 = 10;
+}
+
+/// The contents of a properties block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Properties {
+    /// Number of entries (all kinds).
+    pub(crate) entries: u64,
+    /// Number of `Kind::Delete` entries.
+    pub(crate) tombstones: u64,
+    /// Sum of user-key and value lengths, before compression.
+    pub(crate) raw_bytes: u64,
+    /// Smallest entry seqno.
+    pub(crate) min_seqno: SeqNo,
+    /// Largest entry seqno.
+    pub(crate) max_seqno: SeqNo,
+    /// Encoded internal key of the first entry.
+    pub(crate) smallest: Vec<u8>,
+    /// Encoded internal key of the last entry.
+    pub(crate) largest: Vec<u8>,
+    /// Number of data blocks.
+    pub(crate) data_blocks: u64,
+    /// The compression the writer was asked for (a block that did not shrink enough is
+    /// stored uncompressed regardless; its trailer says so).
+    pub(crate) compression: Compression,
+    /// The format version the table was created with.
+    pub(crate) format_version: u32,
+}
+
+impl Properties {
+    /// The raw properties block.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut field = |tag: u64, value: &[u8]| {
+            put_vlq(&mut out, tag);
+            put_vlq(&mut out, value.len() as u64);
+            out.extend_from_slice(value);
+        };
+        let vlq = |v: u64| {
+            let mut b = Vec::new();
+            put_vlq(&mut b, v);
+            b
+        };
+        field(tag::ENTRIES, &vlq(self.entries));
+        field(tag::TOMBSTONES, &vlq(self.tombstones));
+        field(tag::RAW_BYTES, &vlq(self.raw_bytes));
+        field(tag::MIN_SEQNO, &vlq(self.min_seqno.0));
+        field(tag::MAX_SEQNO, &vlq(self.max_seqno.0));
+        field(tag::SMALLEST, &self.smallest);
+        field(tag::LARGEST, &self.largest);
+        field(tag::DATA_BLOCKS, &vlq(self.data_blocks));
+        field(tag::COMPRESSION, &vlq(u64::from(self.compression.as_u8())));
+        field(tag::FORMAT_VERSION, &vlq(u64::from(self.format_version)));
+        out
+    }
+
+    /// Parses and validates a raw properties block (see the module documentation).
+    ///
+    /// # Errors
+    /// `Truncated`/`BadVarint` for framing, `BadEntry` for a missing, repeated or
+    /// out-of-order field or an inconsistent value, `BadTag` for an unknown compression.
+    pub(crate) fn decode(raw: &[u8]) -> Result<Properties, Reason> {
+        let mut ints = [None::<u64>; tag::LAST as usize + 1];
+        let (mut smallest, mut largest) = (None, None);
+        let mut cur = Cursor::new(raw);
+        let mut last_tag = 0u64;
+        while !cur.is_empty() {
+            let t = cur.vlq()?;
+            let len = usize::try_from(cur.vlq()?).map_err(|_| Reason::Truncated)?;
+            let value = cur.take(len)?;
+            if t <= last_tag {
+                return Err(Reason::BadEntry("properties tags do not increase"));
+            }
+            last_tag = t;
+            match t {
+                tag::SMALLEST => smallest = Some(value.to_vec()),
+                tag::LARGEST => largest = Some(value.to_vec()),
+                t if t <= tag::LAST => {
+                    let mut v = Cursor::new(value);
+                    let n = v.vlq()?;
+                    if !v.is_empty() {
+                        return Err(Reason::BadEntry("bytes follow a property's integer"));
+                    }
+                    if let Some(slot) = ints.get_mut(t as usize) {
+                        *slot = Some(n);
+                    }
+                }
+                _ => {} // a later writer's informational field
+            }
+        }
+        let int = |t: u64| {
+            ints.get(t as usize)
+                .copied()
+                .flatten()
+                .ok_or(Reason::BadEntry("a required property is missing"))
+        };
+        let missing = Reason::BadEntry("a required property is missing");
+        let props = Properties {
+            entries: int(tag::ENTRIES)?,
+            tombstones: int(tag::TOMBSTONES)?,
+            raw_bytes: int(tag::RAW_BYTES)?,
+            min_seqno: SeqNo(int(tag::MIN_SEQNO)?),
+            max_seqno: SeqNo(int(tag::MAX_SEQNO)?),
+            smallest: smallest.ok_or_else(|| missing.clone())?,
+            largest: largest.ok_or(missing)?,
+            data_blocks: int(tag::DATA_BLOCKS)?,
+            compression: {
+                let c = int(tag::COMPRESSION)?;
+                u8::try_from(c)
+                    .ok()
+                    .and_then(Compression::from_u8)
+                    .ok_or(Reason::BadTag(c.min(255) as u8))?
+            },
+            format_version: u32::try_from(int(tag::FORMAT_VERSION)?)
+                .map_err(|_| Reason::BadEntry("properties format version is out of range"))?,
+        };
+        props.check()?;
+        Ok(props)
+    }
+
+    fn check(&self) -> Result<(), Reason> {
+        let ok = self.entries >= 1
+            && self.tombstones <= self.entries
+            && self.data_blocks >= 1
+            && self.data_blocks <= self.entries
+            && self.min_seqno <= self.max_seqno
+            && self.max_seqno <= SeqNo::MAX
+            && compare_encoded(&self.smallest, &self.largest) != Ordering::Greater;
+        if !ok {
+            return Err(Reason::BadEntry("table properties are inconsistent"));
+        }
+        InternalKey::decode(&self.smallest)?;
+        InternalKey::decode(&self.largest)?;
+        if self.format_version != FORMAT_VERSION {
+            return Err(Reason::BadEntry(
+                "properties format version differs from the footer's",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The table summary for table `id` whose file is `file_size` bytes.
+    pub(crate) fn meta(&self, id: u64, file_size: u64) -> TableMeta {
+        TableMeta {
+            id,
+            file_size,
+            smallest: self.smallest.clone(),
+            largest: self.largest.clone(),
+            min_seqno: self.min_seqno,
+            max_seqno: self.max_seqno,
+            entries: self.entries,
+            tombstones: self.tombstones,
+            raw_bytes: self.raw_bytes,
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+    use crate::key::Kind;
+
+    fn sample() -> Properties {
+        let key = |k: &[u8], s| InternalKey::new(k, SeqNo(s), Kind::Put).encode().unwrap();
+        Properties {
+            entries: 3,
+            tombstones: 1,
+            raw_bytes: 30,
+            min_seqno: SeqNo(4),
+            max_seqno: SeqNo(9),
+            smallest: key(b"a", 9),
+            largest: key(b"c", 4),
+            data_blocks: 2,
+            compression: Compression::Lz4,
+            format_version: FORMAT_VERSION,
+        }
+    }
+
+    #[test]
+    fn round_trip_and_unknown_tags_are_skipped() {
+        let p = sample();
+        let mut raw = p.encode();
+        assert_eq!(Properties::decode(&raw), Ok(p.clone()));
+        raw.extend_from_slice(&[42, 2, 0xaa, 0xbb]); // a later writer's tag 42
+        assert_eq!(Properties::decode(&raw), Ok(p));
+    }
+
+    #[test]
+    fn inconsistent_or_malformed_properties_are_refused() {
+        let mut bad = Vec::new();
+        let edits: [fn(&mut Properties); 7] = [
+            |p| p.entries = 0,
+            |p| p.tombstones = 4,
+            |p| p.data_blocks = 0,
+            |p| p.min_seqno = SeqNo(10),
+            |p| std::mem::swap(&mut p.smallest, &mut p.largest),
+            |p| p.smallest = vec![1, 2],
+            |p| p.format_version = 2,
+        ];
+        for edit in edits {
+            let mut p = sample();
+            edit(&mut p);
+            bad.push(p.encode());
+        }
+        let good = sample().encode();
+        bad.push(good[3..].to_vec()); // ENTRIES missing
+        let mut repeated = good.clone();
+        repeated.extend_from_slice(&good[..3]);
+        bad.push(repeated);
+        for (i, raw) in bad.iter().enumerate() {
+            assert!(Properties::decode(raw).is_err(), "case {i}");
+        }
+        for cut in 0..good.len() {
+            assert!(Properties::decode(&good[..cut]).is_err(), "cut {cut}");
+        }
+    }
+}

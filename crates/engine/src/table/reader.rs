@@ -1,0 +1,372 @@
+//! [`Reader`]: an open table file, validated once and then shared by every thread that
+//! reads it. Its cursor, [`TableIter`], is in `iter.rs`.
+//!
+//! `open` reads the footer, the properties block, the index block and the filter, and
+//! checks them (FORMAT.md §6): the blocks tile the file, every index entry points at the
+//! data block right after the previous one, separators increase, and the block count
+//! matches the properties. Data blocks are read on demand through the [`BlockCache`] and
+//! checked when read (trailer checksum, block framing), so a damaged data block fails the
+//! reads that touch it, naming the table and the block's offset, and never yields data.
+//!
+//! Lookups: [`Reader::get`] asks the filter, seeks the index to the first block whose
+//! separator is `>=` the seek key, and seeks that block. If the block holds no entry at or
+//! after the seek key (its last key is below the seek key but its separator is not), the
+//! answer is the first entry of the next block, because every key of that block sorts
+//! after the separator. So a lookup reads at most two data blocks, and versions of one
+//! user key spread over several blocks are found correctly.
+//!
+//! Thread-safety: `Reader` is `Send + Sync`: the file is read with positioned reads and the
+//! cache locks internally. A `TableIter` owns an `Arc<Reader>` and has one owner.
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::block::{Block, BlockCursor};
+use super::cache::BlockCache;
+use super::compression::unseal;
+use super::filter::Filter;
+use super::footer::{BlockHandle, Footer};
+use super::iter::TableIter;
+use super::properties::Properties;
+use super::{TableMeta, FOOTER_LEN, MAX_BLOCK_LEN};
+use crate::cursor::Cursor;
+use crate::error::{Error, FileKind, Reason, Result};
+use crate::fs::{read_exact_at, FileSystem, ReadableFile};
+use crate::key::{compare_encoded, split_encoded, Kind, SeqNo, MAX_KEY_LEN};
+
+/// An open, validated table; see the module documentation.
+pub(crate) struct Reader {
+    id: u64,
+    path: Arc<Path>,
+    file: Box<dyn ReadableFile>,
+    cache: Arc<BlockCache>,
+    meta: TableMeta,
+    properties: Properties,
+    footer: Footer,
+    index: Arc<Block>,
+    filter: Option<Filter>,
+    data_end: u64,
+}
+
+impl fmt::Debug for Reader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reader")
+            .field("id", &self.id)
+            .field("path", &self.path)
+            .field("meta", &self.meta)
+            .finish()
+    }
+}
+
+fn corrupt(path: &Path, offset: u64, reason: Reason) -> Error {
+    Error::corruption(FileKind::Table, path, offset, reason)
+}
+
+/// Reads and unseals the stored block at `handle`.
+fn read_block(file: &dyn ReadableFile, path: &Path, handle: BlockHandle) -> Result<Vec<u8>> {
+    let len = usize::try_from(handle.size)
+        .ok()
+        .filter(|&n| n <= MAX_BLOCK_LEN)
+        .ok_or_else(|| corrupt(path, handle.offset, Reason::LengthOutOfRange))?;
+    let mut stored = vec![0u8; len + super::BLOCK_TRAILER_LEN];
+    read_exact_at(file, handle.offset, &mut stored)?;
+    unseal(&stored).map_err(|r| corrupt(path, handle.offset, r))
+}
+
+impl Reader {
+    /// Opens table `id` at `path`: reads and validates the footer, properties, index and
+    /// filter. Data blocks are read later, through `cache`.
+    ///
+    /// # Errors
+    /// `Corruption` (file `Table`, with the offset of the damaged block or of the footer)
+    /// for any damage FORMAT.md §6 lists, including `FileTooSmall` for a file shorter than
+    /// a footer; `UnsupportedVersion` for an unknown format version; `Error::Io`.
+    pub(crate) fn open(
+        fs: &dyn FileSystem,
+        path: &Path,
+        id: u64,
+        cache: Arc<BlockCache>,
+    ) -> Result<Reader> {
+        let file = fs.open_read(path)?;
+        let file_len = file.len()?;
+        let Some(footer_offset) = file_len.checked_sub(FOOTER_LEN as u64) else {
+            return Err(corrupt(
+                path,
+                0,
+                Reason::FileTooSmall {
+                    expected: FOOTER_LEN as u64,
+                    actual: file_len,
+                },
+            ));
+        };
+        let mut bytes = [0u8; FOOTER_LEN];
+        read_exact_at(file.as_ref(), footer_offset, &mut bytes)?;
+        let footer = Footer::decode(&bytes, path, footer_offset)?;
+        let data_end = footer
+            .data_end(footer_offset)
+            .map_err(|r| corrupt(path, footer_offset, r))?;
+        let raw = read_block(file.as_ref(), path, footer.properties)?;
+        let properties =
+            Properties::decode(&raw).map_err(|r| corrupt(path, footer.properties.offset, r))?;
+        let raw = read_block(file.as_ref(), path, footer.index)?;
+        let index =
+            Arc::new(Block::decode(raw).map_err(|r| corrupt(path, footer.index.offset, r))?);
+        let filter = if footer.filter.size == 0 {
+            None
+        } else {
+            let raw = read_block(file.as_ref(), path, footer.filter)?;
+            Some(Filter::decode(raw).map_err(|r| corrupt(path, footer.filter.offset, r))?)
+        };
+        let reader = Reader {
+            id,
+            path: Arc::from(path),
+            file,
+            cache,
+            meta: properties.meta(id, file_len),
+            properties,
+            footer,
+            index,
+            filter,
+            data_end,
+        };
+        reader.check_index()?;
+        Ok(reader)
+    }
+
+    /// Walks the index: handles tile `0..data_end` in order, separators strictly increase,
+    /// the last is `>=` the largest key, and there are as many as the properties say.
+    fn check_index(&self) -> Result<()> {
+        let at = self.footer.index.offset;
+        let mut cur = self.index_cursor();
+        let (mut expected_offset, mut count) = (0u64, 0u64);
+        let mut prev_key: Vec<u8> = Vec::new();
+        cur.seek_to_first()?;
+        while cur.valid() {
+            let handle =
+                BlockHandle::decode(cur.value()).map_err(|r| corrupt(&self.path, at, r))?;
+            if handle.offset != expected_offset || handle.end().is_none_or(|e| e > self.data_end) {
+                return Err(corrupt(&self.path, at, Reason::LengthOutOfRange));
+            }
+            if count > 0 && compare_encoded(&prev_key, cur.key()) != Ordering::Less {
+                return Err(corrupt(
+                    &self.path,
+                    at,
+                    Reason::BadEntry("index keys do not increase"),
+                ));
+            }
+            expected_offset = handle.end().unwrap_or(u64::MAX);
+            count += 1;
+            prev_key.clear();
+            prev_key.extend_from_slice(cur.key());
+            cur.next()?;
+        }
+        if expected_offset != self.data_end
+            || count != self.properties.data_blocks
+            || compare_encoded(&prev_key, &self.properties.largest) == Ordering::Less
+        {
+            return Err(corrupt(
+                &self.path,
+                at,
+                Reason::BadEntry("index does not cover the data blocks the properties describe"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The table's file id.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The path the table was opened with.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The table's summary, rebuilt from its properties block and file size.
+    pub(crate) fn meta(&self) -> &TableMeta {
+        &self.meta
+    }
+
+    /// False if the table certainly holds no version of `user_key` (always true without a
+    /// filter).
+    pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    }
+
+    /// The newest version of `user_key` with seqno `<= snapshot`: `(seqno, kind, value)`.
+    ///
+    /// # Errors
+    /// `Corruption` for a damaged block on the way; `Error::Io`.
+    pub(crate) fn get(
+        &self,
+        user_key: &[u8],
+        snapshot: SeqNo,
+    ) -> Result<Option<(SeqNo, Kind, Vec<u8>)>> {
+        if !self.may_contain(user_key) {
+            return Ok(None);
+        }
+        // Sorts before every version with seqno <= snapshot and after every newer one: no
+        // stored kind is 0xff.
+        let mut target = Vec::with_capacity(user_key.len() + 8);
+        target.extend_from_slice(user_key);
+        let trailer = (snapshot.min(SeqNo::MAX).0 << 8) | 0xff;
+        target.extend_from_slice(&trailer.to_le_bytes());
+        let mut index = self.index_cursor();
+        index.seek(&target)?;
+        // The block the index points at, then (if it ends before the target) the next one.
+        for _ in 0..2 {
+            if !index.valid() {
+                return Ok(None);
+            }
+            let mut data = self.data_cursor(&index, true)?;
+            data.seek(&target)?;
+            if data.valid() {
+                let found = split_encoded(data.key()).filter(|(u, _)| *u == user_key);
+                let Some((_, trailer)) = found else {
+                    return Ok(None);
+                };
+                let tag = trailer as u8;
+                let kind = Kind::from_u8(tag)
+                    .ok_or_else(|| corrupt(&self.path, data.file_offset(), Reason::BadTag(tag)))?;
+                return Ok(Some((SeqNo(trailer >> 8), kind, data.value().to_vec())));
+            }
+            index.next()?;
+        }
+        Ok(None)
+    }
+
+    /// A cursor over every entry; data blocks it reads are added to the cache.
+    pub(crate) fn iter(self: &Arc<Self>) -> TableIter {
+        TableIter::new(Arc::clone(self), true)
+    }
+
+    /// A cursor over every entry that uses cached blocks but does not add the blocks it
+    /// reads (for long scans and compaction, which would evict the working set).
+    pub(crate) fn iter_no_fill(self: &Arc<Self>) -> TableIter {
+        TableIter::new(Arc::clone(self), false)
+    }
+
+    /// Reads every data block from the file (not the cache), checks its checksum and
+    /// decodes every entry: keys are valid internal keys in strictly increasing order,
+    /// each block's keys lie between its separator and the previous one, the filter holds
+    /// every user key, and the counts, seqno range and key range match the properties.
+    /// Returns the number of entries.
+    ///
+    /// # Errors
+    /// `Corruption` at the offset of the first block (or of the properties block) found
+    /// wrong; `Error::Io`.
+    pub(crate) fn verify(&self) -> Result<u64> {
+        let mut index = self.index_cursor();
+        let mut tally = Properties {
+            min_seqno: SeqNo::MAX,
+            max_seqno: SeqNo::ZERO,
+            entries: 0,
+            tombstones: 0,
+            raw_bytes: 0,
+            smallest: Vec::new(),
+            largest: Vec::new(),
+            ..self.properties.clone()
+        };
+        let mut prev_separator: Option<Vec<u8>> = None;
+        index.seek_to_first()?;
+        while index.valid() {
+            let handle = self.handle(&index)?;
+            let at = handle.offset;
+            let raw = read_block(self.file.as_ref(), &self.path, handle)?;
+            let block = Block::decode(raw).map_err(|r| corrupt(&self.path, at, r))?;
+            let mut data = BlockCursor::new(Arc::new(block), Arc::clone(&self.path), at);
+            data.seek_to_first()?;
+            while data.valid() {
+                let key = data.key();
+                let bad = |msg| Err(corrupt(&self.path, at, Reason::BadEntry(msg)));
+                let Some((user_key, trailer)) = split_encoded(key) else {
+                    return bad("key shorter than its trailer");
+                };
+                let kind = Kind::from_u8(trailer as u8)
+                    .ok_or_else(|| corrupt(&self.path, at, Reason::BadTag(trailer as u8)))?;
+                let seqno = SeqNo(trailer >> 8);
+                if user_key.len() > MAX_KEY_LEN {
+                    return bad("user key longer than the key limit");
+                }
+                if tally.entries > 0 && compare_encoded(&tally.largest, key) != Ordering::Less {
+                    return bad("keys do not increase");
+                }
+                let after_prev = prev_separator
+                    .as_ref()
+                    .is_none_or(|s| compare_encoded(s, key) == Ordering::Less);
+                if !after_prev || compare_encoded(key, index.key()) == Ordering::Greater {
+                    return bad("key outside the range its index entry gives the block");
+                }
+                if !self.may_contain(user_key) {
+                    return bad("the filter does not hold a key of the table");
+                }
+                if tally.entries == 0 {
+                    tally.smallest = key.to_vec();
+                }
+                tally.entries += 1;
+                tally.tombstones += u64::from(kind == Kind::Delete);
+                tally.raw_bytes += (user_key.len() + data.value().len()) as u64;
+                tally.min_seqno = tally.min_seqno.min(seqno);
+                tally.max_seqno = tally.max_seqno.max(seqno);
+                tally.largest.clear();
+                tally.largest.extend_from_slice(key);
+                data.next()?;
+            }
+            prev_separator = Some(index.key().to_vec());
+            index.next()?;
+        }
+        if tally != self.properties {
+            return Err(corrupt(
+                &self.path,
+                self.footer.properties.offset,
+                Reason::BadEntry("the properties do not match the table's entries"),
+            ));
+        }
+        Ok(tally.entries)
+    }
+
+    pub(super) fn index_cursor(&self) -> BlockCursor {
+        BlockCursor::new(
+            Arc::clone(&self.index),
+            Arc::clone(&self.path),
+            self.footer.index.offset,
+        )
+    }
+
+    /// The handle in the current index entry, checked against the data region.
+    pub(super) fn handle(&self, index: &BlockCursor) -> Result<BlockHandle> {
+        let at = self.footer.index.offset;
+        let handle = BlockHandle::decode(index.value()).map_err(|r| corrupt(&self.path, at, r))?;
+        if handle.end().is_none_or(|e| e > self.data_end) {
+            return Err(corrupt(&self.path, at, Reason::LengthOutOfRange));
+        }
+        Ok(handle)
+    }
+
+    /// A cursor over the data block of the current index entry, from the cache or the file.
+    pub(super) fn data_cursor(&self, index: &BlockCursor, fill_cache: bool) -> Result<BlockCursor> {
+        let handle = self.handle(index)?;
+        let block = match self.cache.get(self.id, handle.offset) {
+            Some(block) => block,
+            None => {
+                let raw = read_block(self.file.as_ref(), &self.path, handle)?;
+                let block =
+                    Block::decode(raw).map_err(|r| corrupt(&self.path, handle.offset, r))?;
+                let block = Arc::new(block);
+                if fill_cache {
+                    self.cache
+                        .insert(self.id, handle.offset, Arc::clone(&block));
+                }
+                block
+            }
+        };
+        Ok(BlockCursor::new(
+            block,
+            Arc::clone(&self.path),
+            handle.offset,
+        ))
+    }
+}

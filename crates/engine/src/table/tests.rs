@@ -1,0 +1,438 @@
+//! Tests of whole tables: the writer and reader against a sorted-vector model, the
+//! writer's refusals, the cache as the reader uses it, and the worked example of
+//! FORMAT.md §9. Damaged files are tested in `corruption_tests.rs`.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+#[path = "corruption_tests.rs"]
+mod corruption;
+
+use std::cmp::Ordering;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::checksum::Checksum;
+use crate::cursor::Cursor;
+use crate::error::{FileKind, Reason};
+use crate::fs::{read_all, FileSystem, MemFs, StdFs};
+use crate::key::{compare_encoded, split_encoded, InternalKey, Kind, SeqNo};
+
+type Entry = (Vec<u8>, Vec<u8>);
+
+fn ik(user: &[u8], seqno: u64, kind: Kind) -> Vec<u8> {
+    InternalKey::new(user, SeqNo(seqno), kind).encode().unwrap()
+}
+
+fn table_path() -> PathBuf {
+    PathBuf::from("/").join(file_name(7))
+}
+
+/// Sorts by `compare_encoded` and drops repeated keys.
+fn normalize(mut entries: Vec<Entry>) -> Vec<Entry> {
+    entries.sort_by(|a, b| compare_encoded(&a.0, &b.0));
+    entries.dedup_by(|a, b| a.0 == b.0);
+    entries
+}
+
+fn write(fs: &dyn FileSystem, path: &Path, options: &TableOptions, entries: &[Entry]) -> TableMeta {
+    let mut w = Writer::create(fs, path, 7, options).unwrap();
+    for (k, v) in entries {
+        w.add(k, v).unwrap();
+    }
+    assert_eq!(w.entries(), entries.len() as u64);
+    let estimate = w.estimated_size();
+    let meta = w.finish().unwrap();
+    if options.compression == Compression::None {
+        assert!(
+            meta.file_size >= estimate,
+            "estimate {estimate} > {}",
+            meta.file_size
+        );
+    }
+    meta
+}
+
+fn open(fs: &dyn FileSystem, path: &Path, cache_bytes: usize) -> Result<Arc<Reader>> {
+    Reader::open(fs, path, 7, Arc::new(BlockCache::new(cache_bytes))).map(Arc::new)
+}
+
+fn current(c: &impl Cursor) -> Option<Entry> {
+    c.valid().then(|| (c.key().to_vec(), c.value().to_vec()))
+}
+
+/// Every entry, forwards then backwards (both must agree).
+fn scan(reader: &Arc<Reader>, fill: bool) -> Result<Vec<Entry>> {
+    let mut it = if fill {
+        reader.iter()
+    } else {
+        reader.iter_no_fill()
+    };
+    let mut forward = Vec::new();
+    it.seek_to_first()?;
+    while let Some(e) = current(&it) {
+        forward.push(e);
+        it.next()?;
+    }
+    let mut backward = Vec::new();
+    it.seek_to_last()?;
+    while let Some(e) = current(&it) {
+        backward.push(e);
+        it.prev()?;
+    }
+    backward.reverse();
+    assert_eq!(forward, backward, "forward and backward scans differ");
+    Ok(forward)
+}
+
+fn model_get(model: &[Entry], user: &[u8], snapshot: u64) -> Option<(SeqNo, Kind, Vec<u8>)> {
+    model.iter().find_map(|(k, v)| {
+        let (u, trailer) = split_encoded(k).unwrap();
+        (u == user && trailer >> 8 <= snapshot).then(|| {
+            (
+                SeqNo(trailer >> 8),
+                Kind::from_u8(trailer as u8).unwrap(),
+                v.clone(),
+            )
+        })
+    })
+}
+
+/// Index of the first model entry `>= target`.
+fn lower_bound(model: &[Entry], target: &[u8]) -> usize {
+    model.partition_point(|(k, _)| compare_encoded(k, target) == Ordering::Less)
+}
+
+/// Checks seek, seek_for_prev and a few steps either way from each against the model.
+fn check_seeks(reader: &Arc<Reader>, model: &[Entry], targets: &[Vec<u8>]) {
+    let mut it = reader.iter();
+    for target in targets {
+        let lb = lower_bound(model, target);
+        it.seek(target).unwrap();
+        assert_eq!(current(&it), model.get(lb).cloned(), "seek");
+        for step in 1..4 {
+            it.next().unwrap();
+            assert_eq!(
+                current(&it),
+                model.get(lb + step).cloned(),
+                "next after seek"
+            );
+        }
+        let exact = model.get(lb).is_some_and(|(k, _)| k == target);
+        let le = if exact { Some(lb) } else { lb.checked_sub(1) };
+        it.seek_for_prev(target).unwrap();
+        assert_eq!(current(&it), le.map(|i| model[i].clone()), "seek_for_prev");
+        for step in 1..4 {
+            it.prev().unwrap();
+            let want = le
+                .and_then(|i| i.checked_sub(step))
+                .map(|i| model[i].clone());
+            assert_eq!(current(&it), want, "prev after seek_for_prev");
+        }
+        // Changing direction right after a seek.
+        it.seek(target).unwrap();
+        if it.valid() {
+            it.prev().unwrap();
+            let want = lb.checked_sub(1).map(|i| model[i].clone());
+            assert_eq!(current(&it), want, "prev after seek");
+        }
+        it.seek_for_prev(target).unwrap();
+        if let Some(i) = le {
+            it.next().unwrap();
+            assert_eq!(
+                current(&it),
+                model.get(i + 1).cloned(),
+                "next after seek_for_prev"
+            );
+        }
+    }
+}
+
+fn arb_options() -> impl Strategy<Value = TableOptions> {
+    (
+        prop_oneof![Just(64usize), Just(256), Just(4096)],
+        prop_oneof![Just(1usize), Just(16)],
+        prop_oneof![
+            Just(Compression::None),
+            Just(Compression::Snappy),
+            Just(Compression::Zstd),
+            Just(Compression::Lz4)
+        ],
+        prop_oneof![Just(0u32), Just(10)],
+    )
+        .prop_map(
+            |(block_size, restart_interval, compression, bits)| TableOptions {
+                block_size,
+                restart_interval,
+                compression,
+                zstd_level: 1,
+                bloom_bits_per_key: bits,
+            },
+        )
+}
+
+fn arb_user_key() -> impl Strategy<Value = Vec<u8>> {
+    // A tiny alphabet and short keys: many shared prefixes, empty keys, repeated keys.
+    prop::collection::vec(
+        prop_oneof![Just(0u8), Just(b'a'), Just(b'b'), Just(0xff)],
+        0..4,
+    )
+}
+
+fn arb_entries() -> impl Strategy<Value = Vec<Entry>> {
+    let entry =
+        (arb_user_key(), 0u64..20, any::<bool>(), 0usize..40).prop_map(|(u, s, put, vlen)| {
+            let kind = if put { Kind::Put } else { Kind::Delete };
+            let value = if put {
+                vec![u.len() as u8 ^ 0x5a; vlen]
+            } else {
+                vec![]
+            };
+            (ik(&u, s, kind), value)
+        });
+    // Plus many versions of one key, so they span several small blocks.
+    let versions = (arb_user_key(), 0usize..60).prop_map(|(u, n)| {
+        (0..n as u64)
+            .map(|s| {
+                (
+                    ik(&u, 100 + s, Kind::Put),
+                    format!("version {s}").into_bytes(),
+                )
+            })
+            .collect::<Vec<_>>()
+    });
+    (prop::collection::vec(entry, 1..150), versions).prop_map(|(mut a, b)| {
+        a.extend(b);
+        normalize(a)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn round_trip_matches_the_model(
+        model in arb_entries(),
+        options in arb_options(),
+        probes in prop::collection::vec((arb_user_key(), 0u64..180), 30),
+    ) {
+        let fs = MemFs::new();
+        let meta = write(&fs, &table_path(), &options, &model);
+        prop_assert_eq!(meta.entries, model.len() as u64);
+        prop_assert_eq!(&meta.smallest, &model[0].0);
+        prop_assert_eq!(&meta.largest, &model[model.len() - 1].0);
+        prop_assert_eq!(meta.file_size, fs.file_len(&table_path()).unwrap());
+        let reader = open(&fs, &table_path(), 1 << 20).unwrap();
+        prop_assert_eq!(reader.meta(), &meta);
+        prop_assert_eq!(scan(&reader, true).unwrap(), model.clone());
+        prop_assert_eq!(reader.verify().unwrap(), model.len() as u64);
+
+        let mut targets: Vec<Vec<u8>> = model.iter().map(|e| e.0.clone()).collect();
+        for (u, s) in &probes {
+            targets.push(ik(u, *s, Kind::Put));
+            targets.push(ik(u, *s, Kind::Delete));
+            targets.push(ik(u, SeqNo::MAX.0, Kind::Delete));
+            targets.push(ik(u, 0, Kind::Put));
+        }
+        check_seeks(&reader, &model, &targets);
+
+        for (u, s) in probes.iter().chain(model.iter().map(|(k, _)| {
+            let (u, t) = split_encoded(k).unwrap();
+            (u.to_vec(), t >> 8)
+        }).collect::<Vec<_>>().iter()) {
+            for snapshot in [*s, s.saturating_sub(1), s + 1, SeqNo::MAX.0] {
+                prop_assert_eq!(
+                    reader.get(u, SeqNo(snapshot)).unwrap(),
+                    model_get(&model, u, snapshot),
+                    "get {:?} at {}", u, snapshot
+                );
+            }
+            if !reader.may_contain(u) {
+                prop_assert!(model_get(&model, u, SeqNo::MAX.0).is_none(), "false negative");
+            }
+        }
+    }
+}
+
+fn sample(n: u32) -> Vec<Entry> {
+    normalize(
+        (0..n)
+            .flat_map(|i| {
+                let user = format!("user{:04}", i / 3).into_bytes();
+                let kind = if i % 5 == 0 { Kind::Delete } else { Kind::Put };
+                let value = if kind == Kind::Put {
+                    format!("value-{i}").into_bytes()
+                } else {
+                    vec![]
+                };
+                [(ik(&user, u64::from(i), kind), value)]
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn versions_of_one_key_spanning_many_blocks_are_found_at_every_snapshot() {
+    let fs = MemFs::new();
+    let options = TableOptions {
+        block_size: 64,
+        restart_interval: 4,
+        ..TableOptions::default()
+    };
+    let mut model = vec![(ik(b"a", 1, Kind::Put), b"before".to_vec())];
+    model.extend((0..200u64).map(|i| {
+        (
+            ik(b"key", 1000 - 3 * i, Kind::Put),
+            i.to_le_bytes().to_vec(),
+        )
+    }));
+    model.push((ik(b"z", 1, Kind::Put), b"after".to_vec()));
+    let model = normalize(model);
+    write(&fs, &table_path(), &options, &model);
+    let reader = open(&fs, &table_path(), 0).unwrap();
+    for snapshot in 0..1002 {
+        assert_eq!(
+            reader.get(b"key", SeqNo(snapshot)).unwrap(),
+            model_get(&model, b"key", snapshot),
+            "snapshot {snapshot}"
+        );
+    }
+    assert_eq!(reader.get(b"ke", SeqNo::MAX).unwrap(), None);
+    assert_eq!(reader.get(b"key\0", SeqNo::MAX).unwrap(), None);
+}
+
+#[test]
+fn a_table_on_real_files_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(file_name(7));
+    let model = sample(2000);
+    let options = TableOptions {
+        compression: Compression::Zstd,
+        ..TableOptions::default()
+    };
+    let meta = write(&StdFs, &path, &options, &model);
+    assert_eq!(meta.file_size, std::fs::metadata(&path).unwrap().len());
+    assert_eq!((meta.entries, meta.tombstones), (2000, 400));
+    let reader = open(&StdFs, &path, 1 << 20).unwrap();
+    assert_eq!(reader.id(), 7);
+    assert_eq!(reader.path(), path);
+    assert_eq!(scan(&reader, false).unwrap(), model);
+    assert_eq!(reader.verify().unwrap(), 2000);
+    // Readers are shared across threads.
+    let handles: Vec<_> = (0..2)
+        .map(|t| {
+            let reader = Arc::clone(&reader);
+            std::thread::spawn(move || {
+                for i in (t..2000u64).step_by(2) {
+                    let user = format!("user{:04}", i / 3);
+                    let got = reader.get(user.as_bytes(), SeqNo(i)).unwrap().unwrap();
+                    assert_eq!(got.0, SeqNo(i));
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+}
+
+#[test]
+fn cache_is_filled_by_iter_but_not_by_iter_no_fill() {
+    let fs = MemFs::new();
+    let options = TableOptions {
+        block_size: 256,
+        ..TableOptions::default()
+    };
+    let model = sample(300);
+    write(&fs, &table_path(), &options, &model);
+    let cache = Arc::new(BlockCache::new(1 << 20));
+    let reader = Arc::new(Reader::open(&fs, &table_path(), 7, Arc::clone(&cache)).unwrap());
+    scan(&reader, false).unwrap();
+    assert_eq!((cache.used_bytes(), cache.hits()), (0, 0));
+    scan(&reader, true).unwrap();
+    let used = cache.used_bytes();
+    assert!(used > 0);
+    let hits = cache.hits();
+    scan(&reader, false).unwrap();
+    assert!(
+        cache.hits() > hits,
+        "cached blocks are used by iter_no_fill"
+    );
+    assert_eq!(cache.used_bytes(), used);
+    let (u, t) = split_encoded(&model[10].0).unwrap();
+    assert!(reader.get(u, SeqNo(t >> 8)).unwrap().is_some());
+    cache.forget_table(7);
+    assert_eq!(cache.used_bytes(), 0);
+
+    // A small budget is never exceeded.
+    let small = Arc::new(BlockCache::new(2000));
+    let reader = Arc::new(Reader::open(&fs, &table_path(), 7, Arc::clone(&small)).unwrap());
+    scan(&reader, true).unwrap();
+    assert!(small.used_bytes() <= 2000 && small.used_bytes() > 0);
+}
+
+#[test]
+fn file_names_round_trip_and_reject_others() {
+    assert_eq!(file_name(42), "00000000000000000042.sst");
+    assert_eq!(parse_file_name(&file_name(42)), Some(42));
+    assert_eq!(parse_file_name(&file_name(u64::MAX)), Some(u64::MAX));
+    for bad in [
+        "42.sst",
+        "0000000000000000042.sst",
+        "00000000000000000042.wal",
+        "99999999999999999999.sst",
+        "",
+    ] {
+        assert_eq!(parse_file_name(bad), None, "{bad}");
+    }
+}
+
+#[test]
+fn reader_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    fn check_send<T: Send>() {}
+    check::<Reader>();
+    check_send::<TableIter>();
+    check_send::<Writer>();
+}
+
+/// The bytes of FORMAT.md §9 (worked example).
+#[test]
+fn encoding_matches_the_worked_example() {
+    let fs = MemFs::new();
+    let meta = write(
+        &fs,
+        &table_path(),
+        &TableOptions::default(),
+        &[(ik(b"k", 1, Kind::Put), b"v".to_vec())],
+    );
+    assert_eq!(meta.file_size, 182);
+    let hex: String = read_all(&fs, &table_path())
+        .unwrap()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let want = concat!(
+        "0009016b0101000000000000760000000001000000", // data block
+        "0050328848",                                 // its trailer
+        "202020200000202006",                         // filter block
+        "0048dcad4d",
+        "0009026b010100000000000000150000000001000000", // index block
+        "008ee7e8f6",
+        "010101",
+        "020100",
+        "030102",
+        "040101",
+        "050101", // properties block
+        "06096b0101000000000000",
+        "07096b0101000000000000",
+        "080101",
+        "090100",
+        "0a0101",
+        "0087972c62",
+        "1a00000000000000090000000000000028000000000000001600000000000000", // footer
+        "43000000000000002e0000000000000001000000778f3175434149524e535354",
+    );
+    assert_eq!(hex, want);
+}
