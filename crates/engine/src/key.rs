@@ -283,6 +283,32 @@ pub(crate) fn split_encoded(buf: &[u8]) -> Option<(&[u8], u64)> {
     Some((user_key, get_u64_le(buf, user_len)?))
 }
 
+/// The encoded probe that sorts before every version of `user_key` with seqno `<= seqno`
+/// and after every newer one: `user_key` with trailer `(seqno << 8) | 0xff`. Seeking to it
+/// finds the newest version visible at `seqno`. Not a decodable key (kind 0xff); only for
+/// seeks.
+pub(crate) fn seek_key(user_key: &[u8], seqno: SeqNo) -> Vec<u8> {
+    let mut out = Vec::with_capacity(user_key.len() + TRAILER_LEN);
+    out.extend_from_slice(user_key);
+    out.extend_from_slice(&((seqno.0.min(SeqNo::MAX.0) << 8) | 0xff).to_le_bytes());
+    out
+}
+
+/// The encoded probe that sorts after every version of `user_key` (trailer 0).
+pub(crate) fn after_key(user_key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(user_key.len() + TRAILER_LEN);
+    out.extend_from_slice(user_key);
+    out.extend_from_slice(&0u64.to_le_bytes());
+    out
+}
+
+/// The user key and the unpacked trailer `(seqno, kind byte)` of an encoded key, or `None`
+/// if it is shorter than the trailer.
+pub(crate) fn parse_encoded(buf: &[u8]) -> Option<(&[u8], SeqNo, u8)> {
+    let (user, trailer) = split_encoded(buf)?;
+    Some((user, SeqNo(trailer >> 8), (trailer & 0xff) as u8))
+}
+
 /// Compares two encoded internal keys in the order of [`InternalKey`]'s `Ord`: user key
 /// ascending, then trailer descending (which is seqno descending, then kind descending).
 ///

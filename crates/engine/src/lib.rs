@@ -32,16 +32,25 @@ mod atomic;
 mod batch;
 mod checksum;
 mod coding;
+mod compaction;
 #[allow(dead_code)] // implemented by the table and memtable cursors as they land
 mod cursor;
+mod db;
 mod error;
 mod fs;
 pub mod hash;
 pub mod inspect;
+mod iter;
 mod key;
+mod memtable;
 mod mmap;
+mod options;
+mod snapshot;
 mod table;
 mod version;
 mod wal;
 
+pub use db::{Batch, Db, Iter, Keyspace, Stats, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN};
 pub use error::{Corruption, Error, FileKind, Reason, Result};
+pub use options::{Compression, Durability, Options};
+pub use snapshot::Snapshot;

@@ -1,0 +1,152 @@
+//! Leveled compaction: [`pick`] chooses what to merge ([`Choice`]), [`stream`] decides
+//! which versions of each key survive, [`run()`] executes a choice and commits its edit.
+//!
+//! Shape of a keyspace's tree: level 0 holds flushed tables (overlapping, newest first);
+//! levels 1–6 each hold sorted, non-overlapping tables, each level about
+//! `level_size_multiplier` times larger than the one above. Compaction keeps level 0
+//! below `l0_compaction_trigger` tables and every deeper level below its target size by
+//! merging tables into the level below.
+//!
+//! Invariants:
+//! 1. A choice's inputs are all of level 0 (for a level-0 compaction) or one table of
+//!    level n, plus every table of level n+1 whose user-key range overlaps them; so the
+//!    output replaces them without breaking level n+1's non-overlap.
+//! 2. Output tables split only between different user keys, so all versions of a key live
+//!    in one table of a level (reads and the level cursor rely on it).
+//! 3. At most one compaction per keyspace runs at a time (the scheduler's rule).
+
+mod run;
+pub(crate) mod stream;
+
+use std::sync::Arc;
+
+pub(crate) use run::run;
+
+use crate::key::{split_encoded, KeyspaceId};
+use crate::options::Options;
+use crate::table::TableMeta;
+use crate::version::{KeyspaceTables, Version, NUM_LEVELS};
+
+/// One compaction to run.
+#[derive(Debug, Clone)]
+pub(crate) struct Choice {
+    pub(crate) keyspace: KeyspaceId,
+    /// The level the inputs come from.
+    pub(crate) level: usize,
+    /// Tables of `level`.
+    pub(crate) inputs: Vec<Arc<TableMeta>>,
+    /// Tables of `level + 1` overlapping the inputs.
+    pub(crate) overlaps: Vec<Arc<TableMeta>>,
+    /// No deeper level holds any key of the inputs' range: tombstones may be dropped.
+    pub(crate) bottommost: bool,
+    /// The single input can move down unchanged (nothing overlaps it below).
+    pub(crate) trivial_move: bool,
+}
+
+impl Choice {
+    /// The level the outputs go to.
+    pub(crate) fn output_level(&self) -> usize {
+        self.level + 1
+    }
+}
+
+/// Target size of `level` (>= 1).
+pub(crate) fn level_target(options: &Options, level: usize) -> u64 {
+    let mut target = options.level1_size;
+    for _ in 1..level {
+        target = target.saturating_mul(options.level_size_multiplier);
+    }
+    target
+}
+
+fn user_key(encoded: &[u8]) -> &[u8] {
+    split_encoded(encoded).map_or(encoded, |(u, _)| u)
+}
+
+/// The user-key range covered by `tables`.
+fn range_of<'a>(tables: impl Iterator<Item = &'a Arc<TableMeta>>) -> Option<(Vec<u8>, Vec<u8>)> {
+    let mut range: Option<(Vec<u8>, Vec<u8>)> = None;
+    for t in tables {
+        let (lo, hi) = (user_key(&t.smallest), user_key(&t.largest));
+        range = Some(match range {
+            None => (lo.to_vec(), hi.to_vec()),
+            Some((a, b)) => (
+                if lo < a.as_slice() { lo.to_vec() } else { a },
+                if hi > b.as_slice() { hi.to_vec() } else { b },
+            ),
+        });
+    }
+    range
+}
+
+/// How urgently each level of `ks` needs compaction (>= 1.0 means it does), by level.
+fn scores(ks: &KeyspaceTables, options: &Options) -> Vec<(usize, f64)> {
+    let mut out = Vec::new();
+    let l0 = ks.levels.first().map_or(0, Vec::len);
+    out.push((0, l0 as f64 / options.l0_compaction_trigger as f64));
+    for level in 1..NUM_LEVELS - 1 {
+        let size = ks.level_size(level);
+        out.push((level, size as f64 / level_target(options, level) as f64));
+    }
+    out
+}
+
+/// The most urgent compaction among keyspaces not in `busy`, if any level needs one.
+pub(crate) fn pick(version: &Version, options: &Options, busy: &[KeyspaceId]) -> Option<Choice> {
+    let mut best: Option<(f64, KeyspaceId, usize)> = None;
+    for (id, ks) in version.keyspaces() {
+        if busy.contains(&id) {
+            continue;
+        }
+        for (level, score) in scores(ks, options) {
+            if score >= 1.0 && best.is_none_or(|(s, _, _)| score > s) {
+                best = Some((score, id, level));
+            }
+        }
+    }
+    let (_, id, level) = best?;
+    let ks = version.keyspace(id)?;
+    choose(id, ks, level)
+}
+
+fn choose(id: KeyspaceId, ks: &KeyspaceTables, level: usize) -> Option<Choice> {
+    let files = ks.levels.get(level)?;
+    let inputs: Vec<Arc<TableMeta>> = if level == 0 {
+        files.clone()
+    } else {
+        // The table whose merge rewrites the fewest bytes of the next level per byte
+        // moved down.
+        let mut best: Option<(f64, &Arc<TableMeta>)> = None;
+        for t in files {
+            let below = ks.overlapping(
+                level + 1,
+                Some(user_key(&t.smallest)),
+                Some(user_key(&t.largest)),
+            );
+            let bytes: u64 = below.iter().map(|b| b.file_size).sum();
+            let ratio = bytes as f64 / t.file_size.max(1) as f64;
+            if best.is_none_or(|(r, _)| ratio < r) {
+                best = Some((ratio, t));
+            }
+        }
+        vec![Arc::clone(best?.1)]
+    };
+    let (lo, hi) = range_of(inputs.iter())?;
+    let overlaps = ks.overlapping(level + 1, Some(&lo), Some(&hi));
+    let (lo, hi) = range_of(inputs.iter().chain(overlaps.iter()))?;
+    let bottommost = (level + 2..NUM_LEVELS)
+        .all(|deeper| ks.overlapping(deeper, Some(&lo), Some(&hi)).is_empty());
+    let trivial_move = inputs.len() == 1
+        && overlaps.is_empty()
+        && inputs
+            .first()
+            .is_some_and(|t| t.tombstones == 0 || !bottommost);
+    Some(Choice {
+        keyspace: id,
+        level,
+        inputs,
+        overlaps,
+        bottommost,
+        trivial_move,
+    })
+}

@@ -1,0 +1,177 @@
+//! Executing a [`Choice`]: merge the inputs, keep what [`stream`](super::stream) keeps,
+//! write output tables of about `table_size` bytes, then commit one edit that swaps the
+//! inputs for the outputs.
+//!
+//! Crash safety is the flush's: outputs are fsynced and the directory synced before the
+//! edit is appended to the manifest; a crash before that leaves orphan tables that the
+//! next open deletes, and the inputs stay live.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::stream::KeyVersions;
+use super::Choice;
+use crate::cursor::Cursor;
+use crate::db::{flush, Inner};
+use crate::error::Result;
+use crate::iter::level::{LevelCursor, Opener};
+use crate::iter::merge::MergingCursor;
+use crate::key::split_encoded;
+use crate::table::{self, TableMeta};
+use crate::version::Edit;
+
+/// Runs `choice` to completion and installs the result.
+///
+/// # Errors
+/// I/O errors writing outputs or the manifest; corruption found in an input.
+pub(crate) fn run(inner: &Inner, choice: &Choice) -> Result<()> {
+    let ks = choice.keyspace;
+    let out_level = choice.output_level();
+    let mut removed: Vec<(_, usize, u64)> = Vec::new();
+    for t in &choice.inputs {
+        removed.push((ks, choice.level, t.id));
+    }
+    for t in &choice.overlaps {
+        removed.push((ks, out_level, t.id));
+    }
+    if choice.trivial_move {
+        let added = choice
+            .inputs
+            .iter()
+            .map(|t| (ks, out_level, TableMeta::clone(t)))
+            .collect();
+        return commit(inner, removed, added, &[]);
+    }
+
+    let mut ids = Vec::new();
+    let outcome = write_outputs(inner, choice, &mut ids);
+    let result = outcome.and_then(|added| commit(inner, removed, added, &ids));
+    inner
+        .state
+        .lock()
+        .pending_outputs
+        .retain(|id| !ids.contains(id));
+    result?;
+    inner.stats.compactions.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
+
+fn write_outputs(
+    inner: &Inner,
+    choice: &Choice,
+    ids: &mut Vec<u64>,
+) -> Result<Vec<(crate::key::KeyspaceId, usize, TableMeta)>> {
+    let snapshots = inner.snapshots.seqnos();
+    let mut children: Vec<Box<dyn Cursor>> = Vec::new();
+    let open_table = |meta: &TableMeta| -> Result<Box<dyn Cursor>> {
+        let reader = inner.tables.get(inner, meta.id)?;
+        Ok(Box::new(reader.iter_no_fill()))
+    };
+    if choice.level == 0 {
+        for t in &choice.inputs {
+            children.push(open_table(t)?);
+        }
+    } else {
+        children.push(level_cursor(inner, &choice.inputs));
+    }
+    if !choice.overlaps.is_empty() {
+        children.push(level_cursor(inner, &choice.overlaps));
+    }
+    let mut input = MergingCursor::new(children);
+    input.seek_to_first()?;
+
+    let topts = flush::table_options(&inner.options);
+    let mut added = Vec::new();
+    let mut writer: Option<table::Writer> = None;
+    let mut versions = KeyVersions::new(&snapshots, choice.bottommost);
+    let mut current_user: Option<Vec<u8>> = None;
+    loop {
+        let user = if input.valid() {
+            Some(split_encoded(input.key()).map_or(input.key(), |(u, _)| u))
+        } else {
+            None
+        };
+        if current_user.is_some() && user != current_user.as_deref() {
+            // A user key is complete: write what survives, then maybe cut the table.
+            for (key, value) in versions.finish() {
+                if writer.is_none() {
+                    let id = inner.new_file_id();
+                    inner.state.lock().pending_outputs.push(id);
+                    ids.push(id);
+                    let path = inner.dir.join(table::file_name(id));
+                    writer = Some(table::Writer::create(inner.fs.as_ref(), &path, id, &topts)?);
+                }
+                if let Some(w) = writer.as_mut() {
+                    w.add(&key, &value)?;
+                }
+            }
+            if writer
+                .as_ref()
+                .is_some_and(|w| w.estimated_size() >= inner.options.table_size)
+            {
+                if let Some(w) = writer.take() {
+                    added.push(finish(inner, choice, w)?);
+                }
+            }
+        }
+        let Some(user) = user else { break };
+        if current_user.as_deref() != Some(user) {
+            current_user = Some(user.to_vec());
+        }
+        versions.push(input.key(), input.value())?;
+        input.next()?;
+    }
+    if let Some(w) = writer.take() {
+        added.push(finish(inner, choice, w)?);
+    }
+    if !added.is_empty() {
+        inner.fs.sync_dir(&inner.dir)?;
+    }
+    Ok(added)
+}
+
+fn finish(
+    inner: &Inner,
+    choice: &Choice,
+    writer: table::Writer,
+) -> Result<(crate::key::KeyspaceId, usize, TableMeta)> {
+    let meta = writer.finish()?;
+    inner
+        .stats
+        .compaction_bytes
+        .fetch_add(meta.file_size, Ordering::Relaxed);
+    Ok((choice.keyspace, choice.output_level(), meta))
+}
+
+fn level_cursor(inner: &Inner, tables: &[Arc<TableMeta>]) -> Box<dyn Cursor> {
+    let owner = inner.self_ref();
+    let open: Opener = Box::new(move |meta: &TableMeta| {
+        let inner = owner
+            .upgrade()
+            .ok_or_else(|| crate::Error::invalid("the store is closed"))?;
+        let reader = inner.tables.get(&inner, meta.id)?;
+        Ok(Box::new(reader.iter_no_fill()) as Box<dyn Cursor>)
+    });
+    Box::new(LevelCursor::new(tables.to_vec(), open))
+}
+
+fn commit(
+    inner: &Inner,
+    removed: Vec<(crate::key::KeyspaceId, usize, u64)>,
+    added: Vec<(crate::key::KeyspaceId, usize, TableMeta)>,
+    _outputs: &[u64],
+) -> Result<()> {
+    {
+        let mut st = inner.state.lock();
+        let edit = Edit {
+            removed_tables: removed,
+            added_tables: added,
+            ..Edit::default()
+        };
+        flush::log_and_apply(inner, &mut st, edit)?;
+        crate::db::install(inner, &st);
+    }
+    inner.stall_cv.notify_all();
+    flush::delete_obsolete_files(inner);
+    Ok(())
+}

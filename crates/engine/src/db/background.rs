@@ -1,0 +1,260 @@
+//! Background work and store-wide changes: the flush/compaction threads, the log thread,
+//! keyspace creation and removal, waiting for work to settle, statistics and shutdown.
+//!
+//! Scheduling: a background thread flushes the oldest sealed memtable first (writers may
+//! be waiting on it), otherwise runs the most urgent compaction of a keyspace that has
+//! none running, otherwise sleeps until woken. At most one flush runs at a time and at
+//! most one compaction per keyspace, so edits never conflict.
+//!
+//! A failed flush or compaction records the store's background error: writes fail from
+//! then on (reads continue) and the store must be reopened, which recovers from the WAL
+//! and the manifest as after a crash.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{flush, write, Inner, Stats, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN};
+use crate::compaction;
+use crate::error::{Error, Result};
+use crate::key::KeyspaceId;
+use crate::version::{Edit, NUM_LEVELS};
+
+/// Counters of background work.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) stalls: AtomicU64,
+    pub(crate) flushes: AtomicU64,
+    pub(crate) compactions: AtomicU64,
+    pub(crate) flush_bytes: AtomicU64,
+    pub(crate) compaction_bytes: AtomicU64,
+}
+
+/// Starts the log thread and the flush/compaction threads.
+pub(crate) fn start(inner: &Arc<Inner>) -> Result<()> {
+    let mut threads = inner.threads.lock();
+    let log = Arc::clone(inner);
+    threads.push(
+        std::thread::Builder::new()
+            .name("cairn-log".into())
+            .spawn(move || write::log_thread(log))
+            .map_err(|e| Error::io(&inner.dir, "spawn thread", e))?,
+    );
+    for i in 0..inner.options.background_threads {
+        let bg = Arc::clone(inner);
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("cairn-bg-{i}"))
+                .spawn(move || background_loop(&bg))
+                .map_err(|e| Error::io(&inner.dir, "spawn thread", e))?,
+        );
+    }
+    Ok(())
+}
+
+fn background_loop(inner: &Inner) {
+    let mut st = inner.state.lock();
+    loop {
+        if st.shutting_down {
+            return;
+        }
+        if st.bg_error.is_none() && !st.imm.is_empty() && !st.flushing {
+            st.flushing = true;
+            drop(st);
+            let outcome = flush::flush_oldest(inner);
+            st = inner.state.lock();
+            st.flushing = false;
+            if let Err(e) = outcome {
+                st.bg_error
+                    .get_or_insert_with(|| format!("flush failed: {e}"));
+            }
+            inner.stall_cv.notify_all();
+            inner.bg_cv.notify_all();
+            continue;
+        }
+        if st.bg_error.is_none() {
+            let choice = compaction::pick(&st.version, &inner.options, &st.compacting);
+            if let Some(choice) = choice {
+                let ks = choice.keyspace;
+                st.compacting.push(ks);
+                drop(st);
+                let outcome = compaction::run(inner, &choice);
+                st = inner.state.lock();
+                st.compacting.retain(|k| *k != ks);
+                if let Err(e) = outcome {
+                    st.bg_error
+                        .get_or_insert_with(|| format!("compaction failed: {e}"));
+                }
+                inner.stall_cv.notify_all();
+                inner.bg_cv.notify_all();
+                continue;
+            }
+        }
+        inner.bg_cv.wait(&mut st);
+    }
+}
+
+fn check_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > MAX_KEYSPACE_NAME_LEN {
+        return Err(Error::invalid(format!(
+            "keyspace names must be 1 to {MAX_KEYSPACE_NAME_LEN} bytes, got {} bytes",
+            name.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Creates keyspace `name` (or returns the existing one's id).
+pub(crate) fn create_keyspace(inner: &Inner, name: &str) -> Result<KeyspaceId> {
+    check_name(name)?;
+    inner.check_writable()?;
+    let mut st = inner.state.lock();
+    if let Some((id, _)) = st.version.keyspace_by_name(name) {
+        return Ok(id);
+    }
+    let id = st.version.next_keyspace_id();
+    let next = id
+        .checked_add(1)
+        .ok_or_else(|| Error::invalid("keyspace ids are exhausted"))?;
+    let edit = Edit {
+        created_keyspaces: vec![(KeyspaceId(id), name.to_string())],
+        next_keyspace_id: Some(next),
+        ..Edit::default()
+    };
+    if let Err(e) = flush::log_and_apply(inner, &mut st, edit) {
+        st.bg_error
+            .get_or_insert_with(|| format!("manifest write failed: {e}"));
+        return Err(e);
+    }
+    super::read::install(inner, &st);
+    Ok(KeyspaceId(id))
+}
+
+/// Drops keyspace `name` and everything in it.
+pub(crate) fn drop_keyspace(inner: &Inner, name: &str) -> Result<()> {
+    inner.check_writable()?;
+    if name == DEFAULT_KEYSPACE {
+        return Err(Error::invalid("the default keyspace cannot be dropped"));
+    }
+    {
+        let mut st = inner.state.lock();
+        let Some((id, _)) = st.version.keyspace_by_name(name) else {
+            return Err(Error::invalid(format!("no keyspace named {name:?}")));
+        };
+        // A running compaction of the keyspace would commit into a keyspace that no
+        // longer exists; wait for it.
+        while st.compacting.contains(&id) {
+            inner.stall_cv.wait_for(&mut st, Duration::from_millis(20));
+        }
+        let edit = Edit {
+            dropped_keyspaces: vec![id],
+            ..Edit::default()
+        };
+        if let Err(e) = flush::log_and_apply(inner, &mut st, edit) {
+            st.bg_error
+                .get_or_insert_with(|| format!("manifest write failed: {e}"));
+            return Err(e);
+        }
+        super::read::install(inner, &st);
+    }
+    flush::delete_obsolete_files(inner);
+    Ok(())
+}
+
+/// Waits until `done` holds for the state, or a background error stops progress.
+fn wait_until(inner: &Inner, done: impl Fn(&super::State) -> bool) -> Result<()> {
+    let mut st = inner.state.lock();
+    loop {
+        if let Some(e) = &st.bg_error {
+            return Err(Error::invalid(format!("background work failed: {e}")));
+        }
+        if done(&st) {
+            return Ok(());
+        }
+        if st.shutting_down {
+            return Err(Error::invalid("the store is closed"));
+        }
+        inner.bg_cv.notify_all();
+        inner.stall_cv.wait_for(&mut st, Duration::from_millis(20));
+    }
+}
+
+/// Seals the memtable and waits until every sealed memtable is flushed.
+pub(crate) fn flush_and_wait(inner: &Inner) -> Result<()> {
+    write::rotate(inner)?;
+    wait_until(inner, |st| st.imm.is_empty() && !st.flushing)
+}
+
+/// Waits until nothing is left to flush or compact.
+pub(crate) fn wait_idle(inner: &Inner) -> Result<()> {
+    wait_until(inner, |st| {
+        st.imm.is_empty()
+            && !st.flushing
+            && st.compacting.is_empty()
+            && compaction::pick(&st.version, &inner.options, &[]).is_none()
+    })
+}
+
+/// A snapshot of the store's statistics.
+pub(crate) fn stats(inner: &Inner) -> Stats {
+    let st = inner.state.lock();
+    let mut tables_per_level = vec![0usize; NUM_LEVELS];
+    let mut table_bytes = 0u64;
+    for (_, ks) in st.version.keyspaces() {
+        for (level, files) in ks.levels.iter().enumerate() {
+            if let Some(n) = tables_per_level.get_mut(level) {
+                *n += files.len();
+            }
+            table_bytes += files.iter().map(|f| f.file_size).sum::<u64>();
+        }
+    }
+    let memtable_bytes = std::iter::once(&st.mem)
+        .chain(st.imm.iter())
+        .map(|m| m.size() as u64)
+        .sum();
+    drop(st);
+    let c = &inner.stats;
+    Stats {
+        last_seqno: inner.visible_seqno.load(Ordering::Acquire),
+        durable_seqno: inner.durable_seqno.load(Ordering::Acquire),
+        tables_per_level,
+        table_bytes,
+        memtable_bytes,
+        wal_bytes_written: inner.write.wal_bytes.load(Ordering::Relaxed),
+        flush_bytes_written: c.flush_bytes.load(Ordering::Relaxed),
+        compaction_bytes_written: c.compaction_bytes.load(Ordering::Relaxed),
+        user_bytes_written: inner.write.user_bytes.load(Ordering::Relaxed),
+        flushes: c.flushes.load(Ordering::Relaxed),
+        compactions: c.compactions.load(Ordering::Relaxed),
+        cache_hits: inner.block_cache.hits(),
+        cache_misses: inner.block_cache.misses(),
+        write_stalls: c.stalls.load(Ordering::Relaxed),
+    }
+}
+
+/// Stops writes, writes and fsyncs the log, and joins the background threads. Idempotent.
+pub(crate) fn shutdown(inner: &Inner) -> Result<()> {
+    if inner.closed.swap(true, Ordering::AcqRel) {
+        return Ok(());
+    }
+    // Writers already queued finish first: take leadership of nothing by syncing under
+    // the log lock after they are done.
+    let synced = write::flush_wal(inner, true);
+    {
+        let mut st = inner.state.lock();
+        st.shutting_down = true;
+        inner.bg_cv.notify_all();
+        inner.stall_cv.notify_all();
+    }
+    write::stop_log_thread(inner);
+    let threads: Vec<_> = inner.threads.lock().drain(..).collect();
+    for t in threads {
+        let _ = t.join();
+    }
+    let bg = inner.state.lock().bg_error.clone();
+    match (synced, bg) {
+        (Ok(()), None) => Ok(()),
+        (Err(e), _) => Err(e),
+        (Ok(()), Some(e)) => Err(Error::invalid(format!("background work failed: {e}"))),
+    }
+}

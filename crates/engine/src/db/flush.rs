@@ -1,0 +1,182 @@
+//! Flush: the oldest sealed memtable becomes one level-0 table per keyspace, recorded in
+//! the manifest in one edit together with the new WAL low-water mark; and the deletion of
+//! files no version and no reader needs any more.
+//!
+//! Order of a flush (each step durable before the next):
+//! 1. write each table and fsync it (`table::Writer::finish`), then fsync the directory;
+//! 2. append the edit to the manifest (fsynced) — from here the tables are part of the
+//!    store and WAL files below `wal_min_id` are obsolete;
+//! 3. install the new version for readers, drop the memtable, delete obsolete files.
+//!
+//! A crash before step 2 leaves orphan tables, deleted at the next open; after it, the
+//! WAL files it made obsolete are simply skipped by recovery if they still exist.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::{Inner, State, MAX_MANIFEST_SIZE};
+use crate::cursor::Cursor;
+use crate::error::Result;
+use crate::options::{Compression, Options};
+use crate::table::{self, TableOptions};
+use crate::version::{self, Edit, Manifest};
+use crate::wal;
+
+/// The table settings of `options`.
+pub(crate) fn table_options(options: &Options) -> TableOptions {
+    let (compression, zstd_level) = match options.compression {
+        Compression::None => (table::Compression::None, 3),
+        Compression::Lz4 => (table::Compression::Lz4, 3),
+        Compression::Snappy => (table::Compression::Snappy, 3),
+        Compression::Zstd(level) => (table::Compression::Zstd, level),
+    };
+    TableOptions {
+        block_size: options.block_size,
+        restart_interval: options.restart_interval,
+        compression,
+        zstd_level,
+        bloom_bits_per_key: options.bloom_bits_per_key,
+    }
+}
+
+/// Appends `edit` to the manifest, applies it and makes the result current (readers see it
+/// after the caller installs a super version). Starts a fresh manifest when the current
+/// one is large.
+///
+/// # Errors
+/// The manifest write's error (the manifest is poisoned then, and so are later writes);
+/// an edit that does not apply.
+pub(crate) fn log_and_apply(inner: &Inner, st: &mut State, mut edit: Edit) -> Result<()> {
+    edit.next_file_id = Some(inner.next_file_id.load(Ordering::SeqCst));
+    let next = st.version.apply(&edit, &inner.dir, 0)?;
+    st.manifest.append(&edit)?;
+    st.version = Arc::new(next);
+    if st.manifest.len() > MAX_MANIFEST_SIZE {
+        let id = inner.new_file_id();
+        let bump = Edit {
+            next_file_id: Some(inner.next_file_id.load(Ordering::SeqCst)),
+            ..Edit::default()
+        };
+        st.version = Arc::new(st.version.apply(&bump, &inner.dir, 0)?);
+        st.manifest = Manifest::create(Arc::clone(&inner.fs), &inner.dir, id, &st.version)?;
+    }
+    Ok(())
+}
+
+/// Flushes the oldest sealed memtable, if any. Runs on a background thread; flushes are
+/// serialized by the caller (`State::flushing`).
+pub(crate) fn flush_oldest(inner: &Inner) -> Result<()> {
+    let (mem, next_wal_id, version) = {
+        let st = inner.state.lock();
+        let Some(mem) = st.imm.first().cloned() else {
+            return Ok(());
+        };
+        let next_wal_id = st.imm.get(1).map_or(st.mem.wal_id(), |m| m.wal_id());
+        (mem, next_wal_id, Arc::clone(&st.version))
+    };
+    let topts = table_options(&inner.options);
+    let mut added = Vec::new();
+    let mut ids = Vec::new();
+    let outcome = (|| -> Result<()> {
+        for ks in mem.keyspaces() {
+            if version.keyspace(ks).is_none() {
+                continue; // dropped: its writes go with it
+            }
+            let id = inner.new_file_id();
+            inner.state.lock().pending_outputs.push(id);
+            ids.push(id);
+            let path = inner.dir.join(table::file_name(id));
+            let mut writer = table::Writer::create(inner.fs.as_ref(), &path, id, &topts)?;
+            let mut cursor = mem.cursor(ks);
+            cursor.seek_to_first()?;
+            while cursor.valid() {
+                writer.add(cursor.key(), cursor.value())?;
+                cursor.next()?;
+            }
+            let meta = writer.finish()?;
+            inner
+                .stats
+                .flush_bytes
+                .fetch_add(meta.file_size, Ordering::Relaxed);
+            added.push((ks, 0usize, meta));
+        }
+        if !added.is_empty() {
+            inner.fs.sync_dir(&inner.dir)?;
+        }
+        Ok(())
+    })();
+    let result = outcome.and_then(|()| {
+        let mut st = inner.state.lock();
+        let flushed = mem.max_seqno().max(st.version.flushed_seqno());
+        let live: Vec<_> = added
+            .drain(..)
+            .filter(|(ks, _, _)| st.version.keyspace(*ks).is_some())
+            .collect();
+        let edit = Edit {
+            added_tables: live,
+            wal_min_id: Some(next_wal_id),
+            flushed_seqno: Some(flushed),
+            ..Edit::default()
+        };
+        log_and_apply(inner, &mut st, edit)?;
+        if !st.imm.is_empty() {
+            st.imm.remove(0);
+        }
+        super::read::install(inner, &st);
+        inner.durable_seqno.fetch_max(flushed.0, Ordering::AcqRel);
+        Ok(())
+    });
+    inner
+        .state
+        .lock()
+        .pending_outputs
+        .retain(|id| !ids.contains(id));
+    result?;
+    inner.stats.flushes.fetch_add(1, Ordering::Relaxed);
+    inner.stall_cv.notify_all();
+    inner.bg_cv.notify_all();
+    delete_obsolete_files(inner);
+    Ok(())
+}
+
+/// Deletes table files no version or reader uses, WAL files below the low-water mark and
+/// manifests other than the live one. Failures are ignored: a leftover file is deleted
+/// by a later call or the next open.
+pub(crate) fn delete_obsolete_files(inner: &Inner) {
+    // List first: a file created after the listing is not considered, and every file in
+    // the listing that is still being written is in `pending_outputs` below (an id leaves
+    // it only once a version lists the table).
+    let Ok(names) = inner.fs.list_dir(&inner.dir) else {
+        return;
+    };
+    let (live, wal_min, manifest_id) = {
+        let st = inner.state.lock();
+        let mut live: BTreeSet<u64> = st.version.live_table_ids();
+        live.extend(st.pending_outputs.iter().copied());
+        let mut supers = inner.live_supers.lock();
+        supers.retain(|sv| Arc::strong_count(sv) > 1);
+        for sv in supers.iter() {
+            live.extend(sv.version.live_table_ids());
+        }
+        (live, st.version.wal_min_id(), st.manifest.id())
+    };
+    for name in names {
+        let obsolete = if let Some(id) = table::parse_file_name(&name) {
+            let dead = !live.contains(&id);
+            if dead {
+                inner.tables.evict(id, &inner.block_cache);
+            }
+            dead
+        } else if let Some(id) = wal::parse_file_name(&name) {
+            id < wal_min
+        } else if let Some(id) = version::parse_manifest_file_name(&name) {
+            id != manifest_id
+        } else {
+            false
+        };
+        if obsolete {
+            let _ = inner.fs.remove(&inner.dir.join(&name));
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! [`Keyspace`]: a named, ordered map inside a store, and [`Batch`]: writes to any
+//! keyspaces applied atomically.
+//!
+//! A keyspace handle is cheap to clone; after the keyspace is dropped every call through
+//! an old handle fails with `InvalidArgument` (reads of a dropped keyspace never return
+//! data from a later keyspace of the same name: each keyspace has its own id).
+
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+
+use super::{read, write, Db};
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::iter::visible::Bounds;
+use crate::key::{KeyspaceId, SeqNo};
+use crate::options::Durability;
+use crate::snapshot::Snapshot;
+
+/// A named keyspace of a [`Db`]: an ordered map from byte keys to byte values.
+///
+/// Keys are at most 65,535 bytes and values at most 4 GiB − 1 (and a write must fit in
+/// one 256 MiB log record); both may be empty.
+#[derive(Clone)]
+pub struct Keyspace {
+    db: Db,
+    id: KeyspaceId,
+    name: Arc<str>,
+}
+
+impl std::fmt::Debug for Keyspace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keyspace")
+            .field("name", &self.name)
+            .field("id", &self.id.0)
+            .finish()
+    }
+}
+
+fn to_bound(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+impl Keyspace {
+    pub(crate) fn new(db: &Db, id: KeyspaceId, name: &str) -> Keyspace {
+        Keyspace {
+            db: db.clone(),
+            id,
+            name: Arc::from(name),
+        }
+    }
+
+    /// The keyspace's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn check_live(&self) -> Result<()> {
+        let version = Arc::clone(&self.db.inner.state.lock().version);
+        if version.keyspace(self.id).is_some() {
+            Ok(())
+        } else {
+            Err(Error::invalid(format!(
+                "keyspace {:?} has been dropped",
+                self.name
+            )))
+        }
+    }
+
+    /// Sets `key` to `value` with the store's default durability.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for oversized keys or values or a dropped keyspace; `Io`,
+    /// `Poisoned` if the log cannot be written.
+    pub fn insert(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.insert_with(key, value, None)
+    }
+
+    /// Sets `key` to `value` with the given durability (`None`: the store's default).
+    ///
+    /// # Errors
+    /// As [`Keyspace::insert`].
+    pub fn insert_with(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        durability: Option<Durability>,
+    ) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.put(self.id, key.as_ref(), value.as_ref())?;
+        self.commit(batch, durability)
+    }
+
+    /// Removes `key` (a no-op if it is absent).
+    ///
+    /// # Errors
+    /// As [`Keyspace::insert`].
+    pub fn remove(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.remove_with(key, None)
+    }
+
+    /// Removes `key` with the given durability (`None`: the store's default).
+    ///
+    /// # Errors
+    /// As [`Keyspace::insert`].
+    pub fn remove_with(&self, key: impl AsRef<[u8]>, durability: Option<Durability>) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.remove(self.id, key.as_ref())?;
+        self.commit(batch, durability)
+    }
+
+    fn commit(&self, batch: WriteBatch, durability: Option<Durability>) -> Result<()> {
+        self.check_live()?;
+        let inner = &self.db.inner;
+        write::write(inner, batch, super::effective(inner, durability)).map(|_| ())
+    }
+
+    /// The value of `key`, if present.
+    ///
+    /// # Errors
+    /// `Corruption` if a table holding the key is damaged; `Io`.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        read::get(&self.db.inner, self.id, key.as_ref(), None)
+    }
+
+    /// The value of `key` as of `snapshot`.
+    ///
+    /// # Errors
+    /// As [`Keyspace::get`].
+    pub fn get_at(&self, key: impl AsRef<[u8]>, snapshot: &Snapshot) -> Result<Option<Vec<u8>>> {
+        read::get(
+            &self.db.inner,
+            self.id,
+            key.as_ref(),
+            Some(SeqNo(snapshot.seqno())),
+        )
+    }
+
+    /// True if `key` is present.
+    ///
+    /// # Errors
+    /// As [`Keyspace::get`].
+    pub fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
+        Ok(self.get(key)?.is_some())
+    }
+
+    /// The pairs with keys in `range`, ascending (or descending with `.rev()`).
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> read::Iter {
+        self.range_inner(range, None)
+    }
+
+    /// [`Keyspace::range`] as of `snapshot`.
+    pub fn range_at<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        range: R,
+        snapshot: &Snapshot,
+    ) -> read::Iter {
+        self.range_inner(range, Some(SeqNo(snapshot.seqno())))
+    }
+
+    fn range_inner<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        range: R,
+        snapshot: Option<SeqNo>,
+    ) -> read::Iter {
+        let lo = to_bound(range.start_bound().map(|k| k.as_ref()));
+        let hi = to_bound(range.end_bound().map(|k| k.as_ref()));
+        read::Iter::new(&self.db.inner, self.id, lo, hi, snapshot)
+    }
+
+    /// Every pair, ascending.
+    pub fn iter(&self) -> read::Iter {
+        read::Iter::new(
+            &self.db.inner,
+            self.id,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            None,
+        )
+    }
+
+    /// The pairs whose key starts with `prefix`, ascending.
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> read::Iter {
+        self.prefix_inner(prefix.as_ref(), None)
+    }
+
+    /// [`Keyspace::prefix`] as of `snapshot`.
+    pub fn prefix_at(&self, prefix: impl AsRef<[u8]>, snapshot: &Snapshot) -> read::Iter {
+        self.prefix_inner(prefix.as_ref(), Some(SeqNo(snapshot.seqno())))
+    }
+
+    fn prefix_inner(&self, prefix: &[u8], snapshot: Option<SeqNo>) -> read::Iter {
+        let b = Bounds::prefix(prefix);
+        read::Iter::new(&self.db.inner, self.id, b.lo, b.hi, snapshot)
+    }
+
+    /// The first pair, if any.
+    ///
+    /// # Errors
+    /// As [`Keyspace::get`].
+    pub fn first_key_value(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.iter().next().transpose()
+    }
+
+    /// The last pair, if any.
+    ///
+    /// # Errors
+    /// As [`Keyspace::get`].
+    pub fn last_key_value(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.iter().next_back().transpose()
+    }
+}
+
+/// Writes to one or more keyspaces, applied all together or not at all by
+/// [`Batch::commit`]. Recovery after a crash also keeps a batch whole or drops it whole.
+pub struct Batch {
+    pub(crate) db: Db,
+    pub(crate) batch: WriteBatch,
+    /// The first refused write (oversized key or value); `commit` reports it.
+    pub(crate) error: Option<Error>,
+}
+
+impl std::fmt::Debug for Batch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batch")
+            .field("ops", &self.batch.len())
+            .finish()
+    }
+}
+
+impl Batch {
+    /// Adds "set `key` to `value` in `keyspace`".
+    pub fn insert(&mut self, keyspace: &Keyspace, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        if self.error.is_none() {
+            if let Err(e) = self.batch.put(keyspace.id, key.as_ref(), value.as_ref()) {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    /// Adds "remove `key` from `keyspace`".
+    pub fn remove(&mut self, keyspace: &Keyspace, key: impl AsRef<[u8]>) {
+        if self.error.is_none() {
+            if let Err(e) = self.batch.remove(keyspace.id, key.as_ref()) {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    /// Number of writes added.
+    pub fn len(&self) -> usize {
+        self.batch.len()
+    }
+
+    /// True if nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.batch.is_empty()
+    }
+
+    /// Applies every write atomically with the store's default durability.
+    ///
+    /// # Errors
+    /// The first refused write (`InvalidArgument`), a dropped keyspace, or as
+    /// [`Keyspace::insert`].
+    pub fn commit(self) -> Result<()> {
+        self.commit_with(None)
+    }
+
+    /// Applies every write atomically with the given durability (`None`: the default).
+    ///
+    /// # Errors
+    /// As [`Batch::commit`].
+    pub fn commit_with(self, durability: Option<Durability>) -> Result<()> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let inner = &self.db.inner;
+        {
+            let version = Arc::clone(&inner.state.lock().version);
+            for op in self.batch.ops() {
+                if version.keyspace(op.keyspace()).is_none() {
+                    return Err(Error::invalid(format!(
+                        "batch writes to keyspace id {} which has been dropped",
+                        op.keyspace()
+                    )));
+                }
+            }
+        }
+        write::write(inner, self.batch, super::effective(inner, durability)).map(|_| ())
+    }
+}

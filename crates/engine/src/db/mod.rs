@@ -1,0 +1,344 @@
+//! [`Db`]: the ordered store. This module holds the shared state and the public entry
+//! points; the work is done along the data path in its submodules:
+//!
+//! - [`write`]: group commit into the WAL under each durability mode, then the memtable;
+//! - [`read`]: point reads and scans over memtables and tables at a snapshot;
+//! - [`flush`]: memtable → one table per keyspace, recorded in the manifest;
+//! - [`background`]: the threads that flush and compact, and deletion of obsolete files;
+//! - [`recover`]: opening a store: manifest, then WAL replay.
+//!
+//! Invariants (see docs/DESIGN.md for the full argument):
+//! 1. Seqnos are assigned by the write leader in WAL order; a write is visible to readers
+//!    only after every write with a smaller seqno is in the memtable
+//!    (`visible_seqno`), so readers never see part of a batch or a hole.
+//! 2. WAL records reach the file in seqno order whatever each write's durability, so
+//!    whatever survives a crash is a prefix.
+//! 3. Every write with seqno `<= version.flushed_seqno()` is in a table recorded in the
+//!    manifest; WAL files below `version.wal_min_id()` hold nothing else and may go.
+//! 4. A table file is deleted only when no live [`read::SuperVersion`] (held by readers
+//!    and iterators) and no current version lists it.
+//! 5. After a failed WAL write or sync, a failed flush or a failed manifest write, the
+//!    store refuses writes (`Error::Poisoned` or the original error) and stays readable.
+
+mod background;
+pub(crate) mod flush;
+mod read;
+mod recover;
+mod write;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::error::{Error, Result};
+use crate::fs::{FileLock, FileSystem, StdFs};
+use crate::key::{KeyspaceId, SeqNo};
+use crate::memtable::Memtable;
+use crate::options::{Durability, Options};
+use crate::snapshot::{Registry, Snapshot};
+use crate::table::BlockCache;
+use crate::version::{Manifest, Version};
+
+pub use read::Iter;
+pub(crate) use read::{install, SuperVersion};
+
+/// The name of the keyspace every store has.
+pub const DEFAULT_KEYSPACE: &str = "default";
+
+/// Longest keyspace name, in bytes.
+pub const MAX_KEYSPACE_NAME_LEN: usize = 255;
+
+/// Manifest bytes after which a fresh manifest is started.
+const MAX_MANIFEST_SIZE: u64 = 64 << 20;
+
+/// State changed by flushes, compactions and keyspace changes; guarded by `Inner::state`.
+pub(crate) struct State {
+    pub(crate) mem: Arc<Memtable>,
+    /// Memtables waiting to be flushed, oldest first.
+    pub(crate) imm: Vec<Arc<Memtable>>,
+    pub(crate) version: Arc<Version>,
+    pub(crate) manifest: Manifest,
+    /// Set while a flush runs (flushes are serialized, oldest memtable first).
+    pub(crate) flushing: bool,
+    /// Keyspaces with a compaction running.
+    pub(crate) compacting: Vec<KeyspaceId>,
+    /// The first background failure; writes return it from then on.
+    pub(crate) bg_error: Option<String>,
+    /// Set by `close`: background threads finish their current job and exit.
+    pub(crate) shutting_down: bool,
+    /// Table ids being written (not yet in a version), kept from obsolete-file deletion.
+    pub(crate) pending_outputs: Vec<u64>,
+}
+
+/// Everything the store's threads share.
+pub(crate) struct Inner {
+    /// A weak reference to this `Inner`, for cursors that open tables lazily.
+    pub(crate) me: Weak<Inner>,
+    pub(crate) dir: PathBuf,
+    pub(crate) fs: Arc<dyn FileSystem>,
+    pub(crate) options: Options,
+    pub(crate) _lock: Mutex<Box<dyn FileLock>>,
+    pub(crate) state: Mutex<State>,
+    /// Wakes background threads (new memtable to flush, new tables to compact, shutdown).
+    pub(crate) bg_cv: Condvar,
+    /// Wakes writers held back by a full memtable queue or too many level-0 tables.
+    pub(crate) stall_cv: Condvar,
+    pub(crate) super_version: RwLock<Arc<SuperVersion>>,
+    /// Super versions handed to readers, to know which tables are still in use.
+    pub(crate) live_supers: Mutex<Vec<Arc<SuperVersion>>>,
+    pub(crate) write: write::WritePath,
+    /// The largest seqno readers may see.
+    pub(crate) visible_seqno: AtomicU64,
+    /// The largest seqno known to survive power loss.
+    pub(crate) durable_seqno: AtomicU64,
+    pub(crate) next_file_id: AtomicU64,
+    pub(crate) snapshots: Arc<Registry>,
+    pub(crate) block_cache: Arc<BlockCache>,
+    pub(crate) tables: read::TableCache,
+    pub(crate) threads: Mutex<Vec<JoinHandle<()>>>,
+    pub(crate) closed: AtomicBool,
+    pub(crate) stats: background::Counters,
+}
+
+impl Inner {
+    /// A weak handle to this store's shared state.
+    pub(crate) fn self_ref(&self) -> Weak<Inner> {
+        Weak::clone(&self.me)
+    }
+
+    pub(crate) fn new_file_id(&self) -> u64 {
+        self.next_file_id.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// Fails if a background error or a poisoned log stops writes.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::invalid("the store is closed"));
+        }
+        if let Some(e) = &self.state.lock().bg_error {
+            return Err(Error::invalid(format!(
+                "writes are stopped by an earlier background failure ({e}); reopen the store"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Statistics of a store, for monitoring and benchmarks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// The largest seqno readers see.
+    pub last_seqno: u64,
+    /// The largest seqno known to survive power loss.
+    pub durable_seqno: u64,
+    /// Table files per level, summed over keyspaces.
+    pub tables_per_level: Vec<usize>,
+    /// Bytes of table files, summed over keyspaces.
+    pub table_bytes: u64,
+    /// Bytes of the memtables (active and waiting to be flushed).
+    pub memtable_bytes: u64,
+    /// Bytes the WAL writer has written to log files.
+    pub wal_bytes_written: u64,
+    /// Bytes written to tables by flushes.
+    pub flush_bytes_written: u64,
+    /// Bytes written to tables by compactions.
+    pub compaction_bytes_written: u64,
+    /// Bytes of user keys and values written (the denominator of write amplification).
+    pub user_bytes_written: u64,
+    /// Flushes and compactions completed.
+    pub flushes: u64,
+    /// Compactions completed.
+    pub compactions: u64,
+    /// Block-cache hits and misses.
+    pub cache_hits: u64,
+    /// Block-cache misses.
+    pub cache_misses: u64,
+    /// Times a writer was slowed or held for background work.
+    pub write_stalls: u64,
+}
+
+/// An ordered key-value store with named keyspaces, snapshots and tunable durability.
+///
+/// `Db` is cheap to clone (an `Arc`) and `Send + Sync`: share it between threads. One
+/// process at a time may open a store directory; a second open fails with an `Io` error
+/// of kind `WouldBlock` ("already locked").
+#[derive(Clone)]
+pub struct Db {
+    pub(crate) inner: Arc<Inner>,
+    /// Shared by every clone (and keyspace handle); the last one to drop shuts the
+    /// background threads down.
+    _handle: Arc<Handle>,
+}
+
+/// Shuts the store's background work down when the last user handle drops.
+struct Handle {
+    inner: Arc<Inner>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        let _ = background::shutdown(&self.inner);
+    }
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("dir", &self.inner.dir).finish()
+    }
+}
+
+impl Db {
+    /// Opens the store in `dir`, creating it if `options.create_if_missing`, and recovers
+    /// every write the durability contract promises from its log.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for bad options; `Io` if the directory cannot be used or another
+    /// process has the store open; `Corruption` if a file is damaged beyond what recovery
+    /// may repair (see `Options::salvage_wal`).
+    pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Db> {
+        Db::open_with_fs(Arc::new(StdFs), dir.as_ref(), options)
+    }
+
+    /// Opens the store through a given file system (tests inject faults through it).
+    pub(crate) fn open_with_fs(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        options: Options,
+    ) -> Result<Db> {
+        options.validate()?;
+        let inner = recover::open(fs, dir, options)?;
+        background::start(&inner)?;
+        Ok(Db {
+            _handle: Arc::new(Handle {
+                inner: Arc::clone(&inner),
+            }),
+            inner,
+        })
+    }
+
+    /// Opens the keyspace `name`, creating it if it does not exist.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for an empty name or one longer than [`MAX_KEYSPACE_NAME_LEN`];
+    /// `Io` if the manifest cannot be written.
+    pub fn keyspace(&self, name: &str) -> Result<Keyspace> {
+        if let Some(ks) = self.get_keyspace(name) {
+            return Ok(ks);
+        }
+        let id = background::create_keyspace(&self.inner, name)?;
+        Ok(Keyspace::new(self, id, name))
+    }
+
+    /// The keyspace `name`, if it exists.
+    pub fn get_keyspace(&self, name: &str) -> Option<Keyspace> {
+        let version = Arc::clone(&self.inner.state.lock().version);
+        version
+            .keyspace_by_name(name)
+            .map(|(id, _)| Keyspace::new(self, id, name))
+    }
+
+    /// The names of all keyspaces, sorted.
+    pub fn keyspace_names(&self) -> Vec<String> {
+        let version = Arc::clone(&self.inner.state.lock().version);
+        let mut names: Vec<String> = version.keyspaces().map(|(_, k)| k.name.clone()).collect();
+        names.sort();
+        names
+    }
+
+    /// Drops keyspace `name` and all its data. Handles to it fail from then on.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if it does not exist; `Io` if the manifest cannot be written.
+    pub fn drop_keyspace(&self, name: &str) -> Result<()> {
+        background::drop_keyspace(&self.inner, name)
+    }
+
+    /// A new, empty batch of writes to apply atomically with [`Batch::commit`].
+    pub fn batch(&self) -> Batch {
+        Batch {
+            db: self.clone(),
+            batch: crate::batch::WriteBatch::new(),
+            error: None,
+        }
+    }
+
+    /// A consistent view of every keyspace at the current point; O(1) to take, and long
+    /// scans through it never block writers. See [`Keyspace::get_at`] and
+    /// [`Keyspace::range_at`].
+    pub fn snapshot(&self) -> Snapshot {
+        let _super = self.inner.super_version.read();
+        let seqno = SeqNo(self.inner.visible_seqno.load(Ordering::Acquire));
+        Snapshot {
+            pin: Arc::new(self.inner.snapshots.register(seqno)),
+        }
+    }
+
+    /// The largest seqno readers see: the number of the last acknowledged write.
+    pub fn last_seqno(&self) -> u64 {
+        self.inner.visible_seqno.load(Ordering::Acquire)
+    }
+
+    /// The largest seqno known to survive a power loss: every write numbered up to it is
+    /// fsynced in the log or flushed into a table. Never overstates.
+    pub fn durable_seqno(&self) -> u64 {
+        self.inner.durable_seqno.load(Ordering::Acquire)
+    }
+
+    /// Hands every logged write to the OS and, with `sync`, fsyncs the log, so that
+    /// [`Db::durable_seqno`] covers every acknowledged write.
+    ///
+    /// # Errors
+    /// `Io` or `Poisoned` if the log cannot be written.
+    pub fn flush_wal(&self, sync: bool) -> Result<()> {
+        write::flush_wal(&self.inner, sync)
+    }
+
+    /// Flushes the memtable into tables and waits until it is done.
+    ///
+    /// # Errors
+    /// Any error of the flush.
+    pub fn flush(&self) -> Result<()> {
+        background::flush_and_wait(&self.inner)
+    }
+
+    /// Waits until no flush or compaction is pending (every level within its target).
+    ///
+    /// # Errors
+    /// The background error, if one stopped the work.
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        background::wait_idle(&self.inner)
+    }
+
+    /// Statistics of the store.
+    pub fn stats(&self) -> Stats {
+        background::stats(&self.inner)
+    }
+
+    /// The store's directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Writes and fsyncs the log, stops background threads (a running flush or compaction
+    /// finishes first) and refuses later writes through every clone. The directory lock is
+    /// released when the last handle and iterator are gone. Dropping the last handle
+    /// without `close` does the same, reporting no error.
+    ///
+    /// # Errors
+    /// The first error of the final log sync or of a background job.
+    pub fn close(self) -> Result<()> {
+        background::shutdown(&self.inner)
+    }
+}
+
+mod keyspace;
+pub use keyspace::{Batch, Keyspace};
+
+/// Which durability a write uses: its own, or the store's default.
+pub(crate) fn effective(inner: &Inner, requested: Option<Durability>) -> Durability {
+    requested.unwrap_or(inner.options.durability)
+}

@@ -1,0 +1,265 @@
+//! The read path: a [`SuperVersion`] (the memtables and table set readers use together),
+//! point reads, and [`Iter`], the double-ended scan.
+//!
+//! A read takes the current super version and the visible seqno under one read lock, so
+//! the seqno never covers a write the super version lacks, and no version a reader needs
+//! is compacted away (compaction keeps what any seqno at or above its start can see; see
+//! `compaction::stream`). Holding a super version keeps its table files on disk.
+
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::{Inner, State};
+use crate::cursor::Cursor;
+use crate::error::Result;
+use crate::iter::level::{LevelCursor, Opener};
+use crate::iter::merge::MergingCursor;
+use crate::iter::visible::{Bounds, Pair, Visible};
+use crate::key::{KeyspaceId, Kind, SeqNo};
+use crate::memtable::Memtable;
+use crate::table::{self, BlockCache, TableMeta};
+use crate::version::Version;
+
+/// The memtables and tables a reader consults, captured together.
+pub(crate) struct SuperVersion {
+    pub(crate) mem: Arc<Memtable>,
+    /// Newest first.
+    pub(crate) imm: Vec<Arc<Memtable>>,
+    pub(crate) version: Arc<Version>,
+}
+
+/// Publishes a new super version built from `st`.
+pub(crate) fn install(inner: &Inner, st: &State) {
+    let sv = Arc::new(SuperVersion {
+        mem: Arc::clone(&st.mem),
+        imm: st.imm.iter().rev().cloned().collect(),
+        version: Arc::clone(&st.version),
+    });
+    inner.live_supers.lock().push(Arc::clone(&sv));
+    *inner.super_version.write() = sv;
+}
+
+/// The current super version and the seqno to read at (`snapshot`, or the visible one).
+pub(crate) fn acquire(inner: &Inner, snapshot: Option<SeqNo>) -> (Arc<SuperVersion>, SeqNo) {
+    let guard = inner.super_version.read();
+    let seqno = snapshot.unwrap_or(SeqNo(inner.visible_seqno.load(Ordering::Acquire)));
+    (Arc::clone(&guard), seqno)
+}
+
+/// Open table readers by table id.
+pub(crate) struct TableCache {
+    open: Mutex<HashMap<u64, Arc<table::Reader>>>,
+}
+
+impl TableCache {
+    pub(crate) fn new() -> TableCache {
+        TableCache {
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The reader of table `id`, opening it on first use.
+    pub(crate) fn get(&self, inner: &Inner, id: u64) -> Result<Arc<table::Reader>> {
+        if let Some(r) = self.open.lock().get(&id) {
+            return Ok(Arc::clone(r));
+        }
+        let path = inner.dir.join(table::file_name(id));
+        let reader = Arc::new(table::Reader::open(
+            inner.fs.as_ref(),
+            &path,
+            id,
+            Arc::clone(&inner.block_cache),
+        )?);
+        Ok(Arc::clone(self.open.lock().entry(id).or_insert(reader)))
+    }
+
+    /// Forgets table `id` (its file is being deleted).
+    pub(crate) fn evict(&self, id: u64, cache: &BlockCache) {
+        self.open.lock().remove(&id);
+        cache.forget_table(id);
+    }
+}
+
+/// The newest value of `key` in `keyspace` visible at `snapshot` (or now).
+pub(crate) fn get(
+    inner: &Inner,
+    keyspace: KeyspaceId,
+    key: &[u8],
+    snapshot: Option<SeqNo>,
+) -> Result<Option<Vec<u8>>> {
+    let (sv, seqno) = acquire(inner, snapshot);
+    let found = std::iter::once(&sv.mem)
+        .chain(sv.imm.iter())
+        .find_map(|m| m.get(keyspace, key, seqno));
+    if let Some((_, kind, value)) = found {
+        return Ok((kind == Kind::Put).then_some(value));
+    }
+    let Some(tables) = sv.version.keyspace(keyspace) else {
+        return Ok(None);
+    };
+    for meta in tables.tables_for_key(key) {
+        let reader = inner.tables.get(inner, meta.id)?;
+        if let Some((_, kind, value)) = reader.get(key, seqno)? {
+            return Ok((kind == Kind::Put).then_some(value));
+        }
+    }
+    Ok(None)
+}
+
+/// A merged cursor over every source of `keyspace` in `sv`. Scans do not fill the block
+/// cache (they would evict the working set of point reads).
+fn merged(owner: &Arc<Inner>, sv: &SuperVersion, keyspace: KeyspaceId) -> Result<MergingCursor> {
+    let inner: &Inner = owner;
+    let mut children: Vec<Box<dyn Cursor>> = Vec::new();
+    children.push(Box::new(sv.mem.cursor(keyspace)));
+    for m in &sv.imm {
+        children.push(Box::new(m.cursor(keyspace)));
+    }
+    if let Some(tables) = sv.version.keyspace(keyspace) {
+        for (level, files) in tables.levels.iter().enumerate() {
+            if level == 0 {
+                for meta in files {
+                    let reader = inner.tables.get(inner, meta.id)?;
+                    children.push(Box::new(reader.iter_no_fill()));
+                }
+            } else if !files.is_empty() {
+                let owner = Arc::clone(owner);
+                let open: Opener = Box::new(move |meta: &TableMeta| {
+                    let reader = owner.tables.get(&owner, meta.id)?;
+                    Ok(Box::new(reader.iter_no_fill()) as Box<dyn Cursor>)
+                });
+                children.push(Box::new(LevelCursor::new(files.clone(), open)));
+            }
+        }
+    }
+    Ok(MergingCursor::new(children))
+}
+
+/// A double-ended iterator over the pairs of a keyspace in a key range, at one snapshot.
+///
+/// Yields `Result<(key, value)>`; after an `Err` it yields nothing more. The front and the
+/// back may be consumed alternately; they never cross or repeat a key.
+pub struct Iter {
+    inner: Arc<Inner>,
+    sv: Arc<SuperVersion>,
+    keyspace: KeyspaceId,
+    seqno: SeqNo,
+    bounds: Bounds,
+    front: Option<Visible>,
+    back: Option<Visible>,
+    front_last: Option<Vec<u8>>,
+    back_last: Option<Vec<u8>>,
+    done: bool,
+}
+
+impl std::fmt::Debug for Iter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Iter")
+            .field("keyspace", &self.keyspace)
+            .field("seqno", &self.seqno)
+            .field("done", &self.done)
+            .finish()
+    }
+}
+
+impl Iter {
+    pub(crate) fn new(
+        inner: &Arc<Inner>,
+        keyspace: KeyspaceId,
+        lo: Bound<Vec<u8>>,
+        hi: Bound<Vec<u8>>,
+        snapshot: Option<SeqNo>,
+    ) -> Iter {
+        let (sv, seqno) = acquire(inner, snapshot);
+        Iter {
+            inner: Arc::clone(inner),
+            sv,
+            keyspace,
+            seqno,
+            bounds: Bounds { lo, hi },
+            front: None,
+            back: None,
+            front_last: None,
+            back_last: None,
+            done: false,
+        }
+    }
+
+    fn side(&mut self, front: bool) -> Result<&mut Visible> {
+        let slot = if front {
+            &mut self.front
+        } else {
+            &mut self.back
+        };
+        if slot.is_none() {
+            let cursor = merged(&self.inner, &self.sv, self.keyspace)?;
+            *slot = Some(Visible::new(
+                Box::new(cursor),
+                self.seqno,
+                self.bounds.clone(),
+            ));
+        }
+        match slot {
+            Some(v) => Ok(v),
+            None => Err(crate::Error::invalid("scan side not initialised")),
+        }
+    }
+
+    fn step(&mut self, front: bool) -> Option<Result<Pair>> {
+        if self.done {
+            return None;
+        }
+        let next = self.side(front).and_then(|v| {
+            if front {
+                v.next_forward()
+            } else {
+                v.next_backward()
+            }
+        });
+        match next {
+            Ok(Some((k, v))) => {
+                let crossed = if front {
+                    self.back_last.as_ref().is_some_and(|b| k >= *b)
+                } else {
+                    self.front_last.as_ref().is_some_and(|f| k <= *f)
+                };
+                if crossed {
+                    self.done = true;
+                    return None;
+                }
+                if front {
+                    self.front_last = Some(k.clone());
+                } else {
+                    self.back_last = Some(k.clone());
+                }
+                Some(Ok((k, v)))
+            }
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl Iterator for Iter {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.step(true)
+    }
+}
+
+impl DoubleEndedIterator for Iter {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.step(false)
+    }
+}

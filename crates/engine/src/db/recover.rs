@@ -1,0 +1,248 @@
+//! Opening a store: lock the directory, load the version from the manifest, replay the
+//! WAL above the flushed seqno into memtables, start a fresh manifest and a fresh WAL
+//! file, and delete files no version needs.
+//!
+//! Rules:
+//! 1. Only WAL files with id `>= version.wal_min_id()` are read, in id order, and only
+//!    records above `version.flushed_seqno()` are applied.
+//! 2. Seqnos must continue without a gap from the flushed seqno through every record:
+//!    a gap means acknowledged writes are missing before later ones (a hole), which is
+//!    refused as corruption, unless `Options::salvage_wal` is set.
+//! 3. A torn tail (damage with nothing valid after it) ends a file cleanly: those writes
+//!    were not durable. Damage followed by valid records is corruption (or skipped and
+//!    reported under salvage).
+//! 4. Recovery never modifies old files. Replayed WAL files are fsynced (they may hold
+//!    writes that had only reached the OS), then a new manifest and a new WAL file are
+//!    created. A crash at any point of recovery leaves a store that recovers the same way.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use super::{flush, read, write, Inner, State, DEFAULT_KEYSPACE};
+use crate::batch::{Op, WriteBatch};
+use crate::error::{Error, FileKind, Reason, Result};
+use crate::fs::FileSystem;
+use crate::key::{KeyspaceId, SeqNo};
+use crate::memtable::Memtable;
+use crate::options::Options;
+use crate::snapshot::Registry;
+use crate::table::{self, BlockCache};
+use crate::version::{self, Edit, Manifest, Version};
+use crate::wal;
+
+/// The name of the lock file in a store directory.
+pub(crate) const LOCK_FILE: &str = "LOCK";
+
+/// Opens (or creates) the store in `dir`.
+pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Result<Arc<Inner>> {
+    if !fs.exists(dir)? {
+        if !options.create_if_missing {
+            return Err(Error::invalid(format!(
+                "no store at {} (and create_if_missing is off)",
+                dir.display()
+            )));
+        }
+        fs.create_dir(dir)?;
+        fs.sync_dir(&crate::fs::parent_of(dir))?;
+    }
+    let lock = fs.lock(&dir.join(LOCK_FILE))?;
+    let names = fs.list_dir(dir)?;
+    let max_id = names
+        .iter()
+        .filter_map(|n| {
+            table::parse_file_name(n)
+                .or_else(|| wal::parse_file_name(n))
+                .or_else(|| version::parse_manifest_file_name(n))
+        })
+        .max()
+        .unwrap_or(0);
+
+    let mut version = match Manifest::recover(fs.as_ref(), dir)? {
+        Some(recovered) => recovered.version,
+        None => {
+            if !options.create_if_missing {
+                return Err(Error::invalid(format!(
+                    "no store at {} (and create_if_missing is off)",
+                    dir.display()
+                )));
+            }
+            let edit = Edit {
+                created_keyspaces: vec![(KeyspaceId(0), DEFAULT_KEYSPACE.to_string())],
+                next_keyspace_id: Some(1),
+                ..Edit::default()
+            };
+            Version::empty().apply(&edit, dir, 0)?
+        }
+    };
+    let next_file_id = AtomicU64::new(version.next_file_id().max(max_id + 1));
+
+    // Replay.
+    let mut wal_ids: Vec<u64> = names
+        .iter()
+        .filter_map(|n| wal::parse_file_name(n))
+        .filter(|id| *id >= version.wal_min_id())
+        .collect();
+    wal_ids.sort_unstable();
+    let replay = replay(fs.as_ref(), dir, &wal_ids, &version, &options)?;
+    let last_seqno = replay.last_seqno;
+
+    // A fresh manifest, then a fresh WAL file (in this order: a directory with a WAL file
+    // but no manifest is not a new store but a damaged one); from here the store is as
+    // after a clean open.
+    let manifest_id = next_file_id.fetch_add(1, Ordering::SeqCst);
+    let wal_id = next_file_id.fetch_add(1, Ordering::SeqCst);
+    let bump = Edit {
+        next_file_id: Some(next_file_id.load(Ordering::SeqCst)),
+        ..Edit::default()
+    };
+    version = version.apply(&bump, dir, 0)?;
+    let manifest = Manifest::create(Arc::clone(&fs), dir, manifest_id, &version)?;
+    let writer = wal::Writer::create(fs.as_ref(), dir, wal_id)?;
+
+    let mut memtables = replay.memtables;
+    let mem = match memtables.pop() {
+        Some(m) => m,
+        None => Arc::new(Memtable::new(wal_id)),
+    };
+    let version = Arc::new(version);
+    let block_cache = Arc::new(BlockCache::new(options.block_cache_size));
+    let state = State {
+        mem: Arc::clone(&mem),
+        imm: memtables,
+        version: Arc::clone(&version),
+        manifest,
+        flushing: false,
+        compacting: Vec::new(),
+        bg_error: None,
+        shutting_down: false,
+        pending_outputs: Vec::new(),
+    };
+    let sv = Arc::new(read::SuperVersion {
+        mem,
+        imm: state.imm.iter().rev().cloned().collect(),
+        version,
+    });
+    let inner = Arc::new_cyclic(|me| Inner {
+        me: me.clone(),
+        dir: dir.to_path_buf(),
+        fs,
+        _lock: Mutex::new(lock),
+        state: Mutex::new(state),
+        bg_cv: Condvar::new(),
+        stall_cv: Condvar::new(),
+        super_version: RwLock::new(Arc::clone(&sv)),
+        live_supers: Mutex::new(vec![sv]),
+        write: write::WritePath::new(writer, last_seqno.0, last_seqno.0),
+        visible_seqno: AtomicU64::new(last_seqno.0),
+        durable_seqno: AtomicU64::new(last_seqno.0),
+        next_file_id,
+        snapshots: Arc::new(Registry::default()),
+        block_cache,
+        tables: read::TableCache::new(),
+        threads: Mutex::new(Vec::new()),
+        closed: AtomicBool::new(false),
+        stats: super::background::Counters::default(),
+        options,
+    });
+    flush::delete_obsolete_files(&inner);
+    Ok(inner)
+}
+
+/// What the WAL replay produced.
+struct Replayed {
+    /// Memtables in seqno order; all but the last are full and will be flushed.
+    memtables: Vec<Arc<Memtable>>,
+    last_seqno: SeqNo,
+}
+
+fn gap_error(path: &Path, offset: u64, expected: u64, found: u64) -> Error {
+    Error::corruption(
+        FileKind::Wal,
+        path,
+        offset,
+        Reason::HeaderField {
+            field: "seqno",
+            detail: format!(
+                "record starts at seqno {found} but {expected} was expected: acknowledged writes \
+                 before it are missing (open with salvage_wal to keep what is left)"
+            ),
+        },
+    )
+}
+
+fn replay(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    wal_ids: &[u64],
+    version: &Version,
+    options: &Options,
+) -> Result<Replayed> {
+    let flushed = version.flushed_seqno();
+    let mut last = flushed;
+    let mut memtables: Vec<Arc<Memtable>> = Vec::new();
+    for &id in wal_ids {
+        let path = dir.join(wal::file_name(id));
+        let reader = wal::Reader::open(fs, &path, options.salvage_wal)?;
+        let mut records = 0usize;
+        for record in reader {
+            let record = record?;
+            let batch = WriteBatch::decode(&record.payload, &path, record.offset)?;
+            let Some(batch_last) = batch.last_seqno(SeqNo(record.seqno))? else {
+                continue;
+            };
+            if batch_last <= flushed {
+                continue; // already in tables
+            }
+            if record.seqno != last.0 + 1 && (record.seqno <= last.0 || !options.salvage_wal) {
+                return Err(gap_error(&path, record.offset, last.0 + 1, record.seqno));
+            }
+            let needs_new = memtables
+                .last()
+                .is_none_or(|m| m.size() >= options.memtable_size);
+            if needs_new {
+                memtables.push(Arc::new(Memtable::new(id)));
+            }
+            let Some(mem) = memtables.last() else {
+                continue;
+            };
+            for (seqno, op) in batch.ops_with_seqno(SeqNo(record.seqno))? {
+                let ks = op.keyspace();
+                if version.keyspace(ks).is_none() {
+                    if ks.0 >= version.next_keyspace_id() {
+                        return Err(Error::corruption(
+                            FileKind::Wal,
+                            &path,
+                            record.offset,
+                            Reason::BadEntry("write to a keyspace the manifest never created"),
+                        ));
+                    }
+                    continue; // the keyspace was dropped later
+                }
+                let value = match op {
+                    Op::Put { value, .. } => value,
+                    Op::Delete { .. } => &[],
+                };
+                mem.insert(ks, op.key(), seqno, op.kind(), value);
+            }
+            // Keep seqno accounting even for ops of dropped keyspaces.
+            if let Some(m) = memtables.last() {
+                m.note_seqno(batch_last);
+            }
+            last = batch_last;
+            records += 1;
+        }
+        if records > 0 {
+            // The replayed writes may have reached only the OS before the crash; make them
+            // durable before anything new is acknowledged after them.
+            let mut file = fs.open_append(&path)?;
+            file.sync_data()?;
+        }
+    }
+    Ok(Replayed {
+        memtables,
+        last_seqno: last,
+    })
+}

@@ -1,0 +1,572 @@
+//! The write path: group commit into the WAL, the durability modes, memtable rotation.
+//!
+//! A writer joins a queue. The writer at its head becomes the leader: it takes the
+//! batches queued behind it (up to [`GROUP_BYTES`]), makes room (rotating a full memtable,
+//! slowing down while compaction is behind), assigns seqnos, appends one WAL record per
+//! batch, makes the group as durable as its most demanding member asks, inserts the
+//! batches into the memtable, publishes their seqnos and wakes the others. Concurrent
+//! `Sync` writers therefore share one fsync.
+//!
+//! Durability (see [`Durability`]):
+//! - `Sync`: append, write to the OS, fsync, then acknowledge.
+//! - `Periodic(d)`: append and write to the OS; the log thread fsyncs at least every `d`.
+//! - `Buffered`: append and write to the OS.
+//! - `Async`: the record joins a bounded in-memory queue that the log thread writes to
+//!   the OS; the writer blocks only while the queue is full.
+//! - `None`: append to the log buffer only (it reaches the OS when full, or with the next
+//!   stronger write).
+//!
+//! Invariant: records reach the log in seqno order in every mode, because the async queue
+//! and the log writer sit behind one mutex and every non-async append first drains the
+//! queue. So whatever a crash leaves is a prefix, and a later `Sync` write makes every
+//! earlier write durable with it. Rotation fsyncs the old log file before the new one
+//! takes records, so no file can lose a tail that a later file's records depend on.
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
+
+use super::{Inner, State};
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::key::SeqNo;
+use crate::memtable::Memtable;
+use crate::options::Durability;
+use crate::wal;
+
+/// Most bytes of batches one leader commits at once.
+const GROUP_BYTES: usize = 1 << 20;
+
+/// How long a held-back writer sleeps between checks of the background state.
+const STALL_WAIT: Duration = Duration::from_millis(50);
+
+/// What a queued writer wants.
+enum Job {
+    Write {
+        batch: WriteBatch,
+        durability: Durability,
+    },
+    /// Switch to a new memtable and log file (a requested flush); always alone.
+    Rotate,
+}
+
+struct Pending {
+    ticket: u64,
+    job: Job,
+}
+
+#[derive(Default)]
+struct Queue {
+    next_ticket: u64,
+    waiting: VecDeque<Pending>,
+    done: HashMap<u64, Result<SeqNo>>,
+    leader_active: bool,
+}
+
+/// The log file and the async queue in front of it.
+pub(crate) struct WalState {
+    writer: Option<wal::Writer>,
+    /// Async records not yet appended: (first seqno, payload), in seqno order.
+    pending: VecDeque<(u64, Vec<u8>)>,
+    /// Largest seqno appended to `writer` (or a previous file).
+    appended: u64,
+    /// Largest seqno fsynced.
+    synced: u64,
+    /// Smallest periodic-sync interval any write asked for.
+    periodic: Option<Duration>,
+    last_sync: Instant,
+    poisoned: Option<String>,
+    shutdown: bool,
+}
+
+/// The write path's shared state.
+pub(crate) struct WritePath {
+    queue: Mutex<Queue>,
+    queue_cv: Condvar,
+    pub(crate) wal: Mutex<WalState>,
+    /// Wakes the log thread: async records queued, a periodic interval set, shutdown.
+    pub(crate) wal_cv: Condvar,
+    /// Wakes async writers waiting for room in the queue.
+    space_cv: Condvar,
+    /// Current log file length (for the rotation check without the log lock).
+    wal_len: AtomicU64,
+    pub(crate) wal_bytes: AtomicU64,
+    pub(crate) user_bytes: AtomicU64,
+}
+
+impl WritePath {
+    /// The write path over an open log writer; `last_seqno` was recovered.
+    pub(crate) fn new(writer: wal::Writer, last_seqno: u64, durable: u64) -> WritePath {
+        WritePath {
+            wal_len: AtomicU64::new(writer.len()),
+            queue: Mutex::new(Queue::default()),
+            queue_cv: Condvar::new(),
+            wal: Mutex::new(WalState {
+                writer: Some(writer),
+                pending: VecDeque::new(),
+                appended: last_seqno,
+                synced: durable,
+                periodic: None,
+                last_sync: Instant::now(),
+                poisoned: None,
+                shutdown: false,
+            }),
+            wal_cv: Condvar::new(),
+            space_cv: Condvar::new(),
+            wal_bytes: AtomicU64::new(0),
+            user_bytes: AtomicU64::new(0),
+        }
+    }
+}
+
+/// A copy of an error for the other members of a group.
+fn copy_error(e: &Error) -> Error {
+    match e {
+        Error::Io { path, op, source } => Error::Io {
+            path: path.clone(),
+            op,
+            source: io::Error::new(source.kind(), source.to_string()),
+        },
+        Error::Poisoned => Error::Poisoned,
+        Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
+        Error::Corruption(c) => Error::Corruption(c.clone()),
+        other => Error::InvalidArgument(other.to_string()),
+    }
+}
+
+/// Applies `batch` atomically with `durability`; returns the seqno of its last op.
+pub(crate) fn write(inner: &Inner, batch: WriteBatch, durability: Durability) -> Result<SeqNo> {
+    if batch.is_empty() {
+        return Ok(SeqNo(inner.visible_seqno.load(Ordering::Acquire)));
+    }
+    if batch.encoded_len() > wal::MAX_PAYLOAD_LEN {
+        return Err(Error::invalid(format!(
+            "write batch of {} bytes exceeds the limit of {} bytes",
+            batch.encoded_len(),
+            wal::MAX_PAYLOAD_LEN
+        )));
+    }
+    for op in batch.ops() {
+        if let crate::batch::Op::Put { value, .. } = op {
+            if value.len() > crate::table::MAX_VALUE_LEN {
+                return Err(Error::invalid(format!(
+                    "value of {} bytes exceeds the limit of {} bytes",
+                    value.len(),
+                    crate::table::MAX_VALUE_LEN
+                )));
+            }
+        }
+    }
+    if let Durability::Async { queue_depth: 0 } = durability {
+        return Err(Error::invalid("Durability::Async needs queue_depth >= 1"));
+    }
+    inner.check_writable()?;
+    run(inner, Job::Write { batch, durability })
+}
+
+/// Switches to a fresh memtable and log file so the current memtable can be flushed.
+pub(crate) fn rotate(inner: &Inner) -> Result<()> {
+    inner.check_writable()?;
+    run(inner, Job::Rotate).map(|_| ())
+}
+
+/// Queues `job`, waits to be done by a leader or to lead, and returns the outcome.
+fn run(inner: &Inner, job: Job) -> Result<SeqNo> {
+    let wp = &inner.write;
+    let mut q = wp.queue.lock();
+    let ticket = q.next_ticket;
+    q.next_ticket += 1;
+    q.waiting.push_back(Pending { ticket, job });
+    loop {
+        if let Some(result) = q.done.remove(&ticket) {
+            return result;
+        }
+        if !q.leader_active && q.waiting.front().is_some_and(|p| p.ticket == ticket) {
+            break;
+        }
+        wp.queue_cv.wait(&mut q);
+    }
+    q.leader_active = true;
+    let mut group = Vec::new();
+    let mut bytes = 0usize;
+    while let Some(front) = q.waiting.front() {
+        let size = match &front.job {
+            Job::Write { batch, .. } => batch.encoded_len(),
+            Job::Rotate => usize::MAX,
+        };
+        let alone = matches!(front.job, Job::Rotate);
+        if !group.is_empty() && (alone || bytes.saturating_add(size) > GROUP_BYTES) {
+            break;
+        }
+        bytes = bytes.saturating_add(size);
+        if let Some(p) = q.waiting.pop_front() {
+            group.push(p);
+        }
+        if alone {
+            break;
+        }
+    }
+    drop(q);
+
+    let outcome = lead(inner, &group);
+
+    let mut q = wp.queue.lock();
+    let mut mine = Err(Error::invalid("write was not processed"));
+    for (i, p) in group.iter().enumerate() {
+        let result = match &outcome {
+            Ok(seqnos) => Ok(seqnos.get(i).copied().unwrap_or_default()),
+            Err(e) => Err(copy_error(e)),
+        };
+        if p.ticket == ticket {
+            mine = result;
+        } else {
+            q.done.insert(p.ticket, result);
+        }
+    }
+    q.leader_active = false;
+    wp.queue_cv.notify_all();
+    mine
+}
+
+/// The leader's work for one group; returns each member's last seqno.
+fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<SeqNo>> {
+    if group.iter().any(|p| matches!(p.job, Job::Rotate)) {
+        make_room(inner, true)?;
+        return Ok(vec![SeqNo(inner.visible_seqno.load(Ordering::Acquire))]);
+    }
+    make_room(inner, false)?;
+    let wp = &inner.write;
+    let base = inner.visible_seqno.load(Ordering::Acquire);
+
+    // Seqnos and the strongest durability asked for.
+    let mut firsts = Vec::with_capacity(group.len());
+    let mut lasts = Vec::with_capacity(group.len());
+    let mut next = base;
+    let (mut sync, mut to_os, mut all_async) = (false, false, true);
+    let mut periodic: Option<Duration> = None;
+    let mut depth = usize::MAX;
+    for p in group {
+        let Job::Write { batch, durability } = &p.job else {
+            continue;
+        };
+        let first = next + 1;
+        let last = batch
+            .last_seqno(SeqNo(first))?
+            .ok_or_else(|| Error::invalid("empty batch in a write group"))?;
+        firsts.push(first);
+        lasts.push(last);
+        next = last.0;
+        match durability {
+            Durability::Sync => sync = true,
+            Durability::Periodic(d) => {
+                to_os = true;
+                periodic = Some(periodic.map_or(*d, |p| p.min(*d)));
+            }
+            Durability::Buffered => to_os = true,
+            Durability::Async { queue_depth } => depth = depth.min(*queue_depth),
+            Durability::None => {}
+        }
+        if !matches!(durability, Durability::Async { .. }) {
+            all_async = false;
+        }
+    }
+
+    {
+        let mut wal = wp.wal.lock();
+        if wal.poisoned.is_some() {
+            return Err(Error::Poisoned);
+        }
+        let batches = group.iter().filter_map(|p| match &p.job {
+            Job::Write { batch, .. } => Some(batch),
+            Job::Rotate => None,
+        });
+        if all_async {
+            for (batch, first) in batches.zip(&firsts) {
+                while wal.pending.len() >= depth && wal.poisoned.is_none() {
+                    wp.wal_cv.notify_all();
+                    wp.space_cv.wait(&mut wal);
+                }
+                if wal.poisoned.is_some() {
+                    return Err(Error::Poisoned);
+                }
+                wal.pending.push_back((*first, batch.encoded().to_vec()));
+            }
+            wal.appended = next;
+            wp.wal_cv.notify_all();
+        } else {
+            let outcome = (|| -> Result<()> {
+                drain_pending(inner, &mut wal)?;
+                let writer = wal.writer.as_mut().ok_or(Error::Poisoned)?;
+                for (batch, first) in batches.zip(&firsts) {
+                    writer.append(*first, batch.encoded())?;
+                }
+                if sync {
+                    writer.sync()?;
+                } else if to_os {
+                    writer.flush()?;
+                }
+                wp.wal_len.store(writer.len(), Ordering::Relaxed);
+                Ok(())
+            })();
+            if let Err(e) = outcome {
+                poison(&mut wal, &e);
+                return Err(e);
+            }
+            wal.appended = next;
+            if sync {
+                wal.synced = next;
+                wal.last_sync = Instant::now();
+                inner.durable_seqno.fetch_max(next, Ordering::AcqRel);
+            }
+            if let Some(d) = periodic {
+                if wal.periodic.is_none_or(|cur| d < cur) {
+                    wal.periodic = Some(d);
+                    wp.wal_cv.notify_all();
+                }
+            }
+        }
+    }
+
+    // The memtable cannot change under the leader: only a leader rotates.
+    let mem = Arc::clone(&inner.state.lock().mem);
+    let mut user_bytes = 0u64;
+    for (p, first) in group
+        .iter()
+        .filter_map(|p| match &p.job {
+            Job::Write { batch, .. } => Some(batch),
+            Job::Rotate => None,
+        })
+        .zip(&firsts)
+    {
+        for (seqno, op) in p.ops_with_seqno(SeqNo(*first))? {
+            let value = match op {
+                crate::batch::Op::Put { value, .. } => value,
+                crate::batch::Op::Delete { .. } => &[],
+            };
+            user_bytes += (op.key().len() + value.len()) as u64;
+            mem.insert(op.keyspace(), op.key(), seqno, op.kind(), value);
+        }
+    }
+    wp.user_bytes.fetch_add(user_bytes, Ordering::Relaxed);
+    inner.visible_seqno.store(next, Ordering::Release);
+    Ok(lasts)
+}
+
+/// Appends every queued async record to the log file, in order.
+fn drain_pending(inner: &Inner, wal: &mut MutexGuard<'_, WalState>) -> Result<()> {
+    if wal.pending.is_empty() {
+        return Ok(());
+    }
+    let state: &mut WalState = wal;
+    let writer = state.writer.as_mut().ok_or(Error::Poisoned)?;
+    while let Some((first, payload)) = state.pending.front() {
+        writer.append(*first, payload)?;
+        state.pending.pop_front();
+    }
+    inner.write.wal_len.store(writer.len(), Ordering::Relaxed);
+    inner.write.space_cv.notify_all();
+    Ok(())
+}
+
+fn poison(wal: &mut WalState, e: &Error) {
+    if wal.poisoned.is_none() {
+        wal.poisoned = Some(e.to_string());
+    }
+    wal.pending.clear();
+}
+
+/// Writes every logged record to the OS and, with `sync`, fsyncs the log.
+pub(crate) fn flush_wal(inner: &Inner, sync: bool) -> Result<()> {
+    let mut wal = inner.write.wal.lock();
+    if wal.poisoned.is_some() {
+        return Err(Error::Poisoned);
+    }
+    let outcome = (|| -> Result<()> {
+        drain_pending(inner, &mut wal)?;
+        let writer = wal.writer.as_mut().ok_or(Error::Poisoned)?;
+        if sync {
+            writer.sync()?;
+        } else {
+            writer.flush()?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = outcome {
+        poison(&mut wal, &e);
+        return Err(e);
+    }
+    if sync {
+        wal.synced = wal.appended;
+        wal.last_sync = Instant::now();
+        inner
+            .durable_seqno
+            .fetch_max(wal.appended, Ordering::AcqRel);
+    }
+    Ok(())
+}
+
+/// The log thread: writes queued async records and performs periodic fsyncs until
+/// shutdown (after which it writes what is queued and exits).
+pub(crate) fn log_thread(inner: Arc<Inner>) {
+    let wp = &inner.write;
+    let mut wal = wp.wal.lock();
+    loop {
+        if wal.poisoned.is_some() {
+            wp.space_cv.notify_all();
+        }
+        if !wal.pending.is_empty() && wal.poisoned.is_none() {
+            let outcome = drain_pending(&inner, &mut wal).and_then(|()| {
+                wal.writer
+                    .as_mut()
+                    .ok_or(Error::Poisoned)
+                    .and_then(|w| w.flush())
+            });
+            if let Err(e) = outcome {
+                poison(&mut wal, &e);
+            }
+            continue;
+        }
+        if wal.shutdown {
+            return;
+        }
+        match wal.periodic {
+            Some(interval) if wal.poisoned.is_none() => {
+                let since = wal.last_sync.elapsed();
+                if since >= interval {
+                    if wal.appended > wal.synced {
+                        let target = wal.appended;
+                        let outcome = wal
+                            .writer
+                            .as_mut()
+                            .ok_or(Error::Poisoned)
+                            .and_then(|w| w.sync());
+                        match outcome {
+                            Ok(()) => {
+                                wal.synced = target;
+                                inner.durable_seqno.fetch_max(target, Ordering::AcqRel);
+                            }
+                            Err(e) => poison(&mut wal, &e),
+                        }
+                    }
+                    wal.last_sync = Instant::now();
+                    continue;
+                }
+                wp.wal_cv.wait_for(&mut wal, interval - since);
+            }
+            _ => wp.wal_cv.wait(&mut wal),
+        }
+    }
+}
+
+/// Asks the log thread to finish and waits for nothing; the caller joins it.
+pub(crate) fn stop_log_thread(inner: &Inner) {
+    let mut wal = inner.write.wal.lock();
+    wal.shutdown = true;
+    inner.write.wal_cv.notify_all();
+}
+
+/// Largest number of level-0 tables in any keyspace.
+fn max_l0(state: &State) -> usize {
+    state
+        .version
+        .keyspaces()
+        .map(|(_, k)| k.levels.first().map_or(0, Vec::len))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Makes sure the memtable has room (or, with `force`, switches memtables if the current
+/// one holds anything), slowing the writer while compaction is behind.
+fn make_room(inner: &Inner, force: bool) -> Result<()> {
+    let opts = &inner.options;
+    let mut slowed = false;
+    loop {
+        let mut st = inner.state.lock();
+        if let Some(e) = &st.bg_error {
+            return Err(Error::invalid(format!(
+                "writes are stopped by an earlier background failure ({e}); reopen the store"
+            )));
+        }
+        if st.shutting_down {
+            return Err(Error::invalid("the store is closed"));
+        }
+        let l0 = max_l0(&st);
+        if l0 >= opts.l0_stop_trigger {
+            inner.stats.stalls.fetch_add(1, Ordering::Relaxed);
+            inner.bg_cv.notify_all();
+            inner.stall_cv.wait_for(&mut st, STALL_WAIT);
+            continue;
+        }
+        if l0 >= opts.l0_slowdown_trigger && !slowed {
+            // Smooth slowdown: the deeper into the slowdown band, the longer the pause.
+            drop(st);
+            let band = (opts.l0_stop_trigger - opts.l0_slowdown_trigger + 1) as u64;
+            let depth = (l0 - opts.l0_slowdown_trigger + 1) as u64;
+            inner.stats.stalls.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_micros(1000 * depth / band));
+            slowed = true;
+            continue;
+        }
+        let wal_len = inner.write.wal_len.load(Ordering::Relaxed);
+        let full = st.mem.size() >= opts.memtable_size || wal_len >= opts.max_wal_size;
+        if !(full || force) || (force && st.mem.is_empty()) {
+            return Ok(());
+        }
+        if st.imm.len() >= opts.max_immutable_memtables {
+            inner.stats.stalls.fetch_add(1, Ordering::Relaxed);
+            inner.bg_cv.notify_all();
+            inner.stall_cv.wait_for(&mut st, STALL_WAIT);
+            continue;
+        }
+        return switch_memtable(inner, &mut st);
+    }
+}
+
+/// Seals the log file (fsync) and the memtable, and starts new ones.
+fn switch_memtable(inner: &Inner, st: &mut State) -> Result<()> {
+    let id = inner.new_file_id();
+    {
+        let mut wal = inner.write.wal.lock();
+        if wal.poisoned.is_some() {
+            return Err(Error::Poisoned);
+        }
+        let outcome = (|| -> Result<wal::Writer> {
+            drain_pending(inner, &mut wal)?;
+            if let Some(w) = wal.writer.as_mut() {
+                w.sync()?;
+            }
+            wal::Writer::create(inner.fs.as_ref(), &inner.dir, id)
+        })();
+        match outcome {
+            Ok(writer) => {
+                if let Some(old) = wal.writer.replace(writer) {
+                    inner
+                        .write
+                        .wal_bytes
+                        .fetch_add(old.len(), Ordering::Relaxed);
+                }
+                wal.synced = wal.appended;
+                inner
+                    .durable_seqno
+                    .fetch_max(wal.appended, Ordering::AcqRel);
+                inner
+                    .write
+                    .wal_len
+                    .store(wal::FILE_HEADER_LEN as u64, Ordering::Relaxed);
+            }
+            Err(e) => {
+                poison(&mut wal, &e);
+                return Err(e);
+            }
+        }
+    }
+    let old = std::mem::replace(&mut st.mem, Arc::new(Memtable::new(id)));
+    st.imm.push(old);
+    super::read::install(inner, st);
+    inner.bg_cv.notify_all();
+    Ok(())
+}

@@ -1,0 +1,172 @@
+//! [`LevelCursor`]: one [`Cursor`] over a level of sorted, non-overlapping tables, opening
+//! each table's cursor only when the scan reaches it.
+//!
+//! Invariant: `tables` are sorted by key range and do not overlap (levels 1 and deeper),
+//! so the concatenation of their entries is sorted. At most one table cursor is open.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use crate::cursor::Cursor;
+use crate::error::Result;
+use crate::key::compare_encoded;
+use crate::table::TableMeta;
+
+/// Opens a cursor over one table.
+pub(crate) type Opener = Box<dyn Fn(&TableMeta) -> Result<Box<dyn Cursor>> + Send>;
+
+/// A cursor over a whole level.
+pub(crate) struct LevelCursor {
+    tables: Vec<Arc<TableMeta>>,
+    open: Opener,
+    /// The table the cursor is in, and its cursor.
+    current: Option<(usize, Box<dyn Cursor>)>,
+}
+
+impl LevelCursor {
+    /// A cursor over `tables` (sorted, non-overlapping), opening them with `open`.
+    pub(crate) fn new(tables: Vec<Arc<TableMeta>>, open: Opener) -> LevelCursor {
+        LevelCursor {
+            tables,
+            open,
+            current: None,
+        }
+    }
+
+    fn enter(&mut self, index: usize) -> Result<Option<&mut Box<dyn Cursor>>> {
+        let Some(meta) = self.tables.get(index) else {
+            self.current = None;
+            return Ok(None);
+        };
+        if self.current.as_ref().map(|(i, _)| *i) != Some(index) {
+            self.current = None;
+            let cursor = (self.open)(meta)?;
+            self.current = Some((index, cursor));
+        }
+        Ok(self.current.as_mut().map(|(_, c)| c))
+    }
+
+    /// From table `index` on, the first table with an entry, positioned at it.
+    fn first_from(&mut self, mut index: usize) -> Result<()> {
+        while index < self.tables.len() {
+            if let Some(c) = self.enter(index)? {
+                c.seek_to_first()?;
+                if c.valid() {
+                    return Ok(());
+                }
+            }
+            index += 1;
+        }
+        self.current = None;
+        Ok(())
+    }
+
+    /// From table `index` down, the last table with an entry, positioned at it.
+    fn last_from(&mut self, index: Option<usize>) -> Result<()> {
+        let mut index = index;
+        while let Some(i) = index {
+            if let Some(c) = self.enter(i)? {
+                c.seek_to_last()?;
+                if c.valid() {
+                    return Ok(());
+                }
+            }
+            index = i.checked_sub(1);
+        }
+        self.current = None;
+        Ok(())
+    }
+
+    fn guard(&mut self, r: Result<()>) -> Result<()> {
+        if r.is_err() {
+            self.current = None;
+        }
+        r
+    }
+}
+
+impl Cursor for LevelCursor {
+    fn valid(&self) -> bool {
+        self.current.as_ref().is_some_and(|(_, c)| c.valid())
+    }
+
+    fn key(&self) -> &[u8] {
+        self.current.as_ref().map_or(&[], |(_, c)| c.key())
+    }
+
+    fn value(&self) -> &[u8] {
+        self.current.as_ref().map_or(&[], |(_, c)| c.value())
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        let r = self.first_from(0);
+        self.guard(r)
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        let r = self.last_from(self.tables.len().checked_sub(1));
+        self.guard(r)
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        let index = self
+            .tables
+            .partition_point(|t| compare_encoded(&t.largest, target) == Ordering::Less);
+        let r = (|| {
+            if let Some(c) = self.enter(index)? {
+                c.seek(target)?;
+                if c.valid() {
+                    return Ok(());
+                }
+            }
+            self.first_from(index + 1)
+        })();
+        self.guard(r)
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        let after = self
+            .tables
+            .partition_point(|t| compare_encoded(&t.smallest, target) != Ordering::Greater);
+        let r = (|| {
+            let Some(index) = after.checked_sub(1) else {
+                self.current = None;
+                return Ok(());
+            };
+            if let Some(c) = self.enter(index)? {
+                c.seek_for_prev(target)?;
+                if c.valid() {
+                    return Ok(());
+                }
+            }
+            self.last_from(index.checked_sub(1))
+        })();
+        self.guard(r)
+    }
+
+    fn next(&mut self) -> Result<()> {
+        let Some((index, c)) = self.current.as_mut() else {
+            return Ok(());
+        };
+        let index = *index;
+        let r = match c.next() {
+            Ok(()) if c.valid() => Ok(()),
+            Ok(()) => self.first_from(index + 1),
+            Err(e) => Err(e),
+        };
+        self.guard(r)
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        let Some((index, c)) = self.current.as_mut() else {
+            return Ok(());
+        };
+        let index = *index;
+        let r = match c.prev() {
+            Ok(()) if c.valid() => Ok(()),
+            Ok(()) => self.last_from(index.checked_sub(1)),
+            Err(e) => Err(e),
+        };
+        self.guard(r)
+    }
+}

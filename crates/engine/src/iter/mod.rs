@@ -1,0 +1,7 @@
+//! Reading across sources: [`level`] walks a level of tables, [`merge`] combines sorted
+//! cursors into one, [`visible`] turns
+//! internal-key versions into what a reader at a snapshot sees.
+
+pub(crate) mod level;
+pub(crate) mod merge;
+pub(crate) mod visible;

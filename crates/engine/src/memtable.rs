@@ -1,0 +1,393 @@
+//! The memtable: the sorted, in-memory home of recent writes, shared by every keyspace,
+//! until a flush turns it into one table per keyspace.
+//!
+//! Owns: the map from `(keyspace, internal key)` to value, its approximate size, the range
+//! of seqnos it holds, and a [`Cursor`] over one keyspace. It does not own durability (the
+//! WAL does) nor visibility (readers filter by seqno above it).
+//!
+//! Invariants:
+//! 1. Entries sort by keyspace id, then by [`compare_encoded`] on the internal key, so one
+//!    keyspace is one contiguous run and the newest version of a user key comes first.
+//! 2. An internal key is inserted at most once (seqnos are unique per op), so an insert
+//!    never replaces an entry a reader may be looking at.
+//! 3. Inserts and reads may run concurrently (lock-free skip list); the write path inserts
+//!    a batch's entries before it publishes the batch's seqnos, so readers never see part
+//!    of a batch.
+//!
+//! Thread-safety: `Send + Sync`; shared through `Arc`.
+
+use std::cmp::Ordering;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::Arc;
+
+use crossbeam_skiplist::SkipMap;
+
+use crate::cursor::Cursor;
+use crate::error::Result;
+use crate::key::{compare_encoded, parse_encoded, seek_key, KeyspaceId, Kind, SeqNo, TRAILER_LEN};
+
+/// Bytes charged per entry beyond its key and value: skip-list node, boxes, lengths.
+const ENTRY_OVERHEAD: usize = 80;
+
+/// A memtable key: the keyspace, then the encoded internal key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct MemKey {
+    keyspace: u32,
+    ikey: Box<[u8]>,
+}
+
+impl Ord for MemKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.keyspace
+            .cmp(&other.keyspace)
+            .then_with(|| compare_encoded(&self.ikey, &other.ikey))
+    }
+}
+
+impl PartialOrd for MemKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// The probe that sorts before every entry of `keyspace`: empty user key, largest trailer.
+fn first_of(keyspace: KeyspaceId) -> MemKey {
+    MemKey {
+        keyspace: keyspace.0,
+        ikey: vec![0xff; TRAILER_LEN].into_boxed_slice(),
+    }
+}
+
+/// A sorted in-memory table of recent writes.
+#[derive(Debug)]
+pub(crate) struct Memtable {
+    map: SkipMap<MemKey, Box<[u8]>>,
+    size: AtomicUsize,
+    max_seqno: AtomicU64,
+    /// The first WAL file holding this memtable's writes; once it is flushed, WAL files
+    /// below the next memtable's `wal_id` are obsolete.
+    wal_id: u64,
+}
+
+impl Memtable {
+    /// An empty memtable whose writes are logged from WAL file `wal_id` on.
+    pub(crate) fn new(wal_id: u64) -> Memtable {
+        Memtable {
+            map: SkipMap::new(),
+            size: AtomicUsize::new(0),
+            max_seqno: AtomicU64::new(0),
+            wal_id,
+        }
+    }
+
+    /// Inserts one version. See invariant 2: `(keyspace, user_key, seqno)` must be new.
+    pub(crate) fn insert(
+        &self,
+        keyspace: KeyspaceId,
+        user_key: &[u8],
+        seqno: SeqNo,
+        kind: Kind,
+        value: &[u8],
+    ) {
+        let mut ikey = Vec::with_capacity(user_key.len() + TRAILER_LEN);
+        ikey.extend_from_slice(user_key);
+        ikey.extend_from_slice(&((seqno.0 << 8) | u64::from(kind.as_u8())).to_le_bytes());
+        let charge = ikey.len() + value.len() + ENTRY_OVERHEAD;
+        self.map.insert(
+            MemKey {
+                keyspace: keyspace.0,
+                ikey: ikey.into_boxed_slice(),
+            },
+            value.to_vec().into_boxed_slice(),
+        );
+        self.size.fetch_add(charge, AtomicOrdering::Relaxed);
+        self.max_seqno.fetch_max(seqno.0, AtomicOrdering::Relaxed);
+    }
+
+    /// The newest version of `user_key` in `keyspace` with seqno `<= snapshot`:
+    /// `(seqno, kind, value)`.
+    pub(crate) fn get(
+        &self,
+        keyspace: KeyspaceId,
+        user_key: &[u8],
+        snapshot: SeqNo,
+    ) -> Option<(SeqNo, Kind, Vec<u8>)> {
+        let probe = MemKey {
+            keyspace: keyspace.0,
+            ikey: seek_key(user_key, snapshot).into_boxed_slice(),
+        };
+        let entry = self.map.lower_bound(Bound::Included(&probe))?;
+        let key = entry.key();
+        if key.keyspace != keyspace.0 {
+            return None;
+        }
+        let (found, seqno, tag) = parse_encoded(&key.ikey)?;
+        if found != user_key {
+            return None;
+        }
+        let kind = Kind::from_u8(tag)?;
+        Some((seqno, kind, entry.value().to_vec()))
+    }
+
+    /// Records that writes up to `seqno` went through this memtable even if none of them
+    /// was inserted (writes to a dropped keyspace), so flushing it covers them.
+    pub(crate) fn note_seqno(&self, seqno: SeqNo) {
+        self.max_seqno.fetch_max(seqno.0, AtomicOrdering::Relaxed);
+    }
+
+    /// Approximate bytes used.
+    pub(crate) fn size(&self) -> usize {
+        self.size.load(AtomicOrdering::Relaxed)
+    }
+
+    /// True if nothing was inserted.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Number of entries (all versions, all keyspaces).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// The largest seqno inserted (0 if empty).
+    pub(crate) fn max_seqno(&self) -> SeqNo {
+        SeqNo(self.max_seqno.load(AtomicOrdering::Relaxed))
+    }
+
+    /// The first WAL file holding this memtable's writes.
+    pub(crate) fn wal_id(&self) -> u64 {
+        self.wal_id
+    }
+
+    /// The keyspaces that have at least one entry, ascending.
+    pub(crate) fn keyspaces(&self) -> Vec<KeyspaceId> {
+        let mut out = Vec::new();
+        let mut next = self.map.front();
+        while let Some(entry) = next {
+            let ks = entry.key().keyspace;
+            out.push(KeyspaceId(ks));
+            next = match ks.checked_add(1) {
+                Some(following) => self
+                    .map
+                    .lower_bound(Bound::Included(&first_of(KeyspaceId(following)))),
+                None => None,
+            };
+        }
+        out
+    }
+
+    /// A cursor over the entries of `keyspace`.
+    pub(crate) fn cursor(self: &Arc<Self>, keyspace: KeyspaceId) -> MemCursor {
+        MemCursor {
+            table: Arc::clone(self),
+            keyspace: keyspace.0,
+            current: None,
+        }
+    }
+}
+
+/// A [`Cursor`] over one keyspace of a memtable. It keeps a copy of the current entry and
+/// re-seeks the skip list to move, so it never holds a reference into the map and stays
+/// valid while writers insert.
+#[derive(Debug)]
+pub(crate) struct MemCursor {
+    table: Arc<Memtable>,
+    keyspace: u32,
+    current: Option<(MemKey, Box<[u8]>)>,
+}
+
+impl MemCursor {
+    fn set(&mut self, entry: Option<crossbeam_skiplist::map::Entry<'_, MemKey, Box<[u8]>>>) {
+        self.current = entry
+            .filter(|e| e.key().keyspace == self.keyspace)
+            .map(|e| (e.key().clone(), e.value().clone()));
+    }
+
+    fn probe(&self, ikey: &[u8]) -> MemKey {
+        MemKey {
+            keyspace: self.keyspace,
+            ikey: ikey.to_vec().into_boxed_slice(),
+        }
+    }
+}
+
+impl Cursor for MemCursor {
+    fn valid(&self) -> bool {
+        self.current.is_some()
+    }
+
+    fn key(&self) -> &[u8] {
+        self.current.as_ref().map_or(&[], |(k, _)| &k.ikey)
+    }
+
+    fn value(&self) -> &[u8] {
+        self.current.as_ref().map_or(&[], |(_, v)| v)
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        let table = Arc::clone(&self.table);
+        let probe = first_of(KeyspaceId(self.keyspace));
+        self.set(table.map.lower_bound(Bound::Included(&probe)));
+        Ok(())
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        let table = Arc::clone(&self.table);
+        let entry = match self.keyspace.checked_add(1) {
+            Some(next) => table
+                .map
+                .upper_bound(Bound::Excluded(&first_of(KeyspaceId(next)))),
+            None => table.map.back(),
+        };
+        self.set(entry);
+        Ok(())
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        let table = Arc::clone(&self.table);
+        let probe = self.probe(target);
+        self.set(table.map.lower_bound(Bound::Included(&probe)));
+        Ok(())
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        let table = Arc::clone(&self.table);
+        let probe = self.probe(target);
+        self.set(table.map.upper_bound(Bound::Included(&probe)));
+        Ok(())
+    }
+
+    fn next(&mut self) -> Result<()> {
+        if let Some((key, _)) = self.current.take() {
+            let table = Arc::clone(&self.table);
+            self.set(table.map.lower_bound(Bound::Excluded(&key)));
+        }
+        Ok(())
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        if let Some((key, _)) = self.current.take() {
+            let table = Arc::clone(&self.table);
+            self.set(table.map.upper_bound(Bound::Excluded(&key)));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+    use crate::key::split_encoded;
+
+    fn user_keys(c: &mut MemCursor, forward: bool) -> Vec<(Vec<u8>, u64)> {
+        let mut out = Vec::new();
+        if forward {
+            c.seek_to_first().unwrap();
+        } else {
+            c.seek_to_last().unwrap();
+        }
+        while c.valid() {
+            let (user, trailer) = split_encoded(c.key()).unwrap();
+            out.push((user.to_vec(), trailer >> 8));
+            if forward {
+                c.next().unwrap();
+            } else {
+                c.prev().unwrap();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn versions_sort_newest_first_and_keyspaces_stay_apart() {
+        let m = Arc::new(Memtable::new(7));
+        let (a, b) = (KeyspaceId(1), KeyspaceId(2));
+        m.insert(a, b"k", SeqNo(1), Kind::Put, b"v1");
+        m.insert(a, b"k", SeqNo(3), Kind::Delete, b"");
+        m.insert(a, b"", SeqNo(2), Kind::Put, b"empty");
+        m.insert(b, b"k", SeqNo(4), Kind::Put, b"other");
+        m.insert(KeyspaceId(u32::MAX), b"z", SeqNo(5), Kind::Put, b"last");
+
+        assert_eq!(
+            m.get(a, b"k", SeqNo(10)),
+            Some((SeqNo(3), Kind::Delete, vec![]))
+        );
+        assert_eq!(
+            m.get(a, b"k", SeqNo(2)),
+            Some((SeqNo(1), Kind::Put, b"v1".to_vec()))
+        );
+        assert_eq!(m.get(a, b"k", SeqNo(0)), None);
+        assert_eq!(m.get(a, b"", SeqNo(9)).unwrap().2, b"empty");
+        assert_eq!(m.get(b, b"k", SeqNo(9)).unwrap().2, b"other");
+        assert_eq!(m.get(KeyspaceId(3), b"k", SeqNo(9)), None);
+        assert_eq!(m.keyspaces(), vec![a, b, KeyspaceId(u32::MAX)]);
+        assert_eq!(m.max_seqno(), SeqNo(5));
+        assert_eq!(m.wal_id(), 7);
+
+        let fwd = user_keys(&mut m.cursor(a), true);
+        assert_eq!(
+            fwd,
+            vec![(b"".to_vec(), 2), (b"k".to_vec(), 3), (b"k".to_vec(), 1)]
+        );
+        let mut back = user_keys(&mut m.cursor(a), false);
+        back.reverse();
+        assert_eq!(fwd, back);
+        assert_eq!(
+            user_keys(&mut m.cursor(KeyspaceId(u32::MAX)), false).len(),
+            1
+        );
+        assert!(user_keys(&mut m.cursor(KeyspaceId(9)), true).is_empty());
+    }
+
+    #[test]
+    fn seeks_land_on_the_visible_version() {
+        let m = Arc::new(Memtable::new(1));
+        let ks = KeyspaceId(0);
+        for (i, key) in [b"a", b"b", b"c"].iter().enumerate() {
+            m.insert(ks, *key, SeqNo(i as u64 + 1), Kind::Put, *key);
+            m.insert(ks, *key, SeqNo(i as u64 + 10), Kind::Put, b"new");
+        }
+        let mut c = m.cursor(ks);
+        c.seek(&seek_key(b"b", SeqNo(5))).unwrap();
+        assert_eq!(parse_encoded(c.key()).unwrap().0, b"b");
+        assert_eq!(c.value(), b"b");
+        c.seek_for_prev(&seek_key(b"b", SeqNo(5))).unwrap();
+        assert_eq!(parse_encoded(c.key()).unwrap().1, SeqNo(11));
+        c.seek(&seek_key(b"zz", SeqNo(5))).unwrap();
+        assert!(!c.valid());
+        assert_eq!(c.key(), b"");
+        c.seek_for_prev(&seek_key(b"", SeqNo(5))).unwrap();
+        assert!(!c.valid());
+    }
+
+    #[test]
+    fn concurrent_inserts_and_reads_agree() {
+        let m = Arc::new(Memtable::new(1));
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let m = Arc::clone(&m);
+                s.spawn(move || {
+                    for i in 0..2_000u64 {
+                        let key = format!("{t}-{i:05}");
+                        m.insert(
+                            KeyspaceId(0),
+                            key.as_bytes(),
+                            SeqNo(t * 10_000 + i + 1),
+                            Kind::Put,
+                            key.as_bytes(),
+                        );
+                    }
+                });
+            }
+        });
+        assert_eq!(m.len(), 8_000);
+        assert!(m.size() >= 8_000 * ENTRY_OVERHEAD);
+        let all = user_keys(&mut m.cursor(KeyspaceId(0)), true);
+        assert_eq!(all.len(), 8_000);
+        assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+}

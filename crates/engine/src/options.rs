@@ -1,0 +1,238 @@
+//! Options of the ordered store: [`Options`] for a whole store, [`Durability`] for how
+//! much an acknowledged write may lose, and the per-table settings they carry.
+//!
+//! Every default is documented on its field and chosen for a general-purpose server with
+//! a few GiB of RAM; tests shrink the sizes to drive flushes and compactions often.
+//! [`Options::validate`] refuses combinations the engine cannot run with, before any file
+//! is touched.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// What an acknowledged write survives. See the durability table in the README.
+///
+/// Whatever the mode, recovery yields a prefix of the acknowledged writes: a later write is
+/// never kept while an earlier one is lost, and a batch is recovered whole or not at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// The write is in the log and the log is fsynced before the call returns. Concurrent
+    /// writers share one fsync (group commit). Survives a process crash and power loss.
+    Sync,
+    /// The write is handed to the OS before the call returns, and a background thread
+    /// fsyncs the log at least once per interval (microsecond resolution). Survives a
+    /// process crash; on power loss at most the writes of the last interval (plus one
+    /// fsync's duration) are lost.
+    Periodic(Duration),
+    /// The write is handed to the OS before the call returns; fsync happens only on
+    /// rotation, [`crate::Db::flush_wal`] or a later `Sync` write. Survives a process crash,
+    /// not power loss.
+    Buffered,
+    /// The write is queued for a background writer; the call returns at once unless
+    /// `queue_depth` writes are already waiting, then it blocks. A crash loses at most the
+    /// queued writes.
+    Async {
+        /// How many batches may wait for the background writer (at least 1).
+        queue_depth: usize,
+    },
+    /// The write reaches only the memtable and an in-process log buffer; it is guaranteed
+    /// durable only once a memtable flush (or a later stronger write, or `flush_wal`)
+    /// covers it. For bulk loads.
+    None,
+}
+
+impl Default for Durability {
+    /// `Sync`: the safest choice; group commit keeps it fast with concurrent writers.
+    fn default() -> Durability {
+        Durability::Sync
+    }
+}
+
+/// How table blocks are compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compression {
+    /// Stored as is.
+    None,
+    /// LZ4 (fast; the default).
+    #[default]
+    Lz4,
+    /// Snappy.
+    Snappy,
+    /// Zstandard at the given level (1–22).
+    Zstd(i32),
+}
+
+/// Options of one store, fixed when it is opened.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Durability of writes that do not ask for another. Default: [`Durability::Sync`].
+    pub durability: Durability,
+    /// Create the store if the directory holds none. Default: true.
+    pub create_if_missing: bool,
+    /// Memtable bytes that trigger a flush to a table. Default: 64 MiB.
+    pub memtable_size: usize,
+    /// Memtables that may wait to be flushed before writers are held back. Default: 2.
+    pub max_immutable_memtables: usize,
+    /// Log bytes that force a memtable flush, bounding recovery time. Default: 256 MiB.
+    pub max_wal_size: u64,
+    /// Bytes of decoded table blocks kept in memory. Default: 64 MiB.
+    pub block_cache_size: usize,
+    /// Target size of a table's data block before compression. Default: 4 KiB.
+    pub block_size: usize,
+    /// Keys between restart points within a block. Default: 16.
+    pub restart_interval: usize,
+    /// Block compression. Default: LZ4.
+    pub compression: Compression,
+    /// Bloom filter bits per key (0 disables filters). Default: 10 (about 1% false
+    /// positives).
+    pub bloom_bits_per_key: u32,
+    /// Level-0 tables that start a compaction. Default: 4.
+    pub l0_compaction_trigger: usize,
+    /// Level-0 tables at which writes start being slowed. Default: 12.
+    pub l0_slowdown_trigger: usize,
+    /// Level-0 tables at which writes wait for compaction. Default: 20.
+    pub l0_stop_trigger: usize,
+    /// Target size of level 1; each further level is `level_size_multiplier` times larger.
+    /// Default: 256 MiB.
+    pub level1_size: u64,
+    /// Growth factor between levels. Default: 10.
+    pub level_size_multiplier: u64,
+    /// Target size of a table written by compaction. Default: 64 MiB.
+    pub table_size: u64,
+    /// Background threads for flushes and compactions. Default: 2.
+    pub background_threads: usize,
+    /// Skip damaged ranges of the log during recovery instead of refusing to open
+    /// (loses the damaged writes and reports them). Default: false.
+    pub salvage_wal: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            durability: Durability::Sync,
+            create_if_missing: true,
+            memtable_size: 64 << 20,
+            max_immutable_memtables: 2,
+            max_wal_size: 256 << 20,
+            block_cache_size: 64 << 20,
+            block_size: 4 << 10,
+            restart_interval: 16,
+            compression: Compression::Lz4,
+            bloom_bits_per_key: 10,
+            l0_compaction_trigger: 4,
+            l0_slowdown_trigger: 12,
+            l0_stop_trigger: 20,
+            level1_size: 256 << 20,
+            level_size_multiplier: 10,
+            table_size: 64 << 20,
+            background_threads: 2,
+            salvage_wal: false,
+        }
+    }
+}
+
+impl Options {
+    /// Checks that the options can be run with.
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming the first bad field.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |what: &str| Err(Error::invalid(format!("Options: {what}")));
+        if let Durability::Async { queue_depth: 0 } = self.durability {
+            return bad("Durability::Async needs queue_depth >= 1");
+        }
+        if let Durability::Periodic(d) = self.durability {
+            if d.is_zero() {
+                return bad("Durability::Periodic needs a non-zero interval");
+            }
+        }
+        if self.memtable_size < 1024 {
+            return bad("memtable_size must be at least 1 KiB");
+        }
+        if self.max_immutable_memtables == 0 {
+            return bad("max_immutable_memtables must be at least 1");
+        }
+        if self.max_wal_size < 4096 {
+            return bad("max_wal_size must be at least 4 KiB");
+        }
+        if !(64..=(16 << 20)).contains(&self.block_size) {
+            return bad("block_size must be between 64 B and 16 MiB");
+        }
+        if !(1..=1024).contains(&self.restart_interval) {
+            return bad("restart_interval must be between 1 and 1024");
+        }
+        if let Compression::Zstd(level) = self.compression {
+            if !(1..=22).contains(&level) {
+                return bad("zstd level must be between 1 and 22");
+            }
+        }
+        if self.bloom_bits_per_key > 64 {
+            return bad("bloom_bits_per_key must be at most 64");
+        }
+        if self.l0_compaction_trigger == 0
+            || self.l0_slowdown_trigger < self.l0_compaction_trigger
+            || self.l0_stop_trigger < self.l0_slowdown_trigger
+        {
+            return bad(
+                "need 1 <= l0_compaction_trigger <= l0_slowdown_trigger <= l0_stop_trigger",
+            );
+        }
+        if self.level1_size < 4096 || self.level_size_multiplier < 2 {
+            return bad("level1_size must be at least 4 KiB and level_size_multiplier at least 2");
+        }
+        if self.table_size < 4096 {
+            return bad("table_size must be at least 4 KiB");
+        }
+        if self.background_threads == 0 {
+            return bad("background_threads must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_bad_values_are_named() {
+        assert!(Options::default().validate().is_ok());
+        let cases: Vec<(Options, &str)> = vec![
+            (
+                Options {
+                    durability: Durability::Async { queue_depth: 0 },
+                    ..Options::default()
+                },
+                "queue_depth",
+            ),
+            (
+                Options {
+                    durability: Durability::Periodic(Duration::ZERO),
+                    ..Options::default()
+                },
+                "Periodic",
+            ),
+            (
+                Options {
+                    l0_stop_trigger: 1,
+                    ..Options::default()
+                },
+                "l0_",
+            ),
+            (
+                Options {
+                    compression: Compression::Zstd(30),
+                    ..Options::default()
+                },
+                "zstd",
+            ),
+        ];
+        for (options, needle) in cases {
+            let msg = options.validate().err().map(|e| e.to_string());
+            assert!(
+                msg.as_deref().is_some_and(|m| m.contains(needle)),
+                "{msg:?} should mention {needle}"
+            );
+        }
+    }
+}

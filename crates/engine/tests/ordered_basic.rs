@@ -1,0 +1,129 @@
+//! End-to-end behaviour of the ordered store through its public API.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+use cairn::{Db, Durability, Options};
+
+fn small() -> Options {
+    Options {
+        memtable_size: 4 << 10,
+        block_size: 256,
+        l0_compaction_trigger: 2,
+        level1_size: 16 << 10,
+        table_size: 8 << 10,
+        durability: Durability::Buffered,
+        ..Options::default()
+    }
+}
+
+fn collect(it: cairn::Iter) -> Vec<(Vec<u8>, Vec<u8>)> {
+    it.map(|r| r.unwrap()).collect()
+}
+
+#[test]
+fn insert_get_remove_and_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let ks = db.keyspace("default").unwrap();
+    ks.insert("b", "2").unwrap();
+    ks.insert("a", "1").unwrap();
+    ks.insert("c", "3").unwrap();
+    ks.insert("", "empty").unwrap();
+    assert_eq!(ks.get("a").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(ks.get("").unwrap(), Some(b"empty".to_vec()));
+    ks.remove("b").unwrap();
+    assert_eq!(ks.get("b").unwrap(), None);
+    let all = collect(ks.iter());
+    assert_eq!(
+        all.iter().map(|p| p.0.clone()).collect::<Vec<_>>(),
+        vec![b"".to_vec(), b"a".to_vec(), b"c".to_vec()]
+    );
+    let rev: Vec<_> = ks.iter().rev().map(|r| r.unwrap().0).collect();
+    assert_eq!(rev, vec![b"c".to_vec(), b"a".to_vec(), b"".to_vec()]);
+    let range = collect(ks.range::<&[u8], _>(&b"a"[..]..&b"c"[..]));
+    assert_eq!(range.len(), 1);
+    db.close().unwrap();
+}
+
+#[test]
+fn data_survives_flush_compaction_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = std::collections::BTreeMap::new();
+    {
+        let db = Db::open(dir.path(), small()).unwrap();
+        let ks = db.keyspace("default").unwrap();
+        let other = db.keyspace("other").unwrap();
+        for i in 0..5_000u32 {
+            let k = format!("key{:05}", (i * 7919) % 3000);
+            let v = format!("value{i}-{}", "x".repeat((i % 50) as usize));
+            if i % 11 == 0 {
+                ks.remove(&k).unwrap();
+                model.remove(k.as_bytes());
+            } else {
+                ks.insert(&k, &v).unwrap();
+                model.insert(k.as_bytes().to_vec(), v.as_bytes().to_vec());
+            }
+            other.insert(&k, "o").unwrap();
+        }
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+        let stats = db.stats();
+        assert!(stats.flushes > 0, "{stats:?}");
+        assert!(stats.compactions > 0, "{stats:?}");
+        let got = collect(ks.iter());
+        assert_eq!(got.len(), model.len());
+        assert!(got
+            .iter()
+            .zip(model.iter())
+            .all(|(a, b)| a.0 == *b.0 && a.1 == *b.1));
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), small()).unwrap();
+    assert_eq!(
+        db.keyspace_names(),
+        vec!["default".to_string(), "other".to_string()]
+    );
+    let ks = db.keyspace("default").unwrap();
+    let got = collect(ks.iter());
+    assert_eq!(got.len(), model.len());
+    for (k, v) in &model {
+        assert_eq!(ks.get(k).unwrap().as_ref(), Some(v));
+    }
+    let rev: Vec<_> = ks.iter().rev().map(|r| r.unwrap()).collect();
+    assert_eq!(rev.len(), model.len());
+    assert!(rev.iter().rev().zip(model.iter()).all(|(a, b)| a.0 == *b.0));
+}
+
+#[test]
+fn snapshots_see_one_point_in_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    let ks = db.keyspace("default").unwrap();
+    for i in 0..500u32 {
+        ks.insert(format!("k{i:04}"), "old").unwrap();
+    }
+    let snap = db.snapshot();
+    for i in 0..500u32 {
+        if i % 2 == 0 {
+            ks.insert(format!("k{i:04}"), "new").unwrap();
+        } else {
+            ks.remove(format!("k{i:04}")).unwrap();
+        }
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let at = collect(ks.range_at::<&[u8], _>(.., &snap));
+    assert_eq!(at.len(), 500);
+    assert!(at.iter().all(|(_, v)| v == b"old"));
+    assert_eq!(ks.get_at("k0001", &snap).unwrap(), Some(b"old".to_vec()));
+    assert_eq!(ks.get("k0001").unwrap(), None);
+    assert_eq!(collect(ks.iter()).len(), 250);
+}
+
+#[test]
+fn a_second_open_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let _db = Db::open(dir.path(), Options::default()).unwrap();
+    let err = Db::open(dir.path(), Options::default()).unwrap_err();
+    assert!(err.to_string().contains("already locked"), "{err}");
+}
