@@ -1,10 +1,43 @@
 //! # Cairn
 //!
-//! An embedded key-value storage engine. This release provides the **constant store**
-//! ([`hash`]): build-once, read-many files in the Sparkey format (a log plus a hash index),
-//! read and written byte-compatibly with the reference Sparkey implementation.
-//! [`inspect`] decodes the ordered store's raw files (write-ahead log, write batches) for
-//! tools; the ordered store itself is being built on those formats.
+//! An embedded key-value storage engine with two stores:
+//!
+//! * the **ordered store**, [`Db`]: an LSM tree with named [`Keyspace`]s sharing one
+//!   write-ahead log, atomic [`Batch`]es across keyspaces, forward and reverse scans,
+//!   O(1) [`Snapshot`]s and a [`Durability`] mode per store and per write;
+//! * the **constant store**, [`hash`]: build-once, read-many files in the Sparkey format (a
+//!   log plus a hash index), read and written byte-compatibly with the reference Sparkey.
+//!
+//! [`inspect`] decodes the ordered store's raw files (WAL, batches, tables, manifests) for
+//! tools.
+//!
+//! ```
+//! use cairn::{Db, Durability, Options};
+//!
+//! # fn main() -> cairn::Result<()> {
+//! # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+//! let db = Db::open(dir.path().join("store"), Options::default())?;
+//! let users = db.keyspace("users")?;
+//! let emails = db.keyspace("emails")?;
+//! users.insert("u:42", "Ada")?;
+//! let mut batch = db.batch();
+//! batch.insert(&users, "u:43", "Grace");
+//! batch.insert(&emails, "grace@example.com", "u:43");
+//! batch.commit()?;
+//! users.insert_with("u:44", "Edsger", Some(Durability::Buffered))?;
+//!
+//! let snapshot = db.snapshot();
+//! users.remove("u:42")?;
+//! assert_eq!(users.get_at("u:42", &snapshot)?, Some(b"Ada".to_vec()));
+//! assert_eq!(users.get("u:42")?, None);
+//! let keys: Vec<Vec<u8>> = users.prefix("u:").rev().map(|p| p.map(|(k, _)| k)).collect::<cairn::Result<_>>()?;
+//! assert_eq!(keys, vec![b"u:44".to_vec(), b"u:43".to_vec()]);
+//! db.close()?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The constant store:
 //!
 //! ```
 //! use cairn::hash::{write_index, IndexOptions, LogOptions, LogWriter, Reader, ReadOptions};

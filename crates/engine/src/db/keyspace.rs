@@ -59,8 +59,15 @@ impl Keyspace {
     }
 
     fn check_live(&self) -> Result<()> {
-        let version = Arc::clone(&self.db.inner.state.lock().version);
-        if version.keyspace(self.id).is_some() {
+        let live = self
+            .db
+            .inner
+            .super_version
+            .read()
+            .version
+            .keyspace(self.id)
+            .is_some();
+        if live {
             Ok(())
         } else {
             Err(Error::invalid(format!(
@@ -279,7 +286,7 @@ impl Batch {
         }
         let inner = &self.db.inner;
         {
-            let version = Arc::clone(&inner.state.lock().version);
+            let version = Arc::clone(&inner.super_version.read().version);
             for op in self.batch.ops() {
                 if version.keyspace(op.keyspace()).is_none() {
                     return Err(Error::invalid(format!(
