@@ -6,7 +6,8 @@
 //! WAL does) nor visibility (readers filter by seqno above it).
 //!
 //! Invariants:
-//! 1. Entries sort by keyspace id, then by [`compare_encoded`] on the internal key, so one
+//! 1. Entries sort by keyspace id, then by internal key (user key ascending, trailer
+//!    descending, as [`crate::key::compare_encoded`]), so one
 //!    keyspace is one contiguous run and the newest version of a user key comes first.
 //! 2. An internal key is inserted at most once (seqnos are unique per op), so an insert
 //!    never replaces an entry a reader may be looking at.
@@ -25,23 +26,26 @@ use crossbeam_skiplist::SkipMap;
 
 use crate::cursor::Cursor;
 use crate::error::Result;
-use crate::key::{compare_encoded, parse_encoded, seek_key, KeyspaceId, Kind, SeqNo, TRAILER_LEN};
+use crate::key::{split_encoded, KeyspaceId, Kind, SeqNo, TRAILER_LEN};
 
 /// Bytes charged per entry beyond its key and value: skip-list node, boxes, lengths.
 const ENTRY_OVERHEAD: usize = 80;
 
-/// A memtable key: the keyspace, then the encoded internal key.
+/// A memtable key: the keyspace, the user key and the trailer `(seqno << 8) | kind`, kept
+/// apart so comparing two keys decodes nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct MemKey {
     keyspace: u32,
-    ikey: Box<[u8]>,
+    user: Box<[u8]>,
+    trailer: u64,
 }
 
 impl Ord for MemKey {
     fn cmp(&self, other: &Self) -> Ordering {
         self.keyspace
             .cmp(&other.keyspace)
-            .then_with(|| compare_encoded(&self.ikey, &other.ikey))
+            .then_with(|| self.user.cmp(&other.user))
+            .then_with(|| other.trailer.cmp(&self.trailer))
     }
 }
 
@@ -51,11 +55,32 @@ impl PartialOrd for MemKey {
     }
 }
 
+impl MemKey {
+    /// The key for an encoded internal key (or seek probe) in `keyspace`. A probe shorter
+    /// than a trailer is treated as a user key with trailer 0, as `compare_encoded` does.
+    fn from_encoded(keyspace: u32, ikey: &[u8]) -> MemKey {
+        let (user, trailer) = split_encoded(ikey).unwrap_or((ikey, 0));
+        MemKey {
+            keyspace,
+            user: user.into(),
+            trailer,
+        }
+    }
+
+    /// Writes the encoded internal key into `out` (replacing its contents).
+    fn encode_into(&self, out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(&self.user);
+        out.extend_from_slice(&self.trailer.to_le_bytes());
+    }
+}
+
 /// The probe that sorts before every entry of `keyspace`: empty user key, largest trailer.
 fn first_of(keyspace: KeyspaceId) -> MemKey {
     MemKey {
         keyspace: keyspace.0,
-        ikey: vec![0xff; TRAILER_LEN].into_boxed_slice(),
+        user: Box::default(),
+        trailer: u64::MAX,
     }
 }
 
@@ -90,16 +115,14 @@ impl Memtable {
         kind: Kind,
         value: &[u8],
     ) {
-        let mut ikey = Vec::with_capacity(user_key.len() + TRAILER_LEN);
-        ikey.extend_from_slice(user_key);
-        ikey.extend_from_slice(&((seqno.0 << 8) | u64::from(kind.as_u8())).to_le_bytes());
-        let charge = ikey.len() + value.len() + ENTRY_OVERHEAD;
+        let charge = user_key.len() + TRAILER_LEN + value.len() + ENTRY_OVERHEAD;
         self.map.insert(
             MemKey {
                 keyspace: keyspace.0,
-                ikey: ikey.into_boxed_slice(),
+                user: user_key.into(),
+                trailer: (seqno.0 << 8) | u64::from(kind.as_u8()),
             },
-            value.to_vec().into_boxed_slice(),
+            value.into(),
         );
         self.size.fetch_add(charge, AtomicOrdering::Relaxed);
         self.max_seqno.fetch_max(seqno.0, AtomicOrdering::Relaxed);
@@ -115,19 +138,16 @@ impl Memtable {
     ) -> Option<(SeqNo, Kind, Vec<u8>)> {
         let probe = MemKey {
             keyspace: keyspace.0,
-            ikey: seek_key(user_key, snapshot).into_boxed_slice(),
+            user: user_key.into(),
+            trailer: (snapshot.0.min(SeqNo::MAX.0) << 8) | 0xff,
         };
         let entry = self.map.lower_bound(Bound::Included(&probe))?;
         let key = entry.key();
-        if key.keyspace != keyspace.0 {
+        if key.keyspace != keyspace.0 || *key.user != *user_key {
             return None;
         }
-        let (found, seqno, tag) = parse_encoded(&key.ikey)?;
-        if found != user_key {
-            return None;
-        }
-        let kind = Kind::from_u8(tag)?;
-        Some((seqno, kind, entry.value().to_vec()))
+        let kind = Kind::from_u8((key.trailer & 0xff) as u8)?;
+        Some((SeqNo(key.trailer >> 8), kind, entry.value().to_vec()))
     }
 
     /// Records that writes up to `seqno` went through this memtable even if none of them
@@ -185,6 +205,8 @@ impl Memtable {
             table: Arc::clone(self),
             keyspace: keyspace.0,
             current: None,
+            ikey: Vec::new(),
+            value: Vec::new(),
         }
     }
 }
@@ -196,20 +218,23 @@ impl Memtable {
 pub(crate) struct MemCursor {
     table: Arc<Memtable>,
     keyspace: u32,
-    current: Option<(MemKey, Box<[u8]>)>,
+    /// The current entry's key, or `None` when not positioned.
+    current: Option<MemKey>,
+    /// The current entry's encoded internal key and value (buffers reused between moves).
+    ikey: Vec<u8>,
+    value: Vec<u8>,
 }
 
 impl MemCursor {
     fn set(&mut self, entry: Option<crossbeam_skiplist::map::Entry<'_, MemKey, Box<[u8]>>>) {
-        self.current = entry
-            .filter(|e| e.key().keyspace == self.keyspace)
-            .map(|e| (e.key().clone(), e.value().clone()));
-    }
-
-    fn probe(&self, ikey: &[u8]) -> MemKey {
-        MemKey {
-            keyspace: self.keyspace,
-            ikey: ikey.to_vec().into_boxed_slice(),
+        match entry.filter(|e| e.key().keyspace == self.keyspace) {
+            Some(e) => {
+                e.key().encode_into(&mut self.ikey);
+                self.value.clear();
+                self.value.extend_from_slice(e.value());
+                self.current = Some(e.key().clone());
+            }
+            None => self.current = None,
         }
     }
 }
@@ -220,11 +245,19 @@ impl Cursor for MemCursor {
     }
 
     fn key(&self) -> &[u8] {
-        self.current.as_ref().map_or(&[], |(k, _)| &k.ikey)
+        if self.current.is_some() {
+            &self.ikey
+        } else {
+            &[]
+        }
     }
 
     fn value(&self) -> &[u8] {
-        self.current.as_ref().map_or(&[], |(_, v)| v)
+        if self.current.is_some() {
+            &self.value
+        } else {
+            &[]
+        }
     }
 
     fn seek_to_first(&mut self) -> Result<()> {
@@ -248,20 +281,20 @@ impl Cursor for MemCursor {
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         let table = Arc::clone(&self.table);
-        let probe = self.probe(target);
+        let probe = MemKey::from_encoded(self.keyspace, target);
         self.set(table.map.lower_bound(Bound::Included(&probe)));
         Ok(())
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
         let table = Arc::clone(&self.table);
-        let probe = self.probe(target);
+        let probe = MemKey::from_encoded(self.keyspace, target);
         self.set(table.map.upper_bound(Bound::Included(&probe)));
         Ok(())
     }
 
     fn next(&mut self) -> Result<()> {
-        if let Some((key, _)) = self.current.take() {
+        if let Some(key) = self.current.take() {
             let table = Arc::clone(&self.table);
             self.set(table.map.lower_bound(Bound::Excluded(&key)));
         }
@@ -269,7 +302,7 @@ impl Cursor for MemCursor {
     }
 
     fn prev(&mut self) -> Result<()> {
-        if let Some((key, _)) = self.current.take() {
+        if let Some(key) = self.current.take() {
             let table = Arc::clone(&self.table);
             self.set(table.map.upper_bound(Bound::Excluded(&key)));
         }
@@ -281,7 +314,7 @@ impl Cursor for MemCursor {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 mod tests {
     use super::*;
-    use crate::key::split_encoded;
+    use crate::key::{parse_encoded, seek_key};
 
     fn user_keys(c: &mut MemCursor, forward: bool) -> Vec<(Vec<u8>, u64)> {
         let mut out = Vec::new();

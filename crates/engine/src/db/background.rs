@@ -220,7 +220,7 @@ pub(crate) fn stats(inner: &Inner) -> Stats {
         tables_per_level,
         table_bytes,
         memtable_bytes,
-        wal_bytes_written: inner.write.wal_bytes.load(Ordering::Relaxed),
+        wal_bytes_written: inner.write.wal_bytes_written(),
         flush_bytes_written: c.flush_bytes.load(Ordering::Relaxed),
         compaction_bytes_written: c.compaction_bytes.load(Ordering::Relaxed),
         user_bytes_written: inner.write.user_bytes.load(Ordering::Relaxed),

@@ -149,7 +149,7 @@ pub struct Stats {
     pub compaction_bytes_written: u64,
     /// Bytes of user keys and values written (the denominator of write amplification).
     pub user_bytes_written: u64,
-    /// Flushes and compactions completed.
+    /// Flushes completed.
     pub flushes: u64,
     /// Compactions completed.
     pub compactions: u64,

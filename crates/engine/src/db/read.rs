@@ -151,8 +151,10 @@ pub struct Iter {
     bounds: Bounds,
     front: Option<Visible>,
     back: Option<Visible>,
-    front_last: Option<Vec<u8>>,
-    back_last: Option<Vec<u8>>,
+    /// The last key each side yielded (buffers reused; valid once that side started), so
+    /// the two sides never cross.
+    front_last: Vec<u8>,
+    back_last: Vec<u8>,
     done: bool,
 }
 
@@ -183,8 +185,8 @@ impl Iter {
             bounds: Bounds { lo, hi },
             front: None,
             back: None,
-            front_last: None,
-            back_last: None,
+            front_last: Vec::new(),
+            back_last: Vec::new(),
             done: false,
         }
     }
@@ -223,19 +225,21 @@ impl Iter {
         match next {
             Ok(Some((k, v))) => {
                 let crossed = if front {
-                    self.back_last.as_ref().is_some_and(|b| k >= *b)
+                    self.back.is_some() && k >= self.back_last
                 } else {
-                    self.front_last.as_ref().is_some_and(|f| k <= *f)
+                    self.front.is_some() && k <= self.front_last
                 };
                 if crossed {
                     self.done = true;
                     return None;
                 }
-                if front {
-                    self.front_last = Some(k.clone());
+                let last = if front {
+                    &mut self.front_last
                 } else {
-                    self.back_last = Some(k.clone());
-                }
+                    &mut self.back_last
+                };
+                last.clear();
+                last.extend_from_slice(&k);
                 Some(Ok((k, v)))
             }
             Ok(None) => {

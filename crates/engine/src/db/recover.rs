@@ -48,6 +48,12 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
         fs.create_dir(dir)?;
         fs.sync_dir(&crate::fs::parent_of(dir))?;
     }
+    if !options.create_if_missing && !fs.exists(&dir.join(version::CURRENT))? {
+        return Err(Error::invalid(format!(
+            "no store at {} (and create_if_missing is off)",
+            dir.display()
+        )));
+    }
     let lock = fs.lock(&dir.join(LOCK_FILE))?;
     let names = fs.list_dir(dir)?;
     let max_id = names

@@ -123,6 +123,13 @@ impl WritePath {
     }
 }
 
+impl WritePath {
+    /// Bytes written to WAL files since open: sealed files plus the current one.
+    pub(crate) fn wal_bytes_written(&self) -> u64 {
+        self.wal_bytes.load(Ordering::Relaxed) + self.wal_len.load(Ordering::Relaxed)
+    }
+}
+
 /// A copy of an error for the other members of a group.
 fn copy_error(e: &Error) -> Error {
     match e {

@@ -90,8 +90,8 @@ pub(crate) struct Visible {
     bounds: Bounds,
     started: bool,
     done: bool,
-    /// Forward: the user key just yielded, whose older versions must be skipped.
-    skip: Option<Vec<u8>>,
+    /// A reused buffer for the user key whose versions are being skipped.
+    scratch: Vec<u8>,
 }
 
 impl Visible {
@@ -104,7 +104,7 @@ impl Visible {
             bounds,
             started: false,
             done: false,
-            skip: None,
+            scratch: Vec::new(),
         }
     }
 
@@ -132,6 +132,16 @@ impl Visible {
         out
     }
 
+    /// Moves the cursor past the remaining (older) versions of `user`.
+    fn skip_versions(cursor: &mut dyn Cursor, user: &[u8]) -> Result<()> {
+        loop {
+            cursor.next()?;
+            if !cursor.valid() || parse(cursor.key())?.0 != user {
+                return Ok(());
+            }
+        }
+    }
+
     fn step_forward(&mut self) -> Result<Option<Pair>> {
         if !self.started {
             self.started = true;
@@ -143,24 +153,24 @@ impl Visible {
         }
         while self.cursor.valid() {
             let (user, seqno, kind) = parse(self.cursor.key())?;
-            if self.skip.as_deref() == Some(user) || seqno > self.snapshot {
+            if seqno > self.snapshot {
                 self.cursor.next()?;
                 continue;
             }
             if !self.bounds.below_hi(user) {
                 return Ok(None);
             }
-            let user = user.to_vec();
             match kind {
                 Kind::Put => {
+                    let key = user.to_vec();
                     let value = self.cursor.value().to_vec();
-                    self.skip = Some(user.clone());
-                    self.cursor.next()?;
-                    return Ok(Some((user, value)));
+                    Self::skip_versions(self.cursor.as_mut(), &key)?;
+                    return Ok(Some((key, value)));
                 }
                 Kind::Delete => {
-                    self.skip = Some(user);
-                    self.cursor.next()?;
+                    self.scratch.clear();
+                    self.scratch.extend_from_slice(user);
+                    Self::skip_versions(self.cursor.as_mut(), &self.scratch)?;
                 }
             }
         }
@@ -177,13 +187,15 @@ impl Visible {
             }
         }
         // Versions of one user key arrive oldest first; the last visible one decides.
-        let mut candidate: Option<(Vec<u8>, Kind, Vec<u8>)> = None;
+        // `scratch` holds the candidate's user key, `value` its value.
+        let mut candidate: Option<Kind> = None;
+        let mut value: Vec<u8> = Vec::new();
         while self.cursor.valid() {
             let (user, seqno, kind) = parse(self.cursor.key())?;
-            if let Some((cand_user, cand_kind, _)) = &candidate {
-                if cand_user.as_slice() != user {
-                    if *cand_kind == Kind::Put {
-                        return Ok(candidate.map(|(k, _, v)| (k, v)));
+            if let Some(cand_kind) = candidate {
+                if self.scratch.as_slice() != user {
+                    if cand_kind == Kind::Put {
+                        return Ok(Some((self.scratch.clone(), value)));
                     }
                     candidate = None;
                 }
@@ -192,13 +204,20 @@ impl Visible {
                 break;
             }
             if seqno <= self.snapshot {
-                candidate = Some((user.to_vec(), kind, self.cursor.value().to_vec()));
+                if candidate.is_none() {
+                    self.scratch.clear();
+                    self.scratch.extend_from_slice(user);
+                }
+                candidate = Some(kind);
+                value.clear();
+                value.extend_from_slice(self.cursor.value());
             }
             self.cursor.prev()?;
         }
-        Ok(candidate
-            .filter(|(_, kind, _)| *kind == Kind::Put)
-            .map(|(k, _, v)| (k, v)))
+        Ok(match candidate {
+            Some(Kind::Put) => Some((self.scratch.clone(), value)),
+            _ => None,
+        })
     }
 }
 
