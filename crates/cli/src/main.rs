@@ -1,12 +1,14 @@
 //! `cairn`: the command-line tool of the Cairn storage engine.
 //!
 //! This file only parses the command line and dispatches; each command group lives in its
-//! own module (`sparkey/` for the constant store, `demo.rs` for the built-in demonstration).
+//! own module (`sparkey/` for the constant store, `bench/` for the benchmarks, `demo.rs`
+//! for the built-in demonstration).
 //!
 //! Exit codes, for every command: 0 ok, 1 error, 2 not found (`get`), 3 corruption (the
 //! engine reported damaged files, see `cairn::Error::is_corruption`). Usage errors exit 1,
 //! `--help` and a bare `cairn` exit 0, like the reference `sparkey` tool.
 
+mod bench;
 mod demo;
 mod errors;
 mod hexfmt;
@@ -37,12 +39,17 @@ enum Command {
     /// `sparkey` tool does, plus dump, build and verify.
     #[command(subcommand, arg_required_else_help = true)]
     Sparkey(sparkey::SparkeyCommand),
+    /// Benchmarks in the shape of db_bench: `cairn bench ordered` runs fillseq,
+    /// readrandom, ... against the ordered store.
+    #[command(subcommand, arg_required_else_help = true)]
+    Bench(bench::BenchCommand),
     Demo(demo::DemoArgs),
 }
 
 fn run(cli: Cli, out: &mut dyn Write) -> CliResult<u8> {
     match cli.command {
         Command::Sparkey(cmd) => sparkey::run(cmd, out),
+        Command::Bench(cmd) => bench::run(cmd, out),
         Command::Demo(args) => demo::run(&args, out),
     }
 }

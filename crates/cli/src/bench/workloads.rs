@@ -1,0 +1,501 @@
+//! The benchmarks' bodies: the timed loops, their threads, and the latency they record.
+//!
+//! Writes (`fillseq`, `fillrandom`, `overwrite`, `deleterandom`) run on one thread. Reads
+//! (`readrandom`, `readseq`, `readreverse`, `seekrandom`) and the read/write mix run on
+//! `threads` threads that split `reads` operations between them; `readwhilewriting` adds
+//! one writer thread that writes random keys until the readers are done.
+//!
+//! Latency is recorded per operation (per batch for batched writes) with one clock read
+//! per operation: a sample is the time since the previous operation of the same thread
+//! ended, as db_bench's `FinishedSingleOp` measures it, so nothing between operations
+//! goes unaccounted.
+
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::{self, Scope, ScopedJoinHandle};
+use std::time::{Duration, Instant};
+
+use cairn::{Db, Keyspace};
+use hdrhistogram::Histogram;
+use indicatif::ProgressBar;
+
+use super::keys::{Keys, Rng, ValueSource};
+use super::report::{histogram, Latency, Outcome};
+use crate::errors::{CliError, CliResult};
+
+/// Everything a benchmark needs, fixed for the run.
+pub struct Workload<'a> {
+    pub db: &'a Db,
+    pub ks: &'a Keyspace,
+    pub keys: Keys,
+    pub values: &'a ValueSource,
+    /// Keys are the numbers `0..num`.
+    pub num: u64,
+    /// Operations of the read benchmarks and the mix, split between the threads.
+    pub reads: u64,
+    pub threads: usize,
+    /// Writes per committed batch (1: plain `insert`/`remove`).
+    pub batch_size: u64,
+    /// Share of reads in `readrandomwriterandom`, in percent.
+    pub read_percent: u64,
+    pub seed: u64,
+    /// Position of the benchmark in the list, so repeated benchmarks draw new keys.
+    pub stream: u64,
+    pub bar: &'a ProgressBar,
+}
+
+/// Which keys a writing loop takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// `0, 1, 2, ...`
+    Sequential,
+    /// Uniform in `0..num`, with repeats.
+    Random,
+}
+
+/// What a writing loop does with each key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    Put,
+    Delete,
+}
+
+/// One thread's counts and latencies.
+struct Tally {
+    ops: u64,
+    found: u64,
+    bytes: u64,
+    reads: u64,
+    writes: u64,
+    start: Instant,
+    end: Instant,
+    hist: Histogram<u64>,
+    write_hist: Histogram<u64>,
+    last: Instant,
+}
+
+impl Tally {
+    fn start() -> CliResult<Tally> {
+        let now = Instant::now();
+        Ok(Tally {
+            ops: 0,
+            found: 0,
+            bytes: 0,
+            reads: 0,
+            writes: 0,
+            start: now,
+            end: now,
+            hist: histogram()?,
+            write_hist: histogram()?,
+            last: now,
+        })
+    }
+
+    /// Nanoseconds since the previous operation ended (or the thread started).
+    fn lap(&mut self) -> u64 {
+        let now = Instant::now();
+        let ns = now.duration_since(self.last).as_nanos();
+        self.last = now;
+        u64::try_from(ns).unwrap_or(u64::MAX)
+    }
+
+    fn record(&mut self) {
+        let ns = self.lap();
+        self.hist.saturating_record(ns);
+    }
+
+    fn record_write(&mut self) {
+        let ns = self.lap();
+        self.write_hist.saturating_record(ns);
+    }
+
+    fn finish(mut self) -> Tally {
+        self.end = Instant::now();
+        self
+    }
+}
+
+/// Advances a shared progress bar in steps, so threads rarely touch it.
+struct Ticker<'a> {
+    bar: &'a ProgressBar,
+    pending: u64,
+}
+
+impl<'a> Ticker<'a> {
+    fn new(bar: &'a ProgressBar) -> Ticker<'a> {
+        Ticker { bar, pending: 0 }
+    }
+
+    fn add(&mut self, n: u64) {
+        self.pending += n;
+        if self.pending >= 4096 {
+            self.bar.inc(self.pending);
+            self.pending = 0;
+        }
+    }
+}
+
+impl Drop for Ticker<'_> {
+    fn drop(&mut self) {
+        self.bar.inc(self.pending);
+    }
+}
+
+impl Workload<'_> {
+    fn rng(&self, thread: u64) -> Rng {
+        Rng::new(self.seed, (self.stream << 16) | thread)
+    }
+
+    /// Operations thread `t` does out of `total`: `total * t / threads` up to
+    /// `total * (t + 1) / threads`, so the shares of the scans match their slices.
+    fn share(&self, total: u64, t: usize) -> u64 {
+        portion(total, t + 1, self.threads) - portion(total, t, self.threads)
+    }
+
+    /// The key number where thread `t`'s slice of the key space starts.
+    fn slice_start(&self, t: usize) -> u64 {
+        portion(self.num, t, self.threads)
+    }
+}
+
+/// `total * t / threads`, without overflow.
+fn portion(total: u64, t: usize, threads: usize) -> u64 {
+    (u128::from(total) * t as u128 / threads.max(1) as u128) as u64
+}
+
+/// Writes `limit` keys (or until `stop` is set) on the calling thread.
+fn write_loop(
+    w: &Workload<'_>,
+    stream: u64,
+    order: Order,
+    kind: Write,
+    limit: Option<u64>,
+    stop: Option<&AtomicBool>,
+) -> CliResult<Tally> {
+    let mut tally = Tally::start()?;
+    let mut rng = w.rng(stream);
+    let mut values = w.values.cursor();
+    let mut key = Vec::with_capacity(w.keys.size());
+    let mut ticker = Ticker::new(w.bar);
+    let next_key = |done: u64, rng: &mut Rng| match order {
+        Order::Sequential => done,
+        Order::Random => rng.below(w.num),
+    };
+    loop {
+        let n = limit.map_or(w.batch_size, |l| w.batch_size.min(l - tally.ops));
+        if n == 0 || stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            break;
+        }
+        if w.batch_size == 1 {
+            w.keys.write(next_key(tally.ops, &mut rng), &mut key);
+            match kind {
+                Write::Put => {
+                    let value = values.next_value();
+                    tally.bytes += (key.len() + value.len()) as u64;
+                    w.ks.insert(&key, value)?;
+                }
+                Write::Delete => w.ks.remove(&key)?,
+            }
+        } else {
+            let mut batch = w.db.batch();
+            for i in 0..n {
+                w.keys.write(next_key(tally.ops + i, &mut rng), &mut key);
+                match kind {
+                    Write::Put => {
+                        let value = values.next_value();
+                        tally.bytes += (key.len() + value.len()) as u64;
+                        batch.insert(w.ks, &key, value);
+                    }
+                    Write::Delete => batch.remove(w.ks, &key),
+                }
+            }
+            batch.commit()?;
+        }
+        tally.record();
+        tally.ops += n;
+        if stop.is_none() {
+            ticker.add(n);
+        }
+    }
+    if kind == Write::Delete {
+        // db_bench reports no rate for deletes.
+        tally.bytes = 0;
+    }
+    Ok(tally.finish())
+}
+
+fn read_random_loop(w: &Workload<'_>, t: usize) -> CliResult<Tally> {
+    let mut tally = Tally::start()?;
+    let mut rng = w.rng(t as u64);
+    let mut key = Vec::with_capacity(w.keys.size());
+    let mut ticker = Ticker::new(w.bar);
+    let n = w.share(w.reads, t);
+    for _ in 0..n {
+        w.keys.write(rng.below(w.num), &mut key);
+        if w.ks.get(&key)?.is_some() {
+            tally.found += 1;
+        }
+        tally.record();
+        ticker.add(1);
+    }
+    tally.ops = n;
+    Ok(tally.finish())
+}
+
+/// Thread `t` scans its slice of the key space (all of it with one thread), reading at
+/// most its share of `reads` entries.
+fn scan_loop(w: &Workload<'_>, t: usize, reverse: bool) -> CliResult<Tally> {
+    let mut tally = Tally::start()?;
+    let mut ticker = Ticker::new(w.bar);
+    let limit = w.share(w.reads, t);
+    let lo = match t {
+        0 => Bound::Unbounded,
+        _ => Bound::Included(w.keys.key(w.slice_start(t))),
+    };
+    let hi = if t + 1 >= w.threads {
+        Bound::Unbounded
+    } else {
+        Bound::Excluded(w.keys.key(w.slice_start(t + 1)))
+    };
+    let mut iter = w.ks.range((lo, hi));
+    while tally.ops < limit {
+        let item = if reverse {
+            iter.next_back()
+        } else {
+            iter.next()
+        };
+        let Some(item) = item else { break };
+        let (k, v) = item?;
+        tally.bytes += (k.len() + v.len()) as u64;
+        tally.ops += 1;
+        tally.record();
+        ticker.add(1);
+    }
+    Ok(tally.finish())
+}
+
+/// Each operation positions a range scan at a random key and reads one entry; it is
+/// found if that entry has the key sought (db_bench's `seekrandom`).
+fn seek_random_loop(w: &Workload<'_>, t: usize) -> CliResult<Tally> {
+    let mut tally = Tally::start()?;
+    let mut rng = w.rng(t as u64);
+    let mut key = Vec::with_capacity(w.keys.size());
+    let mut ticker = Ticker::new(w.bar);
+    let n = w.share(w.reads, t);
+    for _ in 0..n {
+        w.keys.write(rng.below(w.num), &mut key);
+        if let Some(item) = w.ks.range(key.as_slice()..).next() {
+            if item?.0 == key {
+                tally.found += 1;
+            }
+        }
+        tally.record();
+        ticker.add(1);
+    }
+    tally.ops = n;
+    Ok(tally.finish())
+}
+
+fn mix_loop(w: &Workload<'_>, t: usize) -> CliResult<Tally> {
+    let mut tally = Tally::start()?;
+    let mut rng = w.rng(t as u64);
+    let mut values = w.values.cursor();
+    let mut key = Vec::with_capacity(w.keys.size());
+    let mut ticker = Ticker::new(w.bar);
+    let n = w.share(w.reads, t);
+    for _ in 0..n {
+        w.keys.write(rng.below(w.num), &mut key);
+        if rng.below(100) < w.read_percent {
+            if w.ks.get(&key)?.is_some() {
+                tally.found += 1;
+            }
+            tally.reads += 1;
+            tally.record();
+        } else {
+            w.ks.insert(&key, values.next_value())?;
+            tally.writes += 1;
+            tally.record_write();
+        }
+        ticker.add(1);
+    }
+    tally.ops = n;
+    Ok(tally.finish())
+}
+
+fn spawn<'scope, 'env, F>(
+    s: &'scope Scope<'scope, 'env>,
+    name: String,
+    f: F,
+) -> CliResult<ScopedJoinHandle<'scope, CliResult<Tally>>>
+where
+    F: FnOnce() -> CliResult<Tally> + Send + 'scope,
+{
+    thread::Builder::new()
+        .name(name.clone())
+        .spawn_scoped(s, f)
+        .map_err(|e| CliError::msg(format!("starting thread {name} failed: {e}")))
+}
+
+fn join(handle: ScopedJoinHandle<'_, CliResult<Tally>>) -> CliResult<Tally> {
+    handle
+        .join()
+        .map_err(|_| CliError::msg("a benchmark thread panicked"))?
+}
+
+/// Runs `f(t)` on `w.threads` threads and collects their tallies.
+fn on_threads<F>(w: &Workload<'_>, f: F) -> CliResult<Vec<Tally>>
+where
+    F: Fn(usize) -> CliResult<Tally> + Sync,
+{
+    thread::scope(|s| {
+        let f = &f;
+        let handles = (0..w.threads)
+            .map(|t| spawn(s, format!("bench-{t}"), move || f(t)))
+            .collect::<CliResult<Vec<_>>>()?;
+        handles.into_iter().map(join).collect()
+    })
+}
+
+/// What a benchmark counts besides operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Counts {
+    /// Operations only (writes, scans).
+    Plain,
+    /// Lookups and how many found their key.
+    Lookups,
+    /// Reads and writes of a mix, with separate latencies.
+    Mix,
+}
+
+/// The threads' tallies as one outcome (ops, counts, time, merged histograms).
+fn combine(
+    name: &'static str,
+    tallies: Vec<Tally>,
+    counts: Counts,
+    per_sample: u64,
+) -> CliResult<Outcome> {
+    let mut hist = histogram()?;
+    let mut write_hist = histogram()?;
+    let (mut ops, mut found, mut bytes, mut reads, mut writes) = (0, 0, 0, 0, 0);
+    let mut thread_time = Duration::ZERO;
+    let first = tallies.iter().map(|t| t.start).min();
+    let last = tallies.iter().map(|t| t.end).max();
+    let add = |into: &mut Histogram<u64>, from: &Histogram<u64>| {
+        into.add(from)
+            .map_err(|e| CliError::msg(format!("merging latency histograms failed: {e:?}")))
+    };
+    for t in &tallies {
+        ops += t.ops;
+        found += t.found;
+        bytes += t.bytes;
+        reads += t.reads;
+        writes += t.writes;
+        thread_time += t.end.duration_since(t.start);
+        add(&mut hist, &t.hist)?;
+        add(&mut write_hist, &t.write_hist)?;
+    }
+    let mut outcome = Outcome {
+        name,
+        ops,
+        threads: tallies.len(),
+        elapsed: match (first, last) {
+            (Some(a), Some(b)) => b.duration_since(a),
+            _ => Duration::ZERO,
+        },
+        thread_time,
+        bytes,
+        found: None,
+        mix: None,
+        writer_ops: None,
+        latency: vec![Latency {
+            label: "",
+            per_sample,
+            hist,
+        }],
+        cost: None,
+    };
+    match counts {
+        Counts::Plain => {}
+        Counts::Lookups => outcome.found = Some((found, ops)),
+        Counts::Mix => {
+            outcome.found = Some((found, reads));
+            outcome.mix = Some((reads, writes));
+            if let Some(first) = outcome.latency.first_mut() {
+                first.label = "reads";
+            }
+            outcome.latency.push(Latency {
+                label: "writes",
+                per_sample: 1,
+                hist: write_hist,
+            });
+        }
+    }
+    Ok(outcome)
+}
+
+/// A single-threaded writing benchmark over `num` keys.
+pub fn write(
+    w: &Workload<'_>,
+    name: &'static str,
+    order: Order,
+    kind: Write,
+) -> CliResult<Outcome> {
+    let tally = write_loop(w, 0, order, kind, Some(w.num), None)?;
+    combine(name, vec![tally], Counts::Plain, w.batch_size)
+}
+
+/// `readrandom`: point lookups of random keys.
+pub fn read_random(w: &Workload<'_>) -> CliResult<Outcome> {
+    let tallies = on_threads(w, |t| read_random_loop(w, t))?;
+    combine("readrandom", tallies, Counts::Lookups, 1)
+}
+
+/// `readseq` / `readreverse`: full scans, ascending or descending.
+pub fn scan(w: &Workload<'_>, reverse: bool) -> CliResult<Outcome> {
+    let tallies = on_threads(w, |t| scan_loop(w, t, reverse))?;
+    let name = if reverse { "readreverse" } else { "readseq" };
+    combine(name, tallies, Counts::Plain, 1)
+}
+
+/// `seekrandom`: a range scan positioned at a random key, one entry read.
+pub fn seek_random(w: &Workload<'_>) -> CliResult<Outcome> {
+    let tallies = on_threads(w, |t| seek_random_loop(w, t))?;
+    combine("seekrandom", tallies, Counts::Lookups, 1)
+}
+
+/// `readrandomwriterandom`: each operation reads a random key, or with probability
+/// `100 - read_percent` % writes one.
+pub fn mix(w: &Workload<'_>) -> CliResult<Outcome> {
+    let tallies = on_threads(w, |t| mix_loop(w, t))?;
+    combine("readrandomwriterandom", tallies, Counts::Mix, 1)
+}
+
+/// `readwhilewriting`: `readrandom` on `threads` threads while one more thread writes
+/// random keys until they finish; the outcome counts the readers' operations.
+pub fn read_while_writing(w: &Workload<'_>) -> CliResult<Outcome> {
+    let stop = AtomicBool::new(false);
+    let (readers, writer) = thread::scope(|s| {
+        let writer = spawn(s, "bench-writer".to_string(), || {
+            write_loop(w, 1 << 15, Order::Random, Write::Put, None, Some(&stop))
+        });
+        // Whatever happens to the readers, the writer is told to stop before the scope
+        // waits for it.
+        let readers = (|| {
+            let handles = (0..w.threads)
+                .map(|t| spawn(s, format!("bench-{t}"), move || read_random_loop(w, t)))
+                .collect::<CliResult<Vec<_>>>()?;
+            handles.into_iter().map(join).collect::<CliResult<Vec<_>>>()
+        })();
+        stop.store(true, Ordering::Relaxed);
+        (readers, writer.and_then(join))
+    });
+    let writer = writer?;
+    let mut outcome = combine("readwhilewriting", readers?, Counts::Lookups, 1)?;
+    outcome.writer_ops = Some(writer.ops);
+    outcome.latency.push(Latency {
+        label: "writer",
+        per_sample: w.batch_size,
+        hist: writer.hist,
+    });
+    Ok(outcome)
+}
