@@ -130,6 +130,7 @@ impl Keyspace {
     /// # Errors
     /// `Corruption` if a table holding the key is damaged; `Io`.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.check_live()?;
         read::get(&self.db.inner, self.id, key.as_ref(), None)
     }
 
@@ -138,6 +139,7 @@ impl Keyspace {
     /// # Errors
     /// As [`Keyspace::get`].
     pub fn get_at(&self, key: impl AsRef<[u8]>, snapshot: &Snapshot) -> Result<Option<Vec<u8>>> {
+        self.check_live()?;
         read::get(
             &self.db.inner,
             self.id,
@@ -154,7 +156,8 @@ impl Keyspace {
         Ok(self.get(key)?.is_some())
     }
 
-    /// The pairs with keys in `range`, ascending (or descending with `.rev()`).
+    /// The pairs with keys in `range`, ascending (or descending with `.rev()`). A scan of a
+    /// dropped keyspace yields one `InvalidArgument` error.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> read::Iter {
         self.range_inner(range, None)
     }

@@ -156,6 +156,8 @@ pub struct Iter {
     front_last: Vec<u8>,
     back_last: Vec<u8>,
     done: bool,
+    /// Reported by the first call (the keyspace was dropped before the scan began).
+    error: Option<crate::Error>,
 }
 
 impl std::fmt::Debug for Iter {
@@ -177,6 +179,11 @@ impl Iter {
         snapshot: Option<SeqNo>,
     ) -> Iter {
         let (sv, seqno) = acquire(inner, snapshot);
+        let error = sv
+            .version
+            .keyspace(keyspace)
+            .is_none()
+            .then(|| crate::Error::invalid("the keyspace has been dropped"));
         Iter {
             inner: Arc::clone(inner),
             sv,
@@ -188,6 +195,7 @@ impl Iter {
             front_last: Vec::new(),
             back_last: Vec::new(),
             done: false,
+            error,
         }
     }
 
@@ -214,6 +222,10 @@ impl Iter {
     fn step(&mut self, front: bool) -> Option<Result<Pair>> {
         if self.done {
             return None;
+        }
+        if let Some(e) = self.error.take() {
+            self.done = true;
+            return Some(Err(e));
         }
         let next = self.side(front).and_then(|v| {
             if front {
