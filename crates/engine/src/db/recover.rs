@@ -48,7 +48,12 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
         fs.create_dir(dir)?;
         fs.sync_dir(&crate::fs::parent_of(dir))?;
     }
-    if !options.create_if_missing && !fs.exists(&dir.join(version::CURRENT))? {
+    // Without CURRENT, a directory holding store files is a damaged store (Corruption from
+    // `Manifest::recover`, which only reads), not a missing one.
+    if !options.create_if_missing
+        && !fs.exists(&dir.join(version::CURRENT))?
+        && Manifest::recover(fs.as_ref(), dir)?.is_none()
+    {
         return Err(Error::invalid(format!(
             "no store at {} (and create_if_missing is off)",
             dir.display()
