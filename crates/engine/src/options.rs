@@ -77,6 +77,10 @@ pub struct Options {
     pub max_wal_size: u64,
     /// Bytes of decoded table blocks kept in memory. Default: 64 MiB.
     pub block_cache_size: usize,
+    /// Table files kept open (each holds a file descriptor); the least recently used is
+    /// closed when another is needed. Default: 500, which fits the common 1,024-descriptor
+    /// limit with room for the application.
+    pub max_open_tables: usize,
     /// Target size of a table's data block before compression. Default: 4 KiB.
     pub block_size: usize,
     /// Keys between restart points within a block. Default: 16.
@@ -115,6 +119,7 @@ impl Default for Options {
             max_immutable_memtables: 2,
             max_wal_size: 256 << 20,
             block_cache_size: 64 << 20,
+            max_open_tables: 500,
             block_size: 4 << 10,
             restart_interval: 16,
             compression: Compression::Lz4,
@@ -182,6 +187,9 @@ impl Options {
         }
         if self.table_size < 4096 {
             return bad("table_size must be at least 4 KiB");
+        }
+        if self.max_open_tables == 0 {
+            return bad("max_open_tables must be at least 1");
         }
         if self.background_threads == 0 {
             return bad("background_threads must be at least 1");

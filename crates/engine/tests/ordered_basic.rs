@@ -127,3 +127,32 @@ fn a_second_open_is_refused() {
     let err = Db::open(dir.path(), Options::default()).unwrap_err();
     assert!(err.to_string().contains("already locked"), "{err}");
 }
+
+#[test]
+fn reads_work_with_fewer_open_tables_than_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        max_open_tables: 2,
+        l0_compaction_trigger: 50,
+        l0_slowdown_trigger: 60,
+        l0_stop_trigger: 70,
+        ..small()
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    let ks = db.keyspace("default").unwrap();
+    for round in 0..8u32 {
+        for i in 0..50u32 {
+            ks.insert(format!("r{round}-{i:03}"), format!("v{round}-{i}")).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    assert!(db.stats().tables_per_level[0] >= 8, "{:?}", db.stats());
+    for round in 0..8u32 {
+        for i in 0..50u32 {
+            let got = ks.get(format!("r{round}-{i:03}")).unwrap();
+            assert_eq!(got, Some(format!("v{round}-{i}").into_bytes()));
+        }
+    }
+    assert_eq!(collect(ks.iter()).len(), 400);
+    assert_eq!(ks.iter().rev().map(|r| r.unwrap()).count(), 400);
+}

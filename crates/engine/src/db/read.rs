@@ -50,22 +50,40 @@ pub(crate) fn acquire(inner: &Inner, snapshot: Option<SeqNo>) -> (Arc<SuperVersi
     (Arc::clone(&guard), seqno)
 }
 
-/// Open table readers by table id.
+/// Open table readers by table id, at most `capacity` of them (each holds a file
+/// descriptor); the least recently used is closed when a new one is needed. A reader in
+/// use by a scan stays open until the scan drops it.
 pub(crate) struct TableCache {
-    open: Mutex<HashMap<u64, Arc<table::Reader>>>,
+    open: Mutex<TableSlots>,
+    capacity: usize,
+}
+
+struct TableSlots {
+    readers: HashMap<u64, (Arc<table::Reader>, u64)>,
+    clock: u64,
 }
 
 impl TableCache {
-    pub(crate) fn new() -> TableCache {
+    pub(crate) fn new(capacity: usize) -> TableCache {
         TableCache {
-            open: Mutex::new(HashMap::new()),
+            open: Mutex::new(TableSlots {
+                readers: HashMap::new(),
+                clock: 0,
+            }),
+            capacity: capacity.max(1),
         }
     }
 
     /// The reader of table `id`, opening it on first use.
     pub(crate) fn get(&self, inner: &Inner, id: u64) -> Result<Arc<table::Reader>> {
-        if let Some(r) = self.open.lock().get(&id) {
-            return Ok(Arc::clone(r));
+        {
+            let mut slots = self.open.lock();
+            slots.clock += 1;
+            let now = slots.clock;
+            if let Some((r, used)) = slots.readers.get_mut(&id) {
+                *used = now;
+                return Ok(Arc::clone(r));
+            }
         }
         let path = inner.dir.join(table::file_name(id));
         let reader = Arc::new(table::Reader::open(
@@ -74,12 +92,28 @@ impl TableCache {
             id,
             Arc::clone(&inner.block_cache),
         )?);
-        Ok(Arc::clone(self.open.lock().entry(id).or_insert(reader)))
+        let mut slots = self.open.lock();
+        while slots.readers.len() >= self.capacity {
+            let oldest = slots
+                .readers
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(id, _)| *id);
+            match oldest {
+                Some(old) => {
+                    slots.readers.remove(&old);
+                }
+                None => break,
+            }
+        }
+        let now = slots.clock;
+        let entry = slots.readers.entry(id).or_insert((reader, now));
+        Ok(Arc::clone(&entry.0))
     }
 
     /// Forgets table `id` (its file is being deleted).
     pub(crate) fn evict(&self, id: u64, cache: &BlockCache) {
-        self.open.lock().remove(&id);
+        self.open.lock().readers.remove(&id);
         cache.forget_table(id);
     }
 }

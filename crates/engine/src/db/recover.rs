@@ -152,7 +152,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
         next_file_id,
         snapshots: Arc::new(Registry::default()),
         block_cache,
-        tables: read::TableCache::new(),
+        tables: read::TableCache::new(options.max_open_tables),
         threads: Mutex::new(Vec::new()),
         closed: AtomicBool::new(false),
         stats: super::background::Counters::default(),
