@@ -237,8 +237,9 @@ pub(crate) fn shutdown(inner: &Inner) -> Result<()> {
     if inner.closed.swap(true, Ordering::AcqRel) {
         return Ok(());
     }
-    // Writers already queued finish first: take leadership of nothing by syncing under
-    // the log lock after they are done.
+    // The group being led finishes first; later groups are refused (see `write::lead`),
+    // so the sync below covers every acknowledged write, whatever its durability.
+    write::wait_for_leader(inner);
     let synced = write::flush_wal(inner, true);
     {
         let mut st = inner.state.lock();

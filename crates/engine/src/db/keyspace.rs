@@ -18,8 +18,8 @@ use crate::snapshot::Snapshot;
 
 /// A named keyspace of a [`Db`]: an ordered map from byte keys to byte values.
 ///
-/// Keys are at most 65,535 bytes and values at most 4 GiB − 1 (and a write must fit in
-/// one 256 MiB log record); both may be empty.
+/// Keys are at most 65,535 bytes and values at most 32 MiB (larger values are refused
+/// with `InvalidArgument`); both may be empty. A batch must fit in one 256 MiB log record.
 #[derive(Clone)]
 pub struct Keyspace {
     db: Db,

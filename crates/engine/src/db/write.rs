@@ -130,13 +130,17 @@ impl WritePath {
     }
 }
 
-/// A copy of an error for the other members of a group.
+/// A copy of an error for the members of a group (the OS error number is kept, so
+/// callers can match `raw_os_error()` for ENOSPC, EFBIG, ...).
 fn copy_error(e: &Error) -> Error {
     match e {
         Error::Io { path, op, source } => Error::Io {
             path: path.clone(),
             op,
-            source: io::Error::new(source.kind(), source.to_string()),
+            source: match source.raw_os_error() {
+                Some(code) => io::Error::from_raw_os_error(code),
+                None => io::Error::new(source.kind(), source.to_string()),
+            },
         },
         Error::Poisoned => Error::Poisoned,
         Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
@@ -241,6 +245,11 @@ fn run(inner: &Inner, job: Job) -> Result<SeqNo> {
 
 /// The leader's work for one group; returns each member's last seqno.
 fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<SeqNo>> {
+    // A group led after `close` began could append after its final log sync and be lost
+    // though acknowledged; `close` waits for the group led before (`wait_for_leader`).
+    if inner.closed.load(Ordering::Acquire) {
+        return Err(Error::invalid("the store is closed"));
+    }
     if group.iter().any(|p| matches!(p.job, Job::Rotate)) {
         make_room(inner, true)?;
         return Ok(vec![SeqNo(inner.visible_seqno.load(Ordering::Acquire))]);
@@ -469,6 +478,16 @@ pub(crate) fn log_thread(inner: Arc<Inner>) {
     }
 }
 
+/// Waits until no write group is being led. Called by `close` after it sets `closed`:
+/// every later leader refuses its group, so once this returns no record can be appended
+/// after the final log sync.
+pub(crate) fn wait_for_leader(inner: &Inner) {
+    let mut q = inner.write.queue.lock();
+    while q.leader_active {
+        inner.write.queue_cv.wait(&mut q);
+    }
+}
+
 /// Asks the log thread to finish and waits for nothing; the caller joins it.
 pub(crate) fn stop_log_thread(inner: &Inner) {
     let mut wal = inner.write.wal.lock();
@@ -498,7 +517,8 @@ fn make_room(inner: &Inner, force: bool) -> Result<()> {
                 "writes are stopped by an earlier background failure ({e}); reopen the store"
             )));
         }
-        if st.shutting_down {
+        // `close` waits for this group: stop holding it back once `close` has begun.
+        if st.shutting_down || inner.closed.load(Ordering::Acquire) {
             return Err(Error::invalid("the store is closed"));
         }
         let l0 = max_l0(&st);
