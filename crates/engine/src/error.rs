@@ -176,6 +176,14 @@ pub enum Error {
     /// An earlier write or fsync failed, so the state of the file's tail is unknown; the
     /// writer refuses further work. Reopen the file to continue from its last durable state.
     Poisoned,
+    /// The ordered store refuses writes because background work failed earlier; it stays
+    /// readable. Reopen it to continue.
+    Stopped {
+        /// What failed: `"flush"`, `"compaction"` or `"manifest write"`.
+        during: &'static str,
+        /// The original failure (e.g. `Io` with ENOSPC); also given by `source()`.
+        cause: Box<Error>,
+    },
 }
 
 impl Error {
@@ -198,6 +206,50 @@ impl Error {
 
     pub(crate) fn invalid(msg: impl Into<String>) -> Error {
         Error::InvalidArgument(msg.into())
+    }
+
+    /// A copy of this error (an `io::Error` is copied by kind, OS error number and
+    /// message), for reporting one failure to several callers.
+    pub(crate) fn duplicate(&self) -> Error {
+        match self {
+            Error::Io { path, op, source } => Error::Io {
+                path: path.clone(),
+                op,
+                source: match source.raw_os_error() {
+                    Some(code) => io::Error::from_raw_os_error(code),
+                    None => io::Error::new(source.kind(), source.to_string()),
+                },
+            },
+            Error::Corruption(c) => Error::Corruption(c.clone()),
+            Error::UnsupportedVersion {
+                file,
+                path,
+                major,
+                minor,
+            } => Error::UnsupportedVersion {
+                file: *file,
+                path: path.clone(),
+                major: *major,
+                minor: *minor,
+            },
+            Error::IdentifierMismatch {
+                log,
+                index,
+                log_id,
+                index_id,
+            } => Error::IdentifierMismatch {
+                log: log.clone(),
+                index: index.clone(),
+                log_id: *log_id,
+                index_id: *index_id,
+            },
+            Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
+            Error::Poisoned => Error::Poisoned,
+            Error::Stopped { during, cause } => Error::Stopped {
+                during,
+                cause: Box::new(cause.duplicate()),
+            },
+        }
     }
 
     /// The corruption details, if this is a corruption error.
@@ -251,6 +303,10 @@ impl fmt::Display for Error {
             Error::Poisoned => f.write_str(
                 "writer is poisoned by an earlier failed write or fsync; reopen to recover",
             ),
+            Error::Stopped { during, cause } => write!(
+                f,
+                "writes are stopped: {during} failed earlier ({cause}); reopen the store"
+            ),
         }
     }
 }
@@ -259,6 +315,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Io { source, .. } => Some(source),
+            Error::Stopped { cause, .. } => Some(cause.as_ref()),
             _ => None,
         }
     }

@@ -105,15 +105,14 @@ fn write_until_error(ks: &Keyspace, start: u64, cap: u64, announce: bool) -> (u6
 // Errors
 // ---------------------------------------------------------------------------------------
 
-/// True if `e` is caused by OS error `errno`: an `Io` error carrying it, or an error
-/// whose message reports it (background failures are reported through their message).
+/// True if `e` is caused by OS error `errno`: an `Io` error carrying it, or a stopped
+/// store whose background failure was one.
 fn caused_by(e: &Error, errno: i32) -> bool {
-    if let Error::Io { source, .. } = e {
-        if source.raw_os_error() == Some(errno) {
-            return true;
-        }
+    match e {
+        Error::Io { source, .. } => source.raw_os_error() == Some(errno),
+        Error::Stopped { cause, .. } => caused_by(cause, errno),
+        _ => false,
     }
-    e.to_string().contains(&format!("(os error {errno})"))
 }
 
 fn variant(e: &Error) -> &'static str {
@@ -122,26 +121,27 @@ fn variant(e: &Error) -> &'static str {
         Error::Corruption(_) => "Corruption",
         Error::Poisoned => "Poisoned",
         Error::InvalidArgument(_) => "InvalidArgument",
+        Error::Stopped { .. } => "Stopped",
         _ => "other",
     }
 }
 
 /// Where a failure happened, from the error alone.
 fn failed_in(e: &Error) -> &'static str {
-    let msg = e.to_string();
-    if msg.contains("compaction failed") {
-        "compaction"
-    } else if msg.contains("flush failed") {
-        "flush"
-    } else if msg.contains("manifest") {
-        "manifest"
-    } else {
-        match e {
-            Error::Io { path, .. } if path.extension().is_some_and(|x| x == "wal") => "wal",
-            Error::Io { path, .. } if path.extension().is_some_and(|x| x == "sst") => "table",
-            Error::Poisoned => "wal",
-            _ => "other",
-        }
+    match e {
+        Error::Stopped {
+            during: "compaction",
+            ..
+        } => "compaction",
+        Error::Stopped {
+            during: "flush", ..
+        } => "flush",
+        Error::Stopped { .. } => "manifest",
+        Error::Io { path, .. } if path.to_string_lossy().contains("MANIFEST") => "manifest",
+        Error::Io { path, .. } if path.extension().is_some_and(|x| x == "wal") => "wal",
+        Error::Io { path, .. } if path.extension().is_some_and(|x| x == "sst") => "table",
+        Error::Poisoned => "wal",
+        _ => "other",
     }
 }
 

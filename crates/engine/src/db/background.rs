@@ -65,8 +65,7 @@ fn background_loop(inner: &Inner) {
             st = inner.state.lock();
             st.flushing = false;
             if let Err(e) = outcome {
-                st.bg_error
-                    .get_or_insert_with(|| format!("flush failed: {e}"));
+                st.bg_error.get_or_insert(("flush", e));
             }
             inner.stall_cv.notify_all();
             inner.bg_cv.notify_all();
@@ -82,8 +81,7 @@ fn background_loop(inner: &Inner) {
                 st = inner.state.lock();
                 st.compacting.retain(|k| *k != ks);
                 if let Err(e) = outcome {
-                    st.bg_error
-                        .get_or_insert_with(|| format!("compaction failed: {e}"));
+                    st.bg_error.get_or_insert(("compaction", e));
                 }
                 inner.stall_cv.notify_all();
                 inner.bg_cv.notify_all();
@@ -123,7 +121,7 @@ pub(crate) fn create_keyspace(inner: &Inner, name: &str) -> Result<KeyspaceId> {
     };
     if let Err(e) = flush::log_and_apply(inner, &mut st, edit) {
         st.bg_error
-            .get_or_insert_with(|| format!("manifest write failed: {e}"));
+            .get_or_insert_with(|| ("manifest write", e.duplicate()));
         return Err(e);
     }
     super::read::install(inner, &st);
@@ -152,7 +150,7 @@ pub(crate) fn drop_keyspace(inner: &Inner, name: &str) -> Result<()> {
         };
         if let Err(e) = flush::log_and_apply(inner, &mut st, edit) {
             st.bg_error
-                .get_or_insert_with(|| format!("manifest write failed: {e}"));
+                .get_or_insert_with(|| ("manifest write", e.duplicate()));
             return Err(e);
         }
         super::read::install(inner, &st);
@@ -165,8 +163,11 @@ pub(crate) fn drop_keyspace(inner: &Inner, name: &str) -> Result<()> {
 fn wait_until(inner: &Inner, done: impl Fn(&super::State) -> bool) -> Result<()> {
     let mut st = inner.state.lock();
     loop {
-        if let Some(e) = &st.bg_error {
-            return Err(Error::invalid(format!("background work failed: {e}")));
+        if let Some((during, e)) = &st.bg_error {
+            return Err(Error::Stopped {
+                during,
+                cause: Box::new(e.duplicate()),
+            });
         }
         if done(&st) {
             return Ok(());
@@ -252,10 +253,18 @@ pub(crate) fn shutdown(inner: &Inner) -> Result<()> {
     for t in threads {
         let _ = t.join();
     }
-    let bg = inner.state.lock().bg_error.clone();
+    let bg = inner
+        .state
+        .lock()
+        .bg_error
+        .as_ref()
+        .map(|(during, e)| (*during, e.duplicate()));
     match (synced, bg) {
         (Ok(()), None) => Ok(()),
         (Err(e), _) => Err(e),
-        (Ok(()), Some(e)) => Err(Error::invalid(format!("background work failed: {e}"))),
+        (Ok(()), Some((during, cause))) => Err(Error::Stopped {
+            during,
+            cause: Box::new(cause),
+        }),
     }
 }

@@ -65,8 +65,8 @@ pub(crate) struct State {
     pub(crate) flushing: bool,
     /// Keyspaces with a compaction running.
     pub(crate) compacting: Vec<KeyspaceId>,
-    /// The first background failure; writes return it from then on.
-    pub(crate) bg_error: Option<String>,
+    /// The first background failure; writes return it (as `Error::Stopped`) from then on.
+    pub(crate) bg_error: Option<(&'static str, Error)>,
     /// Set by `close`: background threads finish their current job and exit.
     pub(crate) shutting_down: bool,
     /// Table ids being written (not yet in a version), kept from obsolete-file deletion.
@@ -118,10 +118,11 @@ impl Inner {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::invalid("the store is closed"));
         }
-        if let Some(e) = &self.state.lock().bg_error {
-            return Err(Error::invalid(format!(
-                "writes are stopped by an earlier background failure ({e}); reopen the store"
-            )));
+        if let Some((during, e)) = &self.state.lock().bg_error {
+            return Err(Error::Stopped {
+                during,
+                cause: Box::new(e.duplicate()),
+            });
         }
         Ok(())
     }

@@ -23,7 +23,6 @@
 //! takes records, so no file can lose a tail that a later file's records depend on.
 
 use std::collections::{HashMap, VecDeque};
-use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -130,25 +129,6 @@ impl WritePath {
     }
 }
 
-/// A copy of an error for the members of a group (the OS error number is kept, so
-/// callers can match `raw_os_error()` for ENOSPC, EFBIG, ...).
-fn copy_error(e: &Error) -> Error {
-    match e {
-        Error::Io { path, op, source } => Error::Io {
-            path: path.clone(),
-            op,
-            source: match source.raw_os_error() {
-                Some(code) => io::Error::from_raw_os_error(code),
-                None => io::Error::new(source.kind(), source.to_string()),
-            },
-        },
-        Error::Poisoned => Error::Poisoned,
-        Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
-        Error::Corruption(c) => Error::Corruption(c.clone()),
-        other => Error::InvalidArgument(other.to_string()),
-    }
-}
-
 /// Applies `batch` atomically with `durability`; returns the seqno of its last op.
 pub(crate) fn write(inner: &Inner, batch: WriteBatch, durability: Durability) -> Result<SeqNo> {
     if batch.is_empty() {
@@ -230,7 +210,7 @@ fn run(inner: &Inner, job: Job) -> Result<SeqNo> {
     for (i, p) in group.iter().enumerate() {
         let result = match &outcome {
             Ok(seqnos) => Ok(seqnos.get(i).copied().unwrap_or_default()),
-            Err(e) => Err(copy_error(e)),
+            Err(e) => Err(e.duplicate()),
         };
         if p.ticket == ticket {
             mine = result;
@@ -512,10 +492,11 @@ fn make_room(inner: &Inner, force: bool) -> Result<()> {
     let mut slowed = false;
     loop {
         let mut st = inner.state.lock();
-        if let Some(e) = &st.bg_error {
-            return Err(Error::invalid(format!(
-                "writes are stopped by an earlier background failure ({e}); reopen the store"
-            )));
+        if let Some((during, e)) = &st.bg_error {
+            return Err(Error::Stopped {
+                during,
+                cause: Box::new(e.duplicate()),
+            });
         }
         // `close` waits for this group: stop holding it back once `close` has begun.
         if st.shutting_down || inner.closed.load(Ordering::Acquire) {
