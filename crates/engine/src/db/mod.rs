@@ -21,6 +21,8 @@
 //!    store refuses writes (`Error::Poisoned` or the original error) and stays readable.
 
 mod background;
+#[cfg(test)]
+mod crash_tests;
 pub(crate) mod flush;
 mod read;
 mod recover;

@@ -14,6 +14,17 @@
 //! 4. Recovery never modifies old files. Replayed WAL files are fsynced (they may hold
 //!    writes that had only reached the OS), then a new manifest and a new WAL file are
 //!    created. A crash at any point of recovery leaves a store that recovers the same way.
+//! 5. Every table the manifest lists, and the WAL file its `wal_min_id` names (once a flush
+//!    has set it), must exist, or the store is refused as corrupt. Both are durable before
+//!    an edit names them and deleted only after a later edit stops naming them, so a crash
+//!    never removes them; but damage inside the manifest's last record reads as a torn
+//!    append, and recovering the version before that edit would silently lose the writes
+//!    of a flush whose WAL files are gone, or read the deleted inputs of a compaction.
+//! 6. A table no version lists is a leftover of a flush or compaction that did not commit,
+//!    deleted at open; its writes are also in the replayed WAL or in listed tables. One
+//!    holding a seqno above the last recovered one is instead the output of manifest edits
+//!    that were lost (a cut or damaged manifest): the store is refused (unless
+//!    `salvage_wal`) rather than deleting the only copy of acknowledged writes.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -71,7 +82,12 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
         .max()
         .unwrap_or(0);
 
-    let mut version = match Manifest::recover(fs.as_ref(), dir)? {
+    let recovered = Manifest::recover(fs.as_ref(), dir)?;
+    let new_store = recovered.is_none();
+    let manifest = recovered
+        .as_ref()
+        .map(|r| dir.join(version::manifest_file_name(r.manifest_id)));
+    let mut version = match recovered {
         Some(recovered) => recovered.version,
         None => {
             if !options.create_if_missing {
@@ -88,7 +104,15 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
             Version::empty().apply(&edit, dir, 0)?
         }
     };
-    let next_file_id = AtomicU64::new(version.next_file_id().max(max_id + 1));
+    if let Some(manifest) = &manifest {
+        check_named_files(&names, &version, manifest)?;
+    }
+    // A new store's directory holds at most the manifest of a first open that crashed
+    // before `CURRENT` named it (`Manifest::recover` refuses anything more). The new
+    // manifest takes that file's id, so `Manifest::create` replaces it: a second leftover
+    // beside it would make a crash during this open look like a damaged store.
+    let first_free = if new_store { max_id } else { max_id + 1 };
+    let next_file_id = AtomicU64::new(version.next_file_id().max(first_free));
 
     // Replay.
     let mut wal_ids: Vec<u64> = names
@@ -99,6 +123,9 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
     wal_ids.sort_unstable();
     let replay = replay(fs.as_ref(), dir, &wal_ids, &version, &options)?;
     let last_seqno = replay.last_seqno;
+    if let (Some(manifest), false) = (&manifest, options.salvage_wal) {
+        check_unlisted_tables(fs.as_ref(), dir, &names, &version, last_seqno, manifest)?;
+    }
 
     // A fresh manifest, then a fresh WAL file (in this order: a directory with a WAL file
     // but no manifest is not a new store but a damaged one); from here the store is as
@@ -160,6 +187,73 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
     });
     flush::delete_obsolete_files(&inner);
     Ok(inner)
+}
+
+/// The error for a manifest that disagrees with the files in the directory (rules 5, 6).
+fn disagrees(manifest: &Path, field: &'static str, detail: String) -> Error {
+    Error::corruption(
+        FileKind::Manifest,
+        manifest,
+        0,
+        Reason::HeaderField { field, detail },
+    )
+}
+
+/// Refuses a manifest that names a missing table, or a missing WAL file to start replay
+/// from (rule 5).
+fn check_named_files(names: &[String], version: &Version, manifest: &Path) -> Result<()> {
+    let missing = |field, name: String| {
+        let detail = format!(
+            "names {name}, which does not exist: edits of the manifest are missing or damaged, \
+             or the file was deleted"
+        );
+        disagrees(manifest, field, detail)
+    };
+    for id in version.live_table_ids() {
+        let name = table::file_name(id);
+        if !names.contains(&name) {
+            return Err(missing("table", name));
+        }
+    }
+    let wal_min = version.wal_min_id();
+    if wal_min > 0 && !names.contains(&wal::file_name(wal_min)) {
+        return Err(missing("wal_min_id", wal::file_name(wal_min)));
+    }
+    Ok(())
+}
+
+/// Refuses to recover past a table no version lists that holds writes newer than the
+/// last recovered seqno (rule 6): such a table is the output of edits the manifest no
+/// longer has, and deleting it as a leftover would lose acknowledged writes. Tables that
+/// do not open are skipped: a crash tears leftovers.
+fn check_unlisted_tables(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    names: &[String],
+    version: &Version,
+    last: SeqNo,
+    manifest: &Path,
+) -> Result<()> {
+    let listed = version.live_table_ids();
+    let cache = Arc::new(BlockCache::new(0));
+    for name in names {
+        let Some(id) = table::parse_file_name(name).filter(|id| !listed.contains(id)) else {
+            continue;
+        };
+        let Ok(reader) = table::Reader::open(fs, &dir.join(name), id, Arc::clone(&cache)) else {
+            continue;
+        };
+        let newest = reader.meta().max_seqno;
+        if newest > last {
+            let detail = format!(
+                "does not list {name}, which holds writes up to seqno {} while recovery ends \
+                 at seqno {}: edits of the manifest are missing or damaged",
+                newest.0, last.0
+            );
+            return Err(disagrees(manifest, "table", detail));
+        }
+    }
+    Ok(())
 }
 
 /// What the WAL replay produced.

@@ -13,7 +13,10 @@
 //! number of whole unsynced appends, tears the next one at a random byte and either ends
 //! the file there or fills the rest of that append with zeros or random bytes; and per
 //! directory it either keeps all unsynced entry changes or none (a directory's metadata
-//! reaches the disk as a unit). The result is deterministic for a given seed.
+//! reaches the disk as a unit). The result is deterministic for a given seed. With
+//! [`CrashOptions::KeepAll`] it keeps everything handed to the file system, the unsynced
+//! part still unsynced: a process crash (the kernel still has those bytes, and a later power
+//! loss may yet lose them).
 //!
 //! Faults: [`MemFs::inject`] arms a [`Fault`] that fails the n-th call (1-based, counting
 //! every call of that [`Op`] since the `MemFs` was made) with EIO or ENOSPC, once or on every
@@ -83,6 +86,11 @@ pub(crate) struct Fault {
 pub(crate) enum CrashOptions {
     /// Keep exactly the durable state (what [`MemFs::crash`] does).
     DropUnsynced,
+    /// Keep every byte and directory entry as the process last saw them, and which of
+    /// them are synced: a process crash. Only what the process held in its own memory
+    /// (buffers not yet appended) is lost; what was not synced is still at risk from a
+    /// later power loss. Also makes an independent copy of a `MemFs`.
+    KeepAll,
     /// Keep a random prefix of the unsynced appends and tear the next one; keep or drop
     /// each directory's unsynced entries as a whole. Deterministic in `seed`.
     Random {
@@ -292,11 +300,23 @@ impl MemFs {
         self.crash_with(CrashOptions::DropUnsynced)
     }
 
-    /// A power loss that damages unsynced state as `options` says.
+    /// A crash (a power loss, or with [`CrashOptions::KeepAll`] a process crash) that keeps
+    /// unsynced state as `options` says.
     pub(crate) fn crash_with(&self, options: CrashOptions) -> MemFs {
         let st = self.state.lock();
         let mut rng = match options {
             CrashOptions::DropUnsynced => None,
+            CrashOptions::KeepAll => {
+                return MemFs {
+                    state: Arc::new(Mutex::new(State {
+                        inodes: st.inodes.clone(),
+                        live: st.live.clone(),
+                        durable: st.durable.clone(),
+                        next_inode: st.next_inode,
+                        ..State::default()
+                    })),
+                }
+            }
             CrashOptions::Random { seed } => Some(Rng(seed)),
         };
 

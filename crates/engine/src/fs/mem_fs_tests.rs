@@ -36,6 +36,31 @@ fn unsynced_data_is_lost_and_synced_data_kept() {
 }
 
 #[test]
+fn process_crash_keeps_everything_handed_to_the_file_system() {
+    let (fs, dir) = setup();
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    let mut w = fs.create(&a).unwrap();
+    w.append(b"synced").unwrap();
+    w.sync_data().unwrap();
+    fs.sync_dir(&dir).unwrap();
+    w.append(b" and not").unwrap();
+    fs.create(&b).unwrap().append(b"never synced").unwrap();
+    fs.rename(&b, &dir.join("c")).unwrap();
+    let after = fs.crash_with(CrashOptions::KeepAll);
+    assert_eq!(after.list_dir(&dir).unwrap(), vec!["a", "c"]);
+    assert_eq!(read_all(&after, &a).unwrap(), b"synced and not");
+    assert_eq!(read_all(&after, &dir.join("c")).unwrap(), b"never synced");
+    // The copy is independent, and what was unsynced still is: a later power loss
+    // loses it.
+    w.append(b"!").unwrap();
+    assert_eq!(read_all(&after, &a).unwrap(), b"synced and not");
+    assert_eq!(after.unsynced_entries(&dir), vec!["c"]);
+    let then = after.crash();
+    assert_eq!(then.list_dir(&dir).unwrap(), vec!["a"]);
+    assert_eq!(read_all(&then, &a).unwrap(), b"synced");
+}
+
+#[test]
 fn unsynced_create_is_lost_until_the_directory_is_synced() {
     let (fs, dir) = setup();
     let p = dir.join("f");
