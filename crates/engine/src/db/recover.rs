@@ -29,6 +29,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
@@ -70,7 +71,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
             dir.display()
         )));
     }
-    let lock = fs.lock(&dir.join(LOCK_FILE))?;
+    let lock = lock_store(fs.as_ref(), &dir.join(LOCK_FILE))?;
     let names = fs.list_dir(dir)?;
     let max_id = names
         .iter()
@@ -254,6 +255,28 @@ fn check_unlisted_tables(
         }
     }
     Ok(())
+}
+
+/// How long `open` keeps trying to take a lock that is held.
+const LOCK_PATIENCE: Duration = Duration::from_millis(250);
+
+/// Takes the store's lock. A held lock is retried for [`LOCK_PATIENCE`]: the lock is an
+/// `flock`, which a child process forked by the application keeps (through its copy of
+/// the descriptor) until it execs, so a store closed a moment ago can look held for a few
+/// milliseconds. A store really open elsewhere still fails, after that short wait.
+fn lock_store(fs: &dyn FileSystem, path: &Path) -> Result<Box<dyn crate::fs::FileLock>> {
+    let start = Instant::now();
+    loop {
+        match fs.lock(path) {
+            Err(Error::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::WouldBlock
+                    && start.elapsed() < LOCK_PATIENCE =>
+            {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// What the WAL replay produced.
