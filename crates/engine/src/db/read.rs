@@ -144,8 +144,12 @@ pub(crate) fn get(
     Ok(None)
 }
 
-/// A merged cursor over every source of `keyspace` in `sv`. Scans do not fill the block
-/// cache (they would evict the working set of point reads).
+/// Blocks a scan adds to the block cache per table, from the start of the scan: short
+/// range reads (a seek and a few entries) stay cached like point reads; the rest of a long
+/// scan does not evict the working set.
+const SCAN_FILL_BLOCKS: u32 = 2;
+
+/// A merged cursor over every source of `keyspace` in `sv`.
 fn merged(owner: &Arc<Inner>, sv: &SuperVersion, keyspace: KeyspaceId) -> Result<MergingCursor> {
     let inner: &Inner = owner;
     let mut children: Vec<Box<dyn Cursor>> = Vec::new();
@@ -158,13 +162,13 @@ fn merged(owner: &Arc<Inner>, sv: &SuperVersion, keyspace: KeyspaceId) -> Result
             if level == 0 {
                 for meta in files {
                     let reader = inner.tables.get(inner, meta.id)?;
-                    children.push(Box::new(reader.iter_no_fill()));
+                    children.push(Box::new(reader.iter_fill_first(SCAN_FILL_BLOCKS)));
                 }
             } else if !files.is_empty() {
                 let owner = Arc::clone(owner);
                 let open: Opener = Box::new(move |meta: &TableMeta| {
                     let reader = owner.tables.get(&owner, meta.id)?;
-                    Ok(Box::new(reader.iter_no_fill()) as Box<dyn Cursor>)
+                    Ok(Box::new(reader.iter_fill_first(SCAN_FILL_BLOCKS)) as Box<dyn Cursor>)
                 });
                 children.push(Box::new(LevelCursor::new(files.clone(), open)));
             }

@@ -22,18 +22,20 @@ pub(crate) struct TableIter {
     reader: Arc<Reader>,
     index: BlockCursor,
     data: Option<BlockCursor>,
-    fill_cache: bool,
+    /// How many more blocks read from the file may enter the cache.
+    fill_budget: u32,
 }
 
 impl TableIter {
-    /// An unpositioned cursor; `fill_cache` says whether blocks it reads enter the cache.
-    pub(super) fn new(reader: Arc<Reader>, fill_cache: bool) -> TableIter {
+    /// An unpositioned cursor; the first `fill_budget` blocks it reads from the file enter
+    /// the cache (`u32::MAX`: all, 0: none).
+    pub(super) fn new(reader: Arc<Reader>, fill_budget: u32) -> TableIter {
         let index = reader.index_cursor();
         TableIter {
             reader,
             index,
             data: None,
-            fill_cache,
+            fill_budget,
         }
     }
 
@@ -45,7 +47,12 @@ impl TableIter {
         }
         let handle = self.reader.handle(&self.index)?;
         if self.data.as_ref().map(BlockCursor::file_offset) != Some(handle.offset) {
-            self.data = Some(self.reader.data_cursor(&self.index, self.fill_cache)?);
+            let fill = self.fill_budget > 0;
+            let (cursor, from_file) = self.reader.data_cursor_counted(&self.index, fill)?;
+            if from_file {
+                self.fill_budget = self.fill_budget.saturating_sub(1);
+            }
+            self.data = Some(cursor);
         }
         Ok(self.data.as_mut())
     }

@@ -240,13 +240,19 @@ impl Reader {
 
     /// A cursor over every entry; data blocks it reads are added to the cache.
     pub(crate) fn iter(self: &Arc<Self>) -> TableIter {
-        TableIter::new(Arc::clone(self), true)
+        TableIter::new(Arc::clone(self), u32::MAX)
     }
 
     /// A cursor over every entry that uses cached blocks but does not add the blocks it
     /// reads (for long scans and compaction, which would evict the working set).
     pub(crate) fn iter_no_fill(self: &Arc<Self>) -> TableIter {
-        TableIter::new(Arc::clone(self), false)
+        TableIter::new(Arc::clone(self), 0)
+    }
+
+    /// A cursor that adds only the first `blocks` blocks it reads from the file to the
+    /// cache: short range reads stay cached, a long scan does not evict the working set.
+    pub(crate) fn iter_fill_first(self: &Arc<Self>, blocks: u32) -> TableIter {
+        TableIter::new(Arc::clone(self), blocks)
     }
 
     /// Reads every data block from the file (not the cache), checks its checksum and
@@ -348,10 +354,21 @@ impl Reader {
 
     /// A cursor over the data block of the current index entry, from the cache or the file.
     pub(super) fn data_cursor(&self, index: &BlockCursor, fill_cache: bool) -> Result<BlockCursor> {
+        self.data_cursor_counted(index, fill_cache).map(|(c, _)| c)
+    }
+
+    /// As [`Reader::data_cursor`], also telling whether the block was read from the file.
+    pub(super) fn data_cursor_counted(
+        &self,
+        index: &BlockCursor,
+        fill_cache: bool,
+    ) -> Result<(BlockCursor, bool)> {
         let handle = self.handle(index)?;
+        let mut from_file = false;
         let block = match self.cache.get(self.id, handle.offset) {
             Some(block) => block,
             None => {
+                from_file = true;
                 let raw = read_block(self.file.as_ref(), &self.path, handle)?;
                 let block =
                     Block::decode(raw).map_err(|r| corrupt(&self.path, handle.offset, r))?;
@@ -363,10 +380,9 @@ impl Reader {
                 block
             }
         };
-        Ok(BlockCursor::new(
-            block,
-            Arc::clone(&self.path),
-            handle.offset,
+        Ok((
+            BlockCursor::new(block, Arc::clone(&self.path), handle.offset),
+            from_file,
         ))
     }
 }
