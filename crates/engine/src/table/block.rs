@@ -173,6 +173,24 @@ impl Block {
             .data
             .get(off..self.restarts_offset)
             .ok_or(Reason::LengthOutOfRange)?;
+        // Fast path: the three lengths are one byte each (keys and values under 128 bytes).
+        if let Some(&[a, b, c]) = region.get(..3).and_then(|h| <&[u8; 3]>::try_from(h).ok()) {
+            if (a | b | c) < 0x80 {
+                let (shared, unshared, value_len) = (a as usize, b as usize, c as usize);
+                let delta_start = off + 3;
+                let value_start = delta_start + unshared;
+                let next = value_start + value_len;
+                if next > self.restarts_offset {
+                    return Err(Reason::Truncated);
+                }
+                return Ok(Entry {
+                    shared,
+                    delta: (delta_start, unshared),
+                    value: (value_start, value_len),
+                    next,
+                });
+            }
+        }
         let mut cur = ByteCursor::new(region);
         let len = |v: u64| usize::try_from(v).map_err(|_| Reason::LengthOutOfRange);
         let shared = len(cur.vlq()?)?;
