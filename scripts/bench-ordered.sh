@@ -4,7 +4,7 @@
 # ratio Cairn / RocksDB.
 #
 #   scripts/bench-ordered.sh                  # 1M keys
-#   NUM=10000000 scripts/bench-ordered.sh     # 10M keys
+#   NUM=10000000 READS=1000000 scripts/bench-ordered.sh   # 10M keys, 1M operations per read benchmark
 #   BENCHMARKS=fillrandom,readrandom scripts/bench-ordered.sh
 #
 # Workload: 16-byte keys, 100-byte values (compressible to half), LZ4, a 64 MiB block
@@ -15,6 +15,7 @@
 set -euo pipefail
 
 num="${NUM:-1000000}"
+reads="${READS:-$num}"
 benchmarks="${BENCHMARKS:-fillseq,fillrandom,overwrite,readrandom,readseq,readreverse,seekrandom,deleterandom}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dir="${DIR:-$(mktemp -d /tmp/cairn-vs-rocksdb.XXXXXX)}"
@@ -32,12 +33,12 @@ cargo build --release -q -p cairn-cli --manifest-path "$root/Cargo.toml"
 cairn="$root/target/release/cairn"
 
 echo "== Cairn ($(git -C "$root" rev-parse --short HEAD)), $num keys"
-"$cairn" bench ordered --num "$num" --benchmarks "$benchmarks" --key-size 16 --value-size 100 \
+"$cairn" bench ordered --num "$num" --reads "$reads" --benchmarks "$benchmarks" --key-size 16 --value-size 100 \
     --compression lz4 --cache-size 67108864 --durability buffered --dir "$dir/cairn" \
     | tee "$dir/cairn.out"
 
 echo "== RocksDB db_bench ($(dpkg-query -W -f '${Version}' rocksdb-tools 2>/dev/null || echo unknown)), $num keys"
-db_bench --benchmarks="$benchmarks" --num="$num" --key_size=16 --value_size=100 \
+db_bench --benchmarks="$benchmarks" --num="$num" --reads="$reads" --key_size=16 --value_size=100 \
     --compression_type=lz4 --cache_size=67108864 --bloom_bits=10 --sync=0 \
     --threads=1 --compression_ratio=0.5 --db="$dir/rocksdb" --statistics=0 \
     --histogram=1 2>&1 | tee "$dir/rocksdb.out"
