@@ -7,9 +7,9 @@
 //! The child (one writer thread) writes single puts, single deletes and batches spanning
 //! both keyspaces `a` and `b`. Each write is an *op* with a global id; every value is
 //! derived from `(op id, keyspace, key)`, so a value read back names the op that wrote it.
-//! Before each op the child appends `pending <id> <entries>` to the expected-state log and
-//! after it returns `acked <id> last=<last_seqno> durable=<durable_seqno> t=<µs>`. Plain
-//! appends to the OS are enough: the parent, not the disk, must survive.
+//! Before each op the child appends `pending <id> <mode> <entries>` to the expected-state
+//! log and after it returns `acked <id> last=<last_seqno> durable=<durable_seqno> t=<µs>`.
+//! Plain appends to the OS are enough: the parent, not the disk, must survive.
 //!
 //! The parent runs cycles in one directory per (durability mode, crash type), so each
 //! child recovers what the previous cycles left: spawn the child; SIGKILL it after a
@@ -34,7 +34,10 @@
 //! | `None` | ops with seqno ≤ the last recorded `durable` | as above |
 //!
 //! The `durable` bound applies in every row (invariant 7: `durable_seqno` never
-//! overstates). A child that opens the store must also recover exactly what the parent
+//! overstates). The opt-in mode `mixed` (`CAIRN_KILL9_MODES=mixed`) gives each op a random
+//! durability; then every op up to the last acked op whose own mode survives the crash
+//! must be kept, which checks that records reach the log in seqno order whatever their
+//! durability. A child that opens the store must also recover exactly what the parent
 //! saw after its clean close (invariant 6: a crash during recovery changes nothing).
 //!
 //! Power loss is simulated by [`cairn::testing::open_simulating_power_loss`] in the child:

@@ -6,11 +6,11 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::time::Instant;
 
-use cairn::{Db, Keyspace};
+use cairn::{Db, Durability, Keyspace};
 
 use crate::workload::{
-    key_bytes, now_micros, options, value, ChildSpec, Crash, Entry, Rng, CHILD_LIFETIME, KEYS,
-    KEYSPACES, MSG_OPENED, MSG_OPENING,
+    key_bytes, now_micros, options, value, ChildSpec, Crash, Entry, Mode, Rng, CHILD_LIFETIME,
+    KEYS, KEYSPACES, MSG_OPENED, MSG_OPENING,
 };
 
 fn fail(msg: &str) -> ! {
@@ -50,13 +50,21 @@ fn random_op(rng: &mut Rng) -> Vec<Entry> {
     }
 }
 
-fn write_op(db: &Db, kss: &[Keyspace; 2], id: u64, entries: &[Entry]) -> cairn::Result<()> {
+/// Applies one op. `durability` is `None` to use the store's default (the pure modes
+/// exercise the default path); `Mixed` passes each op's own.
+fn write_op(
+    db: &Db,
+    kss: &[Keyspace; 2],
+    id: u64,
+    entries: &[Entry],
+    durability: Option<Durability>,
+) -> cairn::Result<()> {
     if let [e] = entries {
         let ks = &kss[usize::from(e.ks)];
         return if e.put {
-            ks.insert(key_bytes(e.key), value(id, e.ks, e.key))
+            ks.insert_with(key_bytes(e.key), value(id, e.ks, e.key), durability)
         } else {
-            ks.remove(key_bytes(e.key))
+            ks.remove_with(key_bytes(e.key), durability)
         };
     }
     let mut batch = db.batch();
@@ -68,7 +76,7 @@ fn write_op(db: &Db, kss: &[Keyspace; 2], id: u64, entries: &[Entry]) -> cairn::
             batch.remove(ks, key_bytes(e.key));
         }
     }
-    batch.commit()
+    batch.commit_with(durability)
 }
 
 pub(crate) fn main(spec: &ChildSpec) -> ! {
@@ -108,14 +116,16 @@ pub(crate) fn main(spec: &ChildSpec) -> ! {
             fail("never killed");
         }
         let entries = random_op(&mut rng);
-        let mut line = format!("pending {id}");
+        let mode = spec.mode.pick(&mut rng);
+        let durability = (spec.mode == Mode::Mixed).then(|| mode.durability());
+        let mut line = format!("pending {id} {}", mode.name());
         for e in &entries {
             line.push(' ');
             line.push_str(&e.encode());
         }
         line.push('\n');
         log_line(&mut log, &line);
-        if let Err(e) = write_op(&db, &kss, id, &entries) {
+        if let Err(e) = write_op(&db, &kss, id, &entries, durability) {
             fail(&format!("op {id} failed: {e}"));
         }
         log_line(

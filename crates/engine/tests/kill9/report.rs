@@ -8,6 +8,7 @@ use crate::workload::{Crash, Mode, QUEUE_DEPTH};
 /// What the contract lets a crash lose, for the report.
 fn allowed_loss(mode: Mode, crash: Crash) -> String {
     match (mode, crash) {
+        (Mode::Mixed, _) => "per op, by its mode".into(),
         (Mode::Sync, _) | (Mode::Periodic | Mode::Buffered, Crash::Process) => "0".into(),
         (Mode::Async, Crash::Process) => format!("<= {QUEUE_DEPTH} ops"),
         (Mode::Periodic, Crash::PowerLoss) => "above durable_seqno (last sync)".into(),

@@ -31,6 +31,8 @@ struct Ack {
 
 struct LoggedOp {
     pub(crate) id: u64,
+    /// The durability the op was written with.
+    pub(crate) mode: Mode,
     pub(crate) entries: Vec<Entry>,
     pub(crate) ack: Option<Ack>,
 }
@@ -72,10 +74,12 @@ fn parse_log(text: &str, first_id: u64) -> Result<Log, String> {
                         "op {id} out of order in the log (expected {expected})"
                     ));
                 }
+                let mode = words.next().and_then(Mode::parse).ok_or_else(bad)?;
                 let entries = words.map(Entry::parse).collect::<Option<Vec<_>>>();
                 let entries = entries.filter(|e| !e.is_empty()).ok_or_else(bad)?;
                 log.ops.push(LoggedOp {
                     id,
+                    mode,
                     entries,
                     ack: None,
                 });
@@ -249,11 +253,20 @@ pub(crate) fn verify(
         .max()
         .unwrap_or(0);
     let by_durable = seqs[1..].iter().take_while(|&&s| s <= durable).count();
-    let by_mode = match (crash, mode) {
-        (_, Mode::Sync) | (Crash::Process, Mode::Periodic | Mode::Buffered) => acked,
-        (Crash::Process, Mode::Async) => acked.saturating_sub(QUEUE_DEPTH),
-        (Crash::Process, Mode::None) | (Crash::PowerLoss, _) => 0,
+    // An acked op of a mode that survives this crash keeps every op before it (a prefix).
+    let survives = |m: Mode| match crash {
+        Crash::Process => matches!(m, Mode::Sync | Mode::Periodic | Mode::Buffered),
+        Crash::PowerLoss => m == Mode::Sync,
     };
+    let by_ack = ops
+        .iter()
+        .rposition(|op| op.ack.is_some() && survives(op.mode))
+        .map_or(0, |i| i + 1);
+    let by_queue = match (crash, mode) {
+        (Crash::Process, Mode::Async) => acked.saturating_sub(QUEUE_DEPTH),
+        _ => 0,
+    };
+    let by_mode = by_ack.max(by_queue);
     let k_min = by_mode.max(by_durable);
 
     let db =

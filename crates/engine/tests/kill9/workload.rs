@@ -29,8 +29,11 @@ pub(crate) enum Mode {
     Buffered,
     Async,
     None,
+    /// Each op picks one of the five above at random (not in the default run).
+    Mixed,
 }
 
+/// The modes of the default run.
 pub(crate) const MODES: [Mode; 5] = [
     Mode::Sync,
     Mode::Periodic,
@@ -47,11 +50,29 @@ impl Mode {
             Mode::Buffered => "buffered",
             Mode::Async => "async",
             Mode::None => "none",
+            Mode::Mixed => "mixed",
         }
     }
 
     pub(crate) fn parse(s: &str) -> Option<Mode> {
-        MODES.into_iter().find(|m| m.name() == s)
+        MODES
+            .into_iter()
+            .chain([Mode::Mixed])
+            .find(|m| m.name() == s)
+    }
+
+    /// The durability of one op: the mode's own, or for `Mixed` a random one.
+    pub(crate) fn pick(self, rng: &mut Rng) -> Mode {
+        if self != Mode::Mixed {
+            return self;
+        }
+        match rng.below(100) {
+            0..5 => Mode::Sync,
+            5..25 => Mode::Periodic,
+            25..50 => Mode::Buffered,
+            50..75 => Mode::Async,
+            _ => Mode::None,
+        }
     }
 
     pub(crate) fn durability(self) -> Durability {
@@ -62,7 +83,7 @@ impl Mode {
             Mode::Async => Durability::Async {
                 queue_depth: QUEUE_DEPTH,
             },
-            Mode::None => Durability::None,
+            Mode::None | Mode::Mixed => Durability::None,
         }
     }
 
@@ -71,6 +92,7 @@ impl Mode {
         match self {
             Mode::Periodic => format!("Periodic({}ms)", PERIODIC.as_millis()),
             Mode::Async => format!("Async{{queue_depth:{QUEUE_DEPTH}}}"),
+            Mode::Mixed => "Mixed (per op)".to_string(),
             other => format!("{:?}", other.durability()),
         }
     }
