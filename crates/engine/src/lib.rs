@@ -80,6 +80,8 @@ mod mmap;
 mod options;
 mod snapshot;
 mod table;
+#[doc(hidden)]
+pub mod testing;
 mod version;
 mod wal;
 

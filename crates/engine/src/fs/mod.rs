@@ -2,10 +2,12 @@
 //! directory entry it creates, renames or removes goes through [`FileSystem`].
 //!
 //! Owns: the narrow trait ([`FileSystem`], [`WritableFile`], [`ReadableFile`], [`FileLock`])
-//! and its two implementations, [`StdFs`] (real files) and [`MemFs`] (in memory, for tests:
-//! it remembers what was synced, can simulate a crash or power loss, and can inject I/O
-//! errors at the n-th call of a kind). It does not own file naming or formats; the format
-//! modules (`wal`, later `table`, `version`) do.
+//! and its implementations: [`StdFs`] (real files); [`MemFs`] (in memory, for tests: it
+//! remembers what was synced, can simulate a crash or power loss, and can inject I/O
+//! errors at the n-th call of a kind); and [`LossyFs`] (real files whose unsynced appends
+//! stay in process memory, so that `kill -9` of a crash-test process acts as a power
+//! loss). It does not own file naming or formats; the format modules (`wal`, later
+//! `table`, `version`) do.
 //!
 //! The trait is deliberately small: files are created once and only appended to (every
 //! ordered-store file is append-only or written whole and renamed into place), read with
@@ -29,6 +31,7 @@
 
 #![cfg_attr(not(test), allow(dead_code))] // wired into the ordered store (Db) as it lands; see docs/DESIGN.md
 
+mod lossy_fs;
 mod mem_fs;
 mod std_fs;
 
@@ -38,6 +41,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
+pub(crate) use lossy_fs::LossyFs;
 #[allow(unused_imports)] // the Db and the crash tests use these; unused until they land
 pub(crate) use mem_fs::{CrashOptions, Fault, FaultKind, MemFs, Op};
 #[allow(unused_imports)] // likewise
@@ -263,6 +267,12 @@ mod tests {
     fn std_fs_behaves_as_documented() {
         let tmp = tempfile::tempdir().unwrap();
         exercise(&StdFs, tmp.path());
+    }
+
+    #[test]
+    fn lossy_fs_behaves_as_documented() {
+        let tmp = tempfile::tempdir().unwrap();
+        exercise(&LossyFs::new(), tmp.path());
     }
 
     #[test]
