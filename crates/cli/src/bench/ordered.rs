@@ -46,8 +46,9 @@ const DEFAULT_BENCHMARKS: &str =
 /// seekrandom (a scan positioned at a random key, one entry read), deleterandom (num
 /// random deletes), readwhilewriting (readrandom on --threads threads while one more
 /// thread writes random keys), readrandomwriterandom (random reads and writes,
-/// --readwritepercent of them reads). Writes run on one thread; the reads and the mix
-/// run on --threads threads that split --reads operations.
+/// --readwritepercent of them reads). fillseq runs on one thread; the random writes
+/// split --num writes over --threads threads, the reads and the mix split --reads
+/// operations over them.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -311,10 +312,7 @@ fn header(args: &Args, reads: u64, place: &Place) -> String {
         ),
         format!("Entries:     {}", args.num),
         format!("Reads:       {reads}"),
-        format!(
-            "Threads:     {} (reads and mixes; writes use one thread)",
-            args.threads
-        ),
+        format!("Threads:     {} (fillseq uses one thread)", args.threads),
         format!("RawSize:     {} (estimated)", mb((key + value) * entries)),
         format!(
             "FileSize:    {} (estimated)",

@@ -1,6 +1,8 @@
 //! The benchmarks' bodies: the timed loops, their threads, and the latency they record.
 //!
-//! Writes (`fillseq`, `fillrandom`, `overwrite`, `deleterandom`) run on one thread. Reads
+//! `fillseq` runs on one thread. The random writes (`fillrandom`, `overwrite`,
+//! `deleterandom`) run on `threads` threads that split `num` writes between them (each
+//! with its own keys), which is how concurrent writers share a group commit. Reads
 //! (`readrandom`, `readseq`, `readreverse`, `seekrandom`) and the read/write mix run on
 //! `threads` threads that split `reads` operations between them; `readwhilewriting` adds
 //! one writer thread that writes random keys until the readers are done.
@@ -440,8 +442,16 @@ pub fn write(
     order: Order,
     kind: Write,
 ) -> CliResult<Outcome> {
-    let tally = write_loop(w, 0, order, kind, Some(w.num), None)?;
-    combine(name, vec![tally], Counts::Plain, w.batch_size)
+    if w.threads <= 1 || order == Order::Sequential {
+        let tally = write_loop(w, 0, order, kind, Some(w.num), None)?;
+        return combine(name, vec![tally], Counts::Plain, w.batch_size);
+    }
+    let threads = w.threads as u64;
+    let share = |t: usize| w.num / threads + u64::from((t as u64) < w.num % threads);
+    let tallies = on_threads(w, |t| {
+        write_loop(w, t as u64, order, kind, Some(share(t)), None)
+    })?;
+    combine(name, tallies, Counts::Plain, w.batch_size)
 }
 
 /// `readrandom`: point lookups of random keys.

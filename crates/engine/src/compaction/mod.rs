@@ -39,7 +39,8 @@ pub(crate) struct Choice {
     pub(crate) overlaps: Vec<Arc<TableMeta>>,
     /// No deeper level holds any key of the inputs' range: tombstones may be dropped.
     pub(crate) bottommost: bool,
-    /// The single input can move down unchanged (nothing overlaps it below).
+    /// The inputs can move down unchanged: they overlap neither each other nor anything in
+    /// the level below (and no tombstone among them could be dropped at the bottom).
     pub(crate) trivial_move: bool,
 }
 
@@ -77,6 +78,16 @@ fn range_of<'a>(tables: impl Iterator<Item = &'a Arc<TableMeta>>) -> Option<(Vec
         });
     }
     range
+}
+
+/// True if no two of `tables` share a user key (so they can sit side by side in a level
+/// below 0). Level-0 tables from sequential writes usually are.
+fn disjoint(tables: &[Arc<TableMeta>]) -> bool {
+    let mut sorted: Vec<&Arc<TableMeta>> = tables.iter().collect();
+    sorted.sort_by(|a, b| user_key(&a.smallest).cmp(user_key(&b.smallest)));
+    sorted
+        .windows(2)
+        .all(|w| matches!(w, [a, b] if user_key(&a.largest) < user_key(&b.smallest)))
 }
 
 /// How urgently each level of `ks` needs compaction (>= 1.0 means it does), by level.
@@ -136,11 +147,9 @@ fn choose(id: KeyspaceId, ks: &KeyspaceTables, level: usize) -> Option<Choice> {
     let (lo, hi) = range_of(inputs.iter().chain(overlaps.iter()))?;
     let bottommost = (level + 2..NUM_LEVELS)
         .all(|deeper| ks.overlapping(deeper, Some(&lo), Some(&hi)).is_empty());
-    let trivial_move = inputs.len() == 1
-        && overlaps.is_empty()
-        && inputs
-            .first()
-            .is_some_and(|t| t.tombstones == 0 || !bottommost);
+    let trivial_move = overlaps.is_empty()
+        && disjoint(&inputs)
+        && inputs.iter().all(|t| t.tombstones == 0 || !bottommost);
     Some(Choice {
         keyspace: id,
         level,

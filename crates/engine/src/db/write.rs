@@ -25,6 +25,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
@@ -56,6 +57,7 @@ enum Job {
 struct Pending {
     ticket: u64,
     job: Job,
+    thread: ThreadId,
 }
 
 #[derive(Default)]
@@ -64,6 +66,20 @@ struct Queue {
     waiting: VecDeque<Pending>,
     done: HashMap<u64, Result<SeqNo>>,
     leader_active: bool,
+    /// Set while a leader waits for more `Sync` writers to join its group.
+    gathering: bool,
+    /// The threads of the last two `Sync` groups: how many writers to expect.
+    recent_syncers: [Vec<ThreadId>; 2],
+}
+
+impl Queue {
+    /// Distinct threads among the last two `Sync` groups. Concurrent `Sync` writers
+    /// alternate between groups (those that just returned miss the group that started
+    /// meanwhile), so two groups together show how many there are.
+    fn expected_syncers(&self) -> usize {
+        let [a, b] = &self.recent_syncers;
+        a.len() + b.iter().filter(|t| !a.contains(t)).count()
+    }
 }
 
 /// The log file and the async queue in front of it.
@@ -93,6 +109,10 @@ pub(crate) struct WritePath {
     space_cv: Condvar,
     /// Current log file length (for the rotation check without the log lock).
     wal_len: AtomicU64,
+    /// Wakes a leader gathering a `Sync` group when a writer queues.
+    arrive_cv: Condvar,
+    /// Recent fsync time of the log, in ns (an exponential average).
+    sync_nanos: AtomicU64,
     pub(crate) wal_bytes: AtomicU64,
     pub(crate) user_bytes: AtomicU64,
 }
@@ -104,6 +124,8 @@ impl WritePath {
             wal_len: AtomicU64::new(writer.len()),
             queue: Mutex::new(Queue::default()),
             queue_cv: Condvar::new(),
+            arrive_cv: Condvar::new(),
+            sync_nanos: AtomicU64::new(0),
             wal: Mutex::new(WalState {
                 writer: Some(writer),
                 pending: VecDeque::new(),
@@ -171,7 +193,14 @@ fn run(inner: &Inner, job: Job) -> Result<SeqNo> {
     let mut q = wp.queue.lock();
     let ticket = q.next_ticket;
     q.next_ticket += 1;
-    q.waiting.push_back(Pending { ticket, job });
+    q.waiting.push_back(Pending {
+        ticket,
+        job,
+        thread: std::thread::current().id(),
+    });
+    if q.gathering {
+        wp.arrive_cv.notify_one();
+    }
     loop {
         if let Some(result) = q.done.remove(&ticket) {
             return result;
@@ -182,6 +211,7 @@ fn run(inner: &Inner, job: Job) -> Result<SeqNo> {
         wp.queue_cv.wait(&mut q);
     }
     q.leader_active = true;
+    gather_syncers(wp, &mut q);
     let mut group = Vec::new();
     let mut bytes = 0usize;
     while let Some(front) = q.waiting.front() {
@@ -200,6 +230,11 @@ fn run(inner: &Inner, job: Job) -> Result<SeqNo> {
         if alone {
             break;
         }
+    }
+    if group.iter().any(|p| is_sync(&p.job)) {
+        let threads = group.iter().map(|p| p.thread).collect();
+        q.recent_syncers.swap(0, 1);
+        q.recent_syncers[0] = threads;
     }
     drop(q);
 
@@ -221,6 +256,39 @@ fn run(inner: &Inner, job: Job) -> Result<SeqNo> {
     q.leader_active = false;
     wp.queue_cv.notify_all();
     mine
+}
+
+fn is_sync(job: &Job) -> bool {
+    matches!(
+        job,
+        Job::Write {
+            durability: Durability::Sync,
+            ..
+        }
+    )
+}
+
+/// Before a `Sync` group is closed, waits briefly for the other writers that took part in
+/// recent `Sync` groups to queue, so they share this fsync instead of waiting for the
+/// next one. The wait ends as soon as they are all queued, and is at most a quarter of a
+/// recent fsync (never more than 1 ms), so it costs little even when they do not come.
+fn gather_syncers(wp: &WritePath, q: &mut MutexGuard<'_, Queue>) {
+    if !q.waiting.front().is_some_and(|p| is_sync(&p.job)) {
+        return;
+    }
+    let expected = q.expected_syncers();
+    let sync = wp.sync_nanos.load(Ordering::Relaxed);
+    if expected <= q.waiting.len() || sync == 0 {
+        return;
+    }
+    let deadline = Instant::now() + Duration::from_nanos((sync / 4).min(1_000_000));
+    q.gathering = true;
+    while q.waiting.len() < expected {
+        if wp.arrive_cv.wait_until(q, deadline).timed_out() {
+            break;
+        }
+    }
+    q.gathering = false;
 }
 
 /// The leader's work for one group; returns each member's last seqno.
@@ -301,7 +369,12 @@ fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<SeqNo>> {
                     writer.append(*first, batch.encoded())?;
                 }
                 if sync {
+                    let started = Instant::now();
                     writer.sync()?;
+                    let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                    let avg = wp.sync_nanos.load(Ordering::Relaxed);
+                    let next = if avg == 0 { took } else { (avg * 7 + took) / 8 };
+                    wp.sync_nanos.store(next, Ordering::Relaxed);
                 } else if to_os {
                     writer.flush()?;
                 }

@@ -94,10 +94,17 @@ fn a_crash_while_reopening_after_a_crashed_first_open_leaves_an_openable_store()
 #[test]
 fn a_damaged_last_flush_edit_is_refused_not_rolled_back() {
     use Step::*;
+    // Overlapping tables, so the compaction rewrites them (a move of disjoint tables
+    // would leave the earlier WAL check nothing to find); then one more flush, which
+    // starts no compaction, is the last edit.
     let fs = store(&[
         Put("default", "a", "1"),
+        Put("default", "c", "3"),
         Flush,
         Put("default", "b", "2"),
+        Flush,
+        Compact,
+        Put("default", "d", "4"),
         Flush,
     ]);
     let manifest = manifest_path(&fs);
@@ -113,8 +120,11 @@ fn a_damaged_last_flush_edit_is_refused_not_rolled_back() {
 #[test]
 fn a_damaged_last_compaction_edit_is_refused() {
     use Step::*;
+    // The two tables overlap, so the compaction rewrites them and deletes its inputs (a
+    // damaged move of disjoint tables rolls back to a version that is still complete).
     let fs = store(&[
         Put("default", "a", "1"),
+        Put("default", "c", "3"),
         Flush,
         Put("default", "b", "2"),
         Flush,
