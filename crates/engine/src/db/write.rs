@@ -41,6 +41,11 @@ use crate::wal;
 /// Most bytes of batches one leader commits at once.
 const GROUP_BYTES: usize = 1 << 20;
 
+/// Log bytes after which the log thread fsyncs the log file in the background (through a
+/// second handle, without holding up writers), so that the fsync a memtable switch needs
+/// finds little left to write.
+const WAL_BYTES_PER_SYNC: u64 = 4 << 20;
+
 /// How long a held-back writer sleeps between checks of the background state.
 const STALL_WAIT: Duration = Duration::from_millis(50);
 
@@ -96,6 +101,8 @@ pub(crate) struct WalState {
     last_sync: Instant,
     poisoned: Option<String>,
     shutdown: bool,
+    /// Length of the current log file covered by the last background fsync.
+    bg_synced_len: u64,
 }
 
 /// The write path's shared state.
@@ -135,6 +142,7 @@ impl WritePath {
                 last_sync: Instant::now(),
                 poisoned: None,
                 shutdown: false,
+                bg_synced_len: 0,
             }),
             wal_cv: Condvar::new(),
             space_cv: Condvar::new(),
@@ -381,6 +389,9 @@ fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<SeqNo>> {
                 wp.wal_len.store(writer.len(), Ordering::Relaxed);
                 Ok(())
             })();
+            if wp.wal_len.load(Ordering::Relaxed) >= wal.bg_synced_len + WAL_BYTES_PER_SYNC {
+                wp.wal_cv.notify_all();
+            }
             if let Err(e) = outcome {
                 poison(&mut wal, &e);
                 return Err(e);
@@ -501,6 +512,27 @@ pub(crate) fn log_thread(inner: Arc<Inner>) {
         }
         if wal.shutdown {
             return;
+        }
+        if wal.poisoned.is_none() {
+            if let Some(w) = wal.writer.as_ref() {
+                if w.len() >= wal.bg_synced_len + WAL_BYTES_PER_SYNC {
+                    let (id, path, len) = (w.id(), w.path(), w.len());
+                    // A second handle: the fsync covers the file's bytes whichever handle
+                    // wrote them, and writers keep appending meanwhile.
+                    let outcome = MutexGuard::unlocked(&mut wal, || {
+                        inner.fs.open_append(&path).and_then(|mut f| f.sync_data())
+                    });
+                    let same_file = wal.writer.as_ref().is_some_and(|w| w.id() == id);
+                    match outcome {
+                        Ok(()) if same_file => wal.bg_synced_len = len,
+                        Ok(()) => {}
+                        // A failed fsync leaves the file's tail unknown: stop writes.
+                        Err(e) if same_file => poison(&mut wal, &e),
+                        Err(_) => {}
+                    }
+                    continue;
+                }
+            }
         }
         match wal.periodic {
             Some(interval) if wal.poisoned.is_none() => {
@@ -631,6 +663,7 @@ fn switch_memtable(inner: &Inner, st: &mut State) -> Result<()> {
                         .fetch_add(old.len(), Ordering::Relaxed);
                 }
                 wal.synced = wal.appended;
+                wal.bg_synced_len = 0;
                 inner
                     .durable_seqno
                     .fetch_max(wal.appended, Ordering::AcqRel);

@@ -162,3 +162,40 @@ fn a_cut_manifest_is_refused_while_an_unlisted_table_holds_newer_writes() {
     file.sync_data().unwrap();
     assert_refused(&fs);
 }
+
+/// The log thread fsyncs a growing log file in the background every few MiB, so even
+/// `Buffered` writes that no writer ever synced survive a power loss once the log has
+/// grown past them, and a memtable switch has little left to sync.
+#[test]
+fn the_log_is_synced_in_the_background_as_it_grows() {
+    let fs = new_fs();
+    let opts = Options {
+        memtable_size: 64 << 20,
+        max_wal_size: 256 << 20,
+        ..options(Durability::Buffered)
+    };
+    let db = Db::open_with_fs(Arc::new(fs.clone()), &dir(), opts.clone()).unwrap();
+    let ks = db.keyspace("default").unwrap();
+    let value = vec![7u8; 4000];
+    // About 6 MiB of log: past one background sync.
+    for i in 0..1500u32 {
+        ks.insert(format!("k{i:05}"), &value).unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let power_loss = loop {
+        let image = fs.crash();
+        let recovered = Db::open_with_fs(Arc::new(image.clone()), &dir(), opts.clone()).unwrap();
+        let n = recovered.keyspace("default").unwrap().iter().count();
+        recovered.close().unwrap();
+        if n >= 900 || std::time::Instant::now() > deadline {
+            break n;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(
+        power_loss >= 900,
+        "only {power_loss} of 1500 unsynced Buffered writes survived a power loss"
+    );
+    drop(ks);
+    db.close().unwrap();
+}
