@@ -156,9 +156,5 @@ pub(crate) fn file_name(id: u64) -> String {
 
 /// The id in a table file name, or `None` if `name` is not one (exactly 20 digits + `.sst`).
 pub(crate) fn parse_file_name(name: &str) -> Option<u64> {
-    let digits = name.strip_suffix(".sst")?;
-    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
+    crate::checksum::parse_file_id(name.strip_suffix(".sst")?)
 }

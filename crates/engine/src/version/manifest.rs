@@ -64,22 +64,12 @@ pub(crate) fn manifest_file_name(id: u64) -> String {
 /// The id in a manifest file name, or `None` if `name` is not one (exactly `MANIFEST-`
 /// and 20 digits).
 pub(crate) fn parse_manifest_file_name(name: &str) -> Option<u64> {
-    let digits = name.strip_prefix(PREFIX)?;
-    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
+    crate::checksum::parse_file_id(name.strip_prefix(PREFIX)?)
 }
 
 /// The 20-byte file header of manifest file `id`.
 pub(crate) fn encode_file_header(id: u64) -> Vec<u8> {
-    let mut h = Vec::with_capacity(FILE_HEADER_LEN);
-    h.extend_from_slice(&MAGIC.to_le_bytes());
-    h.extend_from_slice(&VERSION.to_le_bytes());
-    h.extend_from_slice(&id.to_le_bytes());
-    let crc = Checksum::of(&h).masked();
-    h.extend_from_slice(&crc.to_le_bytes());
-    h
+    crate::checksum::file_header(MAGIC, VERSION, id)
 }
 
 /// Appends one record carrying `payload` to `out`.

@@ -63,22 +63,12 @@ pub(crate) fn file_name(id: u64) -> String {
 
 /// The id in a WAL file name, or `None` if `name` is not one (exactly 20 digits + `.wal`).
 pub(crate) fn parse_file_name(name: &str) -> Option<u64> {
-    let digits = name.strip_suffix(".wal")?;
-    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
+    crate::checksum::parse_file_id(name.strip_suffix(".wal")?)
 }
 
 /// The 20-byte file header of WAL file `id`.
 pub(crate) fn encode_file_header(id: u64) -> Vec<u8> {
-    let mut h = Vec::with_capacity(FILE_HEADER_LEN);
-    h.extend_from_slice(&MAGIC.to_le_bytes());
-    h.extend_from_slice(&VERSION.to_le_bytes());
-    h.extend_from_slice(&id.to_le_bytes());
-    let crc = Checksum::of(&h).masked();
-    h.extend_from_slice(&crc.to_le_bytes());
-    h
+    crate::checksum::file_header(MAGIC, VERSION, id)
 }
 
 /// The 16 checksummed fixed fields of a record header (offsets 8..24).
