@@ -170,6 +170,19 @@ pub enum Error {
         /// The identifier recorded in the index.
         index_id: u32,
     },
+    /// A record of a dump or export being read back (`transfer`) is malformed: not the
+    /// format, a field of the wrong type or out of range, a checksum or count mismatch.
+    /// Nothing on the store's disk is damaged, so this is not corruption.
+    BadInput {
+        /// The input format (`"jsonl"`, `"cbor"`).
+        format: &'static str,
+        /// The 1-based line (JSON lines) or record (CBOR, the header is record 1) number.
+        record: u64,
+        /// Byte offset of the start of that line or record in the input.
+        offset: u64,
+        /// What was wrong.
+        detail: String,
+    },
     /// The caller passed an argument Cairn cannot accept (an option out of range, a key
     /// that is too long, ...).
     InvalidArgument(String),
@@ -243,6 +256,17 @@ impl Error {
                 log_id: *log_id,
                 index_id: *index_id,
             },
+            Error::BadInput {
+                format,
+                record,
+                offset,
+                detail,
+            } => Error::BadInput {
+                format,
+                record: *record,
+                offset: *offset,
+                detail: detail.clone(),
+            },
             Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
             Error::Poisoned => Error::Poisoned,
             Error::Stopped { during, cause } => Error::Stopped {
@@ -299,6 +323,18 @@ impl fmt::Display for Error {
                 index.display(),
                 log.display()
             ),
+            Error::BadInput {
+                format,
+                record,
+                offset,
+                detail,
+            } => {
+                let unit = if *format == "jsonl" { "line" } else { "record" };
+                write!(
+                    f,
+                    "bad {format} input at {unit} {record} (byte {offset}): {detail}"
+                )
+            }
             Error::InvalidArgument(msg) => write!(f, "invalid argument: {msg}"),
             Error::Poisoned => f.write_str(
                 "writer is poisoned by an earlier failed write or fsync; reopen to recover",

@@ -8,6 +8,9 @@
 //! * the **constant store**, [`hash`]: build-once, read-many files in the Sparkey format (a
 //!   log plus a hash index), read and written byte-compatibly with the reference Sparkey.
 //!
+//! [`transfer`] moves data in and out of the ordered store: dump and restore in JSON
+//! lines or CBOR, export to and import from the constant store's files.
+//!
 //! [`inspect`] decodes the ordered store's raw files (WAL, batches, tables, manifests) for
 //! tools.
 //!
@@ -82,6 +85,7 @@ mod snapshot;
 mod table;
 #[doc(hidden)]
 pub mod testing;
+pub mod transfer;
 mod version;
 mod wal;
 
