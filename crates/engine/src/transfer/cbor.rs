@@ -302,14 +302,12 @@ impl<R: Read> Reader<R> {
 
     fn pull(&mut self) -> Result<Header, Fail> {
         let start = self.input.pos;
-        Decoder::from(&mut self.input)
-            .pull()
-            .map_err(|e| match e {
-                ciborium_ll::Error::Io(e) => from_io(e),
-                ciborium_ll::Error::Syntax(at) => {
-                    Fail::Bad(format!("invalid CBOR at byte {}", start + at as u64))
-                }
-            })
+        Decoder::from(&mut self.input).pull().map_err(|e| match e {
+            ciborium_ll::Error::Io(e) => from_io(e),
+            ciborium_ll::Error::Syntax(at) => {
+                Fail::Bad(format!("invalid CBOR at byte {}", start + at as u64))
+            }
+        })
     }
 
     fn read_exact_vec(&mut self, len: usize) -> Result<Vec<u8>, Fail> {
@@ -418,7 +416,9 @@ fn classify(f: Fields) -> Result<Record, Fail> {
     match (header, entry, trailer) {
         (true, false, false) => match (f.format, f.version) {
             (Some(format), Some(version)) => Ok(Record::Header { format, version }),
-            _ => Err(Fail::Bad("a header needs \"format\" and \"version\"".into())),
+            _ => Err(Fail::Bad(
+                "a header needs \"format\" and \"version\"".into(),
+            )),
         },
         (false, false, true) => match (f.entries, f.crc32c) {
             (Some(entries), Some(crc)) => Ok(Record::Trailer {
@@ -432,7 +432,9 @@ fn classify(f: Fields) -> Result<Record, Fail> {
         },
         (false, true, false) => {
             let key = f.key.ok_or_else(|| Fail::Bad("missing \"key\"".into()))?;
-            let value = f.value.ok_or_else(|| Fail::Bad("missing \"value\"".into()))?;
+            let value = f
+                .value
+                .ok_or_else(|| Fail::Bad("missing \"value\"".into()))?;
             let tag = f.tag.unwrap_or(0);
             let entry = Entry {
                 keyspace: f.keyspace,

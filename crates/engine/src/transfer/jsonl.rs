@@ -75,7 +75,11 @@ pub fn encode(entry: &EntryRef<'_>, out: &mut Vec<u8>) {
 }
 
 /// The bytes of a field given as a JSON string (`plain`) or as standard base64 (`b64`).
-fn bytes_field(map: &Map<String, Value>, plain: &str, b64: &str) -> Result<Option<Vec<u8>>, String> {
+fn bytes_field(
+    map: &Map<String, Value>,
+    plain: &str,
+    b64: &str,
+) -> Result<Option<Vec<u8>>, String> {
     match (map.get(plain), map.get(b64)) {
         (None, None) => Ok(None),
         (Some(_), Some(_)) => Err(format!("both \"{plain}\" and \"{b64}\" given")),
@@ -219,10 +223,9 @@ impl<R: BufRead> Reader<R> {
             let body = match self.line.strip_suffix(b"\n") {
                 Some(body) => body,
                 None if n as u64 >= limit => {
-                    return Err(self.bad(
-                        start,
-                        format!("line longer than {MAX_RECORD_BYTES} bytes"),
-                    ))
+                    return Err(
+                        self.bad(start, format!("line longer than {MAX_RECORD_BYTES} bytes"))
+                    )
                 }
                 None => self.line.as_slice(),
             };
@@ -292,11 +295,20 @@ mod tests {
             ("{\"value\":\"v\"}", "missing \"key\""),
             ("{\"key\":\"k\"}", "missing \"value\""),
             ("{\"key\":\"k\",\"key_b64\":\"\",\"value\":\"\"}", "both"),
-            ("{\"key\":\"k\",\"value\":\"v\",\"x\":1}", "unknown field \"x\""),
-            ("{\"key\":\"k\",\"value\":\"v\",\"tag\":4294967296}", "\"tag\""),
+            (
+                "{\"key\":\"k\",\"value\":\"v\",\"x\":1}",
+                "unknown field \"x\"",
+            ),
+            (
+                "{\"key\":\"k\",\"value\":\"v\",\"tag\":4294967296}",
+                "\"tag\"",
+            ),
             ("{\"key\":\"k\",\"value\":\"v\",\"tag\":-1}", "\"tag\""),
             ("{\"key_b64\":\"!!\",\"value\":\"v\"}", "base64"),
-            ("{\"keyspace\":\"\",\"key\":\"k\",\"value\":\"v\"}", "keyspace name"),
+            (
+                "{\"keyspace\":\"\",\"key\":\"k\",\"value\":\"v\"}",
+                "keyspace name",
+            ),
         ];
         for (text, want) in cases {
             let got = decode_line(text.as_bytes());

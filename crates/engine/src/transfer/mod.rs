@@ -360,7 +360,12 @@ impl<'a> Batcher<'a> {
 /// Entries with a tag, metadata or an expiry need the attribute write path, which this
 /// build does not have: they are refused with `InvalidArgument`, never stored without
 /// their attributes.
-pub(crate) fn stage(batch: &mut Batch, keyspace: &Keyspace, entry: &Entry, record: u64) -> Result<()> {
+pub(crate) fn stage(
+    batch: &mut Batch,
+    keyspace: &Keyspace,
+    entry: &Entry,
+    record: u64,
+) -> Result<()> {
     if entry.has_attrs() {
         return Err(Error::invalid(format!(
             "attributes need entry-attribute support, which this build lacks \

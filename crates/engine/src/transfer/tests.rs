@@ -46,7 +46,12 @@ fn dump_to_vec(db: &Db, keyspace: Option<&str>, format: Format) -> Vec<u8> {
     out
 }
 
-fn restore_from(db: &Db, bytes: &[u8], format: Format, options: &RestoreOptions) -> Result<Progress> {
+fn restore_from(
+    db: &Db,
+    bytes: &[u8],
+    format: Format,
+    options: &RestoreOptions,
+) -> Result<Progress> {
     restore(db, bytes, format, options, &mut |_| {})
 }
 
@@ -71,9 +76,13 @@ fn every_keyspace_round_trips_in_both_formats() {
         let dst_dir = tempfile::tempdir().unwrap();
         let dst = open(dst_dir.path());
         let mut calls = Vec::new();
-        let done = restore(&dst, &bytes[..], format, &RestoreOptions::default(), &mut |p| {
-            calls.push(p)
-        })
+        let done = restore(
+            &dst,
+            &bytes[..],
+            format,
+            &RestoreOptions::default(),
+            &mut |p| calls.push(p),
+        )
         .unwrap();
         assert_eq!(done.entries, 3000);
         assert_eq!(done.bytes, bytes.len() as u64);
@@ -93,7 +102,15 @@ fn dump_sees_its_snapshot_only() {
     ks.insert("b", "2").unwrap();
     ks.remove("a").unwrap();
     let mut out = Vec::new();
-    dump(&db, &snap, Some("default"), Format::Jsonl, &mut out, &mut |_| {}).unwrap();
+    dump(
+        &db,
+        &snap,
+        Some("default"),
+        Format::Jsonl,
+        &mut out,
+        &mut |_| {},
+    )
+    .unwrap();
     assert_eq!(out, b"{\"key\":\"a\",\"value\":\"1\"}\n");
 }
 
@@ -104,7 +121,13 @@ fn one_keyspace_dump_restores_into_another_keyspace() {
     db.keyspace("users").unwrap().insert("u1", "Ada").unwrap();
     db.keyspace("default").unwrap().insert("x", "y").unwrap();
     let bytes = dump_to_vec(&db, Some("users"), Format::Cbor);
-    restore_from(&db, &bytes, Format::Cbor, &RestoreOptions::default().keyspace("copy")).unwrap();
+    restore_from(
+        &db,
+        &bytes,
+        Format::Cbor,
+        &RestoreOptions::default().keyspace("copy"),
+    )
+    .unwrap();
     assert_eq!(
         db.get_keyspace("copy").unwrap().get("u1").unwrap(),
         Some(b"Ada".to_vec())
@@ -113,7 +136,9 @@ fn one_keyspace_dump_restores_into_another_keyspace() {
     let all = dump_to_vec(&db, None, Format::Jsonl);
     let text = String::from_utf8(all.clone()).unwrap();
     assert!(text.contains("{\"keyspace\":\"users\",\"key\":\"u1\",\"value\":\"Ada\"}"));
-    assert!(text.contains("\n{\"key\":\"x\",\"value\":\"y\"}") || text.starts_with("{\"key\":\"x\""));
+    assert!(
+        text.contains("\n{\"key\":\"x\",\"value\":\"y\"}") || text.starts_with("{\"key\":\"x\"")
+    );
     let dir2 = tempfile::tempdir().unwrap();
     let db2 = open(dir2.path());
     restore_from(&db2, &all, Format::Jsonl, &RestoreOptions::default()).unwrap();
@@ -125,7 +150,14 @@ fn dump_of_a_missing_keyspace_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
     let snap = db.snapshot();
-    let got = dump(&db, &snap, Some("nope"), Format::Jsonl, Vec::new(), &mut |_| {});
+    let got = dump(
+        &db,
+        &snap,
+        Some("nope"),
+        Format::Jsonl,
+        Vec::new(),
+        &mut |_| {},
+    );
     assert!(matches!(got, Err(Error::InvalidArgument(m)) if m.contains("nope")));
 }
 
@@ -137,7 +169,10 @@ fn restore_reports_the_bad_line_and_keeps_earlier_batches() {
     let options = RestoreOptions::default().batch(1, 1 << 20);
     match restore_from(&db, input, Format::Jsonl, &options) {
         Err(Error::BadInput {
-            format, record, offset, ..
+            format,
+            record,
+            offset,
+            ..
         }) => assert_eq!((format, record, offset), ("jsonl", 2, 24)), // after line 1 and its LF
         other => panic!("expected BadInput, got {other:?}"),
     }
@@ -156,7 +191,14 @@ fn truncated_cbor_dump_is_refused() {
     let db2 = open(dir2.path());
     let got = restore_from(&db2, cut, Format::Cbor, &RestoreOptions::default());
     assert!(
-        matches!(&got, Err(Error::BadInput { format: "cbor", record: 3, .. })),
+        matches!(
+            &got,
+            Err(Error::BadInput {
+                format: "cbor",
+                record: 3,
+                ..
+            })
+        ),
         "{got:?}"
     );
 }
@@ -180,7 +222,8 @@ fn export_writes_a_pair_the_constant_store_reads() {
     let db = open(dir.path().join("db").as_path());
     let ks = db.keyspace("default").unwrap();
     for i in 0..500u32 {
-        ks.insert(format!("k{i}"), vec![i as u8; (i % 7) as usize]).unwrap();
+        ks.insert(format!("k{i}"), vec![i as u8; (i % 7) as usize])
+            .unwrap();
     }
     ks.insert([0u8, 0xff], "binary").unwrap();
     for compression in [Compression::None, Compression::Snappy, Compression::Zstd] {
@@ -212,12 +255,20 @@ fn failed_export_leaves_existing_files_alone() {
     let db = open(dir.path().join("db").as_path());
     let log = dir.path().join("out.spl");
     std::fs::write(&log, b"old").unwrap();
-    let bad = ExportOptions::default().log(LogOptions::default().compression(Compression::Snappy, 1));
+    let bad =
+        ExportOptions::default().log(LogOptions::default().compression(Compression::Snappy, 1));
     let snap = db.snapshot();
     assert!(export(&db, "default", &snap, &log, &bad, &mut |_| {}).is_err());
     assert_eq!(std::fs::read(&log).unwrap(), b"old");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2); // db/ and out.spl
-    let got = export(&db, "default", &snap, &dir.path().join("out.txt"), &ExportOptions::default(), &mut |_| {});
+    let got = export(
+        &db,
+        "default",
+        &snap,
+        &dir.path().join("out.txt"),
+        &ExportOptions::default(),
+        &mut |_| {},
+    );
     assert!(matches!(got, Err(Error::InvalidArgument(m)) if m.contains(".spl")));
 }
 
@@ -257,7 +308,12 @@ fn import_checks_a_given_index_before_writing() {
         let mut w = LogWriter::create(&log, &LogOptions::default()).unwrap();
         w.put(name.as_bytes(), b"v").unwrap();
         w.close().unwrap();
-        hash::write_index(dir.path().join(format!("{name}.spi")), &log, &Default::default()).unwrap();
+        hash::write_index(
+            dir.path().join(format!("{name}.spi")),
+            &log,
+            &Default::default(),
+        )
+        .unwrap();
         log
     };
     let a = make("a");
@@ -265,11 +321,17 @@ fn import_checks_a_given_index_before_writing() {
     let db = open(dir.path().join("db").as_path());
     let options = ImportOptions::default().index(dir.path().join("b.spi"));
     let got = import(&db, &a, &options, &mut |_| {});
-    assert!(matches!(got, Err(Error::IdentifierMismatch { .. })), "{got:?}");
+    assert!(
+        matches!(got, Err(Error::IdentifierMismatch { .. })),
+        "{got:?}"
+    );
     assert_eq!(db.get_keyspace("default").unwrap().get("a").unwrap(), None);
     let options = ImportOptions::default().index(dir.path().join("a.spi"));
     import(&db, &a, &options, &mut |_| {}).unwrap();
-    assert_eq!(db.get_keyspace("default").unwrap().get("a").unwrap(), Some(b"v".to_vec()));
+    assert_eq!(
+        db.get_keyspace("default").unwrap().get("a").unwrap(),
+        Some(b"v".to_vec())
+    );
 }
 
 #[test]
@@ -298,11 +360,21 @@ fn import_of_every_reference_vector_matches_its_expected_entries() {
         let options = ImportOptions::default()
             .index(vectors.join(format!("{case}.spi")))
             .keyspace(case);
-        import(&db, &vectors.join(format!("{case}.spl")), &options, &mut |_| {}).unwrap();
+        import(
+            &db,
+            &vectors.join(format!("{case}.spl")),
+            &options,
+            &mut |_| {},
+        )
+        .unwrap();
         let mut want = expected;
         want.sort();
-        let got: Vec<(Vec<u8>, Vec<u8>)> =
-            db.get_keyspace(case).unwrap().iter().map(|r| r.unwrap()).collect();
+        let got: Vec<(Vec<u8>, Vec<u8>)> = db
+            .get_keyspace(case)
+            .unwrap()
+            .iter()
+            .map(|r| r.unwrap())
+            .collect();
         assert_eq!(got, want, "{case}");
     }
     assert_eq!(cases, 13);
