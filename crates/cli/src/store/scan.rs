@@ -48,6 +48,9 @@ pub struct Args {
     hex: bool,
 }
 
+/// One scanned pair.
+type Pair = cairn::Result<(Vec<u8>, Vec<u8>)>;
+
 pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
     let prefix = opt_bytes("prefix", args.prefix.as_ref(), args.hex)?;
     let from = opt_bytes("--from bound", args.from.as_ref(), args.hex)?;
@@ -62,7 +65,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
             ks.range((lo, hi))
         }
     };
-    let iter: Box<dyn Iterator<Item = cairn::Result<(Vec<u8>, Vec<u8>)>>> = if args.reverse {
+    let iter: Box<dyn Iterator<Item = Pair>> = if args.reverse {
         Box::new(iter.rev())
     } else {
         Box::new(iter)

@@ -283,12 +283,12 @@ impl<R: Read> Reader<R> {
     fn read_record(&mut self) -> Result<Option<(Record, u64)>> {
         let start = self.input.pos;
         match self.pull() {
-            Err(Fail::Bad(_)) if self.input.pos == start => return Ok(None),
+            Err(Fail::Bad(_)) if self.input.pos == start => Ok(None),
             Err(Fail::Bad(detail)) => {
                 self.record += 1;
-                return Err(self.bad(start, detail));
+                Err(self.bad(start, detail))
             }
-            Err(Fail::Io(e)) => return Err(Error::io(Path::new("<dump input>"), "read", e)),
+            Err(Fail::Io(e)) => Err(Error::io(Path::new("<dump input>"), "read", e)),
             Ok(header) => {
                 self.record += 1;
                 match self.record_body(header) {
@@ -525,6 +525,23 @@ mod tests {
         want.extend_from_slice(b"version");
         want.push(0x01);
         assert_eq!(out, want);
+    }
+
+    #[test]
+    fn worked_example_of_format_md() {
+        let mut out = Vec::new();
+        encode_header(&mut out);
+        encode_entry(&EntryRef::pair(b"k", &[0x80]), &mut out);
+        let hex: String = out.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex,
+            "a266666f726d61746a636169726e2d64756d706776657273696f6e01\
+             a2636b6579416b6576616c75654180"
+        );
+        assert_eq!(out.len(), 43);
+        let crc = Checksum::of(&out);
+        encode_trailer(1, crc, &mut out);
+        assert_eq!(out.get(43..53), Some(&b"\xa2\x67entries\x01"[..]));
     }
 
     #[test]
