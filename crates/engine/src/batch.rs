@@ -19,6 +19,7 @@
 //! batch := count:u32le op{count}
 //! op    := 0x01 keyspace:vlq key_len:vlq key value_len:vlq value    (Put)
 //!        | 0x02 keyspace:vlq key_len:vlq key                        (Delete)
+//!        | 0x06 keyspace:vlq key_len:vlq key value_len:vlq attrs value  (PutAttrs)
 //! ```
 //!
 //! A `WriteBatch` is plain data (`Send + Sync`); it is not shared while being built.
@@ -30,6 +31,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use crate::coding::{put_vlq, vlq_len, Cursor};
+use crate::entry::{encode_put, Attrs, MAX_ATTRS_LEN, MAX_META_LEN};
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::key::{
     check_key_len, check_value_len, KeyspaceId, Kind, SeqNo, MAX_KEY_LEN, MAX_VALUE_LEN,
@@ -54,6 +56,15 @@ pub(crate) enum Op<'a> {
         /// The new value.
         value: &'a [u8],
     },
+    /// Set `key` to a value with attributes in `keyspace`.
+    PutAttrs {
+        /// The keyspace written.
+        keyspace: KeyspaceId,
+        /// The user key.
+        key: &'a [u8],
+        /// The stored bytes: encoded attrs, then the value (see `entry.rs`).
+        stored: &'a [u8],
+    },
     /// Remove `key` from `keyspace` (write a tombstone).
     Delete {
         /// The keyspace written.
@@ -68,21 +79,34 @@ impl<'a> Op<'a> {
     pub(crate) fn kind(&self) -> Kind {
         match self {
             Op::Put { .. } => Kind::Put,
+            Op::PutAttrs { .. } => Kind::PutAttrs,
             Op::Delete { .. } => Kind::Delete,
+        }
+    }
+
+    /// The bytes the memtable and tables store for this op: the value of a Put,
+    /// `attrs || value` of a PutAttrs, nothing for a Delete.
+    pub(crate) fn stored(&self) -> &'a [u8] {
+        match self {
+            Op::Put { value, .. } => value,
+            Op::PutAttrs { stored, .. } => stored,
+            Op::Delete { .. } => &[],
         }
     }
 
     /// The keyspace the op writes.
     pub(crate) fn keyspace(&self) -> KeyspaceId {
         match self {
-            Op::Put { keyspace, .. } | Op::Delete { keyspace, .. } => *keyspace,
+            Op::Put { keyspace, .. }
+            | Op::PutAttrs { keyspace, .. }
+            | Op::Delete { keyspace, .. } => *keyspace,
         }
     }
 
     /// The user key the op writes.
     pub(crate) fn key(&self) -> &'a [u8] {
         match self {
-            Op::Put { key, .. } | Op::Delete { key, .. } => key,
+            Op::Put { key, .. } | Op::PutAttrs { key, .. } | Op::Delete { key, .. } => key,
         }
     }
 }
@@ -142,6 +166,31 @@ impl WriteBatch {
         check_key_len(key)?;
         check_value_len(value)?;
         self.push(Kind::Put, keyspace, key, Some(value))
+    }
+
+    /// Adds "set `key` to `value` with `attrs` in `keyspace`": a `PutAttrs` op, or a plain
+    /// `Put` when no attribute is set.
+    ///
+    /// # Errors
+    /// As [`WriteBatch::put`], and `InvalidArgument` for metadata longer than
+    /// [`MAX_META_LEN`]; the batch is unchanged.
+    pub(crate) fn put_attrs(
+        &mut self,
+        keyspace: KeyspaceId,
+        key: &[u8],
+        attrs: &Attrs<'_>,
+        value: &[u8],
+    ) -> Result<()> {
+        check_key_len(key)?;
+        check_value_len(value)?;
+        if attrs.meta.len() > MAX_META_LEN {
+            return Err(Error::invalid(format!(
+                "metadata of {} bytes exceeds the limit of {MAX_META_LEN} bytes",
+                attrs.meta.len()
+            )));
+        }
+        let (kind, stored) = encode_put(attrs, value);
+        self.push(kind, keyspace, key, Some(&stored))
     }
 
     /// Adds "remove `key` from `keyspace`".
@@ -246,6 +295,11 @@ impl WriteBatch {
                 key,
                 value: &self.rep[span.value.clone()],
             },
+            Kind::PutAttrs => Op::PutAttrs {
+                keyspace: span.keyspace,
+                key,
+                stored: &self.rep[span.value.clone()],
+            },
             Kind::Delete => Op::Delete {
                 keyspace: span.keyspace,
                 key,
@@ -330,6 +384,13 @@ impl WriteBatch {
                 Kind::Put => {
                     read_bytes(&mut cur, MAX_VALUE_LEN).map_err(|(at, r)| corrupt(at, r))?
                 }
+                Kind::PutAttrs => {
+                    let stored = read_bytes(&mut cur, MAX_VALUE_LEN + MAX_ATTRS_LEN)
+                        .map_err(|(at, r)| corrupt(at, r))?;
+                    let bytes = payload.get(stored.clone()).unwrap_or_default();
+                    Attrs::decode(bytes).map_err(|r| corrupt(stored.start, r))?;
+                    stored
+                }
                 Kind::Delete => key.end..key.end,
             };
             data_len += key.len() + value.len();
@@ -358,6 +419,7 @@ impl WriteBatch {
         let fixed = 1 + vlq_len(u64::from(op.keyspace().0)) + vlq_len(op.key().len() as u64);
         let value = match op {
             Op::Put { value, .. } => vlq_len(value.len() as u64) + value.len(),
+            Op::PutAttrs { stored, .. } => vlq_len(stored.len() as u64) + stored.len(),
             Op::Delete { .. } => 0,
         };
         fixed + op.key().len() + value
