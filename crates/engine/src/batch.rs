@@ -667,6 +667,54 @@ mod tests {
     }
 
     #[test]
+    fn put_attrs_round_trips_and_damaged_attrs_are_corruption() {
+        let attrs = Attrs {
+            tag: 300,
+            meta: b"ab",
+            expires_at: Some(0x0102_0304_0506_0708),
+        };
+        let mut b = WriteBatch::new();
+        b.put_attrs(KeyspaceId(1), b"k", &attrs, b"v").unwrap();
+        // No attribute: a plain Put.
+        b.put_attrs(KeyspaceId(1), b"p", &Attrs::default(), b"w")
+            .unwrap();
+        #[rustfmt::skip]
+        let expected = [
+            0x02, 0x00, 0x00, 0x00,                          // count = 2
+            0x06, 0x01, 0x01, b'k', 0x0f,                    // PutAttrs ks 1 "k", 15 bytes:
+            0x07, 0xac, 0x02, 0x02, b'a', b'b', 8, 7, 6, 5, 4, 3, 2, 1, // attrs
+            b'v',                                            // value
+            0x01, 0x01, 0x01, b'p', 0x01, b'w',              // Put ks 1 "p" = "w"
+        ];
+        assert_eq!(b.encoded(), expected);
+        let decoded = decode(b.encoded()).unwrap();
+        assert_eq!(decoded, b);
+        let ops: Vec<Op<'_>> = decoded.ops().collect();
+        assert_eq!(ops[0].kind(), Kind::PutAttrs);
+        assert_eq!(ops[0].stored(), &expected[9..24]);
+        assert_eq!(ops[1].kind(), Kind::Put);
+        // An unknown attrs flag bit, and attrs cut short inside the value field.
+        let mut bad = expected.to_vec();
+        bad[9] = 0x0f;
+        assert_eq!(reason(decode(&bad)), (109, Reason::BadTag(0x0f)));
+        let mut short = expected[..9].to_vec();
+        short[8] = 0x03;
+        short[0] = 1;
+        short.extend_from_slice(&[0x04, 1, 2]);
+        assert_eq!(reason(decode(&short)), (109, Reason::Truncated));
+        // Metadata over the limit is refused when added.
+        let big = vec![0u8; MAX_META_LEN + 1];
+        let too_big = Attrs {
+            meta: &big,
+            ..Attrs::default()
+        };
+        assert!(matches!(
+            b.put_attrs(KeyspaceId(1), b"k", &too_big, b""),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+
+    #[test]
     fn trailing_garbage_is_rejected() {
         let mut bytes = sample().encoded().to_vec();
         bytes.push(0x01);
@@ -676,6 +724,7 @@ mod tests {
     #[derive(Debug, Clone)]
     enum TestOp {
         Put(u32, Vec<u8>, Vec<u8>),
+        PutAttrs(u32, Vec<u8>, Vec<u8>, u32, Option<u64>),
         Delete(u32, Vec<u8>),
     }
 
@@ -684,6 +733,14 @@ mod tests {
         let bytes = || prop::collection::vec(any::<u8>(), 0..200);
         prop_oneof![
             (ks.clone(), bytes(), bytes()).prop_map(|(k, key, v)| TestOp::Put(k, key, v)),
+            (
+                ks.clone(),
+                bytes(),
+                bytes(),
+                any::<u32>(),
+                prop::option::of(any::<u64>())
+            )
+                .prop_map(|(k, key, v, t, e)| TestOp::PutAttrs(k, key, v, t, e)),
             (ks, bytes()).prop_map(|(k, key)| TestOp::Delete(k, key)),
         ]
     }
@@ -696,6 +753,10 @@ mod tests {
                 match op {
                     TestOp::Put(ks, k, v) => b.put(KeyspaceId(*ks), k, v).unwrap(),
                     TestOp::Delete(ks, k) => b.remove(KeyspaceId(*ks), k).unwrap(),
+                    TestOp::PutAttrs(ks, k, v, tag, expires_at) => {
+                        let attrs = Attrs { tag: *tag, meta: k, expires_at: *expires_at };
+                        b.put_attrs(KeyspaceId(*ks), k, &attrs, v).unwrap();
+                    }
                 }
             }
             prop_assert_eq!(b.len(), ops.len());
@@ -716,6 +777,14 @@ mod tests {
                     }
                     (Op::Delete { keyspace, key }, TestOp::Delete(ks, k)) => {
                         keyspace.0 == *ks && key == k.as_slice()
+                    }
+                    (got, TestOp::PutAttrs(ks, k, v, tag, expires_at)) => {
+                        let view = crate::entry::view(got.kind(), got.stored()).unwrap().unwrap();
+                        let want = Attrs { tag: *tag, meta: k, expires_at: *expires_at };
+                        got.keyspace().0 == *ks
+                            && got.key() == k.as_slice()
+                            && view.attrs == want
+                            && view.body.inline() == v.as_slice()
                     }
                     _ => false,
                 };

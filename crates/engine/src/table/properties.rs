@@ -37,8 +37,7 @@ mod tag {
     pub(super) const DATA_BLOCKS: u64 = 8;
     pub(super) const COMPRESSION: u64 = 9;
     pub(super) const FORMAT_VERSION: u64 = 10;
-    /// Highest tag this build requires.
-    pub(super) const LAST: u64 = 10;
+    // Tags 1..=10 are required; the ones below are optional.
     /// Optional (absent means 0): entries that carry an expiry.
     pub(super) const EXPIRING: u64 = 11;
     /// Optional (present exactly when `EXPIRING` is non-zero): the earliest expiry.
