@@ -10,9 +10,10 @@ use std::sync::Arc;
 
 use crate::batch::{Op, WriteBatch};
 use crate::cursor::Cursor;
-use crate::error::{Error, Reason, Result};
+use crate::entry;
+use crate::error::{Error, FileKind, Reason, Result};
 use crate::fs::{FileSystem, MemFs};
-use crate::key::split_encoded;
+use crate::key::{split_encoded, Kind};
 use crate::version::{self, NUM_LEVELS};
 use crate::{table, wal};
 
@@ -28,6 +29,21 @@ pub enum BatchOp {
         key: Vec<u8>,
         /// Value.
         value: Vec<u8>,
+    },
+    /// Set `key` to `value` with attributes in keyspace `keyspace`.
+    PutAttrs {
+        /// Keyspace id.
+        keyspace: u32,
+        /// User key.
+        key: Vec<u8>,
+        /// Value (without the attributes).
+        value: Vec<u8>,
+        /// Type tag (0 if none).
+        tag: u32,
+        /// Metadata (empty if none).
+        meta: Vec<u8>,
+        /// Expiry in Unix milliseconds, if any.
+        expires_at: Option<u64>,
     },
     /// Remove `key` from keyspace `keyspace`.
     Delete {
@@ -76,23 +92,42 @@ pub struct WalImage {
     pub dropped: Vec<Skipped>,
 }
 
-fn batch_ops(batch: &WriteBatch) -> Vec<BatchOp> {
+fn batch_ops(batch: &WriteBatch, path: &Path) -> Result<Vec<BatchOp>> {
     batch
         .ops()
-        .map(|op| match op {
-            Op::Put {
-                keyspace,
-                key,
-                value,
-            } => BatchOp::Put {
-                keyspace: keyspace.0,
-                key: key.to_vec(),
-                value: value.to_vec(),
-            },
-            Op::Delete { keyspace, key } => BatchOp::Delete {
-                keyspace: keyspace.0,
-                key: key.to_vec(),
-            },
+        .map(|op| {
+            Ok(match op {
+                Op::Put {
+                    keyspace,
+                    key,
+                    value,
+                } => BatchOp::Put {
+                    keyspace: keyspace.0,
+                    key: key.to_vec(),
+                    value: value.to_vec(),
+                },
+                Op::PutAttrs {
+                    keyspace,
+                    key,
+                    stored,
+                } => {
+                    let view = entry::view(Kind::PutAttrs, stored)
+                        .map_err(|r| Error::corruption(FileKind::Wal, path, 0, r))?
+                        .ok_or_else(|| Error::invalid("a PutAttrs op always has a value"))?;
+                    BatchOp::PutAttrs {
+                        keyspace: keyspace.0,
+                        key: key.to_vec(),
+                        value: view.body.inline().to_vec(),
+                        tag: view.attrs.tag,
+                        meta: view.attrs.meta.to_vec(),
+                        expires_at: view.attrs.expires_at,
+                    }
+                }
+                Op::Delete { keyspace, key } => BatchOp::Delete {
+                    keyspace: keyspace.0,
+                    key: key.to_vec(),
+                },
+            })
         })
         .collect()
 }
@@ -103,7 +138,7 @@ fn batch_ops(batch: &WriteBatch) -> Vec<BatchOp> {
 /// # Errors
 /// `Error::Corruption` for any malformed payload (see `BATCH_FORMAT.md`).
 pub fn decode_batch(payload: &[u8], path: &Path) -> Result<Vec<BatchOp>> {
-    Ok(batch_ops(&WriteBatch::decode(payload, path, 0)?))
+    batch_ops(&WriteBatch::decode(payload, path, 0)?, path)
 }
 
 /// Decodes a whole write-ahead log image as recovery would, including every batch it
@@ -126,7 +161,7 @@ pub fn decode_wal(bytes: &[u8], path: &Path, salvage: bool) -> Result<WalImage> 
         records.push(WalRecord {
             seqno: r.seqno,
             offset: r.offset,
-            ops: batch_ops(&batch),
+            ops: batch_ops(&batch, path)?,
         });
     }
     let skipped = |offset, len, reason| Skipped {

@@ -116,6 +116,7 @@ impl fmt::Display for KeyspaceId {
 /// | 3     | RangeDelete | reserved: tombstone for a key range |
 /// | 4     | ValueHandle | reserved: the value lives in a blob file (separated value) |
 /// | 5     | Merge       | reserved: an operand for a merge operator (e.g. counters) |
+/// | 6     | PutAttrs    | implemented: the key has this value and attributes (`entry.rs`) |
 ///
 /// Reserved numbers are rejected by decoders (`Reason::BadTag`) until implemented.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -125,6 +126,9 @@ pub(crate) enum Kind {
     Put = 1,
     /// A tombstone: the key is removed as of this version.
     Delete = 2,
+    /// The key has the value stored with this version, prefixed by its attributes
+    /// (`attrs || value`, see `entry.rs`).
+    PutAttrs = 6,
 }
 
 /// Kind numbers reserved for later features; see [`Kind`]. Never assign them to anything else.
@@ -137,6 +141,7 @@ impl Kind {
         match tag {
             1 => Some(Kind::Put),
             2 => Some(Kind::Delete),
+            6 => Some(Kind::PutAttrs),
             _ => None,
         }
     }
@@ -398,7 +403,8 @@ mod tests {
     fn kind_registry_is_stable() {
         assert_eq!(Kind::Put.as_u8(), 1);
         assert_eq!(Kind::Delete.as_u8(), 2);
-        for kind in [Kind::Put, Kind::Delete] {
+        assert_eq!(Kind::PutAttrs.as_u8(), 6);
+        for kind in [Kind::Put, Kind::Delete, Kind::PutAttrs] {
             assert_eq!(Kind::from_u8(kind.as_u8()), Some(kind));
         }
         assert_eq!(Kind::from_u8(0), None);
@@ -425,7 +431,7 @@ mod tests {
             // A tiny alphabet and short keys give many equal keys and shared prefixes.
             prop::collection::vec(0u8..4, 0..4),
             prop_oneof![0u64..4, 0..=SeqNo::MAX.0],
-            prop_oneof![Just(Kind::Put), Just(Kind::Delete)],
+            prop_oneof![Just(Kind::Put), Just(Kind::Delete), Just(Kind::PutAttrs)],
         )
             .prop_map(|(k, s, kind)| InternalKey::new(k, SeqNo(s), kind))
     }

@@ -65,13 +65,16 @@
 //! ```
 
 mod atomic;
+mod attrs;
 mod batch;
 mod checksum;
+mod clock;
 mod coding;
 mod compaction;
 #[allow(dead_code)] // implemented by the table and memtable cursors as they land
 mod cursor;
 mod db;
+mod entry;
 mod error;
 mod fs;
 pub mod hash;
@@ -89,7 +92,9 @@ pub mod transfer;
 mod version;
 mod wal;
 
-pub use db::{Batch, Db, Iter, Keyspace, Stats, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN};
+pub use attrs::{EntryOptions, Head, Meta, MAX_META_LEN};
+pub use clock::Clock;
+pub use db::{Batch, Db, HeadIter, Iter, Keyspace, Stats, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN};
 pub use error::{Corruption, Error, FileKind, Reason, Result};
 pub use options::{Compression, Durability, Options};
 pub use snapshot::Snapshot;

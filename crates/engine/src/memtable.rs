@@ -130,12 +130,25 @@ impl Memtable {
 
     /// The newest version of `user_key` in `keyspace` with seqno `<= snapshot`:
     /// `(seqno, kind, value)`.
+    #[cfg(test)]
     pub(crate) fn get(
         &self,
         keyspace: KeyspaceId,
         user_key: &[u8],
         snapshot: SeqNo,
     ) -> Option<(SeqNo, Kind, Vec<u8>)> {
+        self.get_with(keyspace, user_key, snapshot, |s, k, v| (s, k, v.to_vec()))
+    }
+
+    /// `f(seqno, kind, stored value)` of the newest version of `user_key` in `keyspace`
+    /// with seqno `<= snapshot`, without copying the value.
+    pub(crate) fn get_with<R>(
+        &self,
+        keyspace: KeyspaceId,
+        user_key: &[u8],
+        snapshot: SeqNo,
+        f: impl FnOnce(SeqNo, Kind, &[u8]) -> R,
+    ) -> Option<R> {
         let probe = MemKey {
             keyspace: keyspace.0,
             user: user_key.into(),
@@ -147,7 +160,7 @@ impl Memtable {
             return None;
         }
         let kind = Kind::from_u8((key.trailer & 0xff) as u8)?;
-        Some((SeqNo(key.trailer >> 8), kind, entry.value().to_vec()))
+        Some(f(SeqNo(key.trailer >> 8), kind, entry.value()))
     }
 
     /// Records that writes up to `seqno` went through this memtable even if none of them

@@ -83,7 +83,8 @@ fn write_outputs(
     let topts = flush::table_options(&inner.options);
     let mut added = Vec::new();
     let mut writer: Option<table::Writer> = None;
-    let mut versions = KeyVersions::new(&snapshots, choice.bottommost);
+    let now = inner.options.clock.now_ms();
+    let mut versions = KeyVersions::new(&snapshots, choice.bottommost, now);
     let mut current_user: Option<Vec<u8>> = None;
     loop {
         let user = if input.valid() {

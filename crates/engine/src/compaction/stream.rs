@@ -11,9 +11,17 @@
 //!
 //! At the bottommost level (no deeper table holds the key), a tombstone that is the oldest
 //! version kept hides nothing, so it is dropped — and then the same holds for the next.
+//!
+//! An entry whose expiry is at or before the compaction's `now` reads as a tombstone at its
+//! seqno for every reader (`entry.rs`, invariant 3), so it is rewritten as one (same key
+//! and seqno, kind Delete, no value) and then follows the tombstone rules above. Time only
+//! moves forward, so no reader can ever see it again.
 
+use std::path::Path;
+
+use crate::entry;
 use crate::error::{Error, FileKind, Reason, Result};
-use crate::key::{parse_encoded, Kind, SeqNo};
+use crate::key::{parse_encoded, InternalKey, Kind, SeqNo};
 
 /// One version of a user key: encoded internal key and value.
 pub(crate) type Entry = (Vec<u8>, Vec<u8>);
@@ -23,29 +31,41 @@ pub(crate) type Entry = (Vec<u8>, Vec<u8>);
 pub(crate) struct KeyVersions<'a> {
     snapshots: &'a [SeqNo],
     bottommost: bool,
+    /// Entries expired at this Unix millisecond become tombstones.
+    now_ms: u64,
     kept: Vec<(usize, Kind, Entry)>,
 }
 
 impl<'a> KeyVersions<'a> {
-    /// A collector for the given live snapshots (ascending).
-    pub(crate) fn new(snapshots: &'a [SeqNo], bottommost: bool) -> KeyVersions<'a> {
+    /// A collector for the given live snapshots (ascending), judging expiry at `now_ms`.
+    pub(crate) fn new(snapshots: &'a [SeqNo], bottommost: bool, now_ms: u64) -> KeyVersions<'a> {
         KeyVersions {
             snapshots,
             bottommost,
+            now_ms,
             kept: Vec::new(),
         }
     }
 
     /// Offers the next (older) version of the current user key.
     pub(crate) fn push(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        let (_, seqno, tag) = parse_encoded(key).ok_or_else(bad_key)?;
+        let (user, seqno, tag) = parse_encoded(key).ok_or_else(bad_key)?;
         let kind = Kind::from_u8(tag).ok_or_else(bad_key)?;
         let stripe = self.snapshots.partition_point(|s| *s < seqno);
         if self.kept.last().is_some_and(|(s, _, _)| *s == stripe) {
             return Ok(()); // shadowed within its stripe
         }
-        self.kept
-            .push((stripe, kind, (key.to_vec(), value.to_vec())));
+        let expired = entry::expiry_of(kind, value)
+            .map_err(|r| Error::corruption(FileKind::Table, Path::new("<compaction input>"), 0, r))?
+            .is_some_and(|at| at <= self.now_ms);
+        if expired {
+            let tombstone = InternalKey::new(user, seqno, Kind::Delete).encode()?;
+            self.kept
+                .push((stripe, Kind::Delete, (tombstone, Vec::new())));
+        } else {
+            self.kept
+                .push((stripe, kind, (key.to_vec(), value.to_vec())));
+        }
         Ok(())
     }
 
@@ -73,7 +93,6 @@ fn bad_key() -> Error {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 mod tests {
     use super::*;
-    use crate::key::InternalKey;
     use proptest::prelude::*;
 
     fn enc(seqno: u64, kind: Kind) -> Vec<u8> {
@@ -82,44 +101,77 @@ mod tests {
             .unwrap()
     }
 
-    /// What a reader at `at` sees among `versions` (newest first).
-    fn visible(versions: &[(u64, Kind)], at: u64) -> Option<u64> {
+    /// The compactions in these tests run at this time.
+    const NOW: u64 = 10;
+
+    /// A version: seqno, kind and stored value. Choice 0 is a tombstone, 1 a plain put,
+    /// 2 an entry expired at `NOW`, 3 one that expires later.
+    fn version(seqno: u64, choice: u8) -> (u64, Kind, Vec<u8>) {
+        let ttl = |at| {
+            let attrs = entry::Attrs {
+                expires_at: Some(at),
+                ..entry::Attrs::default()
+            };
+            entry::encode_put(&attrs, b"v")
+        };
+        let (kind, value) = match choice {
+            0 => (Kind::Delete, Vec::new()),
+            1 => (Kind::Put, b"v".to_vec()),
+            2 => ttl(NOW - 5),
+            _ => ttl(NOW + 40),
+        };
+        (seqno, kind, value)
+    }
+
+    /// The first version a reader at `at` finds among `versions` (newest first), and
+    /// whether it is live (a value rather than a tombstone or an expired entry).
+    fn first(versions: &[(u64, Kind, Vec<u8>)], at: u64) -> Option<(u64, bool)> {
         versions
             .iter()
-            .find(|(s, _)| *s <= at)
-            .and_then(|(s, k)| (*k == Kind::Put).then_some(*s))
+            .find(|(s, _, _)| *s <= at)
+            .map(|(s, k, v)| (*s, entry::live(*k, v, NOW).unwrap().is_some()))
+    }
+
+    /// What a reader at `at` sees among `versions` (newest first).
+    fn visible(versions: &[(u64, Kind, Vec<u8>)], at: u64) -> Option<u64> {
+        first(versions, at).and_then(|(s, live)| live.then_some(s))
     }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(500))]
         /// Every reader that can exist (at a live snapshot, or at or above the newest
-        /// input) sees the same answer before and after the filter.
+        /// input) sees the same answer before and after the filter, with expired entries
+        /// counting as tombstones.
         #[test]
         fn readers_see_the_same_after_filtering(
             seqnos in proptest::collection::btree_set(1u64..100, 1..12),
-            kinds in proptest::collection::vec(any::<bool>(), 12),
+            kinds in proptest::collection::vec(0u8..4, 12),
             snaps in proptest::collection::btree_set(0u64..110, 0..5),
             bottommost in any::<bool>(),
         ) {
-            let mut versions: Vec<(u64, Kind)> = seqnos
+            let mut versions: Vec<(u64, Kind, Vec<u8>)> = seqnos
                 .iter()
                 .zip(&kinds)
-                .map(|(s, put)| (*s, if *put { Kind::Put } else { Kind::Delete }))
+                .map(|(s, choice)| version(*s, *choice))
                 .collect();
             versions.reverse(); // newest first
             let snapshots: Vec<SeqNo> = snaps.iter().map(|s| SeqNo(*s)).collect();
-            let mut kv = KeyVersions::new(&snapshots, bottommost);
-            for (s, k) in &versions {
-                kv.push(&enc(*s, *k), b"v").unwrap();
+            let mut kv = KeyVersions::new(&snapshots, bottommost, NOW);
+            for (s, k, v) in &versions {
+                kv.push(&enc(*s, *k), v).unwrap();
             }
-            let kept: Vec<(u64, Kind)> = kv
+            let kept: Vec<(u64, Kind, Vec<u8>)> = kv
                 .finish()
-                .iter()
-                .map(|(k, _)| {
-                    let (_, s, t) = parse_encoded(k).unwrap();
-                    (s.0, Kind::from_u8(t).unwrap())
+                .into_iter()
+                .map(|(k, v)| {
+                    let (_, s, t) = parse_encoded(&k).unwrap();
+                    (s.0, Kind::from_u8(t).unwrap(), v)
                 })
                 .collect();
+            // Nothing expired survives as a value.
+            for (_, k, v) in &kept {
+                prop_assert!(entry::expiry_of(*k, v).unwrap().is_none_or(|at| at > NOW));
+            }
             let newest = versions[0].0;
             let readers = snaps.iter().copied().chain([newest, newest + 5]);
             for at in readers {
@@ -128,8 +180,7 @@ mod tests {
                 } else {
                     // Not bottommost: a missing answer may fall through to deeper
                     // levels, so the first version found must be the same one.
-                    let first = |v: &[(u64, Kind)]| v.iter().find(|(s, _)| *s <= at).copied();
-                    prop_assert_eq!(first(&kept), first(&versions), "reader at {}", at);
+                    prop_assert_eq!(first(&kept, at), first(&versions, at), "reader at {}", at);
                 }
             }
             prop_assert!(kept.len() <= snaps.len() + 1);

@@ -7,8 +7,10 @@
 
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::{read, write, Db};
+use crate::attrs::{EntryOptions, Head, Meta};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::iter::visible::Bounds;
@@ -101,6 +103,74 @@ impl Keyspace {
         self.commit(batch, durability)
     }
 
+    /// Sets `key` to `value` with the attributes and durability of `options`: a type tag
+    /// and metadata (read back by [`Keyspace::head`] without the value) and an expiry,
+    /// after which the entry reads as removed. [`Keyspace::get`] and scans return the
+    /// plain value.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cairn::{Db, EntryOptions, Meta, Options};
+    ///
+    /// # fn main() -> cairn::Result<()> {
+    /// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// let blobs = db.keyspace("blobs")?;
+    /// let opts = EntryOptions::new()
+    ///     .meta(Meta::new(1, "image/png"))
+    ///     .ttl(Duration::from_secs(3600));
+    /// blobs.insert_entry("logo", [0x89, b'P', b'N', b'G'], &opts)?;
+    /// assert_eq!(blobs.get("logo")?, Some(vec![0x89, b'P', b'N', b'G']));
+    /// let head = blobs.head("logo")?.expect("present");
+    /// assert_eq!((head.value_len, head.tag, head.meta.as_slice()), (4, 1, &b"image/png"[..]));
+    /// assert!(head.expires_at.is_some());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Keyspace::insert`]; `InvalidArgument` for metadata over 4 KiB
+    /// ([`crate::MAX_META_LEN`]) or both a ttl and an expiry. An expiry in the past is
+    /// allowed (the entry is invisible at once and hides older versions).
+    pub fn insert_entry(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        options: &EntryOptions,
+    ) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        let now = self.db.inner.options.clock.now_ms();
+        batch.put_attrs(self.id, key.as_ref(), &options.attrs(now)?, value.as_ref())?;
+        self.commit(batch, options.durability)
+    }
+
+    /// Sets `key` to `value` with a type tag and metadata; see [`Keyspace::insert_entry`].
+    ///
+    /// # Errors
+    /// As [`Keyspace::insert_entry`].
+    pub fn insert_meta(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        meta: Meta,
+    ) -> Result<()> {
+        self.insert_entry(key, value, &EntryOptions::new().meta(meta))
+    }
+
+    /// Sets `key` to `value` for `ttl` (by the store's [`crate::Clock`]); afterwards the
+    /// key reads as removed. See [`Keyspace::insert_entry`].
+    ///
+    /// # Errors
+    /// As [`Keyspace::insert_entry`].
+    pub fn insert_ttl(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        ttl: Duration,
+    ) -> Result<()> {
+        self.insert_entry(key, value, &EntryOptions::new().ttl(ttl))
+    }
+
     /// Removes `key` (a no-op if it is absent).
     ///
     /// # Errors
@@ -146,6 +216,63 @@ impl Keyspace {
             key.as_ref(),
             Some(SeqNo(snapshot.seqno())),
         )
+    }
+
+    /// Everything about the entry of `key` except its value ([`Head`]), if present; reads
+    /// no more than a [`Keyspace::get`] and does not copy the value.
+    ///
+    /// # Errors
+    /// As [`Keyspace::get`].
+    pub fn head(&self, key: impl AsRef<[u8]>) -> Result<Option<Head>> {
+        self.check_live()?;
+        read::lookup::<Head>(&self.db.inner, self.id, key.as_ref(), None)
+    }
+
+    /// [`Keyspace::head`] as of `snapshot` (expiry is still judged by the current time).
+    ///
+    /// # Errors
+    /// As [`Keyspace::get`].
+    pub fn head_at(&self, key: impl AsRef<[u8]>, snapshot: &Snapshot) -> Result<Option<Head>> {
+        self.check_live()?;
+        read::lookup::<Head>(
+            &self.db.inner,
+            self.id,
+            key.as_ref(),
+            Some(SeqNo(snapshot.seqno())),
+        )
+    }
+
+    /// The [`Head`]s of the entries with keys in `range`, ascending (or descending with
+    /// `.rev()`), without reading values into memory.
+    pub fn range_heads<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> read::HeadIter {
+        let lo = to_bound(range.start_bound().map(|k| k.as_ref()));
+        let hi = to_bound(range.end_bound().map(|k| k.as_ref()));
+        read::HeadIter::new(&self.db.inner, self.id, lo, hi, None)
+    }
+
+    /// [`Keyspace::range_heads`] as of `snapshot`.
+    pub fn range_heads_at<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        range: R,
+        snapshot: &Snapshot,
+    ) -> read::HeadIter {
+        let lo = to_bound(range.start_bound().map(|k| k.as_ref()));
+        let hi = to_bound(range.end_bound().map(|k| k.as_ref()));
+        let at = Some(SeqNo(snapshot.seqno()));
+        read::HeadIter::new(&self.db.inner, self.id, lo, hi, at)
+    }
+
+    /// The [`Head`]s of the entries whose key starts with `prefix`, ascending.
+    pub fn prefix_heads(&self, prefix: impl AsRef<[u8]>) -> read::HeadIter {
+        let b = Bounds::prefix(prefix.as_ref());
+        read::HeadIter::new(&self.db.inner, self.id, b.lo, b.hi, None)
+    }
+
+    /// [`Keyspace::prefix_heads`] as of `snapshot`.
+    pub fn prefix_heads_at(&self, prefix: impl AsRef<[u8]>, snapshot: &Snapshot) -> read::HeadIter {
+        let b = Bounds::prefix(prefix.as_ref());
+        let at = Some(SeqNo(snapshot.seqno()));
+        read::HeadIter::new(&self.db.inner, self.id, b.lo, b.hi, at)
     }
 
     /// True if `key` is present.
@@ -246,6 +373,28 @@ impl Batch {
     pub fn insert(&mut self, keyspace: &Keyspace, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
         if self.error.is_none() {
             if let Err(e) = self.batch.put(keyspace.id, key.as_ref(), value.as_ref()) {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    /// Adds "set `key` to `value` in `keyspace`" with the attributes of `options` (see
+    /// [`Keyspace::insert_entry`]); `options.durability` is ignored (the commit's applies).
+    /// A ttl counts from this call. Invalid options are reported by the commit.
+    pub fn insert_entry(
+        &mut self,
+        keyspace: &Keyspace,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        options: &EntryOptions,
+    ) {
+        if self.error.is_none() {
+            let now = self.db.inner.options.clock.now_ms();
+            let added = options.attrs(now).and_then(|attrs| {
+                self.batch
+                    .put_attrs(keyspace.id, key.as_ref(), &attrs, value.as_ref())
+            });
+            if let Err(e) = added {
                 self.error = Some(e);
             }
         }

@@ -44,8 +44,8 @@ use crate::snapshot::{Registry, Snapshot};
 use crate::table::BlockCache;
 use crate::version::{Manifest, Version};
 
-pub use read::Iter;
 pub(crate) use read::{install, SuperVersion};
+pub use read::{HeadIter, Iter};
 
 /// The name of the keyspace every store has.
 pub const DEFAULT_KEYSPACE: &str = "default";
@@ -73,6 +73,8 @@ pub(crate) struct State {
     pub(crate) shutting_down: bool,
     /// Table ids being written (not yet in a version), kept from obsolete-file deletion.
     pub(crate) pending_outputs: Vec<u64>,
+    /// When an idle background thread next looks for tables with expired entries.
+    pub(crate) next_expiry_check: std::time::Instant,
 }
 
 /// Everything the store's threads share.
@@ -314,6 +316,17 @@ impl Db {
     /// The background error, if one stopped the work.
     pub fn wait_for_compactions(&self) -> Result<()> {
         background::wait_idle(&self.inner)
+    }
+
+    /// Rewrites, now, every table holding an entry whose expiry has passed (by the store's
+    /// [`crate::Clock`]), so the space of expired entries is reclaimed; returns the number
+    /// of compactions run. Background threads do the same on their own every
+    /// `Options::expiry_check_interval` when idle; this is the deterministic trigger.
+    ///
+    /// # Errors
+    /// The background error, if one stopped the work; errors of the compactions.
+    pub fn compact_expired(&self) -> Result<usize> {
+        background::compact_expired(&self.inner)
     }
 
     /// Statistics of the store.

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::{flush, read, write, Inner, State, DEFAULT_KEYSPACE};
-use crate::batch::{Op, WriteBatch};
+use crate::batch::WriteBatch;
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::fs::FileSystem;
 use crate::key::{KeyspaceId, SeqNo};
@@ -158,6 +158,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
         bg_error: None,
         shutting_down: false,
         pending_outputs: Vec::new(),
+        next_expiry_check: std::time::Instant::now() + options.expiry_check_interval,
     };
     let sv = Arc::new(read::SuperVersion {
         mem,
@@ -349,11 +350,7 @@ fn replay(
                     }
                     continue; // the keyspace was dropped later
                 }
-                let value = match op {
-                    Op::Put { value, .. } => value,
-                    Op::Delete { .. } => &[],
-                };
-                mem.insert(ks, op.key(), seqno, op.kind(), value);
+                mem.insert(ks, op.key(), seqno, op.kind(), op.stored());
             }
             // Keep seqno accounting even for ops of dropped keyspaces.
             if let Some(m) = memtables.last() {

@@ -172,14 +172,14 @@ pub(crate) fn write(inner: &Inner, batch: WriteBatch, durability: Durability) ->
         )));
     }
     for op in batch.ops() {
-        if let crate::batch::Op::Put { value, .. } = op {
-            if value.len() > crate::table::MAX_VALUE_LEN {
-                return Err(Error::invalid(format!(
-                    "value of {} bytes exceeds the limit of {} bytes",
-                    value.len(),
-                    crate::table::MAX_VALUE_LEN
-                )));
-            }
+        // A PutAttrs op's stored bytes (attrs and value) must fit a table entry too.
+        let value = op.stored();
+        if value.len() > crate::table::MAX_VALUE_LEN {
+            return Err(Error::invalid(format!(
+                "value of {} bytes (with its attributes) exceeds the limit of {} bytes",
+                value.len(),
+                crate::table::MAX_VALUE_LEN
+            )));
         }
     }
     if let Durability::Async { queue_depth: 0 } = durability {
@@ -423,10 +423,7 @@ fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<SeqNo>> {
         .zip(&firsts)
     {
         for (seqno, op) in p.ops_with_seqno(SeqNo(*first))? {
-            let value = match op {
-                crate::batch::Op::Put { value, .. } => value,
-                crate::batch::Op::Delete { .. } => &[],
-            };
+            let value = op.stored();
             user_bytes += (op.key().len() + value.len()) as u64;
             mem.insert(op.keyspace(), op.key(), seqno, op.kind(), value);
         }

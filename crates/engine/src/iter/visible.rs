@@ -4,21 +4,26 @@
 //!
 //! Invariants:
 //! 1. For each user key, exactly the newest version with seqno `<= snapshot` decides: a
-//!    put yields the key once, a tombstone hides it. Versions above the snapshot are
-//!    invisible whatever they are.
+//!    put yields the key once, a tombstone hides it, and so does an entry whose expiry is
+//!    at or before the scan's `now` (it is a tombstone at its seqno: older versions stay
+//!    hidden). Versions above the snapshot are invisible whatever they are. Values are
+//!    interpreted only through `entry::live`.
 //! 2. Keys come strictly increasing (forward) or strictly decreasing (backward), all
 //!    within the bounds.
 //! 3. After an error (from a child cursor, or an undecodable key) every later call
 //!    returns `Ok(None)`: an iterator stops for good after one error.
 
+use std::marker::PhantomData;
 use std::ops::Bound;
 use std::path::Path;
 
 use crate::cursor::Cursor;
+use crate::entry::{self, EntryView};
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::key::{after_key, parse_encoded, seek_key, Kind, SeqNo};
 
 /// A key and its value, as yielded to users.
+#[cfg(test)]
 pub(crate) type Pair = (Vec<u8>, Vec<u8>);
 
 /// User-key bounds of a scan.
@@ -83,33 +88,71 @@ fn parse(key: &[u8]) -> Result<(&[u8], SeqNo, Kind)> {
     Ok((user, seqno, kind))
 }
 
+/// What a scan yields for each visible entry, built from the entry's seqno and view
+/// without copying more than it needs (a value scan copies the value, a head scan only
+/// the metadata).
+pub(crate) trait Extract: Sized {
+    /// The item for a live entry written at `seqno`.
+    fn extract(seqno: SeqNo, view: &EntryView<'_>) -> Self;
+}
+
+impl Extract for Vec<u8> {
+    fn extract(_seqno: SeqNo, view: &EntryView<'_>) -> Vec<u8> {
+        view.body.inline().to_vec()
+    }
+}
+
+/// The item for the version `(seqno, kind, stored)`, or `None` if it hides its key (a
+/// tombstone, or an entry expired at `now_ms`).
+fn decide<T: Extract>(seqno: SeqNo, kind: Kind, stored: &[u8], now_ms: u64) -> Result<Option<T>> {
+    match entry::live(kind, stored, now_ms) {
+        Ok(found) => Ok(found.map(|view| T::extract(seqno, &view))),
+        Err(reason) => Err(Error::corruption(
+            FileKind::Table,
+            Path::new("<merged read>"),
+            0,
+            reason,
+        )),
+    }
+}
+
 /// One direction of a user-facing scan; see the module documentation.
-pub(crate) struct Visible {
+pub(crate) struct Visible<T> {
     cursor: Box<dyn Cursor>,
     snapshot: SeqNo,
+    /// Entries with `expires_at <= now_ms` are tombstones for this scan.
+    now_ms: u64,
     bounds: Bounds,
     started: bool,
     done: bool,
     /// A reused buffer for the user key whose versions are being skipped.
     scratch: Vec<u8>,
+    _item: PhantomData<fn() -> T>,
 }
 
-impl Visible {
-    /// A scan of `cursor` at `snapshot` within `bounds`; nothing is read until the first
-    /// call.
-    pub(crate) fn new(cursor: Box<dyn Cursor>, snapshot: SeqNo, bounds: Bounds) -> Visible {
+impl<T: Extract> Visible<T> {
+    /// A scan of `cursor` at `snapshot` within `bounds`, with expiry judged at `now_ms`;
+    /// nothing is read until the first call.
+    pub(crate) fn new(
+        cursor: Box<dyn Cursor>,
+        snapshot: SeqNo,
+        now_ms: u64,
+        bounds: Bounds,
+    ) -> Visible<T> {
         Visible {
             cursor,
             snapshot,
+            now_ms,
             bounds,
             started: false,
             done: false,
             scratch: Vec::new(),
+            _item: PhantomData,
         }
     }
 
     /// The next pair in ascending order.
-    pub(crate) fn next_forward(&mut self) -> Result<Option<Pair>> {
+    pub(crate) fn next_forward(&mut self) -> Result<Option<(Vec<u8>, T)>> {
         if self.done {
             return Ok(None);
         }
@@ -121,7 +164,7 @@ impl Visible {
     }
 
     /// The next pair in descending order.
-    pub(crate) fn next_backward(&mut self) -> Result<Option<Pair>> {
+    pub(crate) fn next_backward(&mut self) -> Result<Option<(Vec<u8>, T)>> {
         if self.done {
             return Ok(None);
         }
@@ -142,7 +185,7 @@ impl Visible {
         }
     }
 
-    fn step_forward(&mut self) -> Result<Option<Pair>> {
+    fn step_forward(&mut self) -> Result<Option<(Vec<u8>, T)>> {
         if !self.started {
             self.started = true;
             match &self.bounds.lo {
@@ -160,24 +203,20 @@ impl Visible {
             if !self.bounds.below_hi(user) {
                 return Ok(None);
             }
-            match kind {
-                Kind::Put => {
-                    let key = user.to_vec();
-                    let value = self.cursor.value().to_vec();
-                    Self::skip_versions(self.cursor.as_mut(), &key)?;
-                    return Ok(Some((key, value)));
-                }
-                Kind::Delete => {
-                    self.scratch.clear();
-                    self.scratch.extend_from_slice(user);
-                    Self::skip_versions(self.cursor.as_mut(), &self.scratch)?;
-                }
+            // The newest visible version decides: an item, or a tombstone (or expired
+            // entry) that hides the key.
+            self.scratch.clear();
+            self.scratch.extend_from_slice(user);
+            let found = decide::<T>(seqno, kind, self.cursor.value(), self.now_ms)?;
+            Self::skip_versions(self.cursor.as_mut(), &self.scratch)?;
+            if let Some(item) = found {
+                return Ok(Some((self.scratch.clone(), item)));
             }
         }
         Ok(None)
     }
 
-    fn step_backward(&mut self) -> Result<Option<Pair>> {
+    fn step_backward(&mut self) -> Result<Option<(Vec<u8>, T)>> {
         if !self.started {
             self.started = true;
             match &self.bounds.hi {
@@ -187,17 +226,14 @@ impl Visible {
             }
         }
         // Versions of one user key arrive oldest first; the last visible one decides.
-        // `scratch` holds the candidate's user key, `value` its value.
-        let mut candidate: Option<Kind> = None;
-        let mut value: Vec<u8> = Vec::new();
+        // `scratch` holds the candidate's user key; the candidate is `Some(None)` when
+        // that version hides the key.
+        let mut candidate: Option<Option<T>> = None;
         while self.cursor.valid() {
             let (user, seqno, kind) = parse(self.cursor.key())?;
-            if let Some(cand_kind) = candidate {
-                if self.scratch.as_slice() != user {
-                    if cand_kind == Kind::Put {
-                        return Ok(Some((self.scratch.clone(), value)));
-                    }
-                    candidate = None;
+            if candidate.is_some() && self.scratch.as_slice() != user {
+                if let Some(item) = candidate.take().flatten() {
+                    return Ok(Some((self.scratch.clone(), item)));
                 }
             }
             if !self.bounds.above_lo(user) {
@@ -208,16 +244,11 @@ impl Visible {
                     self.scratch.clear();
                     self.scratch.extend_from_slice(user);
                 }
-                candidate = Some(kind);
-                value.clear();
-                value.extend_from_slice(self.cursor.value());
+                candidate = Some(decide::<T>(seqno, kind, self.cursor.value(), self.now_ms)?);
             }
             self.cursor.prev()?;
         }
-        Ok(match candidate {
-            Some(Kind::Put) => Some((self.scratch.clone(), value)),
-            _ => None,
-        })
+        Ok(candidate.flatten().map(|item| (self.scratch.clone(), item)))
     }
 }
 
@@ -266,12 +297,12 @@ mod tests {
                 .filter(|(k, _)| bounds.above_lo(k) && bounds.below_hi(k))
                 .collect();
 
-            let mut fwd = Visible::new(Box::new(VecCursor::new(entries.clone())), SeqNo(snapshot), bounds.clone());
+            let mut fwd = Visible::<Vec<u8>>::new(Box::new(VecCursor::new(entries.clone())), SeqNo(snapshot), 0, bounds.clone());
             let mut got = Vec::new();
             while let Some(p) = fwd.next_forward().unwrap() { got.push(p); }
             prop_assert_eq!(&got, &expected);
 
-            let mut back = Visible::new(Box::new(VecCursor::new(entries)), SeqNo(snapshot), bounds);
+            let mut back = Visible::<Vec<u8>>::new(Box::new(VecCursor::new(entries)), SeqNo(snapshot), 0, bounds);
             let mut got = Vec::new();
             while let Some(p) = back.next_backward().unwrap() { got.push(p); }
             got.reverse();
@@ -294,9 +325,10 @@ mod tests {
 
     #[test]
     fn an_undecodable_key_is_an_error_then_the_scan_stops() {
-        let mut v = Visible::new(
+        let mut v = Visible::<Vec<u8>>::new(
             Box::new(VecCursor::new(vec![(b"short".to_vec(), vec![])])),
             SeqNo(9),
+            0,
             Bounds {
                 lo: Bound::Unbounded,
                 hi: Bound::Unbounded,

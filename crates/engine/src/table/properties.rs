@@ -6,8 +6,12 @@
 //! an encoded internal key. Unknown tags are skipped, so a later writer may add
 //! informational fields without a version bump; every known tag below is required.
 //!
+//! Tags 11 and 12 (entries with an expiry, the earliest expiry) are optional: a table
+//! with no expiring entry leaves them out, and a reader that predates them skips them.
+//!
 //! Invariants checked by [`Properties::decode`]: every required field present once, tags
-//! increasing, `1 <= entries`, `tombstones <= entries`, `1 <= data_blocks <= entries`,
+//! increasing, `1 <= entries`, `tombstones <= entries`, `expiring <= entries`, the
+//! earliest expiry present exactly when `expiring > 0`, `1 <= data_blocks <= entries`,
 //! `min_seqno <= max_seqno <= SeqNo::MAX`, both keys decode as internal keys with
 //! `smallest <= largest`, a known compression, and a creation version equal to the
 //! footer's.
@@ -33,8 +37,13 @@ mod tag {
     pub(super) const DATA_BLOCKS: u64 = 8;
     pub(super) const COMPRESSION: u64 = 9;
     pub(super) const FORMAT_VERSION: u64 = 10;
-    /// Highest tag this build requires.
-    pub(super) const LAST: u64 = 10;
+    // Tags 1..=10 are required; the ones below are optional.
+    /// Optional (absent means 0): entries that carry an expiry.
+    pub(super) const EXPIRING: u64 = 11;
+    /// Optional (present exactly when `EXPIRING` is non-zero): the earliest expiry.
+    pub(super) const EARLIEST_EXPIRY: u64 = 12;
+    /// Highest tag this build knows.
+    pub(super) const KNOWN: u64 = 12;
 }
 
 /// The contents of a properties block.
@@ -61,6 +70,11 @@ pub(crate) struct Properties {
     pub(crate) compression: Compression,
     /// The format version the table was created with.
     pub(crate) format_version: u32,
+    /// Entries that carry an expiry (expired or not).
+    pub(crate) expiring: u64,
+    /// The earliest expiry (Unix milliseconds) of any entry; `Some` exactly when
+    /// `expiring > 0`.
+    pub(crate) earliest_expiry: Option<u64>,
 }
 
 impl Properties {
@@ -87,6 +101,10 @@ impl Properties {
         field(tag::DATA_BLOCKS, &vlq(self.data_blocks));
         field(tag::COMPRESSION, &vlq(u64::from(self.compression.as_u8())));
         field(tag::FORMAT_VERSION, &vlq(u64::from(self.format_version)));
+        if let Some(earliest) = self.earliest_expiry {
+            field(tag::EXPIRING, &vlq(self.expiring));
+            field(tag::EARLIEST_EXPIRY, &vlq(earliest));
+        }
         out
     }
 
@@ -96,7 +114,7 @@ impl Properties {
     /// `Truncated`/`BadVarint` for framing, `BadEntry` for a missing, repeated or
     /// out-of-order field or an inconsistent value, `BadTag` for an unknown compression.
     pub(crate) fn decode(raw: &[u8]) -> Result<Properties, Reason> {
-        let mut ints = [None::<u64>; tag::LAST as usize + 1];
+        let mut ints = [None::<u64>; tag::KNOWN as usize + 1];
         let (mut smallest, mut largest) = (None, None);
         let mut cur = Cursor::new(raw);
         let mut last_tag = 0u64;
@@ -111,7 +129,7 @@ impl Properties {
             match t {
                 tag::SMALLEST => smallest = Some(value.to_vec()),
                 tag::LARGEST => largest = Some(value.to_vec()),
-                t if t <= tag::LAST => {
+                t if t <= tag::KNOWN => {
                     let mut v = Cursor::new(value);
                     let n = v.vlq()?;
                     if !v.is_empty() {
@@ -149,6 +167,8 @@ impl Properties {
             },
             format_version: u32::try_from(int(tag::FORMAT_VERSION)?)
                 .map_err(|_| Reason::BadEntry("properties format version is out of range"))?,
+            expiring: int(tag::EXPIRING).unwrap_or(0),
+            earliest_expiry: int(tag::EARLIEST_EXPIRY).ok(),
         };
         props.check()?;
         Ok(props)
@@ -157,6 +177,8 @@ impl Properties {
     fn check(&self) -> Result<(), Reason> {
         let ok = self.entries >= 1
             && self.tombstones <= self.entries
+            && self.expiring <= self.entries
+            && (self.expiring > 0) == self.earliest_expiry.is_some()
             && self.data_blocks >= 1
             && self.data_blocks <= self.entries
             && self.min_seqno <= self.max_seqno
@@ -210,6 +232,8 @@ mod tests {
             data_blocks: 2,
             compression: Compression::Lz4,
             format_version: FORMAT_VERSION,
+            expiring: 0,
+            earliest_expiry: None,
         }
     }
 
@@ -220,12 +244,31 @@ mod tests {
         assert_eq!(Properties::decode(&raw), Ok(p.clone()));
         raw.extend_from_slice(&[42, 2, 0xaa, 0xbb]); // a later writer's tag 42
         assert_eq!(Properties::decode(&raw), Ok(p));
+        // The optional expiry fields round-trip, and a table without them reads as
+        // holding no expiring entry.
+        let with_expiry = Properties {
+            expiring: 2,
+            earliest_expiry: Some(1_700_000_000_000),
+            ..sample()
+        };
+        let raw = with_expiry.encode();
+        assert!(raw.len() > sample().encode().len());
+        assert_eq!(Properties::decode(&raw), Ok(with_expiry));
     }
 
     #[test]
     fn inconsistent_or_malformed_properties_are_refused() {
         let mut bad = Vec::new();
-        let edits: [fn(&mut Properties); 7] = [
+        let edits: [fn(&mut Properties); 9] = [
+            |p| {
+                p.expiring = 4;
+                p.earliest_expiry = Some(1);
+            },
+            |p| {
+                p.expiring = 1;
+                p.earliest_expiry = Some(1);
+                p.entries = 0;
+            },
             |p| p.entries = 0,
             |p| p.tombstones = 4,
             |p| p.data_blocks = 0,

@@ -185,6 +185,11 @@ impl Reader {
         &self.path
     }
 
+    /// The earliest expiry of any entry (Unix milliseconds), if any entry has one.
+    pub(crate) fn earliest_expiry(&self) -> Option<u64> {
+        self.properties.earliest_expiry
+    }
+
     /// The table's summary, rebuilt from its properties block and file size.
     pub(crate) fn meta(&self) -> &TableMeta {
         &self.meta
@@ -205,6 +210,20 @@ impl Reader {
         user_key: &[u8],
         snapshot: SeqNo,
     ) -> Result<Option<(SeqNo, Kind, Vec<u8>)>> {
+        self.get_with(user_key, snapshot, |s, k, v| (s, k, v.to_vec()))
+    }
+
+    /// `f(seqno, kind, stored value)` of the newest version of `user_key` with seqno
+    /// `<= snapshot`, without copying the value.
+    ///
+    /// # Errors
+    /// As [`Reader::get`].
+    pub(crate) fn get_with<R>(
+        &self,
+        user_key: &[u8],
+        snapshot: SeqNo,
+        f: impl FnOnce(SeqNo, Kind, &[u8]) -> R,
+    ) -> Result<Option<R>> {
         if !self.may_contain(user_key) {
             return Ok(None);
         }
@@ -231,7 +250,7 @@ impl Reader {
                 let tag = trailer as u8;
                 let kind = Kind::from_u8(tag)
                     .ok_or_else(|| corrupt(&self.path, data.file_offset(), Reason::BadTag(tag)))?;
-                return Ok(Some((SeqNo(trailer >> 8), kind, data.value().to_vec())));
+                return Ok(Some(f(SeqNo(trailer >> 8), kind, data.value())));
             }
             index.next()?;
         }
@@ -271,6 +290,8 @@ impl Reader {
             max_seqno: SeqNo::ZERO,
             entries: 0,
             tombstones: 0,
+            expiring: 0,
+            earliest_expiry: None,
             raw_bytes: 0,
             smallest: Vec::new(),
             largest: Vec::new(),
@@ -314,6 +335,12 @@ impl Reader {
                 }
                 tally.entries += 1;
                 tally.tombstones += u64::from(kind == Kind::Delete);
+                let expiry = crate::entry::expiry_of(kind, data.value())
+                    .map_err(|r| corrupt(&self.path, at, r))?;
+                if let Some(e) = expiry {
+                    tally.expiring += 1;
+                    tally.earliest_expiry = Some(tally.earliest_expiry.map_or(e, |t| t.min(e)));
+                }
                 tally.raw_bytes += (user_key.len() + data.value().len()) as u64;
                 tally.min_seqno = tally.min_seqno.min(seqno);
                 tally.max_seqno = tally.max_seqno.max(seqno);

@@ -70,6 +70,9 @@ pub(crate) struct Writer {
     smallest: Vec<u8>,
     entries: u64,
     tombstones: u64,
+    /// Entries with an expiry, and the earliest one (properties tags 11 and 12).
+    expiring: u64,
+    earliest_expiry: Option<u64>,
     raw_bytes: u64,
     min_seqno: SeqNo,
     max_seqno: SeqNo,
@@ -144,6 +147,8 @@ impl Writer {
             smallest: Vec::new(),
             entries: 0,
             tombstones: 0,
+            expiring: 0,
+            earliest_expiry: None,
             raw_bytes: 0,
             min_seqno: SeqNo::MAX,
             max_seqno: SeqNo::ZERO,
@@ -191,6 +196,15 @@ impl Writer {
                 ),
             );
         }
+        let expiry = match crate::entry::expiry_of(kind, value) {
+            Ok(expiry) => expiry,
+            Err(reason) => {
+                return refuse(
+                    self,
+                    format!("table value has damaged attributes: {reason}"),
+                )
+            }
+        };
         if self.entries > 0 && compare_encoded(&self.last_key, key) != Ordering::Less {
             return refuse(
                 self,
@@ -210,6 +224,10 @@ impl Writer {
         }
         self.entries += 1;
         self.tombstones += u64::from(kind == Kind::Delete);
+        if let Some(at) = expiry {
+            self.expiring += 1;
+            self.earliest_expiry = Some(self.earliest_expiry.map_or(at, |e| e.min(at)));
+        }
         self.raw_bytes += (user_key.len() + value.len()) as u64;
         self.min_seqno = self.min_seqno.min(seqno);
         self.max_seqno = self.max_seqno.max(seqno);
@@ -280,6 +298,8 @@ impl Writer {
             data_blocks: self.data_blocks,
             compression: self.options.compression,
             format_version: FORMAT_VERSION,
+            expiring: self.expiring,
+            earliest_expiry: self.earliest_expiry,
         };
         let properties = self.write_block(&props.encode())?;
         let footer = Footer {

@@ -32,7 +32,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Kind, FILE_HEADER_LEN, MAGIC, MAX_PAYLOAD_LEN, RECORD_HEADER_LEN, VERSION};
+use super::{
+    Kind, FILE_HEADER_LEN, MAGIC, MAX_PAYLOAD_LEN, MIN_READ_VERSION, RECORD_HEADER_LEN, VERSION,
+};
 use crate::checksum::Checksum;
 use crate::coding::{get_u32_le, get_u64_le};
 use crate::error::{Error, FileKind, Reason, Result};
@@ -217,7 +219,7 @@ fn check_header(data: &[u8], path: &Path, expected_id: Option<u64>) -> Result<Op
     if computed != stored {
         return Ok(Some(Reason::Checksum { stored, computed }));
     }
-    if version != VERSION {
+    if !(MIN_READ_VERSION..=VERSION).contains(&version) {
         return Err(Error::UnsupportedVersion {
             file: FileKind::Wal,
             path: path.to_path_buf(),
@@ -681,14 +683,26 @@ mod tests {
         let mut other_id = encode_file_header(8);
         other_id.extend_from_slice(&data[FILE_HEADER_LEN..]);
         assert_eq!(corruption_at(decode(&other_id, false)), 8);
-        let mut newer = data.clone();
-        newer[4] = 2;
-        let crc = Checksum::of(&newer[..16]).masked();
-        newer[16..20].copy_from_slice(&crc.to_le_bytes());
+        let with_version = |v: u8| {
+            let mut img = data.clone();
+            img[4] = v;
+            let crc = Checksum::of(&img[..16]).masked();
+            img[16..20].copy_from_slice(&crc.to_le_bytes());
+            img
+        };
         assert!(matches!(
-            decode(&newer, false),
-            Err(Error::UnsupportedVersion { major: 2, .. })
+            decode(&with_version(3), false),
+            Err(Error::UnsupportedVersion { major: 3, .. })
         ));
+        assert!(matches!(
+            decode(&with_version(0), false),
+            Err(Error::UnsupportedVersion { major: 0, .. })
+        ));
+        // A version-1 log (written before version 2 added batch kinds) still reads.
+        assert_eq!(
+            seqnos(&decode(&with_version(1), false).unwrap()),
+            vec![10, 20]
+        );
     }
 
     #[test]
