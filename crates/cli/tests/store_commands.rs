@@ -224,3 +224,50 @@ fn damaged_table_exits_3() {
     let out = run(&["dump", s(&store)]);
     assert_eq!(code(&out), 3, "{}", stderr(&out));
 }
+
+#[test]
+fn put_attributes_and_head() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    put(
+        &store,
+        &[
+            "k", "hello", "--tag", "3", "--meta", "0aff", "--ttl", "3600",
+        ],
+    );
+    let head = json_lines(&ok(&run(&["head", s(&store), "k"])));
+    assert_eq!(head.len(), 1);
+    let h = &head[0];
+    assert_eq!(h["value_len"], 5);
+    assert_eq!(h["tag"], 3);
+    assert_eq!(h["meta"], "0aff");
+    assert!(h["seqno"].as_u64().unwrap() >= 1);
+    let expires = h["expires_at"].as_u64().unwrap();
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert!(
+        expires > now_ms + 3_500_000 && expires <= now_ms + 3_600_000,
+        "{expires}"
+    );
+    assert_eq!(ok(&run(&["get", s(&store), "k"])), b"hello");
+    // A plain put has no attributes; head of a missing key exits 2.
+    put(&store, &["p", "v"]);
+    let plain = &json_lines(&ok(&run(&["head", s(&store), "p"])))[0];
+    assert_eq!(
+        (plain["tag"].as_u64(), plain["meta"].as_str()),
+        (Some(0), Some(""))
+    );
+    assert!(plain["expires_at"].is_null());
+    assert_eq!(code(&run(&["head", s(&store), "nope"])), 2);
+    // A zero ttl expires at once: the key reads as absent and hides its old value.
+    put(&store, &["p", "v2", "--ttl", "0"]);
+    assert_eq!(code(&run(&["get", s(&store), "p"])), 2);
+    assert_eq!(code(&run(&["head", s(&store), "p"])), 2);
+    // Bad metadata hex is a usage error.
+    assert_eq!(
+        code(&run(&["put", s(&store), "x", "y", "--meta", "abc"])),
+        1
+    );
+}

@@ -137,14 +137,18 @@ fn restore_of_bad_input_names_the_line_or_record() {
 }
 
 #[test]
-fn restore_refuses_attributes_rather_than_dropping_them() {
+fn restore_keeps_attributes() {
     let dir = tempfile::tempdir().unwrap();
     let dst = dir.path().join("dst");
-    let input = b"{\"key\":\"a\",\"value\":\"1\",\"expires_at\":1}\n";
+    let input = b"{\"key\":\"a\",\"value\":\"1\",\"tag\":9,\"meta_b64\":\"AAE=\",\"expires_at\":4000000000000}\n{\"key\":\"b\",\"value\":\"2\",\"expires_at\":1}\n";
     let out = run_in(None, &["restore", s(&dst)], input);
-    assert_eq!(code(&out), 1);
-    assert!(stderr(&out).contains("attributes need"), "{}", stderr(&out));
-    assert_eq!(code(&run(&["get", s(&dst), "a"])), 2);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let dumped = ok(&run(&["dump", s(&dst)]));
+    assert_eq!(
+        String::from_utf8_lossy(&dumped),
+        "{\"key\":\"a\",\"value\":\"1\",\"tag\":9,\"meta_b64\":\"AAE=\",\"expires_at\":4000000000000}\n"
+    );
+    assert_eq!(code(&run(&["get", s(&dst), "b"])), 2);
 }
 
 #[test]

@@ -173,6 +173,13 @@ impl Extract for Head {
     }
 }
 
+/// A whole entry: its value and its [`Head`].
+impl Extract for (Vec<u8>, Head) {
+    fn extract(seqno: SeqNo, view: &EntryView<'_>) -> (Vec<u8>, Head) {
+        (Vec::<u8>::extract(seqno, view), Head::extract(seqno, view))
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

@@ -94,7 +94,9 @@ mod wal;
 
 pub use attrs::{EntryOptions, Head, Meta, MAX_META_LEN};
 pub use clock::Clock;
-pub use db::{Batch, Db, HeadIter, Iter, Keyspace, Stats, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN};
+pub use db::{
+    Batch, Db, EntryIter, HeadIter, Iter, Keyspace, Stats, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN,
+};
 pub use error::{Corruption, Error, FileKind, Reason, Result};
 pub use options::{Compression, Durability, Options};
 pub use snapshot::Snapshot;

@@ -3,10 +3,14 @@
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
+use std::time::Duration;
+
+use cairn::{EntryOptions, Meta};
 
 use crate::errors::{CliError, CliResult, EXIT_NOT_FOUND, EXIT_OK};
 
-use super::{arg_bytes, existing_keyspace, not_available, open, KeyspaceArg};
+use super::{arg_bytes, existing_keyspace, open, KeyspaceArg};
+use crate::hexfmt;
 
 /// Set a key to a value (creates the store and the keyspace if missing)
 ///
@@ -40,16 +44,23 @@ pub struct PutArgs {
 }
 
 pub fn put(args: &PutArgs, _out: &mut dyn Write) -> CliResult<u8> {
-    if args.ttl.is_some() || args.tag.is_some() || args.meta.is_some() {
-        return Err(not_available(
-            "put --ttl/--tag/--meta",
-            "entry attributes (Keyspace::insert_entry)",
-        ));
-    }
     let key = arg_bytes("key", &args.key, args.hex)?;
     let value = arg_bytes("value", &args.value, args.hex)?;
+    let mut options = EntryOptions::new();
+    if args.tag.is_some() || args.meta.is_some() {
+        let meta = match &args.meta {
+            Some(text) => hexfmt::decode(text.as_bytes())
+                .ok_or_else(|| CliError::msg("--meta must be an even number of hex digits"))?,
+            None => Vec::new(),
+        };
+        options = options.meta(Meta::new(args.tag.unwrap_or(0), meta));
+    }
+    if let Some(secs) = args.ttl {
+        options = options.ttl(Duration::from_secs(secs));
+    }
     let db = open(&args.store, true)?;
-    db.keyspace(&args.ks.keyspace)?.insert(&key, &value)?;
+    db.keyspace(&args.ks.keyspace)?
+        .insert_entry(&key, &value, &options)?;
     db.close()?;
     Ok(EXIT_OK)
 }
@@ -85,7 +96,8 @@ pub fn get(args: &GetArgs, out: &mut dyn Write) -> CliResult<u8> {
     }
 }
 
-/// Print a key's attributes as one JSON object: value_len, tag, meta, seqno
+/// Print a key's attributes as one JSON object: value_len, tag, meta (hex), seqno,
+/// expires_at (Unix ms or null), separated; the value itself is not read
 ///
 /// Exit status: 0 found, 2 not found, 1 error, 3 corruption.
 #[derive(Debug, clap::Args)]
@@ -103,9 +115,25 @@ pub struct HeadArgs {
     hex: bool,
 }
 
-pub fn head(args: &HeadArgs, _out: &mut dyn Write) -> CliResult<u8> {
-    arg_bytes("key", &args.key, args.hex)?;
-    Err(not_available("head", "entry attributes (Keyspace::head)"))
+pub fn head(args: &HeadArgs, out: &mut dyn Write) -> CliResult<u8> {
+    let key = arg_bytes("key", &args.key, args.hex)?;
+    let db = open(&args.store, false)?;
+    let ks = existing_keyspace(&db, &args.ks.keyspace)?;
+    let Some(head) = ks.head(&key)? else {
+        return Ok(EXIT_NOT_FOUND);
+    };
+    let mut meta = Vec::new();
+    hexfmt::push_hex(&mut meta, &head.meta);
+    let json = serde_json::json!({
+        "value_len": head.value_len,
+        "tag": head.tag,
+        "meta": String::from_utf8_lossy(&meta),
+        "seqno": head.seqno,
+        "expires_at": head.expires_at,
+        "separated": head.separated,
+    });
+    writeln!(out, "{json}").map_err(CliError::Output)?;
+    Ok(EXIT_OK)
 }
 
 /// Remove a key (no error if it is absent)

@@ -262,6 +262,19 @@ impl Keyspace {
         read::HeadIter::new(&self.db.inner, self.id, lo, hi, at)
     }
 
+    /// The whole entries (key, value, [`Head`]) in `range` as of `snapshot`, ascending
+    /// (reverse with `.rev()`): what a copy of the keyspace with its attributes needs.
+    pub fn range_entries_at<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        range: R,
+        snapshot: &Snapshot,
+    ) -> read::EntryIter {
+        let lo = to_bound(range.start_bound().map(|k| k.as_ref()));
+        let hi = to_bound(range.end_bound().map(|k| k.as_ref()));
+        let at = Some(SeqNo(snapshot.seqno()));
+        read::EntryIter::new(&self.db.inner, self.id, lo, hi, at)
+    }
+
     /// The [`Head`]s of the entries whose key starts with `prefix`, ascending.
     pub fn prefix_heads(&self, prefix: impl AsRef<[u8]>) -> read::HeadIter {
         let b = Bounds::prefix(prefix.as_ref());

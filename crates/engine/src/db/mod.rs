@@ -45,7 +45,7 @@ use crate::table::BlockCache;
 use crate::version::{Manifest, Version};
 
 pub(crate) use read::{install, SuperVersion};
-pub use read::{HeadIter, Iter};
+pub use read::{EntryIter, HeadIter, Iter};
 
 /// The name of the keyspace every store has.
 pub const DEFAULT_KEYSPACE: &str = "default";

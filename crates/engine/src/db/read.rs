@@ -438,3 +438,50 @@ impl DoubleEndedIterator for HeadIter {
         self.scan.step(false)
     }
 }
+
+/// A double-ended iterator over whole entries of a keyspace in a key range, at one
+/// snapshot: each item is the key, the value and its [`Head`] (tag, metadata, expiry,
+/// seqno). Used where an entry must be copied with its attributes (dump, export).
+pub struct EntryIter {
+    scan: Scan<(Vec<u8>, Head)>,
+}
+
+impl std::fmt::Debug for EntryIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EntryIter")
+            .field("keyspace", &self.scan.keyspace)
+            .field("seqno", &self.scan.seqno)
+            .field("done", &self.scan.done)
+            .finish()
+    }
+}
+
+impl EntryIter {
+    pub(crate) fn new(
+        inner: &Arc<Inner>,
+        keyspace: KeyspaceId,
+        lo: Bound<Vec<u8>>,
+        hi: Bound<Vec<u8>>,
+        snapshot: Option<SeqNo>,
+    ) -> EntryIter {
+        EntryIter {
+            scan: Scan::new(inner, keyspace, lo, hi, snapshot),
+        }
+    }
+}
+
+impl Iterator for EntryIter {
+    type Item = Result<(Vec<u8>, Vec<u8>, Head)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.scan.step(true).map(|r| r.map(|(k, (v, h))| (k, v, h)))
+    }
+}
+
+impl DoubleEndedIterator for EntryIter {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.scan
+            .step(false)
+            .map(|r| r.map(|(k, (v, h))| (k, v, h)))
+    }
+}

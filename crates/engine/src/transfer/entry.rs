@@ -9,7 +9,7 @@ use crate::db::MAX_KEYSPACE_NAME_LEN;
 use crate::key::MAX_KEY_LEN;
 
 /// Largest metadata an entry may carry, in bytes (the attributes' limit).
-pub const MAX_META_LEN: usize = 4 << 10;
+pub const MAX_META_LEN: usize = crate::MAX_META_LEN;
 
 /// Largest line (JSON lines) or byte string (CBOR) a decoder accepts: 256 MiB, the size
 /// of the largest write-ahead log record, so no entry the store can hold is refused and

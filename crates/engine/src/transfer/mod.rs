@@ -36,6 +36,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::Path;
 
+use crate::attrs::{EntryOptions, Meta};
 use crate::checksum::Checksum;
 use crate::db::{Batch, Db, Keyspace, DEFAULT_KEYSPACE};
 use crate::error::{Error, Result};
@@ -243,10 +244,13 @@ pub fn dump<W: Write>(
     };
     let mut writer = DumpWriter::new(out, format)?;
     for (ks, field) in &sources {
-        for item in ks.range_at::<&[u8], _>(.., snapshot) {
-            let (key, value) = item?;
+        for item in ks.range_entries_at::<&[u8], _>(.., snapshot) {
+            let (key, value, head) = item?;
             writer.write(&EntryRef {
                 keyspace: field.as_deref(),
+                tag: head.tag,
+                meta: &head.meta,
+                expires_at: head.expires_at,
                 ..EntryRef::pair(&key, &value)
             })?;
             if writer.progress().entries.is_multiple_of(PROGRESS_EVERY) {
@@ -357,22 +361,31 @@ impl<'a> Batcher<'a> {
 /// Adds `entry` (line or record `record` of the input) to `batch` for `keyspace`: the one
 /// place where restored entries are written.
 ///
-/// Entries with a tag, metadata or an expiry need the attribute write path, which this
-/// build does not have: they are refused with `InvalidArgument`, never stored without
-/// their attributes.
+/// An entry's tag, metadata and expiry are written with it (an expiry already in the past
+/// is kept too: the entry is invisible at once, exactly as in the dumped store).
 pub(crate) fn stage(
     batch: &mut Batch,
     keyspace: &Keyspace,
     entry: &Entry,
     record: u64,
 ) -> Result<()> {
-    if entry.has_attrs() {
-        return Err(Error::invalid(format!(
-            "attributes need entry-attribute support, which this build lacks \
-             (record {record} has a tag, metadata or an expiry)"
-        )));
+    if !entry.has_attrs() {
+        batch.insert(keyspace, &entry.key, &entry.value);
+        return Ok(());
     }
-    batch.insert(keyspace, &entry.key, &entry.value);
+    let mut options = EntryOptions::new();
+    if entry.tag != 0 || !entry.meta.is_empty() {
+        options = options.meta(Meta::new(entry.tag, entry.meta.clone()));
+    }
+    if let Some(ms) = entry.expires_at {
+        let at = std::time::UNIX_EPOCH
+            .checked_add(std::time::Duration::from_millis(ms))
+            .ok_or_else(|| {
+                Error::invalid(format!("record {record}: expires_at {ms} is out of range"))
+            })?;
+        options = options.expires_at(at);
+    }
+    batch.insert_entry(keyspace, &entry.key, &entry.value, &options);
     Ok(())
 }
 

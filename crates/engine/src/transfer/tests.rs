@@ -204,16 +204,69 @@ fn truncated_cbor_dump_is_refused() {
 }
 
 #[test]
-fn entries_with_attributes_are_refused_not_stripped() {
+fn attributes_round_trip_in_both_formats() {
+    let far = 4_000_000_000_000u64; // year 2096, Unix ms
+    for format in [Format::Jsonl, Format::Cbor] {
+        let dir = tempfile::tempdir().unwrap();
+        let src = open(&dir.path().join("src"));
+        let ks = src.keyspace("default").unwrap();
+        ks.insert("plain", "p").unwrap();
+        ks.insert_meta("tagged", "t", crate::Meta::new(7, vec![0, 255, 1]))
+            .unwrap();
+        let until = std::time::UNIX_EPOCH + std::time::Duration::from_millis(far);
+        ks.insert_entry("expiring", "e", &EntryOptions::new().expires_at(until))
+            .unwrap();
+        // Already expired: not dumped (it is not visible), and it hides "gone".
+        ks.insert("gone", "old").unwrap();
+        ks.insert_entry(
+            "gone",
+            "new",
+            &EntryOptions::new().expires_at(std::time::UNIX_EPOCH),
+        )
+        .unwrap();
+        let dumped = dump_to_vec(&src, None, format);
+
+        let dst = open(&dir.path().join("dst"));
+        restore_from(&dst, &dumped, format, &RestoreOptions::default()).unwrap();
+        let copy = dst.get_keyspace("default").unwrap();
+        let heads: Vec<(Vec<u8>, crate::Head)> = copy
+            .range_heads::<&[u8], _>(..)
+            .map(|r| r.unwrap())
+            .collect();
+        let keys: Vec<&[u8]> = heads.iter().map(|(k, _)| k.as_slice()).collect();
+        assert_eq!(
+            keys,
+            vec![&b"expiring"[..], b"plain", b"tagged"],
+            "{format:?}"
+        );
+        let (_, plain) = &heads[1];
+        assert_eq!(
+            (plain.tag, plain.meta.as_slice(), plain.expires_at),
+            (0, &[][..], None)
+        );
+        let (_, tagged) = &heads[2];
+        assert_eq!(
+            (tagged.tag, tagged.meta.as_slice()),
+            (7, &[0u8, 255, 1][..])
+        );
+        assert_eq!(heads[0].1.expires_at, Some(far));
+        assert_eq!(copy.get("tagged").unwrap(), Some(b"t".to_vec()));
+        assert_eq!(copy.get("gone").unwrap(), None);
+        // The copy dumps to the same bytes.
+        assert_eq!(dump_to_vec(&dst, None, format), dumped, "{format:?}");
+    }
+}
+
+#[test]
+fn restored_entry_with_a_past_expiry_is_invisible_and_hides_the_old_value() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    let input = b"{\"key\":\"a\",\"value\":\"1\",\"tag\":5}\n";
-    let got = restore_from(&db, input, Format::Jsonl, &RestoreOptions::default());
-    assert!(
-        matches!(&got, Err(Error::InvalidArgument(m)) if m.contains("attributes need") && m.contains("record 1")),
-        "{got:?}"
-    );
-    assert_eq!(db.get_keyspace("default").unwrap().get("a").unwrap(), None);
+    db.keyspace("default").unwrap().insert("a", "old").unwrap();
+    let input = b"{\"key\":\"a\",\"value\":\"1\",\"tag\":5,\"expires_at\":1}\n";
+    restore_from(&db, input, Format::Jsonl, &RestoreOptions::default()).unwrap();
+    let ks = db.get_keyspace("default").unwrap();
+    assert_eq!(ks.get("a").unwrap(), None);
+    assert_eq!(ks.head("a").unwrap(), None);
 }
 
 #[test]
