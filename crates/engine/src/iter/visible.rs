@@ -142,7 +142,8 @@ impl Visible {
         }
     }
 
-    fn step_forward(&mut self) -> Result<Option<Pair>> {
+    /// Positions the cursor at the lower bound, once.
+    fn start_forward(&mut self) -> Result<()> {
         if !self.started {
             self.started = true;
             match &self.bounds.lo {
@@ -151,6 +152,42 @@ impl Visible {
                 Bound::Excluded(k) => self.cursor.seek(&after_key(k))?,
             }
         }
+        Ok(())
+    }
+
+    /// The number of keys a forward scan would yield (from where it stands), found in one
+    /// pass over the internal keys without copying any value; the scan is finished after.
+    /// Each entry is looked at once: versions above the snapshot are skipped, the first
+    /// version at or below it decides its user key, older ones are passed over.
+    pub(crate) fn count_forward(&mut self) -> Result<u64> {
+        if self.done {
+            return Ok(0);
+        }
+        self.done = true;
+        self.start_forward()?;
+        let mut count = 0u64;
+        // `scratch` holds the last user key decided; `decided` says whether there is one.
+        let mut decided = false;
+        while self.cursor.valid() {
+            let (user, seqno, kind) = parse(self.cursor.key())?;
+            if seqno <= self.snapshot && !(decided && self.scratch.as_slice() == user) {
+                if !self.bounds.below_hi(user) {
+                    break;
+                }
+                if kind == Kind::Put {
+                    count += 1;
+                }
+                self.scratch.clear();
+                self.scratch.extend_from_slice(user);
+                decided = true;
+            }
+            self.cursor.next()?;
+        }
+        Ok(count)
+    }
+
+    fn step_forward(&mut self) -> Result<Option<Pair>> {
+        self.start_forward()?;
         while self.cursor.valid() {
             let (user, seqno, kind) = parse(self.cursor.key())?;
             if seqno > self.snapshot {
@@ -265,6 +302,10 @@ mod tests {
                 .into_iter()
                 .filter(|(k, _)| bounds.above_lo(k) && bounds.below_hi(k))
                 .collect();
+
+            let mut counter = Visible::new(Box::new(VecCursor::new(entries.clone())), SeqNo(snapshot), bounds.clone());
+            prop_assert_eq!(counter.count_forward().unwrap(), expected.len() as u64);
+            prop_assert_eq!(counter.count_forward().unwrap(), 0);
 
             let mut fwd = Visible::new(Box::new(VecCursor::new(entries.clone())), SeqNo(snapshot), bounds.clone());
             let mut got = Vec::new();
