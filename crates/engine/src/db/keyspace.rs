@@ -23,7 +23,7 @@ use crate::snapshot::Snapshot;
 #[derive(Clone)]
 pub struct Keyspace {
     db: Db,
-    id: KeyspaceId,
+    pub(crate) id: KeyspaceId,
     name: Arc<str>,
 }
 

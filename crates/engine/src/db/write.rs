@@ -837,3 +837,7 @@ fn switch_memtable(inner: &Inner, st: &mut State) -> Result<()> {
     inner.bg_cv.notify_all();
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "write_group_tests.rs"]
+mod group_tests;
