@@ -91,7 +91,7 @@ fn concurrent_increments_are_exact_and_linearizable_with_plain_writes_mixed_in()
                                 let key = rng.next() % MIXED;
                                 let delta = (rng.next() % 2001) as i64 - 1000;
                                 let name = format!("mixed{key}");
-                                if rng.next() % 2 == 0 {
+                                if rng.next().is_multiple_of(2) {
                                     ks.incr_with(&name, delta, mode).unwrap();
                                     seen.mixed[key as usize] += i128::from(delta);
                                 } else {
@@ -150,7 +150,9 @@ fn concurrent_increments_are_exact_and_linearizable_with_plain_writes_mixed_in()
         for (k, sum) in mixed.iter().enumerate() {
             let got = ks.get(format!("mixed{k}")).unwrap();
             // A key never touched reads as absent, which incr treats as 0.
-            let got = got.map_or(0, |v| String::from_utf8(v).unwrap().parse::<i128>().unwrap());
+            let got = got.map_or(0, |v| {
+                String::from_utf8(v).unwrap().parse::<i128>().unwrap()
+            });
             assert_eq!(got, *sum, "mixed{k}");
         }
     };
@@ -174,7 +176,16 @@ fn refused_increments_leave_the_value_and_the_seqno_alone() {
     let dir = mem_tempdir();
     let db = Db::open(dir.path(), Options::default()).unwrap();
     let ks = db.keyspace("c").unwrap();
-    for bad in ["", "+1", "01", "-0", " 1", "1.0", "9223372036854775808", "\u{ff}"] {
+    for bad in [
+        "",
+        "+1",
+        "01",
+        "-0",
+        " 1",
+        "1.0",
+        "9223372036854775808",
+        "\u{ff}",
+    ] {
         ks.insert("k", bad).unwrap();
         let before = db.last_seqno();
         let err = ks.incr("k", 1).unwrap_err();
@@ -185,19 +196,38 @@ fn refused_increments_leave_the_value_and_the_seqno_alone() {
     ks.insert("k", i64::MAX.to_string()).unwrap();
     let before = db.last_seqno();
     let err = ks.incr("k", 1).unwrap_err();
-    assert!(matches!(err, Error::CounterOverflow { current: i64::MAX, delta: 1, .. }));
-    assert!(matches!(ks.decr("k", -1), Err(Error::CounterOverflow { .. })));
-    assert_eq!(ks.get("k").unwrap(), Some(i64::MAX.to_string().into_bytes()));
+    assert!(matches!(
+        err,
+        Error::CounterOverflow {
+            current: i64::MAX,
+            delta: 1,
+            ..
+        }
+    ));
+    assert!(matches!(
+        ks.decr("k", -1),
+        Err(Error::CounterOverflow { .. })
+    ));
+    assert_eq!(
+        ks.get("k").unwrap(),
+        Some(i64::MAX.to_string().into_bytes())
+    );
     assert_eq!(db.last_seqno(), before);
 
     // decr by i64::MIN adds 2^63: only a negative counter can take it.
-    assert!(matches!(ks.decr("zero", i64::MIN), Err(Error::CounterOverflow { current: 0, .. })));
+    assert!(matches!(
+        ks.decr("zero", i64::MIN),
+        Err(Error::CounterOverflow { current: 0, .. })
+    ));
     assert_eq!(ks.get("zero").unwrap(), None);
     assert_eq!(ks.incr("neg", i64::MIN).unwrap(), i64::MIN);
     assert_eq!(ks.decr("neg", i64::MIN).unwrap(), 0);
     assert_eq!(ks.decr("neg", 1).unwrap(), -1);
     assert_eq!(ks.decr("neg", i64::MIN).unwrap(), i64::MAX);
-    assert_eq!(ks.get("neg").unwrap(), Some(i64::MAX.to_string().into_bytes()));
+    assert_eq!(
+        ks.get("neg").unwrap(),
+        Some(i64::MAX.to_string().into_bytes())
+    );
 
     // A counter can be set, read and removed like any value.
     ks.insert("n", "-40").unwrap();
@@ -224,7 +254,7 @@ fn len_at_a_snapshot_agrees_with_a_scan_at_it_while_writers_run() {
                 let mut rng = Rng(t + 7);
                 while !stop.load(Ordering::Relaxed) {
                     let key = format!("k{:04}", rng.next() % 3000);
-                    if rng.next() % 3 == 0 {
+                    if rng.next().is_multiple_of(3) {
                         ks.remove(&key).unwrap();
                     } else {
                         ks.insert(&key, [b'v'; 40]).unwrap();
@@ -314,7 +344,10 @@ fn disk_size_follows_the_files_and_each_keyspace_its_share() {
     // Unflushed: the keyspace's share of the log, close to its encoded writes.
     let user = N * (9 + VALUE as u64);
     let logged = a.disk_size();
-    assert!(logged >= user && logged < user + N * 8, "{logged} vs {user}");
+    assert!(
+        logged >= user && logged < user + N * 8,
+        "{logged} vs {user}"
+    );
     assert_eq!(b.disk_size(), 0);
     db.flush_wal(true).unwrap();
     let with_log = db.disk_size().unwrap();
@@ -343,5 +376,8 @@ fn disk_size_follows_the_files_and_each_keyspace_its_share() {
         db.wait_for_compactions().unwrap();
         after = db.disk_size().unwrap();
     }
-    assert!(after + tables / 2 <= before, "{after} after dropping, {before} before");
+    assert!(
+        after + tables / 2 <= before,
+        "{after} after dropping, {before} before"
+    );
 }

@@ -481,7 +481,13 @@ impl Harness {
                 .get_keyspace(name)
                 .ok_or_else(|| fail(format!("{step:?}: keyspace {name} missing")))?;
             let expected: Vec<_> = pairs(map, |_| true).collect();
-            prop_assert_eq!(ok!(h.len(), step), map.len() as u64, "{:?}: len of {}", step, name);
+            prop_assert_eq!(
+                ok!(h.len(), step),
+                map.len() as u64,
+                "{:?}: len of {}",
+                step,
+                name
+            );
             check_walk(h.iter(), expected.clone(), Walk::Fwd, step)?;
             check_walk(h.iter(), expected, Walk::Rev, step)?;
             for (k, v) in map {

@@ -69,13 +69,23 @@ pub(crate) fn add(key: &[u8], current: Option<&[u8]>, delta: i128) -> Result<i64
         })
 }
 
+/// What a write group has done so far to one watched key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Slot {
+    /// Nothing yet: the store holds the current value.
+    Untouched,
+    /// Set to this value.
+    Put(Vec<u8>),
+    /// Removed.
+    Removed,
+}
+
 /// The newest write, within one write group, of each key a counter operation of that
 /// group targets. Writes to other keys are not kept.
 #[derive(Debug, Default)]
 pub(crate) struct Overlay {
-    /// keyspace -> key -> `None` while the group has not written the key yet, else the
-    /// value written (`Some(None)` for a removal).
-    targets: HashMap<KeyspaceId, HashMap<Vec<u8>, Option<Option<Vec<u8>>>>>,
+    /// keyspace -> key -> what the group did to it.
+    targets: HashMap<KeyspaceId, HashMap<Vec<u8>, Slot>>,
 }
 
 impl Overlay {
@@ -83,7 +93,10 @@ impl Overlay {
     pub(crate) fn watching<'a>(keys: impl Iterator<Item = (KeyspaceId, &'a [u8])>) -> Overlay {
         let mut targets: HashMap<KeyspaceId, HashMap<Vec<u8>, _>> = HashMap::new();
         for (ks, key) in keys {
-            targets.entry(ks).or_default().insert(key.to_vec(), None);
+            targets
+                .entry(ks)
+                .or_default()
+                .insert(key.to_vec(), Slot::Untouched);
         }
         Overlay { targets }
     }
@@ -101,18 +114,21 @@ impl Overlay {
             else {
                 continue;
             };
-            *slot = Some(match op {
-                Op::Put { value, .. } => Some(value.to_vec()),
-                Op::Delete { .. } => None,
-            });
+            *slot = match op {
+                Op::Put { value, .. } => Slot::Put(value.to_vec()),
+                Op::Delete { .. } => Slot::Removed,
+            };
         }
     }
 
     /// The value of `key` as the group has left it so far: `Some(value)` if the group
     /// wrote it (`Some(None)`: removed), `None` if the group has not touched it.
     fn written(&self, keyspace: KeyspaceId, key: &[u8]) -> Option<Option<&[u8]>> {
-        let slot = self.targets.get(&keyspace)?.get(key)?.as_ref()?;
-        Some(slot.as_deref())
+        match self.targets.get(&keyspace)?.get(key)? {
+            Slot::Untouched => None,
+            Slot::Put(value) => Some(Some(value)),
+            Slot::Removed => Some(None),
+        }
     }
 
     /// The counter at `key` plus `delta`, reading what the group wrote before or else the
@@ -181,16 +197,24 @@ mod tests {
     fn add_checks_the_value_and_the_range() {
         assert_eq!(add(b"k", None, 5).unwrap(), 5);
         assert_eq!(add(b"k", Some(b"-3"), -4).unwrap(), -7);
-        assert_eq!(add(b"k", Some(b"0"), i128::from(i64::MIN)).unwrap(), i64::MIN);
+        assert_eq!(
+            add(b"k", Some(b"0"), i128::from(i64::MIN)).unwrap(),
+            i64::MIN
+        );
         // decr(i64::MIN) is +2^63, which fits only from a negative counter.
         let decr_min = -i128::from(i64::MIN);
         assert_eq!(add(b"k", Some(b"-1"), decr_min).unwrap(), i64::MAX);
         let e = add(b"k", None, decr_min).unwrap_err();
-        assert!(
-            matches!(e, Error::CounterOverflow { current: 0, delta, .. } if delta == decr_min)
-        );
+        assert!(matches!(e, Error::CounterOverflow { current: 0, delta, .. } if delta == decr_min));
         let e = add(b"k", Some(b"9223372036854775807"), 1).unwrap_err();
-        assert!(matches!(e, Error::CounterOverflow { current: i64::MAX, delta: 1, .. }));
+        assert!(matches!(
+            e,
+            Error::CounterOverflow {
+                current: i64::MAX,
+                delta: 1,
+                ..
+            }
+        ));
         assert!(e.to_string().contains("9223372036854775807 plus 1"), "{e}");
 
         let long = vec![b'x'; 100];
@@ -209,7 +233,10 @@ mod tests {
         }
         let msg = e.to_string();
         assert!(msg.contains("hits\\n") && msg.contains("100 bytes") && msg.contains("..."));
-        assert!(matches!(e.duplicate(), Error::NotACounter { value_len: 100, .. }));
+        assert!(matches!(
+            e.duplicate(),
+            Error::NotACounter { value_len: 100, .. }
+        ));
     }
 
     #[test]

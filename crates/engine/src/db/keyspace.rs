@@ -192,7 +192,13 @@ impl Keyspace {
     fn add(&self, key: &[u8], delta: i128, durability: Option<Durability>) -> Result<i64> {
         self.check_live()?;
         let inner = &self.db.inner;
-        write::incr(inner, self.id, key, delta, super::effective(inner, durability))
+        write::incr(
+            inner,
+            self.id,
+            key,
+            delta,
+            super::effective(inner, durability),
+        )
     }
 
     fn commit(&self, batch: WriteBatch, durability: Option<Durability>) -> Result<()> {

@@ -87,14 +87,36 @@ fn increments_in_one_group_see_the_members_before_them_and_fail_alone() {
         .collect();
     assert_eq!(
         counters,
-        [Some(6), None, Some(11), Some(12), None, Some(3), None, None, None, Some(2), None]
+        [
+            Some(6),
+            None,
+            Some(11),
+            Some(12),
+            None,
+            Some(3),
+            None,
+            None,
+            None,
+            Some(2),
+            None
+        ]
     );
     assert!(matches!(&out[6], Err(Error::NotACounter { key, .. }) if key == b"bad"));
-    assert!(matches!(&out[8], Err(Error::CounterOverflow { current: 3, .. })));
-    assert!(matches!(&out[10], Err(Error::CounterOverflow { current: 0, .. })));
+    assert!(matches!(
+        &out[8],
+        Err(Error::CounterOverflow { current: 3, .. })
+    ));
+    assert!(matches!(
+        &out[10],
+        Err(Error::CounterOverflow { current: 0, .. })
+    ));
 
     // The applied members got consecutive seqnos in group order; the refused got none.
-    let seqnos: Vec<u64> = out.iter().filter_map(|r| r.as_ref().ok()).map(|d| d.seqno.0).collect();
+    let seqnos: Vec<u64> = out
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .map(|d| d.seqno.0)
+        .collect();
     assert_eq!(seqnos, ((base + 1)..=(base + 8)).collect::<Vec<_>>());
     assert_eq!(db.last_seqno(), base + 8);
     // Sync members made the whole group durable.

@@ -336,7 +336,13 @@ impl Driver {
 
     /// An `incr`: the model's current value decides the expected outcome; a refused one
     /// (not a counter, overflow) must write nothing and is not a write of the model.
-    fn incr(&mut self, name: &str, key: &str, delta: i64, durability: Option<Durability>) -> Result<()> {
+    fn incr(
+        &mut self,
+        name: &str,
+        key: &str,
+        delta: i64,
+        durability: Option<Durability>,
+    ) -> Result<()> {
         let inst = self.model.instance(name).unwrap();
         let now = self
             .model
@@ -352,8 +358,13 @@ impl Driver {
             assert!(
                 matches!(
                     (&got, &expected),
-                    (Err(Error::NotACounter { .. }), Err(Error::NotACounter { .. }))
-                        | (Err(Error::CounterOverflow { .. }), Err(Error::CounterOverflow { .. }))
+                    (
+                        Err(Error::NotACounter { .. }),
+                        Err(Error::NotACounter { .. })
+                    ) | (
+                        Err(Error::CounterOverflow { .. }),
+                        Err(Error::CounterOverflow { .. })
+                    )
                 ),
                 "incr({name}, {key}, {delta}): {got:?}, expected {expected:?}"
             );
@@ -362,7 +373,11 @@ impl Driver {
         };
         self.model.writes.push(Write {
             last_seqno: before + 1,
-            ops: vec![(inst, key.as_bytes().to_vec(), Some(value.to_string().into_bytes()))],
+            ops: vec![(
+                inst,
+                key.as_bytes().to_vec(),
+                Some(value.to_string().into_bytes()),
+            )],
         });
         self.marks.started += 1;
         self.publish();
