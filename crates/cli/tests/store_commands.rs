@@ -271,3 +271,23 @@ fn put_attributes_and_head() {
         1
     );
 }
+
+#[test]
+fn incr_and_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    assert_eq!(ok(&run(&["incr", s(&store), "hits", "5"])), b"5\n");
+    assert_eq!(ok(&run(&["incr", s(&store), "hits", "-7"])), b"-2\n");
+    assert_eq!(ok(&run(&["get", s(&store), "hits"])), b"-2");
+    put(&store, &["word", "hello"]);
+    let out = run(&["incr", s(&store), "word", "1"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("counter"), "{}", stderr(&out));
+    assert_eq!(ok(&run(&["get", s(&store), "word"])), b"hello");
+    put(&store, &["big", "9223372036854775807"]);
+    assert_eq!(code(&run(&["incr", s(&store), "big", "1"])), 1);
+    assert_eq!(ok(&run(&["count", s(&store)])), b"3\n");
+    ok(&run(&["delete", s(&store), "word"]));
+    assert_eq!(ok(&run(&["count", s(&store)])), b"2\n");
+    assert_eq!(code(&run(&["count", s(&store), "--keyspace", "other"])), 1);
+}

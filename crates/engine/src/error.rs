@@ -197,9 +197,33 @@ pub enum Error {
         /// The original failure (e.g. `Io` with ENOSPC); also given by `source()`.
         cause: Box<Error>,
     },
+    /// A counter operation ([`crate::Keyspace::incr`], [`crate::Keyspace::decr`]) found a
+    /// value that is not the canonical decimal text of an `i64` (such as `b"-5"`; no sign
+    /// `+`, no leading zeros, no spaces). Nothing was written.
+    NotACounter {
+        /// The key.
+        key: Vec<u8>,
+        /// The first bytes of the value found (at most [`Error::VALUE_PREVIEW_LEN`]).
+        value_prefix: Vec<u8>,
+        /// The full length of the value found.
+        value_len: usize,
+    },
+    /// A counter operation would take the counter outside the range of `i64`. Nothing
+    /// was written.
+    CounterOverflow {
+        /// The key.
+        key: Vec<u8>,
+        /// The counter's value before the operation.
+        current: i64,
+        /// The amount the operation adds (negative for a decrement).
+        delta: i128,
+    },
 }
 
 impl Error {
+    /// Most bytes of a value that [`Error::NotACounter`] keeps.
+    pub const VALUE_PREVIEW_LEN: usize = 32;
+
     pub(crate) fn io(path: &Path, op: &'static str, source: io::Error) -> Error {
         Error::Io {
             path: path.to_path_buf(),
@@ -273,6 +297,24 @@ impl Error {
                 during,
                 cause: Box::new(cause.duplicate()),
             },
+            Error::NotACounter {
+                key,
+                value_prefix,
+                value_len,
+            } => Error::NotACounter {
+                key: key.clone(),
+                value_prefix: value_prefix.clone(),
+                value_len: *value_len,
+            },
+            Error::CounterOverflow {
+                key,
+                current,
+                delta,
+            } => Error::CounterOverflow {
+                key: key.clone(),
+                current: *current,
+                delta: *delta,
+            },
         }
     }
 
@@ -343,7 +385,50 @@ impl fmt::Display for Error {
                 f,
                 "writes are stopped: {during} failed earlier ({cause}); reopen the store"
             ),
+            Error::NotACounter {
+                key,
+                value_prefix,
+                value_len,
+            } => {
+                let more = if *value_len > value_prefix.len() {
+                    "..."
+                } else {
+                    ""
+                };
+                write!(
+                    f,
+                    "key \"{}\" holds {value_len} bytes \"{}{more}\", which is not a counter \
+                     (the canonical decimal text of an i64, such as \"-5\"); nothing was written",
+                    Shown(key),
+                    value_prefix.escape_ascii()
+                )
+            }
+            Error::CounterOverflow {
+                key,
+                current,
+                delta,
+            } => write!(
+                f,
+                "counter \"{}\" at {current} plus {delta} is outside the range of i64; \
+                 nothing was written",
+                Shown(key)
+            ),
         }
+    }
+}
+
+/// A key in a message: escaped, and cut after 64 bytes.
+struct Shown<'a>(&'a [u8]);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const MAX: usize = 64;
+        let head = self.0.get(..MAX).unwrap_or(self.0);
+        write!(f, "{}", head.escape_ascii())?;
+        if self.0.len() > MAX {
+            write!(f, "... ({} bytes)", self.0.len())?;
+        }
+        Ok(())
     }
 }
 

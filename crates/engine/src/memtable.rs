@@ -18,11 +18,13 @@
 //! Thread-safety: `Send + Sync`; shared through `Arc`.
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 use crossbeam_skiplist::SkipMap;
+use parking_lot::Mutex;
 
 use crate::cursor::Cursor;
 use crate::error::Result;
@@ -93,6 +95,31 @@ pub(crate) struct Memtable {
     /// The first WAL file holding this memtable's writes; once it is flushed, WAL files
     /// below the next memtable's `wal_id` are obsolete.
     wal_id: u64,
+    /// Bytes each keyspace's writes take in the log (encoded batch ops), added by the
+    /// writer once per group ([`Memtable::add_logged`]); an estimate's input, not exact.
+    logged: Mutex<HashMap<KeyspaceId, u64>>,
+}
+
+/// Bytes of writes per keyspace, gathered while a group of writes is inserted and added
+/// to the memtable at once. Consecutive writes to one keyspace cost one comparison each.
+#[derive(Debug, Default)]
+pub(crate) struct KeyspaceBytes {
+    last: Option<(KeyspaceId, u64)>,
+    rest: HashMap<KeyspaceId, u64>,
+}
+
+impl KeyspaceBytes {
+    /// Counts `bytes` for `keyspace`.
+    pub(crate) fn add(&mut self, keyspace: KeyspaceId, bytes: u64) {
+        match &mut self.last {
+            Some((ks, n)) if *ks == keyspace => *n += bytes,
+            last => {
+                if let Some((ks, n)) = last.replace((keyspace, bytes)) {
+                    *self.rest.entry(ks).or_default() += n;
+                }
+            }
+        }
+    }
 }
 
 impl Memtable {
@@ -103,6 +130,7 @@ impl Memtable {
             size: AtomicUsize::new(0),
             max_seqno: AtomicU64::new(0),
             wal_id,
+            logged: Mutex::new(HashMap::new()),
         }
     }
 
@@ -169,6 +197,19 @@ impl Memtable {
         self.max_seqno.fetch_max(seqno.0, AtomicOrdering::Relaxed);
     }
 
+    /// Adds the log bytes of a group of writes inserted into this memtable.
+    pub(crate) fn add_logged(&self, bytes: KeyspaceBytes) {
+        let mut logged = self.logged.lock();
+        for (ks, n) in bytes.rest.into_iter().chain(bytes.last) {
+            *logged.entry(ks).or_default() += n;
+        }
+    }
+
+    /// Bytes the writes of `keyspace` in this memtable take in the log.
+    pub(crate) fn logged_bytes(&self, keyspace: KeyspaceId) -> u64 {
+        self.logged.lock().get(&keyspace).copied().unwrap_or(0)
+    }
+
     /// Approximate bytes used.
     pub(crate) fn size(&self) -> usize {
         self.size.load(AtomicOrdering::Relaxed)
@@ -220,6 +261,17 @@ impl Memtable {
             current: None,
             ikey: Vec::new(),
             value: Vec::new(),
+            keys_only: false,
+        }
+    }
+
+    /// A cursor over the entries of `keyspace` that never copies the value of a plain put
+    /// (its `value()` is empty); entries with attributes keep theirs, since their expiry
+    /// decides whether they are live. For walks that only look at keys (counting).
+    pub(crate) fn key_cursor(self: &Arc<Self>, keyspace: KeyspaceId) -> MemCursor {
+        MemCursor {
+            keys_only: true,
+            ..self.cursor(keyspace)
         }
     }
 }
@@ -236,6 +288,8 @@ pub(crate) struct MemCursor {
     /// The current entry's encoded internal key and value (buffers reused between moves).
     ikey: Vec<u8>,
     value: Vec<u8>,
+    /// Set by [`Memtable::key_cursor`]: values are not copied (`value` stays empty).
+    keys_only: bool,
 }
 
 impl MemCursor {
@@ -243,8 +297,13 @@ impl MemCursor {
         match entry.filter(|e| e.key().keyspace == self.keyspace) {
             Some(e) => {
                 e.key().encode_into(&mut self.ikey);
+                // A keys-only walk still needs the attributes of an entry that has them
+                // (its expiry decides whether the key is live), so only plain puts skip
+                // the copy.
                 self.value.clear();
-                self.value.extend_from_slice(e.value());
+                if !self.keys_only || (e.key().trailer & 0xff) != u64::from(Kind::Put as u8) {
+                    self.value.extend_from_slice(e.value());
+                }
                 self.current = Some(e.key().clone());
             }
             None => self.current = None,
@@ -387,6 +446,50 @@ mod tests {
             1
         );
         assert!(user_keys(&mut m.cursor(KeyspaceId(9)), true).is_empty());
+    }
+
+    #[test]
+    fn a_key_cursor_walks_the_same_keys_without_values() {
+        let m = Arc::new(Memtable::new(1));
+        let ks = KeyspaceId(3);
+        m.insert(ks, b"a", SeqNo(1), Kind::Put, b"value-a");
+        m.insert(ks, b"a", SeqNo(2), Kind::Delete, b"");
+        m.insert(ks, b"b", SeqNo(3), Kind::Put, b"value-b");
+        for forward in [true, false] {
+            assert_eq!(
+                user_keys(&mut m.key_cursor(ks), forward),
+                user_keys(&mut m.cursor(ks), forward)
+            );
+        }
+        let mut keys = m.key_cursor(ks);
+        let mut full = m.cursor(ks);
+        keys.seek_to_first().unwrap();
+        full.seek_to_first().unwrap();
+        while keys.valid() {
+            assert_eq!(keys.key(), full.key());
+            assert_eq!(keys.value(), b"");
+            keys.next().unwrap();
+            full.next().unwrap();
+        }
+        assert!(!full.valid());
+    }
+
+    #[test]
+    fn logged_bytes_add_up_per_keyspace() {
+        let m = Memtable::new(1);
+        let (a, b, c) = (KeyspaceId(1), KeyspaceId(2), KeyspaceId(3));
+        let mut group = KeyspaceBytes::default();
+        for (ks, n) in [(a, 10), (a, 5), (b, 7), (a, 1), (c, 2), (c, 2)] {
+            group.add(ks, n);
+        }
+        m.add_logged(group);
+        let mut group = KeyspaceBytes::default();
+        group.add(b, 100);
+        m.add_logged(group);
+        assert_eq!(
+            [a, b, c, KeyspaceId(4)].map(|ks| m.logged_bytes(ks)),
+            [16, 107, 4, 0]
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Model-based property tests of the ordered store: random sequences of writes (with
 //! any durability), cross-keyspace batches, point reads, range and prefix scans consumed
 //! from either end, snapshots, iterators held open across later steps, keyspace creation
-//! and removal, flushes, compactions and reopens (after `close`, after dropping the last
+//! and removal, counter increments and decrements (with their refusals), exact key
+//! counts (`len`, `len_at`, `is_empty`), flushes, compactions and reopens (after `close`, after dropping the last
 //! handle, or with other table settings), applied to a [`Db`] and to a model: a
 //! `BTreeMap` per keyspace, plus a saved copy of the model for each live snapshot and the
 //! pairs each open iterator has still to yield. Every read is compared with the model as
@@ -38,7 +39,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use cairn::{
-    Clock, Compression, Db, Durability, EntryOptions, Head, HeadIter, Iter, Keyspace, Meta,
+    Clock, Compression, Db, Durability, EntryOptions, Error, Head, HeadIter, Iter, Keyspace, Meta,
     Options, Snapshot,
 };
 use proptest::prelude::*;
@@ -147,6 +148,12 @@ enum Op {
     Advance(u16),
     CompactExpired,
     Remove(usize, K),
+    /// `incr` (or, with `true`, `decr`) by the delta, with a durability from [`MODES`].
+    Incr(usize, K, i64, bool, usize),
+    /// `len` and `is_empty` of a keyspace.
+    Len(usize),
+    /// `len_at` a snapshot.
+    LenAt(usize, usize),
     Batch(Vec<(usize, K, Option<V>)>),
     Get(usize, K),
     Range(usize, B, B, Walk),
@@ -230,6 +237,20 @@ fn mode() -> impl Strategy<Value = usize> {
     prop_oneof![6 => Just(0usize), 1 => 1..MODES.len()]
 }
 
+fn delta() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        6 => -3i64..=3,
+        1 => prop::sample::select(vec![i64::MAX, i64::MIN, i64::MAX / 2 + 1, -(1 << 40)]),
+        1 => any::<i64>(),
+    ]
+}
+
+/// The counter in `value` as `Keyspace::incr` reads it: canonical decimal i64 text.
+fn counter(value: &[u8]) -> Option<i64> {
+    let n: i64 = std::str::from_utf8(value).ok()?.parse().ok()?;
+    (n.to_string().as_bytes() == value).then_some(n)
+}
+
 fn op() -> impl Strategy<Value = Op> {
     let batch_op = (ks(), key(), prop::option::weighted(0.7, value()));
     prop_oneof![
@@ -249,6 +270,10 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (1u16..120).prop_map(Advance),
         1 => Just(CompactExpired),
         8 => (ks(), key()).prop_map(|(a, b)| Remove(a, b)),
+        8 => (ks(), key(), delta(), any::<bool>(), mode())
+            .prop_map(|(a, b, c, d, e)| Incr(a, b, c, d, e)),
+        2 => ks().prop_map(Len),
+        1 => (0..8usize, ks()).prop_map(|(a, b)| LenAt(a, b)),
         6 => prop::collection::vec(batch_op, 0..8).prop_map(Batch),
         8 => (ks(), key()).prop_map(|(a, b)| Get(a, b)),
         6 => (ks(), bound(), bound(), walk()).prop_map(|(a, b, c, d)| Range(a, b, c, d)),
@@ -579,6 +604,13 @@ impl Harness {
                 .get_keyspace(name)
                 .ok_or_else(|| fail(format!("{step:?}: keyspace {name} missing")))?;
             let expected: Vec<_> = pairs(map, |_| true).collect();
+            prop_assert_eq!(
+                ok!(h.len(), step),
+                map.len() as u64,
+                "{:?}: len of {}",
+                step,
+                name
+            );
             check_walk(h.iter(), expected.clone(), Walk::Fwd, step)?;
             check_walk(h.iter(), expected, Walk::Rev, step)?;
             let heads: Vec<_> = map.iter().map(|(k, e)| (k.clone(), e.clone())).collect();
@@ -695,6 +727,79 @@ impl Harness {
                 self.model.get_mut(NAMES[*i]).unwrap().1.remove(&key.0);
                 self.check_seqnos(1, step)?;
                 prop_assert_eq!(ok!(h.get(&key.0), step), None, "{:?}", step);
+            }
+            Incr(i, key, delta, decr, mode) => {
+                let h = self.open_ks(*i, step)?;
+                let map = &mut self.model.get_mut(NAMES[*i]).unwrap().1;
+                let before = map.get(&key.0).cloned();
+                let result = if *decr {
+                    h.decr_with(&key.0, *delta, MODES[*mode])
+                } else {
+                    h.incr_with(&key.0, *delta, MODES[*mode])
+                };
+                let change = if *decr {
+                    -i128::from(*delta)
+                } else {
+                    i128::from(*delta)
+                };
+                let want = match &before {
+                    None => Some(0),
+                    Some(e) => counter(&e.value),
+                }
+                .map(|n| i64::try_from(i128::from(n) + change));
+                match (want, result) {
+                    (Some(Ok(n)), Ok(got)) => {
+                        prop_assert_eq!(got, n, "{:?}", step);
+                        self.check_seqnos(1, step)?;
+                        // The new value keeps the entry's tag, metadata and expiry.
+                        let mut ent = Ent::plain(n.to_string().into_bytes(), self.seqno);
+                        if let Some(b) = &before {
+                            (ent.tag, ent.meta, ent.expires_at) =
+                                (b.tag, b.meta.clone(), b.expires_at);
+                        }
+                        let map = &mut self.model.get_mut(NAMES[*i]).unwrap().1;
+                        map.insert(key.0.clone(), ent);
+                        if MODES[*mode] == Some(Durability::Sync) {
+                            prop_assert_eq!(self.db().durable_seqno(), self.seqno, "{:?}", step);
+                        }
+                    }
+                    (Some(Err(_)), Err(Error::CounterOverflow { .. }))
+                    | (None, Err(Error::NotACounter { .. })) => self.check_seqnos(0, step)?,
+                    (want, got) => {
+                        return Err(fail(format!("{step:?}: expected {want:?}, got {got:?}")))
+                    }
+                }
+                let now = self.model[NAMES[*i]].1.get(&key.0).cloned();
+                prop_assert_eq!(
+                    ok!(h.get(&key.0), step),
+                    now.clone().map(|e| e.value),
+                    "{:?}",
+                    step
+                );
+                let head = ok!(h.head(&key.0), step).map(|h| {
+                    (
+                        h.value_len,
+                        h.tag,
+                        h.meta,
+                        h.seqno,
+                        h.expires_at,
+                        h.separated,
+                    )
+                });
+                prop_assert_eq!(head, now.map(|e| e.head()), "{:?}", step);
+            }
+            Len(i) => {
+                if let Some((h, map)) = self.existing(*i, step)? {
+                    prop_assert_eq!(ok!(h.len(), step), map.len() as u64, "{:?}", step);
+                    prop_assert_eq!(ok!(h.is_empty(), step), map.is_empty(), "{:?}", step);
+                }
+            }
+            LenAt(s, i) => {
+                if let (Some((h, _)), Some((snap, then))) =
+                    (self.existing(*i, step)?, self.snap(*s, *i))
+                {
+                    prop_assert_eq!(ok!(h.len_at(snap), step), then.len() as u64, "{:?}", step);
+                }
             }
             Batch(ops) => {
                 let mut batch = self.db().batch();
@@ -1244,4 +1349,30 @@ fn model_case_expired_entries_hide_older_versions_everywhere() {
         CompactExpired,
     ]);
     run_fixed(&ops);
+}
+
+#[test]
+fn model_case_counters_across_flushes_reopens_and_refusals() {
+    run_fixed(&[
+        Incr(1, k(b"c"), 5, false, 0),
+        Incr(1, k(b"c"), 7, true, 1),
+        Snap,
+        Flush,
+        Incr(1, k(b"c"), i64::MIN, true, 2),
+        Incr(1, k(b"c"), i64::MIN, false, 3),
+        Incr(1, k(b"c"), -1, false, 4),
+        Incr(1, k(b"c"), i64::MIN, false, 5),
+        LenAt(0, 1),
+        Insert(1, k(b"x"), v(3, 4), 0),
+        Incr(1, k(b"x"), 1, false, 0),
+        Reopen(DropDb),
+        Incr(1, k(b"c"), 1, false, 0),
+        Remove(1, k(b"c")),
+        Incr(1, k(b"c"), 1, true, 0),
+        Len(1),
+        Compact,
+        Reopen(Alter),
+        Len(1),
+        Len(2),
+    ]);
 }

@@ -4,14 +4,16 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::errors::CliResult;
+use crate::errors::{CliError, CliResult, EXIT_OK};
 
-use super::{arg_bytes, not_available, KeyspaceArg};
+use super::{arg_bytes, existing_keyspace, open, KeyspaceArg};
 
 /// Add DELTA to the counter at KEY and print the new value
 ///
 /// A counter is the decimal text of an i64 (a missing key counts as 0). DELTA may be
-/// negative: `cairn incr s k -5`.
+/// negative: `cairn incr s k -5`. The write is durable when the command returns; the
+/// entry keeps its tag, metadata and expiry. Exit 1 if the value is not a counter or the
+/// sum overflows (nothing is written then).
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct IncrArgs {
@@ -30,12 +32,17 @@ pub struct IncrArgs {
     hex: bool,
 }
 
-pub fn incr(args: &IncrArgs, _out: &mut dyn Write) -> CliResult<u8> {
-    arg_bytes("key", &args.key, args.hex)?;
-    Err(not_available("incr", "counters (Keyspace::incr)"))
+pub fn incr(args: &IncrArgs, out: &mut dyn Write) -> CliResult<u8> {
+    let key = arg_bytes("key", &args.key, args.hex)?;
+    let db = open(&args.store, true)?;
+    let value = db.keyspace(&args.ks.keyspace)?.incr(&key, args.delta)?;
+    db.close()?;
+    writeln!(out, "{value}").map_err(CliError::Output)?;
+    Ok(EXIT_OK)
 }
 
-/// Print the number of entries in the keyspace
+/// Print the exact number of live keys in the keyspace (walks every key; values are not
+/// copied)
 #[derive(Debug, clap::Args)]
 pub struct CountArgs {
     /// The store directory.
@@ -44,6 +51,9 @@ pub struct CountArgs {
     ks: KeyspaceArg,
 }
 
-pub fn count(_args: &CountArgs, _out: &mut dyn Write) -> CliResult<u8> {
-    Err(not_available("count", "entry counts (Keyspace::len)"))
+pub fn count(args: &CountArgs, out: &mut dyn Write) -> CliResult<u8> {
+    let db = open(&args.store, false)?;
+    let n = existing_keyspace(&db, &args.ks.keyspace)?.len()?;
+    writeln!(out, "{n}").map_err(CliError::Output)?;
+    Ok(EXIT_OK)
 }

@@ -25,7 +25,7 @@ use crate::snapshot::Snapshot;
 #[derive(Clone)]
 pub struct Keyspace {
     db: Db,
-    id: KeyspaceId,
+    pub(crate) id: KeyspaceId,
     name: Arc<str>,
 }
 
@@ -189,6 +189,88 @@ impl Keyspace {
         self.commit(batch, durability)
     }
 
+    /// Adds `delta` to the counter at `key` and returns its new value, atomically with
+    /// respect to every other write to the store from any thread (no other write can come
+    /// between the read of the counter and the write of its new value).
+    ///
+    /// A counter's value is the canonical decimal text of an `i64` (`b"42"`, `b"-5"`; no
+    /// `+`, no leading zeros), so [`Keyspace::get`] returns it as text and
+    /// [`Keyspace::insert`] can set it. A missing key counts as 0. The new value is
+    /// written as a plain value with the store's default durability; concurrent `Sync`
+    /// counter updates share fsyncs like other writes.
+    ///
+    /// ```
+    /// # use cairn::{Db, Options};
+    /// # fn main() -> cairn::Result<()> {
+    /// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+    /// let db = Db::open(dir.path().join("store"), Options::default())?;
+    /// let hits = db.keyspace("hits")?;
+    /// assert_eq!(hits.incr("/home", 1)?, 1);
+    /// assert_eq!(hits.incr("/home", 41)?, 42);
+    /// assert_eq!(hits.decr("/home", 50)?, -8);
+    /// assert_eq!(hits.get("/home")?, Some(b"-8".to_vec()));
+    /// hits.insert("/about", "not a number")?;
+    /// assert!(matches!(hits.incr("/about", 1), Err(cairn::Error::NotACounter { .. })));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// `NotACounter` if the key holds something else, `CounterOverflow` if the result
+    /// leaves the range of `i64`; in both cases nothing is written. Otherwise as
+    /// [`Keyspace::insert`], or an error reading the current value (`Corruption`, `Io`).
+    pub fn incr(&self, key: impl AsRef<[u8]>, delta: i64) -> Result<i64> {
+        self.incr_with(key, delta, None)
+    }
+
+    /// [`Keyspace::incr`] with the given durability (`None`: the store's default).
+    ///
+    /// # Errors
+    /// As [`Keyspace::incr`].
+    pub fn incr_with(
+        &self,
+        key: impl AsRef<[u8]>,
+        delta: i64,
+        durability: Option<Durability>,
+    ) -> Result<i64> {
+        self.add(key.as_ref(), i128::from(delta), durability)
+    }
+
+    /// Subtracts `delta` from the counter at `key` and returns its new value:
+    /// `decr(k, d)` is `incr(k, -d)`, and `decr(k, i64::MIN)` adds 2^63 (which succeeds
+    /// only from a negative counter).
+    ///
+    /// # Errors
+    /// As [`Keyspace::incr`].
+    pub fn decr(&self, key: impl AsRef<[u8]>, delta: i64) -> Result<i64> {
+        self.decr_with(key, delta, None)
+    }
+
+    /// [`Keyspace::decr`] with the given durability (`None`: the store's default).
+    ///
+    /// # Errors
+    /// As [`Keyspace::incr`].
+    pub fn decr_with(
+        &self,
+        key: impl AsRef<[u8]>,
+        delta: i64,
+        durability: Option<Durability>,
+    ) -> Result<i64> {
+        self.add(key.as_ref(), -i128::from(delta), durability)
+    }
+
+    fn add(&self, key: &[u8], delta: i128, durability: Option<Durability>) -> Result<i64> {
+        self.check_live()?;
+        let inner = &self.db.inner;
+        write::incr(
+            inner,
+            self.id,
+            key,
+            delta,
+            super::effective(inner, durability),
+        )
+    }
+
     fn commit(&self, batch: WriteBatch, durability: Option<Durability>) -> Result<()> {
         self.check_live()?;
         let inner = &self.db.inner;
@@ -286,6 +368,51 @@ impl Keyspace {
         let b = Bounds::prefix(prefix.as_ref());
         let at = Some(SeqNo(snapshot.seqno()));
         read::HeadIter::new(&self.db.inner, self.id, b.lo, b.hi, at)
+    }
+
+    /// The exact number of keys in the keyspace, counted at one consistent point (as a
+    /// snapshot taken now would see it).
+    ///
+    /// Cost: O(entries in the keyspace's memtables and tables), every version and
+    /// tombstone included, because an LSM tree keeps no exact count. It reads keys and
+    /// the tables' index and data blocks (values are in the data blocks, so they are read
+    /// from disk, but never copied); it uses one thread and does not block writers. Use
+    /// [`Keyspace::disk_size`] for a cheap size estimate.
+    ///
+    /// # Errors
+    /// As [`Keyspace::get`].
+    pub fn len(&self) -> Result<u64> {
+        self.check_live()?;
+        read::count(&self.db.inner, self.id, None)
+    }
+
+    /// [`Keyspace::len`] as of `snapshot`.
+    ///
+    /// # Errors
+    /// As [`Keyspace::get`].
+    pub fn len_at(&self, snapshot: &Snapshot) -> Result<u64> {
+        self.check_live()?;
+        read::count(&self.db.inner, self.id, Some(SeqNo(snapshot.seqno())))
+    }
+
+    /// True if the keyspace holds no key. Stops at the first live key, but a keyspace
+    /// whose keys were all removed costs as much as [`Keyspace::len`] until compaction
+    /// drops the tombstones.
+    ///
+    /// # Errors
+    /// As [`Keyspace::get`].
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.first_key_value()?.is_none())
+    }
+
+    /// Bytes the keyspace takes on disk, estimated without I/O: the sizes of its table
+    /// files in the current version, plus the bytes its not-yet-flushed writes take in the
+    /// write-ahead log (their encoded length, without the log's per-record framing). The
+    /// log is shared by all keyspaces, so this is the keyspace's share of it; log files
+    /// already flushed but not yet deleted are not counted (see [`Db::disk_size`] for the
+    /// whole store). 0 for a dropped keyspace.
+    pub fn disk_size(&self) -> u64 {
+        read::keyspace_disk_size(&self.db.inner, self.id)
     }
 
     /// True if `key` is present.

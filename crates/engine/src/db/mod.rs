@@ -2,6 +2,7 @@
 //! points; the work is done along the data path in its submodules:
 //!
 //! - [`write`]: group commit into the WAL under each durability mode, then the memtable;
+//! - [`counter`]: counter values, resolved into Puts by the write leader;
 //! - [`read`]: point reads and scans over memtables and tables at a snapshot;
 //! - [`flush`]: memtable → one table per keyspace, recorded in the manifest;
 //! - [`background`]: the threads that flush and compact, and deletion of obsolete files;
@@ -21,6 +22,7 @@
 //!    store refuses writes (`Error::Poisoned` or the original error) and stays readable.
 
 mod background;
+mod counter;
 #[cfg(test)]
 mod crash_tests;
 pub(crate) mod flush;
@@ -327,6 +329,26 @@ impl Db {
     /// The background error, if one stopped the work; errors of the compactions.
     pub fn compact_expired(&self) -> Result<usize> {
         background::compact_expired(&self.inner)
+    }
+
+    /// Bytes the store takes on disk: the sum of the lengths of every file in its
+    /// directory (tables, log files, manifests, `CURRENT`, the lock file, and any other
+    /// kind of file the store keeps there). It lists the directory, so it is O(files)
+    /// metadata calls; files deleted meanwhile (by compaction) are skipped.
+    ///
+    /// # Errors
+    /// `Io` if the directory cannot be listed or a file's length cannot be read.
+    pub fn disk_size(&self) -> Result<u64> {
+        let inner = &self.inner;
+        let mut total = 0u64;
+        for name in inner.fs.list_dir(&inner.dir)? {
+            match inner.fs.file_len(&inner.dir.join(&name)) {
+                Ok(len) => total += len,
+                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(total)
     }
 
     /// Statistics of the store.

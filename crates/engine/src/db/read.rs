@@ -202,13 +202,24 @@ pub(crate) fn get(
 /// scan does not evict the working set.
 const SCAN_FILL_BLOCKS: u32 = 2;
 
-/// A merged cursor over every source of `keyspace` in `sv`.
-fn merged(owner: &Arc<Inner>, sv: &SuperVersion, keyspace: KeyspaceId) -> Result<MergingCursor> {
+/// A merged cursor over every source of `keyspace` in `sv`. With `keys_only`, the
+/// memtable cursors do not copy values (the merged cursor's values are then meaningless
+/// for entries from memtables); table cursors never copy them.
+fn merged(
+    owner: &Arc<Inner>,
+    sv: &SuperVersion,
+    keyspace: KeyspaceId,
+    keys_only: bool,
+) -> Result<MergingCursor> {
     let inner: &Inner = owner;
     let mut children: Vec<Box<dyn Cursor>> = Vec::new();
-    children.push(Box::new(sv.mem.cursor(keyspace)));
-    for m in &sv.imm {
-        children.push(Box::new(m.cursor(keyspace)));
+    for m in std::iter::once(&sv.mem).chain(&sv.imm) {
+        let cursor = if keys_only {
+            m.key_cursor(keyspace)
+        } else {
+            m.cursor(keyspace)
+        };
+        children.push(Box::new(cursor));
     }
     if let Some(tables) = sv.version.keyspace(keyspace) {
         for (level, files) in tables.levels.iter().enumerate() {
@@ -228,6 +239,45 @@ fn merged(owner: &Arc<Inner>, sv: &SuperVersion, keyspace: KeyspaceId) -> Result
         }
     }
     Ok(MergingCursor::new(children))
+}
+
+/// The number of live keys of `keyspace` at `snapshot` (or now), from one consistent
+/// super version, walking keys only (see [`Visible::count_forward`]).
+///
+/// # Errors
+/// `InvalidArgument` if the keyspace was dropped; `Corruption`, `Io` from its tables.
+pub(crate) fn count(
+    inner: &Arc<Inner>,
+    keyspace: KeyspaceId,
+    snapshot: Option<SeqNo>,
+) -> Result<u64> {
+    let (sv, seqno) = acquire(inner, snapshot);
+    if sv.version.keyspace(keyspace).is_none() {
+        return Err(crate::Error::invalid("the keyspace has been dropped"));
+    }
+    let cursor = merged(inner, &sv, keyspace, true)?;
+    let all = Bounds {
+        lo: Bound::Unbounded,
+        hi: Bound::Unbounded,
+    };
+    Visible::<Vec<u8>>::new(Box::new(cursor), seqno, inner.options.clock.now_ms(), all)
+        .count_forward()
+}
+
+/// Bytes of `keyspace` in the current super version: its table files, plus the bytes its
+/// writes in the memtables take in the log (see `Memtable::logged_bytes`). 0 for a dropped
+/// keyspace.
+pub(crate) fn keyspace_disk_size(inner: &Inner, keyspace: KeyspaceId) -> u64 {
+    let (sv, _) = acquire(inner, None);
+    let Some(tables) = sv.version.keyspace(keyspace) else {
+        return 0;
+    };
+    let table_bytes: u64 = tables.levels.iter().flatten().map(|t| t.file_size).sum();
+    let log_bytes: u64 = std::iter::once(&sv.mem)
+        .chain(&sv.imm)
+        .map(|m| m.logged_bytes(keyspace))
+        .sum();
+    table_bytes + log_bytes
 }
 
 /// One scan (both directions) of a keyspace at one snapshot and one expiry instant,
@@ -287,7 +337,7 @@ impl<T: Extract> Scan<T> {
             &mut self.back
         };
         if slot.is_none() {
-            let cursor = merged(&self.inner, &self.sv, self.keyspace)?;
+            let cursor = merged(&self.inner, &self.sv, self.keyspace, false)?;
             *slot = Some(Visible::new(
                 Box::new(cursor),
                 self.seqno,

@@ -38,7 +38,7 @@ use crate::batch::WriteBatch;
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::fs::FileSystem;
 use crate::key::{KeyspaceId, SeqNo};
-use crate::memtable::Memtable;
+use crate::memtable::{KeyspaceBytes, Memtable};
 use crate::options::Options;
 use crate::snapshot::Registry;
 use crate::table::{self, BlockCache};
@@ -337,6 +337,7 @@ fn replay(
             let Some(mem) = memtables.last() else {
                 continue;
             };
+            let mut logged = KeyspaceBytes::default();
             for (seqno, op) in batch.ops_with_seqno(SeqNo(record.seqno))? {
                 let ks = op.keyspace();
                 if version.keyspace(ks).is_none() {
@@ -350,8 +351,10 @@ fn replay(
                     }
                     continue; // the keyspace was dropped later
                 }
+                logged.add(ks, WriteBatch::op_encoded_len(&op) as u64);
                 mem.insert(ks, op.key(), seqno, op.kind(), op.stored());
             }
+            mem.add_logged(logged);
             // Keep seqno accounting even for ops of dropped keyspaces.
             if let Some(m) = memtables.last() {
                 m.note_seqno(batch_last);

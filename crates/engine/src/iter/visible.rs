@@ -185,7 +185,8 @@ impl<T: Extract> Visible<T> {
         }
     }
 
-    fn step_forward(&mut self) -> Result<Option<(Vec<u8>, T)>> {
+    /// Positions the cursor at the lower bound, once.
+    fn start_forward(&mut self) -> Result<()> {
         if !self.started {
             self.started = true;
             match &self.bounds.lo {
@@ -194,6 +195,55 @@ impl<T: Extract> Visible<T> {
                 Bound::Excluded(k) => self.cursor.seek(&after_key(k))?,
             }
         }
+        Ok(())
+    }
+
+    /// The number of keys a forward scan would yield (from where it stands), found in one
+    /// pass over the internal keys without copying any value; the scan is finished after.
+    /// Each entry is looked at once: versions above the snapshot are skipped, the first
+    /// version at or below it decides its user key, older ones are passed over.
+    pub(crate) fn count_forward(&mut self) -> Result<u64> {
+        if self.done {
+            return Ok(0);
+        }
+        self.done = true;
+        self.start_forward()?;
+        let mut count = 0u64;
+        // `scratch` holds the last user key decided; `decided` says whether there is one.
+        let mut decided = false;
+        while self.cursor.valid() {
+            let (user, seqno, kind) = parse(self.cursor.key())?;
+            if seqno <= self.snapshot && !(decided && self.scratch.as_slice() == user) {
+                if !self.bounds.below_hi(user) {
+                    break;
+                }
+                let live = match kind {
+                    Kind::Put => true,
+                    _ => entry::live(kind, self.cursor.value(), self.now_ms)
+                        .map_err(|reason| {
+                            Error::corruption(
+                                FileKind::Table,
+                                Path::new("<merged read>"),
+                                0,
+                                reason,
+                            )
+                        })?
+                        .is_some(),
+                };
+                if live {
+                    count += 1;
+                }
+                self.scratch.clear();
+                self.scratch.extend_from_slice(user);
+                decided = true;
+            }
+            self.cursor.next()?;
+        }
+        Ok(count)
+    }
+
+    fn step_forward(&mut self) -> Result<Option<(Vec<u8>, T)>> {
+        self.start_forward()?;
         while self.cursor.valid() {
             let (user, seqno, kind) = parse(self.cursor.key())?;
             if seqno > self.snapshot {
@@ -296,6 +346,10 @@ mod tests {
                 .into_iter()
                 .filter(|(k, _)| bounds.above_lo(k) && bounds.below_hi(k))
                 .collect();
+
+            let mut counter = Visible::<Vec<u8>>::new(Box::new(VecCursor::new(entries.clone())), SeqNo(snapshot), 0, bounds.clone());
+            prop_assert_eq!(counter.count_forward().unwrap(), expected.len() as u64);
+            prop_assert_eq!(counter.count_forward().unwrap(), 0);
 
             let mut fwd = Visible::<Vec<u8>>::new(Box::new(VecCursor::new(entries.clone())), SeqNo(snapshot), 0, bounds.clone());
             let mut got = Vec::new();

@@ -98,6 +98,23 @@ fn workloads() -> Vec<(&'static str, Vec<Step>)> {
             ],
         ),
         (
+            "counters",
+            vec![
+                Incr("default", "n", 5),
+                Put("default", "a", "1"),
+                Incr("default", "n", -7),
+                IncrWith("default", "m", 1, Durability::Sync),
+                Flush,
+                Incr("default", "n", 2),
+                Del("default", "n"),
+                Incr("default", "n", 3),
+                Put("default", "s", "text"),
+                Incr("default", "s", 1),
+                Incr("default", "m", i64::MAX),
+                Incr("default", "m", -1),
+            ],
+        ),
+        (
             "mixed-durability",
             vec![
                 Put("default", "a", "1"),
