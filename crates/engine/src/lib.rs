@@ -78,6 +78,7 @@ mod key;
 mod memtable;
 mod mmap;
 mod options;
+pub mod pack;
 mod snapshot;
 mod table;
 #[doc(hidden)]
@@ -85,7 +86,10 @@ pub mod testing;
 mod version;
 mod wal;
 
-pub use db::{Batch, Db, Iter, Keyspace, Stats, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN};
+pub use db::{
+    verify, verify_report, BackupInfo, Batch, Db, Iter, Keyspace, Stats, VerifiedFile,
+    VerifyReport, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN,
+};
 pub use error::{Corruption, Error, FileKind, Reason, Result};
 pub use options::{Compression, Durability, Options};
 pub use snapshot::Snapshot;

@@ -5,7 +5,9 @@
 //! - [`read`]: point reads and scans over memtables and tables at a snapshot;
 //! - [`flush`]: memtable → one table per keyspace, recorded in the manifest;
 //! - [`background`]: the threads that flush and compact, and deletion of obsolete files;
-//! - [`recover`]: opening a store: manifest, then WAL replay.
+//! - [`recover`]: opening a store: manifest, then WAL replay;
+//! - [`checkpoint`]: the files of one consistent state, for [`backup`], packs and
+//!   [`verify`].
 //!
 //! Invariants (see docs/DESIGN.md for the full argument):
 //! 1. Seqnos are assigned by the write leader in WAL order; a write is visible to readers
@@ -21,11 +23,14 @@
 //!    store refuses writes (`Error::Poisoned` or the original error) and stays readable.
 
 mod background;
+mod backup;
+pub(crate) mod checkpoint;
 #[cfg(test)]
 mod crash_tests;
 pub(crate) mod flush;
 mod read;
 mod recover;
+mod verify;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -44,7 +49,10 @@ use crate::snapshot::{Registry, Snapshot};
 use crate::table::BlockCache;
 use crate::version::{Manifest, Version};
 
+pub use backup::BackupInfo;
+pub(crate) use backup::temp_sibling;
 pub use read::Iter;
+pub use verify::{verify, verify_report, VerifiedFile, VerifyReport};
 pub(crate) use read::{install, SuperVersion};
 
 /// The name of the keyspace every store has.
