@@ -161,3 +161,7 @@ fn fill_dir(
     }
     Ok(info)
 }
+
+#[cfg(test)]
+#[path = "backup_tests.rs"]
+mod tests;

@@ -18,6 +18,10 @@
 //! part still unsynced: a process crash (the kernel still has those bytes, and a later power
 //! loss may yet lose them).
 //!
+//! Hard links share the inode. A directory can be renamed (with everything in it); the
+//! entries inside it belong to the directory, so they stay durable under the old name
+//! until the directory holding the new name is synced, and then move with it.
+//!
 //! Faults: [`MemFs::inject`] arms a [`Fault`] that fails the n-th call (1-based, counting
 //! every call of that [`Op`] since the `MemFs` was made) with EIO or ENOSPC, once or on every
 //! later call too. [`FaultKind::FsyncLost`] on a sync models Linux after a failed
@@ -363,6 +367,11 @@ impl MemFs {
                 .map(|p| parent_of(p))
                 .collect();
             for dir in dirs {
+                // A directory renamed away has no live entries under its old name; its
+                // entries follow the rename (applied with its new parent's entries).
+                if st.dir_moves.iter().any(|(from, _)| dir.starts_with(from)) {
+                    continue;
+                }
                 if rng.next() % 2 == 0 {
                     names.retain(|p, _| parent_of(p) != dir);
                     names.extend(State::entries_of(&st.live, &dir).map(|(p, e)| (p.clone(), *e)));
