@@ -56,11 +56,7 @@ fn start_writers(db: &Db, ks: &Keyspace) -> Writers {
 
 impl Writers {
     fn wait_for(&self, each: u64) {
-        while self
-            .acked
-            .iter()
-            .any(|a| a.load(Ordering::Acquire) < each)
-        {
+        while self.acked.iter().any(|a| a.load(Ordering::Acquire) < each) {
             thread::sleep(Duration::from_millis(1));
         }
     }
@@ -84,7 +80,11 @@ impl Writers {
 /// thread at least at `at_least`; returns each thread's count.
 fn check_copy(dir: &Path, options: &Options, seqno: u64, at_least: &[u64]) -> Vec<u64> {
     let db = Db::open(dir, options.clone()).unwrap();
-    assert_eq!(db.last_seqno(), seqno, "the copy holds exactly the writes up to its seqno");
+    assert_eq!(
+        db.last_seqno(),
+        seqno,
+        "the copy holds exactly the writes up to its seqno"
+    );
     let ks = db.keyspace("k").unwrap();
     let mut total = 0;
     let mut counts = Vec::new();
@@ -93,13 +93,20 @@ fn check_copy(dir: &Path, options: &Options, seqno: u64, at_least: &[u64]) -> Ve
         let b = ks.get(format!("b{t}")).unwrap();
         assert_eq!(a, b, "thread {t}: a batch is whole or absent");
         let v: u64 = a.map_or(0, |a| String::from_utf8(a).unwrap().parse().unwrap());
-        assert!(v >= at_least[t], "thread {t}: {v} < {} acknowledged before", at_least[t]);
+        assert!(
+            v >= at_least[t],
+            "thread {t}: {v} < {} acknowledged before",
+            at_least[t]
+        );
         let logs = collect(ks.prefix(format!("log{t}-")));
         let expected: Vec<Vec<u8>> = (1..=v)
             .map(|i| format!("log{t}-{i:08}").into_bytes())
             .collect();
         let got: Vec<Vec<u8>> = logs.into_iter().map(|(k, _)| k).collect();
-        assert_eq!(got, expected, "thread {t}: no write is missing before a later one");
+        assert_eq!(
+            got, expected,
+            "thread {t}: no write is missing before a later one"
+        );
         total += 3 * v;
         counts.push(v);
     }
@@ -131,7 +138,10 @@ fn backup_under(durability: Durability) {
         db.verify().unwrap();
     }
     writers.finish();
-    assert!(db.stats().flushes > 0, "the workload should flush during the backups");
+    assert!(
+        db.stats().flushes > 0,
+        "the workload should flush during the backups"
+    );
     drop(ks);
     db.close().unwrap();
 
@@ -142,7 +152,10 @@ fn backup_under(durability: Durability) {
         assert!(report.count(FileKind::Wal) >= 1, "{report:?}");
         assert!(report.unreferenced.is_empty(), "{report:?}");
         let counts = check_copy(&dest, &options, info.seqno, &acked);
-        assert!(counts.iter().zip(&prev).all(|(c, p)| c >= p), "later backups hold more");
+        assert!(
+            counts.iter().zip(&prev).all(|(c, p)| c >= p),
+            "later backups hold more"
+        );
         prev = counts;
     }
 }
@@ -240,7 +253,8 @@ fn a_backup_is_a_store_that_opens_and_takes_writes() {
     let db = Db::open(tmp.path().join("db"), options.clone()).unwrap();
     let ks = db.keyspace("k").unwrap();
     for i in 0..500u32 {
-        ks.insert(format!("key{i:04}"), format!("value{i}")).unwrap();
+        ks.insert(format!("key{i:04}"), format!("value{i}"))
+            .unwrap();
     }
     let dest = tmp.path().join("bk");
     let info = db.backup(&dest).unwrap();

@@ -20,8 +20,11 @@ fn make_store(dir: &Path) {
     let db = Db::open(dir, options()).unwrap();
     let ks = db.keyspace("k").unwrap();
     for i in 0..3000u32 {
-        ks.insert(format!("key{:05}", i % 1200), format!("value {i} {}", "x".repeat(20)))
-            .unwrap();
+        ks.insert(
+            format!("key{:05}", i % 1200),
+            format!("value {i} {}", "x".repeat(20)),
+        )
+        .unwrap();
     }
     db.flush().unwrap();
     db.wait_for_compactions().unwrap();
@@ -99,7 +102,10 @@ fn expect_damage(
                 assert!(c.offset <= pos, "{c}: offset after the damage at {pos}");
             }
         }
-        other => panic!("{} byte {pos}: expected corruption, got {other:?}", file.display()),
+        other => panic!(
+            "{} byte {pos}: expected corruption, got {other:?}",
+            file.display()
+        ),
     }
     let report = cairn::verify_report(work).unwrap();
     assert_eq!(report.problems.len(), 1, "{report:?}");
@@ -117,10 +123,17 @@ fn a_clean_store_and_its_backup_pass() {
     assert_eq!(snapshot(&dir), before, "verify writes nothing");
     assert!(report.count(FileKind::Table) >= 2, "{report:?}");
     assert!(report.count(FileKind::Wal) >= 1, "{report:?}");
-    assert_eq!(report.count(FileKind::Manifest), 2, "CURRENT and the manifest");
+    assert_eq!(
+        report.count(FileKind::Manifest),
+        2,
+        "CURRENT and the manifest"
+    );
     assert!(report.bytes(FileKind::Table) > 10_000, "{report:?}");
     assert_eq!(report.unreferenced, vec!["notes.txt".to_string()]);
-    assert!(report.problems.is_empty() && report.notes.is_empty(), "{report:?}");
+    assert!(
+        report.problems.is_empty() && report.notes.is_empty(),
+        "{report:?}"
+    );
     let entries: u64 = report
         .files
         .iter()
@@ -144,7 +157,11 @@ fn a_clean_store_and_its_backup_pass() {
     db.close().unwrap();
     let before = snapshot(&bk);
     cairn::verify(&bk).unwrap();
-    assert_eq!(snapshot(&bk), before, "no LOCK or other file appears in a backup");
+    assert_eq!(
+        snapshot(&bk),
+        before,
+        "no LOCK or other file appears in a backup"
+    );
 }
 
 #[test]
@@ -159,8 +176,22 @@ fn a_flipped_byte_in_each_kind_of_file_is_found_with_its_offset() {
     };
     expect_damage(&clean, &work(), FileKind::Manifest, "CURRENT", |_| 3, false);
     // The manifest's header and its first (snapshot) record.
-    expect_damage(&clean, &work(), FileKind::Manifest, "MANIFEST-", |_| 10, false);
-    expect_damage(&clean, &work(), FileKind::Manifest, "MANIFEST-", |l| l / 2, true);
+    expect_damage(
+        &clean,
+        &work(),
+        FileKind::Manifest,
+        "MANIFEST-",
+        |_| 10,
+        false,
+    );
+    expect_damage(
+        &clean,
+        &work(),
+        FileKind::Manifest,
+        "MANIFEST-",
+        |l| l / 2,
+        true,
+    );
     // A table: a data block, the middle, the index/properties near the end, the footer.
     for at in [|_| 12, |l| l / 2, |l| l - 80] {
         expect_damage(&clean, &work(), FileKind::Table, ".sst", at, true);
@@ -168,7 +199,14 @@ fn a_flipped_byte_in_each_kind_of_file_is_found_with_its_offset() {
     expect_damage(&clean, &work(), FileKind::Table, ".sst", |l| l - 10, false);
     // A WAL: the header, and the first record's payload (valid records follow).
     expect_damage(&clean, &work(), FileKind::Wal, ".wal", |_| 5, false);
-    expect_damage(&clean, &work(), FileKind::Wal, ".wal", |_| 20 + 24 + 3, true);
+    expect_damage(
+        &clean,
+        &work(),
+        FileKind::Wal,
+        ".wal",
+        |_| 20 + 24 + 3,
+        true,
+    );
 }
 
 #[test]
@@ -197,7 +235,10 @@ fn missing_files_are_problems_and_every_problem_is_listed() {
     let no_current = tmp.path().join("no-current");
     copy_store(&clean, &no_current);
     std::fs::remove_file(no_current.join("CURRENT")).unwrap();
-    assert!(matches!(cairn::verify(&no_current), Err(Error::Corruption(_))));
+    assert!(matches!(
+        cairn::verify(&no_current),
+        Err(Error::Corruption(_))
+    ));
 }
 
 /// A torn tail (a record being written when the power went) is what a crash leaves: a

@@ -46,7 +46,10 @@ fn store(fs: &MemFs) -> (Db, Contents) {
     let ks = db.keyspace("k").unwrap();
     let mut model = Contents::new();
     for i in 0..400u32 {
-        let (k, v) = (format!("key{:04}", i % 150), format!("value {i} {}", "v".repeat(30)));
+        let (k, v) = (
+            format!("key{:04}", i % 150),
+            format!("value {i} {}", "v".repeat(30)),
+        );
         ks.insert(&k, &v).unwrap();
         model.insert(k.into_bytes(), v.into_bytes());
     }
@@ -69,9 +72,17 @@ fn check_crash_image(fs: &MemFs, db: &Db, dest: &Path, model: &Contents) {
     images.extend((0..3).map(|seed| fs.crash_with(CrashOptions::Random { seed })));
     for crashed in images {
         if crashed.exists(dest).unwrap() {
-            assert_eq!(&read(&crashed, dest), model, "a destination that exists is complete");
+            assert_eq!(
+                &read(&crashed, dest),
+                model,
+                "a destination that exists is complete"
+            );
         }
-        assert_eq!(&read(&crashed, Path::new("/db")), model, "the source is unharmed");
+        assert_eq!(
+            &read(&crashed, Path::new("/db")),
+            model,
+            "the source is unharmed"
+        );
     }
 }
 

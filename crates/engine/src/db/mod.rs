@@ -49,11 +49,11 @@ use crate::snapshot::{Registry, Snapshot};
 use crate::table::BlockCache;
 use crate::version::{Manifest, Version};
 
-pub use backup::BackupInfo;
 pub(crate) use backup::temp_sibling;
+pub use backup::BackupInfo;
 pub use read::Iter;
-pub use verify::{verify, verify_report, VerifiedFile, VerifyReport};
 pub(crate) use read::{install, SuperVersion};
+pub use verify::{verify, verify_report, VerifiedFile, VerifyReport};
 
 /// The name of the keyspace every store has.
 pub const DEFAULT_KEYSPACE: &str = "default";

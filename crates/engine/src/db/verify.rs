@@ -376,7 +376,13 @@ fn check(fs: &dyn FileSystem, files: &Files) -> Result<VerifyReport> {
         let Some(bytes) = files.read(fs, &name)? else {
             continue;
         };
-        match check_wal(&bytes, &dir.join(&name), id, version.flushed_seqno(), &mut last) {
+        match check_wal(
+            &bytes,
+            &dir.join(&name),
+            id,
+            version.flushed_seqno(),
+            &mut last,
+        ) {
             Ok((records, torn)) => {
                 if let Some(t) = torn {
                     report.notes.push(format!(
@@ -399,11 +405,7 @@ fn check(fs: &dyn FileSystem, files: &Files) -> Result<VerifyReport> {
 }
 
 /// Lists the unreferenced names and returns the report.
-fn finish(
-    mut report: VerifyReport,
-    files: &Files,
-    referenced: &[String],
-) -> Result<VerifyReport> {
+fn finish(mut report: VerifyReport, files: &Files, referenced: &[String]) -> Result<VerifyReport> {
     report.unreferenced = files
         .names
         .iter()

@@ -89,7 +89,11 @@ pub(crate) trait FileSystem: Send + Sync + fmt::Debug {
     /// (`EXDEV` across devices). Callers fall back to copying.
     fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
         let _ = from;
-        Err(Error::io(to, "link", io::Error::from(io::ErrorKind::Unsupported)))
+        Err(Error::io(
+            to,
+            "link",
+            io::Error::from(io::ErrorKind::Unsupported),
+        ))
     }
 
     /// Removes the empty directory `dir`.

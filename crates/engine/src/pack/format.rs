@@ -242,7 +242,11 @@ pub(crate) fn decode_directory(
             .filter(|n| valid_name(n))
             .ok_or_else(|| corrupt(path, start, Reason::BadEntry("member name is not allowed")))?;
         if !names.insert(name.clone()) {
-            return Err(corrupt(path, start, Reason::BadEntry("member name repeats")));
+            return Err(corrupt(
+                path,
+                start,
+                Reason::BadEntry("member name repeats"),
+            ));
         }
         let fixed = field(&mut cur, 20)?;
         let (Some(offset), Some(len), Some(crc)) = (
@@ -373,7 +377,11 @@ mod tests {
         }
         let long = "a".repeat(256);
         assert!(!valid_name(&long));
-        for good in ["CURRENT", "MANIFEST-00000000000000000007", "00000000000000000012.sst"] {
+        for good in [
+            "CURRENT",
+            "MANIFEST-00000000000000000007",
+            "00000000000000000012.sst",
+        ] {
             assert!(valid_name(good), "{good}");
         }
     }

@@ -92,7 +92,10 @@ fn write_pack(fs: &dyn FileSystem, checkpoint: &Checkpoint, file: &Path) -> Resu
     }
     for m in &checkpoint.members {
         if !format::valid_name(&m.name) {
-            return Err(Error::invalid(format!("cannot pack a file named {:?}", m.name)));
+            return Err(Error::invalid(format!(
+                "cannot pack a file named {:?}",
+                m.name
+            )));
         }
     }
     let tmp = crate::db::temp_sibling(file)?;
