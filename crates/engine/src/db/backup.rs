@@ -13,7 +13,9 @@
 //!
 //! So `dest` appears complete or not at all: a crash (or an error) at any step leaves at
 //! most a `<dest>.tmp-*` directory, which is never read and may be deleted (an error
-//! deletes it; a crash leaves it). Running the backup again after a crash works, with a
+//! deletes it; a crash leaves it). The one error after which `dest` exists is a failed
+//! fsync of the parent directory, the last step: the backup is complete, but its name may
+//! not survive a power loss until the parent directory is synced. Running the backup again after a crash works, with a
 //! fresh temporary name. The source store is only read (plus the super version that pins
 //! its tables for the backup's duration), so a failed backup never harms it.
 //!
@@ -60,8 +62,9 @@ impl Db {
     ///
     /// # Errors
     /// `InvalidArgument` if `dest` exists or the store is closed; `Error::Io` if a file
-    /// cannot be read or written (the destination is then left absent); `Poisoned` if the
-    /// store's log cannot be written.
+    /// cannot be read or written (the destination is then left absent, unless only the
+    /// final fsync of its parent directory failed); `Poisoned` if the store's log cannot
+    /// be written.
     pub fn backup(&self, dest: impl AsRef<Path>) -> Result<BackupInfo> {
         let checkpoint = checkpoint::capture(&self.inner)?;
         write_dir(self.inner.fs.as_ref(), &checkpoint, dest.as_ref())

@@ -188,8 +188,7 @@ pub(crate) fn decode_frame(
     checksum(path, at + 28, stored, footer.get(..28).unwrap_or_default())?;
     version_check(path, version)?;
     let fits = dir_offset >= HEADER_LEN
-        && dir_len >= 4
-        && dir_len <= MAX_DIR_LEN
+        && (4..=MAX_DIR_LEN).contains(&dir_len)
         && dir_offset.checked_add(dir_len) == Some(at);
     if !fits {
         return Err(corrupt(path, at, Reason::LengthOutOfRange));
