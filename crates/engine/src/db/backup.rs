@@ -56,9 +56,19 @@ pub struct BackupInfo {
 
 impl Db {
     /// Writes a consistent copy of the store into the new directory `dest` while writes
-    /// continue; see the module documentation of `backup.rs` for the protocol. The copy
-    /// holds exactly the writes up to [`BackupInfo::seqno`], which includes every write
-    /// acknowledged before the call. Restore by opening `dest` with [`Db::open`].
+    /// continue. The copy holds exactly the writes up to [`BackupInfo::seqno`], which
+    /// includes every write acknowledged before the call.
+    ///
+    /// Tables are hard-linked where the file system allows (same device), else copied;
+    /// the log up to the captured point, a new manifest and `CURRENT` are copied or
+    /// written; every file and directory is fsynced. The copy is built in a sibling
+    /// directory `<dest>.tmp-<pid>-<n>` and renamed to `dest` only when complete, so
+    /// `dest` never appears partially written (a leftover `.tmp-` directory after a crash
+    /// is never read and may be deleted). A linked table shares its disk blocks with the
+    /// store: copy the backup to another device to guard against media failure.
+    ///
+    /// Restore: a backup is a store. Open `dest` with [`Db::open`] (which writes to it: a
+    /// new manifest and log), or move it into place of a closed store first.
     ///
     /// # Errors
     /// `InvalidArgument` if `dest` exists or the store is closed; `Error::Io` if a file

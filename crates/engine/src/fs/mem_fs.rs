@@ -46,7 +46,7 @@ use crate::error::{Error, Result};
 /// A kind of call whose n-th occurrence a [`Fault`] can fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Op {
-    /// `create` and `create_dir`.
+    /// `create`, `create_dir` and `hard_link`.
     Create,
     /// `WritableFile::append`.
     Write,
@@ -56,7 +56,7 @@ pub(crate) enum Op {
     SyncDir,
     /// `FileSystem::rename`.
     Rename,
-    /// `FileSystem::remove`.
+    /// `FileSystem::remove` and `remove_dir`.
     Remove,
 }
 

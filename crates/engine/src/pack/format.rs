@@ -336,6 +336,13 @@ mod tests {
         // 20 header + 7 member bytes + 4 count + 2 entries + 32 footer.
         let dir_len = 4 + (ENTRY_FIXED_LEN + 10) + (ENTRY_FIXED_LEN + 7);
         assert_eq!(image.len(), 20 + 7 + dir_len + 32);
+        // FORMAT.md §9 shows this file byte by byte.
+        let hex: String = image.iter().map(|b| format!("{b:02x}")).collect();
+        assert!(
+            hex.starts_with("435041") && hex.contains("85d73241616263"),
+            "{hex}"
+        );
+        assert!(hex.ends_with("99351938010000004350414ba9803e17"), "{hex}");
         let (frame, entries) = decode(&image).unwrap();
         assert_eq!(frame.seqno, 7);
         assert_eq!(frame.dir_offset, 27);
