@@ -291,3 +291,55 @@ fn incr_and_count() {
     assert_eq!(ok(&run(&["count", s(&store)])), b"2\n");
     assert_eq!(code(&run(&["count", s(&store), "--keyspace", "other"])), 1);
 }
+
+#[test]
+fn backup_verify_pack_and_unpack() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    for i in 0..50 {
+        put(&store, &[&format!("k{i:02}"), &format!("v{i}")]);
+    }
+    let backup = dir.path().join("b");
+    let said = String::from_utf8(ok(&run(&["backup", s(&store), s(&backup)]))).unwrap();
+    assert!(said.starts_with("backup of seqno 50 "), "{said}");
+    assert_eq!(
+        code(&run(&["backup", s(&store), s(&backup)])),
+        1,
+        "dest exists"
+    );
+    assert_eq!(ok(&run(&["get", s(&backup), "k49"])), b"v49");
+
+    let report = String::from_utf8(ok(&run(&["verify", s(&store)]))).unwrap();
+    assert!(report.ends_with(", 0 problems\n"), "{report}");
+    assert!(report.contains("CURRENT"), "{report}");
+
+    let pack = dir.path().join("s.pack");
+    ok(&run(&["pack", s(&backup), s(&pack)]));
+    let copy = dir.path().join("copy");
+    ok(&run(&["unpack", s(&pack), s(&copy)]));
+    assert_eq!(ok(&run(&["count", s(&copy)])), b"50\n");
+
+    // A flipped byte in the pack: refused with exit 3 and nothing created.
+    let mut bytes = std::fs::read(&pack).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x10;
+    std::fs::write(&pack, &bytes).unwrap();
+    let again = dir.path().join("again");
+    assert_eq!(code(&run(&["unpack", s(&pack), s(&again)])), 3);
+    assert!(!again.exists());
+
+    // A damaged file of the store: verify names it and exits 3.
+    let wal = std::fs::read_dir(&copy)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "wal"))
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap();
+    let mut bytes = std::fs::read(&wal).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x01;
+    std::fs::write(&wal, &bytes).unwrap();
+    let out = run(&["verify", s(&copy)]);
+    assert_eq!(code(&out), 3, "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("DAMAGED"));
+}

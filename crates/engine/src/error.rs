@@ -26,6 +26,8 @@ pub enum FileKind {
     Table,
     /// An ordered-store manifest file (the log of version edits) or its `CURRENT` pointer.
     Manifest,
+    /// A pack: one file holding a checkpoint of a store (`cairn::pack`).
+    Pack,
 }
 
 impl fmt::Display for FileKind {
@@ -36,6 +38,7 @@ impl fmt::Display for FileKind {
             FileKind::Wal => "write-ahead log file",
             FileKind::Table => "table file",
             FileKind::Manifest => "manifest file",
+            FileKind::Pack => "pack file",
         })
     }
 }

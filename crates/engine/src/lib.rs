@@ -84,6 +84,7 @@ mod key;
 mod memtable;
 mod mmap;
 mod options;
+pub mod pack;
 mod snapshot;
 mod table;
 #[doc(hidden)]
@@ -95,7 +96,8 @@ mod wal;
 pub use attrs::{EntryOptions, Head, Meta, MAX_META_LEN};
 pub use clock::Clock;
 pub use db::{
-    Batch, Db, EntryIter, HeadIter, Iter, Keyspace, Stats, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN,
+    verify, verify_report, BackupInfo, Batch, Db, EntryIter, HeadIter, Iter, Keyspace, Stats,
+    VerifiedFile, VerifyReport, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN,
 };
 pub use error::{Corruption, Error, FileKind, Reason, Result};
 pub use options::{Compression, Durability, Options};

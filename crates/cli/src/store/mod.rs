@@ -2,7 +2,8 @@
 //! command line.
 //!
 //! One module per command group: `kv` (put, get, head, delete), `scan`, `counters` (incr,
-//! count), `transfer` (dump, restore, export, import), `admin` (info, backup, verify).
+//! count), `transfer` (dump, restore, export, import), `admin` (info, backup, verify, pack,
+//! unpack).
 //! This module holds what they share: the `--keyspace`/`--hex` arguments, opening the
 //! store, and turning engine output errors into quiet broken-pipe exits.
 //!
@@ -44,6 +45,8 @@ pub enum StoreCommand {
     Dump(transfer::DumpArgs),
     Restore(transfer::RestoreArgs),
     Info(admin::InfoArgs),
+    Pack(admin::PackArgs),
+    Unpack(admin::UnpackArgs),
 }
 
 /// Runs one ordered-store command; returns its exit code.
@@ -63,6 +66,8 @@ pub fn run(command: StoreCommand, out: &mut dyn Write) -> CliResult<u8> {
         StoreCommand::Dump(a) => transfer::dump(&a, out),
         StoreCommand::Restore(a) => transfer::restore(&a, out),
         StoreCommand::Info(a) => admin::info(&a, out),
+        StoreCommand::Pack(a) => admin::pack(&a, out),
+        StoreCommand::Unpack(a) => admin::unpack(&a, out),
     }
 }
 
@@ -122,11 +127,4 @@ pub fn output_error(e: cairn::Error) -> CliError {
         }
         other => CliError::Engine(other),
     }
-}
-
-/// The error of a command whose engine support is not in this build.
-pub fn not_available(command: &str, needs: &str) -> CliError {
-    CliError::msg(format!(
-        "`cairn {command}` is not available in this build: it needs {needs}"
-    ))
 }

@@ -6,7 +6,9 @@
 //! - [`read`]: point reads and scans over memtables and tables at a snapshot;
 //! - [`flush`]: memtable → one table per keyspace, recorded in the manifest;
 //! - [`background`]: the threads that flush and compact, and deletion of obsolete files;
-//! - [`recover`]: opening a store: manifest, then WAL replay.
+//! - [`recover`]: opening a store: manifest, then WAL replay;
+//! - [`checkpoint`]: the files of one consistent state, for [`backup`], packs and
+//!   [`verify`].
 //!
 //! Invariants (see docs/DESIGN.md for the full argument):
 //! 1. Seqnos are assigned by the write leader in WAL order; a write is visible to readers
@@ -22,12 +24,15 @@
 //!    store refuses writes (`Error::Poisoned` or the original error) and stays readable.
 
 mod background;
+mod backup;
+pub(crate) mod checkpoint;
 mod counter;
 #[cfg(test)]
 mod crash_tests;
 pub(crate) mod flush;
 mod read;
 mod recover;
+mod verify;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -46,8 +51,11 @@ use crate::snapshot::{Registry, Snapshot};
 use crate::table::BlockCache;
 use crate::version::{Manifest, Version};
 
+pub(crate) use backup::temp_sibling;
+pub use backup::BackupInfo;
 pub(crate) use read::{install, SuperVersion};
 pub use read::{EntryIter, HeadIter, Iter};
+pub use verify::{verify, verify_report, VerifiedFile, VerifyReport};
 
 /// The name of the keyspace every store has.
 pub const DEFAULT_KEYSPACE: &str = "default";

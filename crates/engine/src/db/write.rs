@@ -644,6 +644,31 @@ pub(crate) fn flush_wal(inner: &Inner, sync: bool) -> Result<()> {
     Ok(())
 }
 
+/// Where the log ends now: every record appended so far (async ones included) is written
+/// to the OS, and the result is (current log file id, its length, the largest seqno in
+/// the log). The length is at a record boundary, so the file's first `len` bytes are a
+/// valid log holding exactly the writes up to that seqno. Used by backups and
+/// verification; the caller holds the state lock, so the log file cannot switch.
+pub(crate) fn log_end(inner: &Inner) -> Result<(u64, u64, u64)> {
+    let mut wal = inner.write.wal.lock();
+    if wal.poisoned.is_some() {
+        return Err(Error::Poisoned);
+    }
+    let outcome = (|| -> Result<(u64, u64)> {
+        drain_pending(inner, &mut wal)?;
+        let writer = wal.writer.as_mut().ok_or(Error::Poisoned)?;
+        writer.flush()?;
+        Ok((writer.id(), writer.len()))
+    })();
+    match outcome {
+        Ok((id, len)) => Ok((id, len, wal.appended)),
+        Err(e) => {
+            poison(&mut wal, &e);
+            Err(e)
+        }
+    }
+}
+
 /// The log thread: writes queued async records and performs periodic fsyncs until
 /// shutdown (after which it writes what is queued and exits).
 pub(crate) fn log_thread(inner: Arc<Inner>) {
