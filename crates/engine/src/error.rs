@@ -26,6 +26,8 @@ pub enum FileKind {
     Table,
     /// An ordered-store manifest file (the log of version edits) or its `CURRENT` pointer.
     Manifest,
+    /// An ordered-store blob file (`.blob`): values kept apart from the tables.
+    Blob,
 }
 
 impl fmt::Display for FileKind {
@@ -36,6 +38,7 @@ impl fmt::Display for FileKind {
             FileKind::Wal => "write-ahead log file",
             FileKind::Table => "table file",
             FileKind::Manifest => "manifest file",
+            FileKind::Blob => "blob file",
         })
     }
 }

@@ -83,6 +83,7 @@ mod table;
 #[doc(hidden)]
 pub mod testing;
 mod version;
+mod vlog;
 mod wal;
 
 pub use db::{Batch, Db, Iter, Keyspace, Stats, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN};
