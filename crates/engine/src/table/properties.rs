@@ -4,18 +4,21 @@
 //! Encoding: a sequence of fields `tag: VLQ, len: VLQ, value[len]` with strictly
 //! increasing tags. Integer fields hold exactly one VLQ filling `value`; key fields hold
 //! an encoded internal key. Unknown tags are skipped, so a later writer may add
-//! informational fields without a version bump; every known tag below is required.
+//! informational fields without a version bump; every known tag up to 10 is required, and
+//! tag 11 (`blob_refs`, [`BlobRefs`]) is written only by a table that references blob
+//! files (absent means none).
 //!
 //! Invariants checked by [`Properties::decode`]: every required field present once, tags
 //! increasing, `1 <= entries`, `tombstones <= entries`, `1 <= data_blocks <= entries`,
 //! `min_seqno <= max_seqno <= SeqNo::MAX`, both keys decode as internal keys with
-//! `smallest <= largest`, a known compression, and a creation version equal to the
-//! footer's.
+//! `smallest <= largest`, a known compression, a creation version equal to the
+//! footer's, and no more blob references than entries.
 //!
 //! Thread-safety: plain values and pure functions.
 
 use std::cmp::Ordering;
 
+use super::blob_refs::BlobRefs;
 use super::{Compression, TableMeta, FORMAT_VERSION};
 use crate::coding::{put_vlq, Cursor};
 use crate::error::Reason;
@@ -35,6 +38,8 @@ mod tag {
     pub(super) const FORMAT_VERSION: u64 = 10;
     /// Highest tag this build requires.
     pub(super) const LAST: u64 = 10;
+    /// Optional: the table's references into the value log.
+    pub(super) const BLOB_REFS: u64 = 11;
 }
 
 /// The contents of a properties block.
@@ -61,6 +66,8 @@ pub(crate) struct Properties {
     pub(crate) compression: Compression,
     /// The format version the table was created with.
     pub(crate) format_version: u32,
+    /// Per blob file, the value handles of this table that point into it and their bytes.
+    pub(crate) blob_refs: BlobRefs,
 }
 
 impl Properties {
@@ -87,6 +94,9 @@ impl Properties {
         field(tag::DATA_BLOCKS, &vlq(self.data_blocks));
         field(tag::COMPRESSION, &vlq(u64::from(self.compression.as_u8())));
         field(tag::FORMAT_VERSION, &vlq(u64::from(self.format_version)));
+        if !self.blob_refs.is_empty() {
+            field(tag::BLOB_REFS, &self.blob_refs.encode());
+        }
         out
     }
 
@@ -98,6 +108,7 @@ impl Properties {
     pub(crate) fn decode(raw: &[u8]) -> Result<Properties, Reason> {
         let mut ints = [None::<u64>; tag::LAST as usize + 1];
         let (mut smallest, mut largest) = (None, None);
+        let mut blob_refs = BlobRefs::default();
         let mut cur = Cursor::new(raw);
         let mut last_tag = 0u64;
         while !cur.is_empty() {
@@ -111,6 +122,7 @@ impl Properties {
             match t {
                 tag::SMALLEST => smallest = Some(value.to_vec()),
                 tag::LARGEST => largest = Some(value.to_vec()),
+                tag::BLOB_REFS => blob_refs = BlobRefs::decode(value)?,
                 t if t <= tag::LAST => {
                     let mut v = Cursor::new(value);
                     let n = v.vlq()?;
@@ -149,6 +161,7 @@ impl Properties {
             },
             format_version: u32::try_from(int(tag::FORMAT_VERSION)?)
                 .map_err(|_| Reason::BadEntry("properties format version is out of range"))?,
+            blob_refs,
         };
         props.check()?;
         Ok(props)
@@ -161,7 +174,8 @@ impl Properties {
             && self.data_blocks <= self.entries
             && self.min_seqno <= self.max_seqno
             && self.max_seqno <= SeqNo::MAX
-            && compare_encoded(&self.smallest, &self.largest) != Ordering::Greater;
+            && compare_encoded(&self.smallest, &self.largest) != Ordering::Greater
+            && self.blob_refs.handle_count() <= self.entries;
         if !ok {
             return Err(Reason::BadEntry("table properties are inconsistent"));
         }
@@ -210,6 +224,7 @@ mod tests {
             data_blocks: 2,
             compression: Compression::Lz4,
             format_version: FORMAT_VERSION,
+            blob_refs: BlobRefs::default(),
         }
     }
 
@@ -220,6 +235,25 @@ mod tests {
         assert_eq!(Properties::decode(&raw), Ok(p.clone()));
         raw.extend_from_slice(&[42, 2, 0xaa, 0xbb]); // a later writer's tag 42
         assert_eq!(Properties::decode(&raw), Ok(p));
+    }
+
+    #[test]
+    fn blob_references_round_trip_and_are_checked_against_entries() {
+        let mut p = sample();
+        p.blob_refs.add(40, 70_000);
+        p.blob_refs.add(41, 5_000);
+        let raw = p.encode();
+        assert_eq!(Properties::decode(&raw), Ok(p.clone()));
+        // Without references the field is absent, so tables without blobs are unchanged.
+        assert_eq!(sample().encode().len() + 2 + p.blob_refs.encode().len(), raw.len());
+        // More handles than entries.
+        p.blob_refs.add(41, 1);
+        p.blob_refs.add(41, 1);
+        assert!(Properties::decode(&p.encode()).is_err());
+        // A malformed reference list.
+        let mut bad = sample().encode();
+        bad.extend_from_slice(&[11, 2, 0x01, 0x07]);
+        assert!(Properties::decode(&bad).is_err());
     }
 
     #[test]

@@ -29,6 +29,7 @@ use super::compression::unseal;
 use super::filter::Filter;
 use super::footer::{BlockHandle, Footer};
 use super::iter::TableIter;
+use super::blob_refs::BlobRefs;
 use super::properties::Properties;
 use super::{TableMeta, FOOTER_LEN, MAX_BLOCK_LEN};
 use crate::cursor::Cursor;
@@ -183,6 +184,12 @@ impl Reader {
     /// The path the table was opened with.
     pub(crate) fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The table's references into the value log (empty for a table without value
+    /// handles).
+    pub(crate) fn blob_refs(&self) -> &BlobRefs {
+        &self.properties.blob_refs
     }
 
     /// The table's summary, rebuilt from its properties block and file size.
