@@ -416,6 +416,13 @@ mod tests {
         }
         .encode();
         assert_eq!(hex(&header), "43424c42010000000700000000000000c473c781");
+        let handle = super::super::ValueHandle {
+            file_id: 7,
+            offset: r.offset,
+            value_len: r.value_len,
+            check: r.header_crc,
+        };
+        assert_eq!(hex(&handle.encode()), "00071405845ee0db");
         assert_eq!(
             hex(&rec),
             [

@@ -59,7 +59,7 @@ pub(crate) use handle::{decode_entry_value, encode_entry_value, ValueHandle};
 #[allow(unused_imports)] // likewise
 pub(crate) use reader::{Reader, DEFAULT_OPEN_FILES};
 #[allow(unused_imports)] // likewise
-pub(crate) use scan::{scan, Scanned, ScannedRecord};
+pub(crate) use scan::{scan, scan_path, Scanned, ScannedRecord};
 #[allow(unused_imports)] // likewise
 pub(crate) use value_reader::ValueReader;
 #[allow(unused_imports)] // likewise
