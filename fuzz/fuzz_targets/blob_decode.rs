@@ -22,9 +22,7 @@ const FILE_ID: u64 = 5;
 
 /// Masked CRC32C of the concatenation of `parts` (FORMAT.md §2).
 fn crc(parts: &[&[u8]]) -> u32 {
-    let c = parts
-        .iter()
-        .fold(0u32, |c, p| crc32c::crc32c_append(c, p));
+    let c = parts.iter().fold(0u32, |c, p| crc32c::crc32c_append(c, p));
     c.rotate_right(15).wrapping_add(0xa282_ead8)
 }
 
@@ -60,7 +58,11 @@ fn build(spec: &[u8], sealed: bool) -> Built {
         bytes.extend_from_slice(&key);
         for (index, chunk) in value.chunks(CHUNK).enumerate() {
             bytes.extend_from_slice(chunk);
-            let c = crc(&[&header_crc.to_le_bytes(), &(index as u32).to_le_bytes(), chunk]);
+            let c = crc(&[
+                &header_crc.to_le_bytes(),
+                &(index as u32).to_le_bytes(),
+                chunk,
+            ]);
             bytes.extend_from_slice(&c.to_le_bytes());
         }
         value_bytes += u64::from(value_len);

@@ -95,19 +95,13 @@ impl BlobRefs {
                 Some(p) if delta >= 1 => p
                     .checked_add(delta)
                     .ok_or(Reason::BadEntry("blob reference file id overflows"))?,
-                Some(_) => {
-                    return Err(Reason::BadEntry(
-                        "blob reference file ids do not increase",
-                    ))
-                }
+                Some(_) => return Err(Reason::BadEntry("blob reference file ids do not increase")),
             };
             let handles = cur.vlq()?;
             let bytes = cur.vlq()?;
             let max_bytes = u128::from(handles) * u128::from(u32::MAX);
             if handles == 0 || u128::from(bytes) > max_bytes {
-                return Err(Reason::BadEntry(
-                    "blob reference counts are inconsistent",
-                ));
+                return Err(Reason::BadEntry("blob reference counts are inconsistent"));
             }
             refs.insert(id, BlobRef { handles, bytes });
             prev = Some(id);
@@ -135,8 +129,20 @@ mod tests {
         assert_eq!(
             r.iter().collect::<Vec<_>>(),
             vec![
-                (7, BlobRef { handles: 1, bytes: 5 }),
-                (300, BlobRef { handles: 2, bytes: 3000 }),
+                (
+                    7,
+                    BlobRef {
+                        handles: 1,
+                        bytes: 5
+                    }
+                ),
+                (
+                    300,
+                    BlobRef {
+                        handles: 2,
+                        bytes: 3000
+                    }
+                ),
             ]
         );
         assert_eq!(r.handle_count(), 3);
@@ -154,13 +160,13 @@ mod tests {
     #[test]
     fn malformed_values_are_refused() {
         let bad: [&[u8]; 7] = [
-            &[],                       // no count
-            &[0x02, 0x07, 0x01, 0x05], // count larger than the entries
-            &[0xff, 0xff, 0x7f],       // a count no payload can hold
-            &[0x02, 0x07, 0x01, 0x05, 0x00, 0x01, 0x05], // repeated id
-            &[0x01, 0x07, 0x00, 0x00], // no handles
+            &[],                                               // no count
+            &[0x02, 0x07, 0x01, 0x05],                         // count larger than the entries
+            &[0xff, 0xff, 0x7f],                               // a count no payload can hold
+            &[0x02, 0x07, 0x01, 0x05, 0x00, 0x01, 0x05],       // repeated id
+            &[0x01, 0x07, 0x00, 0x00],                         // no handles
             &[0x01, 0x07, 0x01, 0x80, 0x80, 0x80, 0x80, 0x10], // 2^32 bytes for one handle
-            &[0x00, 0x00],             // trailing bytes
+            &[0x00, 0x00],                                     // trailing bytes
         ];
         for (i, raw) in bad.iter().enumerate() {
             assert!(BlobRefs::decode(raw).is_err(), "case {i}");

@@ -42,9 +42,9 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
-#[allow(unused_imports)] // the Db, flush and compaction use these; unused until they land
 #[allow(unused_imports)] // the value log's GC accounting; unused until the integration lands
 pub(crate) use blob_refs::{BlobRef, BlobRefs};
+#[allow(unused_imports)] // the Db, flush and compaction use these; unused until they land
 pub(crate) use cache::BlockCache;
 pub(crate) use compression::Compression;
 #[allow(unused_imports)] // likewise

@@ -245,7 +245,10 @@ mod tests {
         let raw = p.encode();
         assert_eq!(Properties::decode(&raw), Ok(p.clone()));
         // Without references the field is absent, so tables without blobs are unchanged.
-        assert_eq!(sample().encode().len() + 2 + p.blob_refs.encode().len(), raw.len());
+        assert_eq!(
+            sample().encode().len() + 2 + p.blob_refs.encode().len(),
+            raw.len()
+        );
         // More handles than entries.
         p.blob_refs.add(41, 1);
         p.blob_refs.add(41, 1);

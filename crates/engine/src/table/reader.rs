@@ -23,13 +23,13 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::blob_refs::BlobRefs;
 use super::block::{Block, BlockCursor};
 use super::cache::BlockCache;
 use super::compression::unseal;
 use super::filter::Filter;
 use super::footer::{BlockHandle, Footer};
 use super::iter::TableIter;
-use super::blob_refs::BlobRefs;
 use super::properties::Properties;
 use super::{TableMeta, FOOTER_LEN, MAX_BLOCK_LEN};
 use crate::cursor::Cursor;

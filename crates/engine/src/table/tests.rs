@@ -457,8 +457,20 @@ fn blob_references_are_recorded_in_the_properties() {
     assert_eq!(
         refs,
         vec![
-            (100, BlobRef { handles: 2, bytes: 6000 }), // i = 0, 6
-            (101, BlobRef { handles: 2, bytes: 12000 }), // i = 3, 9
+            (
+                100,
+                BlobRef {
+                    handles: 2,
+                    bytes: 6000
+                }
+            ), // i = 0, 6
+            (
+                101,
+                BlobRef {
+                    handles: 2,
+                    bytes: 12000
+                }
+            ), // i = 3, 9
         ]
     );
     assert_eq!(r.verify().unwrap(), 10);

@@ -652,7 +652,12 @@ mod tests {
         assert_eq!(e.encode(), expected);
         assert_eq!(decode(&expected).unwrap(), e);
         // Values or records that cannot fit in the file.
-        for (size, count, bytes) in [(200, 2, 149), (19, 0, 0), (100, 6, 0), (u64::MAX, u64::MAX, 1)] {
+        for (size, count, bytes) in [
+            (200, 2, 149),
+            (19, 0, 0),
+            (100, 6, 0),
+            (u64::MAX, u64::MAX, 1),
+        ] {
             let bad = BlobFileMeta {
                 id: 1,
                 file_size: size,
@@ -746,19 +751,21 @@ mod tests {
                 any::<Option<u32>>(),
             ),
         )
-            .prop_map(|(created, dropped, added, removed, (blobs, unblobs), (w, n, f, k))| Edit {
-                // "\PC{1,40}" is at most 160 bytes, inside the name limit.
-                created_keyspaces: created,
-                dropped_keyspaces: dropped,
-                added_tables: added,
-                removed_tables: removed,
-                wal_min_id: w,
-                next_file_id: n,
-                flushed_seqno: f,
-                next_keyspace_id: k,
-                added_blob_files: blobs,
-                removed_blob_files: unblobs,
-            })
+            .prop_map(
+                |(created, dropped, added, removed, (blobs, unblobs), (w, n, f, k))| Edit {
+                    // "\PC{1,40}" is at most 160 bytes, inside the name limit.
+                    created_keyspaces: created,
+                    dropped_keyspaces: dropped,
+                    added_tables: added,
+                    removed_tables: removed,
+                    wal_min_id: w,
+                    next_file_id: n,
+                    flushed_seqno: f,
+                    next_keyspace_id: k,
+                    added_blob_files: blobs,
+                    removed_blob_files: unblobs,
+                },
+            )
     }
 
     proptest! {

@@ -650,7 +650,10 @@ mod tests {
         };
         let v1 = apply(&v, &add_blobs).unwrap();
         assert!(v.blob_files().is_empty(), "the receiver is unchanged");
-        assert_eq!(v1.blob_files().keys().copied().collect::<Vec<_>>(), vec![20, 21]);
+        assert_eq!(
+            v1.blob_files().keys().copied().collect::<Vec<_>>(),
+            vec![20, 21]
+        );
         assert_eq!(v1.blob_files()[&21], blob(21));
         assert_eq!(apply(&Version::empty(), &v1.snapshot_edit()).unwrap(), v1);
         // An edit without blob changes shares the blob map.
@@ -663,7 +666,10 @@ mod tests {
             ..Edit::default()
         };
         let v3 = apply(&v2, &gc).unwrap();
-        assert_eq!(v3.blob_files().keys().copied().collect::<Vec<_>>(), vec![21, 22]);
+        assert_eq!(
+            v3.blob_files().keys().copied().collect::<Vec<_>>(),
+            vec![21, 22]
+        );
 
         let blobs = |added: Vec<BlobFileMeta>, removed: Vec<u64>| Edit {
             added_blob_files: added,
@@ -673,8 +679,16 @@ mod tests {
         rejects(&v3, &blobs(vec![], vec![20]), "not live");
         rejects(&v3, &blobs(vec![blob(21)], vec![]), "already present");
         rejects(&v3, &blobs(vec![blob(10)], vec![]), "already present"); // a table id
-        rejects(&v3, &blobs(vec![blob(23), blob(23)], vec![]), "already present");
-        rejects(&v3, &blobs(vec![blob(100)], vec![]), "not below next_file_id");
+        rejects(
+            &v3,
+            &blobs(vec![blob(23), blob(23)], vec![]),
+            "already present",
+        );
+        rejects(
+            &v3,
+            &blobs(vec![blob(100)], vec![]),
+            "not below next_file_id",
+        );
         let mut tiny = blob(23);
         tiny.file_size = 10;
         rejects(&v3, &blobs(vec![tiny], vec![]), "invariants");

@@ -103,7 +103,10 @@ fn check(run: &Run, crashed: &MemFs, label: &str) -> usize {
             ended = true;
         }
     }
-    assert!(replayed >= run.synced, "{label}: replay stopped before a synced record");
+    assert!(
+        replayed >= run.synced,
+        "{label}: replay stopped before a synced record"
+    );
     // Every file that exists scans to a prefix of what was written to it, never an error.
     for id in &run.files {
         let path = dir().join(file_name(*id));

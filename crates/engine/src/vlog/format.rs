@@ -263,7 +263,9 @@ impl RecordRef {
     /// Bytes of value in chunk `index` (0 past the last chunk).
     pub(crate) fn chunk_len(&self, index: u64) -> u64 {
         let start = index.saturating_mul(CHUNK_LEN);
-        u64::from(self.value_len).saturating_sub(start).min(CHUNK_LEN)
+        u64::from(self.value_len)
+            .saturating_sub(start)
+            .min(CHUNK_LEN)
     }
 
     /// File offset of chunk `index`.
@@ -426,15 +428,15 @@ mod tests {
         assert_eq!(
             hex(&rec),
             [
-                "845ee0db",     // header_crc
-                "01000000",     // keyspace 1
-                "05000000",     // value_len 5
-                "0100",         // key_len 1
-                "00",           // flags
-                "00",           // reserved
-                "6b",           // key "k"
-                "68656c6c6f",   // chunk 0: "hello"
-                "8e1a93c6",     // chunk 0 crc
+                "845ee0db",   // header_crc
+                "01000000",   // keyspace 1
+                "05000000",   // value_len 5
+                "0100",       // key_len 1
+                "00",         // flags
+                "00",         // reserved
+                "6b",         // key "k"
+                "68656c6c6f", // chunk 0: "hello"
+                "8e1a93c6",   // chunk 0 crc
             ]
             .concat()
         );
@@ -507,8 +509,14 @@ mod tests {
             assert!(other.check_chunk(i, framed).is_err());
         }
         // The header is bound to its file id and offset, and to the key.
-        assert!(RecordRef::parse(3, 99, raw).unwrap().check(raw, b"key").is_err());
-        assert!(RecordRef::parse(4, 100, raw).unwrap().check(raw, b"key").is_err());
+        assert!(RecordRef::parse(3, 99, raw)
+            .unwrap()
+            .check(raw, b"key")
+            .is_err());
+        assert!(RecordRef::parse(4, 100, raw)
+            .unwrap()
+            .check(raw, b"key")
+            .is_err());
         assert!(parsed.check(raw, b"kez").is_err());
     }
 

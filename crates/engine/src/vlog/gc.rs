@@ -156,16 +156,32 @@ mod tests {
         assert_eq!(
             u,
             vec![
-                FileUsage { id: 1, total_bytes: 1000, live_bytes: 500 },
-                FileUsage { id: 2, total_bytes: 500, live_bytes: 500 }, // capped
-                FileUsage { id: 3, total_bytes: 0, live_bytes: 0 },
+                FileUsage {
+                    id: 1,
+                    total_bytes: 1000,
+                    live_bytes: 500
+                },
+                FileUsage {
+                    id: 2,
+                    total_bytes: 500,
+                    live_bytes: 500
+                }, // capped
+                FileUsage {
+                    id: 3,
+                    total_bytes: 0,
+                    live_bytes: 0
+                },
             ]
         );
     }
 
     #[test]
     fn plan_deletes_dead_files_and_rewrites_the_most_garbage_first() {
-        let f = |id, total, live| FileUsage { id, total_bytes: total, live_bytes: live };
+        let f = |id, total, live| FileUsage {
+            id,
+            total_bytes: total,
+            live_bytes: live,
+        };
         let files = [
             f(1, 1000, 0),   // dead
             f(2, 1000, 500), // exactly 50 %
@@ -174,12 +190,30 @@ mod tests {
             f(5, 1000, 100),
             f(6, 0, 0), // empty: dead
         ];
-        let p = plan(&files, &Policy { min_garbage_percent: 50, max_files: 2 });
+        let p = plan(
+            &files,
+            &Policy {
+                min_garbage_percent: 50,
+                max_files: 2,
+            },
+        );
         assert_eq!(p.delete, vec![1, 6]);
         assert_eq!(p.rewrite, vec![4, 5]);
-        let p = plan(&files, &Policy { min_garbage_percent: 50, max_files: 10 });
+        let p = plan(
+            &files,
+            &Policy {
+                min_garbage_percent: 50,
+                max_files: 10,
+            },
+        );
         assert_eq!(p.rewrite, vec![4, 5, 2]);
-        let p = plan(&files, &Policy { min_garbage_percent: 100, max_files: 10 });
+        let p = plan(
+            &files,
+            &Policy {
+                min_garbage_percent: 100,
+                max_files: 10,
+            },
+        );
         assert!(p.rewrite.is_empty());
     }
 

@@ -51,7 +51,10 @@ fn a_300_mib_value_streams_in_and_out_with_bounded_memory() {
     let h = w
         .append_from(KeyspaceId(0), b"big", LEN as u32, &mut source)
         .unwrap();
-    assert_eq!(source.pos, LEN, "exactly the value was read from the source");
+    assert_eq!(
+        source.pos, LEN,
+        "exactly the value was read from the source"
+    );
     assert!(w.buffer_capacity() <= (1 << 20) + CHUNK_LEN as usize + 64);
     w.sync().unwrap();
 

@@ -120,7 +120,10 @@ impl Reader {
     fn locate(
         &self,
         handle: &ValueHandle,
-    ) -> Result<(Arc<dyn ReadableFile>, std::result::Result<RecordRef, Reason>)> {
+    ) -> Result<(
+        Arc<dyn ReadableFile>,
+        std::result::Result<RecordRef, Reason>,
+    )> {
         let file = self.file(handle.file_id)?;
         let file_len = file.len()?;
         let found = read_record(file.as_ref(), handle.file_id, handle.offset, file_len)?;
@@ -246,7 +249,14 @@ mod tests {
         let mut got = Vec::new();
         s.read_to_end(&mut got).unwrap();
         assert_eq!(got, v);
-        for at in [0u64, 5, CHUNK_LEN - 1, CHUNK_LEN, 2 * CHUNK_LEN + 7, v.len() as u64 - 1] {
+        for at in [
+            0u64,
+            5,
+            CHUNK_LEN - 1,
+            CHUNK_LEN,
+            2 * CHUNK_LEN + 7,
+            v.len() as u64 - 1,
+        ] {
             s.seek(SeekFrom::Start(at)).unwrap();
             let mut buf = [0u8; 100];
             let n = s.read(&mut buf).unwrap();
@@ -267,10 +277,19 @@ mod tests {
         let (fs, h) = setup(&[(1, v.clone())]);
         let r = Reader::new(Arc::new(fs.clone()), Path::new("/db"), 4);
         let bad = [
-            ValueHandle { check: h[0].check ^ 1, ..h[0] },
-            ValueHandle { value_len: 69_999, ..h[0] },
+            ValueHandle {
+                check: h[0].check ^ 1,
+                ..h[0]
+            },
+            ValueHandle {
+                value_len: 69_999,
+                ..h[0]
+            },
             ValueHandle { offset: 21, ..h[0] },
-            ValueHandle { offset: u64::MAX, ..h[0] },
+            ValueHandle {
+                offset: u64::MAX,
+                ..h[0]
+            },
         ];
         for b in &bad {
             assert!(r.read(b).unwrap_err().is_corruption(), "{b:?}");

@@ -23,8 +23,8 @@
 use std::path::Path;
 
 use super::format::{
-    decode_file_header, Footer, HeaderError, RecordRef, CHUNK_CRC_LEN, CHUNK_LEN,
-    FILE_HEADER_LEN, FOOTER_LEN, RECORD_HEADER_LEN,
+    decode_file_header, Footer, HeaderError, RecordRef, CHUNK_CRC_LEN, CHUNK_LEN, FILE_HEADER_LEN,
+    FOOTER_LEN, RECORD_HEADER_LEN,
 };
 use super::{parse_file_name, ValueHandle};
 use crate::error::{Error, FileKind, Reason, Result};
@@ -369,7 +369,10 @@ mod tests {
             put(&fs, &bytes[..cut]);
             let s = scan_path(&fs, &path(), true).unwrap();
             let n = s.records.len();
-            assert!(values[..n].iter().zip(&s.records).all(|((at, _), r)| *at == r.offset));
+            assert!(values[..n]
+                .iter()
+                .zip(&s.records)
+                .all(|((at, _), r)| *at == r.offset));
             if cut as u64 >= FILE_HEADER_LEN {
                 // The valid prefix ends where record n starts, and the cut lies inside
                 // record n: no complete record is dropped.
@@ -378,7 +381,11 @@ mod tests {
                 assert_eq!(s.valid_end, start, "cut {cut}");
                 assert!(start <= cut as u64 && (cut as u64) < next, "cut {cut}");
             }
-            assert_eq!(s.torn_tail.is_some(), cut as u64 != s.valid_end, "cut {cut}");
+            assert_eq!(
+                s.torn_tail.is_some(),
+                cut as u64 != s.valid_end,
+                "cut {cut}"
+            );
             cut += step(cut);
         }
     }
@@ -500,7 +507,10 @@ mod tests {
         put(&fs, &bytes);
         assert!(scan_path(&fs, &path(), true).unwrap_err().is_corruption());
         // A newer version.
-        put(&fs, &crate::checksum::file_header(super::super::format::MAGIC, 9, ID));
+        put(
+            &fs,
+            &crate::checksum::file_header(super::super::format::MAGIC, 9, ID),
+        );
         assert!(matches!(
             scan_path(&fs, &path(), true),
             Err(Error::UnsupportedVersion {

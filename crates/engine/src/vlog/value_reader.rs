@@ -80,8 +80,8 @@ impl ValueReader {
             return Ok(());
         }
         self.loaded = None;
-        let checked = read_chunk(self.file.as_ref(), &self.record, index, &mut self.chunk)
-            .map_err(to_io)?;
+        let checked =
+            read_chunk(self.file.as_ref(), &self.record, index, &mut self.chunk).map_err(to_io)?;
         if let Err((at, reason)) = checked {
             return Err(to_io(Error::corruption(
                 FileKind::Blob,

@@ -169,15 +169,18 @@ impl Writer {
         debug_assert!(value_len as usize <= MAX_VALUE_LEN);
         let len = record_len(key.len(), value_len);
         if let Some(a) = &self.active {
-            if a.len > FILE_HEADER_LEN && a.len.saturating_add(len) > self.options.max_file_len
-            {
+            if a.len > FILE_HEADER_LEN && a.len.saturating_add(len) > self.options.max_file_len {
                 self.rotate()?;
             }
         }
         let result = self.write_record(keyspace, key, value_len, source);
         match result {
             Ok(h) => Ok(h),
-            Err(e @ Error::Io { op: "read value", .. }) => {
+            Err(
+                e @ Error::Io {
+                    op: "read value", ..
+                },
+            ) => {
                 // The partial record can never be completed: finish the file here.
                 self.abandon()?;
                 Err(e)
@@ -416,7 +419,10 @@ mod tests {
         let fs = new_fs();
         let mut w = writer(&fs, DEFAULT_MAX_FILE_LEN);
         assert_eq!(w.active_id(), None);
-        assert!(fs.list_dir(&dir()).unwrap().is_empty(), "no file before an append");
+        assert!(
+            fs.list_dir(&dir()).unwrap().is_empty(),
+            "no file before an append"
+        );
         let mut handles = Vec::new();
         for i in 0..20u64 {
             let v = value(i, (i as usize) * 9_000);
@@ -444,7 +450,10 @@ mod tests {
         assert_eq!(meta.record_count, 20);
         assert_eq!(
             meta.value_bytes,
-            handles.iter().map(|(h, _)| u64::from(h.value_len)).sum::<u64>()
+            handles
+                .iter()
+                .map(|(h, _)| u64::from(h.value_len))
+                .sum::<u64>()
         );
         let path = dir().join(file_name(10));
         assert_eq!(fs.file_len(&path).unwrap(), meta.file_size);
@@ -527,16 +536,31 @@ mod tests {
         let mut w = writer(&fs, DEFAULT_MAX_FILE_LEN);
         let first = w.append(KeyspaceId(0), b"a", &value(1, 5000)).unwrap();
         let err = w
-            .append_from(KeyspaceId(0), b"b", 3_000_000, &mut Failing { ok: 1_500_000 })
+            .append_from(
+                KeyspaceId(0),
+                b"b",
+                3_000_000,
+                &mut Failing { ok: 1_500_000 },
+            )
             .unwrap_err();
-        assert!(matches!(err, Error::Io { op: "read value", .. }), "{err}");
+        assert!(
+            matches!(
+                err,
+                Error::Io {
+                    op: "read value",
+                    ..
+                }
+            ),
+            "{err}"
+        );
         // A source that ends early is the same failure.
         let mut short: &[u8] = b"abc";
         let next = w.append(KeyspaceId(0), b"c", b"after").unwrap();
-        assert_ne!(next.file_id, first.file_id, "a new file after the partial record");
-        assert!(w
-            .append_from(KeyspaceId(0), b"d", 10, &mut short)
-            .is_err());
+        assert_ne!(
+            next.file_id, first.file_id,
+            "a new file after the partial record"
+        );
+        assert!(w.append_from(KeyspaceId(0), b"d", 10, &mut short).is_err());
         assert!(!w.is_poisoned());
         let sealed = w.take_sealed();
         assert_eq!(sealed.len(), 2);
@@ -569,7 +593,10 @@ mod tests {
             .and_then(|_| w.sync());
         assert!(matches!(r, Err(Error::Io { .. })), "{op:?} {kind:?}");
         assert!(w.is_poisoned());
-        assert!(matches!(w.append(KeyspaceId(0), b"x", b"y"), Err(Error::Poisoned)));
+        assert!(matches!(
+            w.append(KeyspaceId(0), b"x", b"y"),
+            Err(Error::Poisoned)
+        ));
         assert!(matches!(w.sync(), Err(Error::Poisoned)));
         assert!(matches!(w.rotate(), Err(Error::Poisoned)));
         let reader = Reader::new(Arc::new(fs.crash()), &dir(), 2);
@@ -598,6 +625,9 @@ mod tests {
             w.append(KeyspaceId(0), b"k", b"v"),
             Err(Error::Io { .. })
         ));
-        assert!(matches!(w.append(KeyspaceId(0), b"k", b"v"), Err(Error::Poisoned)));
+        assert!(matches!(
+            w.append(KeyspaceId(0), b"k", b"v"),
+            Err(Error::Poisoned)
+        ));
     }
 }
