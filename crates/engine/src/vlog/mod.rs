@@ -94,6 +94,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn readers_are_shared_across_threads_and_writers_can_move() {
+        fn send_sync<T: Send + Sync>() {}
+        fn send<T: Send>() {}
+        send_sync::<Reader>();
+        send::<Writer>();
+        send::<ValueReader>();
+        assert_eq!(DEFAULT_MAX_FILE_LEN, 256 << 20);
+    }
+
+    #[test]
     fn file_names_round_trip_and_reject_others() {
         assert_eq!(file_name(42), "00000000000000000042.blob");
         assert_eq!(parse_file_name(&file_name(42)), Some(42));
