@@ -12,7 +12,7 @@
 //! * [`Reader`]: reads a value by handle with verification, streams one through
 //!   [`ValueReader`] without holding it whole, validates a handle during WAL replay, and
 //!   keeps a bounded cache of open files (`reader.rs`, `value_reader.rs`);
-//! * [`scan`]: decodes a whole blob file record by record, finding a sealed file's footer
+//! * [`scan()`]: decodes a whole blob file record by record, finding a sealed file's footer
 //!   or an unsealed file's valid prefix (`scan.rs`);
 //! * the garbage-collection *policy* (`gc.rs`): which files to rewrite, given their total
 //!   and live bytes.
