@@ -28,6 +28,8 @@ pub enum FileKind {
     Manifest,
     /// A pack: one file holding a checkpoint of a store (`cairn::pack`).
     Pack,
+    /// An ordered-store blob file (`.blob`): values kept apart from the tables.
+    Blob,
 }
 
 impl fmt::Display for FileKind {
@@ -39,6 +41,7 @@ impl fmt::Display for FileKind {
             FileKind::Table => "table file",
             FileKind::Manifest => "manifest file",
             FileKind::Pack => "pack file",
+            FileKind::Blob => "blob file",
         })
     }
 }

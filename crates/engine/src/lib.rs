@@ -91,6 +91,7 @@ mod table;
 pub mod testing;
 pub mod transfer;
 mod version;
+mod vlog;
 mod wal;
 
 pub use attrs::{EntryOptions, Head, Meta, MAX_META_LEN};

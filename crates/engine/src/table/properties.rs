@@ -4,7 +4,9 @@
 //! Encoding: a sequence of fields `tag: VLQ, len: VLQ, value[len]` with strictly
 //! increasing tags. Integer fields hold exactly one VLQ filling `value`; key fields hold
 //! an encoded internal key. Unknown tags are skipped, so a later writer may add
-//! informational fields without a version bump; every known tag below is required.
+//! informational fields without a version bump; every known tag up to 10 is required, and
+//! tag 11 (`blob_refs`, [`BlobRefs`]) is written only by a table that references blob
+//! files (absent means none).
 //!
 //! Tags 11 and 12 (entries with an expiry, the earliest expiry) are optional: a table
 //! with no expiring entry leaves them out, and a reader that predates them skips them.
@@ -13,13 +15,14 @@
 //! increasing, `1 <= entries`, `tombstones <= entries`, `expiring <= entries`, the
 //! earliest expiry present exactly when `expiring > 0`, `1 <= data_blocks <= entries`,
 //! `min_seqno <= max_seqno <= SeqNo::MAX`, both keys decode as internal keys with
-//! `smallest <= largest`, a known compression, and a creation version equal to the
-//! footer's.
+//! `smallest <= largest`, a known compression, a creation version equal to the
+//! footer's, and no more blob references than entries.
 //!
 //! Thread-safety: plain values and pure functions.
 
 use std::cmp::Ordering;
 
+use super::blob_refs::BlobRefs;
 use super::{Compression, TableMeta, FORMAT_VERSION};
 use crate::coding::{put_vlq, Cursor};
 use crate::error::Reason;
@@ -42,8 +45,11 @@ mod tag {
     pub(super) const EXPIRING: u64 = 11;
     /// Optional (present exactly when `EXPIRING` is non-zero): the earliest expiry.
     pub(super) const EARLIEST_EXPIRY: u64 = 12;
-    /// Highest tag this build knows.
+    /// Highest integer tag this build knows.
     pub(super) const KNOWN: u64 = 12;
+    // Tag 13: the location of the range-tombstone block.
+    /// Optional: the table's references into the value log.
+    pub(super) const BLOB_REFS: u64 = 14;
 }
 
 /// The contents of a properties block.
@@ -75,6 +81,8 @@ pub(crate) struct Properties {
     /// The earliest expiry (Unix milliseconds) of any entry; `Some` exactly when
     /// `expiring > 0`.
     pub(crate) earliest_expiry: Option<u64>,
+    /// Per blob file, the value handles of this table that point into it and their bytes.
+    pub(crate) blob_refs: BlobRefs,
 }
 
 impl Properties {
@@ -105,6 +113,9 @@ impl Properties {
             field(tag::EXPIRING, &vlq(self.expiring));
             field(tag::EARLIEST_EXPIRY, &vlq(earliest));
         }
+        if !self.blob_refs.is_empty() {
+            field(tag::BLOB_REFS, &self.blob_refs.encode());
+        }
         out
     }
 
@@ -116,6 +127,7 @@ impl Properties {
     pub(crate) fn decode(raw: &[u8]) -> Result<Properties, Reason> {
         let mut ints = [None::<u64>; tag::KNOWN as usize + 1];
         let (mut smallest, mut largest) = (None, None);
+        let mut blob_refs = BlobRefs::default();
         let mut cur = Cursor::new(raw);
         let mut last_tag = 0u64;
         while !cur.is_empty() {
@@ -129,6 +141,7 @@ impl Properties {
             match t {
                 tag::SMALLEST => smallest = Some(value.to_vec()),
                 tag::LARGEST => largest = Some(value.to_vec()),
+                tag::BLOB_REFS => blob_refs = BlobRefs::decode(value)?,
                 t if t <= tag::KNOWN => {
                     let mut v = Cursor::new(value);
                     let n = v.vlq()?;
@@ -169,6 +182,7 @@ impl Properties {
                 .map_err(|_| Reason::BadEntry("properties format version is out of range"))?,
             expiring: int(tag::EXPIRING).unwrap_or(0),
             earliest_expiry: int(tag::EARLIEST_EXPIRY).ok(),
+            blob_refs,
         };
         props.check()?;
         Ok(props)
@@ -183,7 +197,8 @@ impl Properties {
             && self.data_blocks <= self.entries
             && self.min_seqno <= self.max_seqno
             && self.max_seqno <= SeqNo::MAX
-            && compare_encoded(&self.smallest, &self.largest) != Ordering::Greater;
+            && compare_encoded(&self.smallest, &self.largest) != Ordering::Greater
+            && self.blob_refs.handle_count() <= self.entries;
         if !ok {
             return Err(Reason::BadEntry("table properties are inconsistent"));
         }
@@ -234,6 +249,7 @@ mod tests {
             format_version: FORMAT_VERSION,
             expiring: 0,
             earliest_expiry: None,
+            blob_refs: BlobRefs::default(),
         }
     }
 
@@ -254,6 +270,28 @@ mod tests {
         let raw = with_expiry.encode();
         assert!(raw.len() > sample().encode().len());
         assert_eq!(Properties::decode(&raw), Ok(with_expiry));
+    }
+
+    #[test]
+    fn blob_references_round_trip_and_are_checked_against_entries() {
+        let mut p = sample();
+        p.blob_refs.add(40, 70_000);
+        p.blob_refs.add(41, 5_000);
+        let raw = p.encode();
+        assert_eq!(Properties::decode(&raw), Ok(p.clone()));
+        // Without references the field is absent, so tables without blobs are unchanged.
+        assert_eq!(
+            sample().encode().len() + 2 + p.blob_refs.encode().len(),
+            raw.len()
+        );
+        // More handles than entries.
+        p.blob_refs.add(41, 1);
+        p.blob_refs.add(41, 1);
+        assert!(Properties::decode(&p.encode()).is_err());
+        // A malformed reference list.
+        let mut bad = sample().encode();
+        bad.extend_from_slice(&[11, 2, 0x01, 0x07]);
+        assert!(Properties::decode(&bad).is_err());
     }
 
     #[test]

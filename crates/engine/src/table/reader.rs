@@ -23,6 +23,7 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::blob_refs::BlobRefs;
 use super::block::{Block, BlockCursor};
 use super::cache::BlockCache;
 use super::compression::unseal;
@@ -188,6 +189,12 @@ impl Reader {
     /// The earliest expiry of any entry (Unix milliseconds), if any entry has one.
     pub(crate) fn earliest_expiry(&self) -> Option<u64> {
         self.properties.earliest_expiry
+    }
+
+    /// The table's references into the value log (empty for a table without value
+    /// handles).
+    pub(crate) fn blob_refs(&self) -> &BlobRefs {
+        &self.properties.blob_refs
     }
 
     /// The table's summary, rebuilt from its properties block and file size.

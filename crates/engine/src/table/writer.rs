@@ -29,6 +29,7 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::blob_refs::BlobRefs;
 use super::block::BlockBuilder;
 use super::compression::Compressor;
 use super::filter::FilterBuilder;
@@ -77,6 +78,7 @@ pub(crate) struct Writer {
     min_seqno: SeqNo,
     max_seqno: SeqNo,
     data_blocks: u64,
+    blob_refs: BlobRefs,
     state: State,
 }
 
@@ -153,6 +155,7 @@ impl Writer {
             min_seqno: SeqNo::MAX,
             max_seqno: SeqNo::ZERO,
             data_blocks: 0,
+            blob_refs: BlobRefs::default(),
             state: State::Open,
         })
     }
@@ -239,6 +242,13 @@ impl Writer {
         Ok(())
     }
 
+    /// Counts a value handle into blob file `file_id` for a value of `value_len` bytes, for
+    /// the table's `blob_refs` property. The caller (flush, compaction) calls it once per
+    /// `ValueHandle` entry it adds; the writer does not decode values.
+    pub(crate) fn add_blob_ref(&mut self, file_id: u64, value_len: u32) {
+        self.blob_refs.add(file_id, value_len);
+    }
+
     /// Entries added so far.
     pub(crate) fn entries(&self) -> u64 {
         self.entries
@@ -300,6 +310,7 @@ impl Writer {
             format_version: FORMAT_VERSION,
             expiring: self.expiring,
             earliest_expiry: self.earliest_expiry,
+            blob_refs: std::mem::take(&mut self.blob_refs),
         };
         let properties = self.write_block(&props.encode())?;
         let footer = Footer {
