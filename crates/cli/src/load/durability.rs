@@ -34,9 +34,9 @@ pub struct LossWindow {
 /// `1 ms`, `100 ms`, `250 µs`, `2 s`.
 fn span(d: Duration) -> String {
     let us = d.as_micros();
-    if us % 1_000_000 == 0 {
+    if us.is_multiple_of(1_000_000) {
         format!("{} s", us / 1_000_000)
-    } else if us % 1000 == 0 {
+    } else if us.is_multiple_of(1000) {
         format!("{} ms", us / 1000)
     } else {
         format!("{us} µs")
