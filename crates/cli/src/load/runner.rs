@@ -10,17 +10,19 @@
 //! as `cairn bench` measures it.
 //!
 //! The main thread meanwhile draws the progress bar (current operations per second) and,
-//! for the ordered store, samples `last_seqno - durable_seqno` every 50 ms. Threads
+//! for the ordered store, samples `last_seqno - durable_seqno` every 50 ms; the last
+//! thread to finish reads both seqnos once more, the moment the load ends. Threads
 //! publish their counts through one padded atomic each (a plain store, no contention).
 //! The first error stops every thread and is returned.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
+use parking_lot::Mutex;
 
 use super::args::Plan;
 use super::backend::{self, Backend};
@@ -82,10 +84,10 @@ pub fn run(plan: &Plan, dir: Option<&Path>, place: Option<Place>) -> CliResult<O
     };
     let before = store.stats();
 
-    let (runtime, tallies, max_gap) = timed(plan, store.as_ref(), &shape, &values)?;
+    let (runtime, tallies, at_end, max_gap) = timed(plan, store.as_ref(), &shape, &values)?;
 
     let after = store.stats();
-    let seqnos = store.seqnos().map(|(last, durable)| Seqnos {
+    let seqnos = at_end.map(|(last, durable)| Seqnos {
         last,
         durable,
         max_gap_seen: max_gap.max(last.saturating_sub(durable)),
@@ -169,14 +171,22 @@ fn timed_bar(plan: &Plan) -> ProgressBar {
     bar
 }
 
-/// The timed phase: runtime, each thread's tally, the largest durability gap sampled.
+/// What the timed phase measured: runtime, each thread's tally, the seqnos the moment
+/// the last thread finished, and the largest durability gap sampled meanwhile.
+type Timed = (Duration, Vec<Tally>, Option<(u64, u64)>, u64);
+
+/// The timed phase.
 fn timed(
     plan: &Plan,
     store: &dyn Backend,
     shape: &KeyShape,
     values: &ValueSource,
-) -> CliResult<(Duration, Vec<Tally>, u64)> {
+) -> CliResult<Timed> {
     let stop = AtomicBool::new(false);
+    // Threads still running; the last one to finish reads the seqnos, so the gap at the
+    // end is measured when the load ends, not a monitor tick later.
+    let running = AtomicUsize::new(plan.threads);
+    let at_end = Mutex::new(None);
     let counters: Vec<Counter> = (0..plan.threads).map(|_| Counter::default()).collect();
     let bar = timed_bar(plan);
     let shared = Shared {
@@ -195,10 +205,14 @@ fn timed(
             .enumerate()
             .map(|(t, counter)| {
                 let shared = &shared;
+                let (running, at_end) = (&running, &at_end);
                 s.spawn(move || {
                     let result = worker(shared, t, &counter.0);
                     if result.is_err() {
                         shared.stop.store(true, Ordering::Relaxed);
+                    }
+                    if running.fetch_sub(1, Ordering::AcqRel) == 1 {
+                        *at_end.lock() = shared.backend.seqnos();
                     }
                     result
                 })
@@ -231,7 +245,8 @@ fn timed(
     bar.finish_and_clear();
     let tallies = results.into_iter().collect::<CliResult<Vec<Tally>>>()?;
     let runtime = tallies.iter().map(|t| t.ended).max().unwrap_or_default();
-    Ok((runtime, tallies, max_gap))
+    let at_end = at_end.into_inner();
+    Ok((runtime, tallies, at_end, max_gap))
 }
 
 /// Nanoseconds between two instants, saturating.
