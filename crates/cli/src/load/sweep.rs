@@ -133,6 +133,12 @@ pub fn run(plan: &Plan, out: &mut dyn Write) -> CliResult<u8> {
         p.backend = backend;
         p.durability = durability;
         let sub = dir.path().join(mode_name(&p).replace(':', "-"));
+        if backend.has_files() && sub.exists() {
+            return Err(CliError::msg(format!(
+                "load --sweep: {} exists; each mode needs a fresh store (remove it or pick another --dir)",
+                sub.display()
+            )));
+        }
         let place = backend.has_files().then(|| report::Place {
             path: sub.clone(),
             kept: keep,
