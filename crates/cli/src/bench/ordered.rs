@@ -222,7 +222,7 @@ impl CompressionArg {
 }
 
 /// Parses `sync`, `periodic:<µs>`, `buffered`, `async:<depth>` or `none`.
-fn parse_durability(text: &str) -> Result<Durability, String> {
+pub(crate) fn parse_durability(text: &str) -> Result<Durability, String> {
     let positive = |what: &str, value: &str| match value.parse::<u64>() {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(format!(
@@ -257,7 +257,7 @@ fn parse_durability(text: &str) -> Result<Durability, String> {
 }
 
 /// The command-line spelling of a durability.
-fn durability_name(d: Durability) -> String {
+pub(crate) fn durability_name(d: Durability) -> String {
     match d {
         Durability::Sync => "sync".into(),
         Durability::Periodic(every) => format!("periodic:{}", every.as_micros()),
