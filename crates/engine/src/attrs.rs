@@ -13,9 +13,10 @@ use std::time::{Duration, SystemTime};
 use crate::clock::to_unix_ms;
 use crate::entry::{Attrs, EntryView};
 use crate::error::{Error, Result};
-use crate::iter::visible::Extract;
+use crate::iter::visible::{Extract, Lazy};
 use crate::key::SeqNo;
 use crate::options::Durability;
+use crate::vlog;
 
 /// Largest metadata blob an entry may carry, in bytes (4 KiB).
 pub const MAX_META_LEN: usize = crate::entry::MAX_META_LEN;
@@ -156,11 +157,15 @@ pub struct Head {
     pub seqno: u64,
     /// When the entry expires, in Unix milliseconds, if it has an expiry.
     pub expires_at: Option<u64>,
-    /// True if the value is stored apart from the tree (always false for now).
+    /// True if the value is stored apart from the tree, in a blob file of the value log
+    /// (its keyspace separates values of its size; see [`crate::KeyspaceOptions`]).
+    /// `value_len` then comes from the value's handle: reading a head never reads the value.
     pub separated: bool,
 }
 
 impl Extract for Head {
+    type Out = Head;
+
     fn extract(seqno: SeqNo, view: &EntryView<'_>) -> Head {
         Head {
             value_len: view.body.len(),
@@ -168,15 +173,25 @@ impl Extract for Head {
             meta: view.attrs.meta.to_vec(),
             seqno: seqno.0,
             expires_at: view.attrs.expires_at,
-            separated: false,
+            separated: view.body.is_separated(),
         }
+    }
+
+    fn resolve(self, _blobs: &vlog::Reader) -> Result<Head> {
+        Ok(self)
     }
 }
 
 /// A whole entry: its value and its [`Head`].
-impl Extract for (Vec<u8>, Head) {
-    fn extract(seqno: SeqNo, view: &EntryView<'_>) -> (Vec<u8>, Head) {
-        (Vec::<u8>::extract(seqno, view), Head::extract(seqno, view))
+impl Extract for (Lazy, Head) {
+    type Out = (Vec<u8>, Head);
+
+    fn extract(seqno: SeqNo, view: &EntryView<'_>) -> (Lazy, Head) {
+        (Lazy::extract(seqno, view), Head::extract(seqno, view))
+    }
+
+    fn resolve(self, blobs: &vlog::Reader) -> Result<(Vec<u8>, Head)> {
+        Ok((self.0.resolve(blobs)?, self.1))
     }
 }
 

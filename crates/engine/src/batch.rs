@@ -20,7 +20,11 @@
 //! op    := 0x01 keyspace:vlq key_len:vlq key value_len:vlq value    (Put)
 //!        | 0x02 keyspace:vlq key_len:vlq key                        (Delete)
 //!        | 0x06 keyspace:vlq key_len:vlq key value_len:vlq attrs value  (PutAttrs)
+//!        | 0x04 keyspace:vlq key_len:vlq key value_len:vlq attrs handle (ValueHandle)
 //! ```
+//!
+//! `ValueHandle` ops are made by the write leader when it separates a large value into
+//! the value log (`db/write.rs`); users never build them.
 //!
 //! A `WriteBatch` is plain data (`Send + Sync`); it is not shared while being built.
 
@@ -36,6 +40,7 @@ use crate::error::{Error, FileKind, Reason, Result};
 use crate::key::{
     check_key_len, check_value_len, KeyspaceId, Kind, SeqNo, MAX_KEY_LEN, MAX_VALUE_LEN,
 };
+use crate::vlog::{decode_entry_value, MAX_HANDLE_LEN};
 
 /// Bytes of the header: the op count as a little-endian `u32`.
 const HEADER_LEN: usize = 4;
@@ -65,6 +70,15 @@ pub(crate) enum Op<'a> {
         /// The stored bytes: encoded attrs, then the value (see `entry.rs`).
         stored: &'a [u8],
     },
+    /// Set `key` to a value separated into the value log.
+    ValueHandle {
+        /// The keyspace written.
+        keyspace: KeyspaceId,
+        /// The user key.
+        key: &'a [u8],
+        /// The stored bytes: encoded attrs, then the value handle (see `entry.rs`).
+        stored: &'a [u8],
+    },
     /// Remove `key` from `keyspace` (write a tombstone).
     Delete {
         /// The keyspace written.
@@ -80,6 +94,7 @@ impl<'a> Op<'a> {
         match self {
             Op::Put { .. } => Kind::Put,
             Op::PutAttrs { .. } => Kind::PutAttrs,
+            Op::ValueHandle { .. } => Kind::ValueHandle,
             Op::Delete { .. } => Kind::Delete,
         }
     }
@@ -89,7 +104,7 @@ impl<'a> Op<'a> {
     pub(crate) fn stored(&self) -> &'a [u8] {
         match self {
             Op::Put { value, .. } => value,
-            Op::PutAttrs { stored, .. } => stored,
+            Op::PutAttrs { stored, .. } | Op::ValueHandle { stored, .. } => stored,
             Op::Delete { .. } => &[],
         }
     }
@@ -99,6 +114,7 @@ impl<'a> Op<'a> {
         match self {
             Op::Put { keyspace, .. }
             | Op::PutAttrs { keyspace, .. }
+            | Op::ValueHandle { keyspace, .. }
             | Op::Delete { keyspace, .. } => *keyspace,
         }
     }
@@ -106,7 +122,10 @@ impl<'a> Op<'a> {
     /// The user key the op writes.
     pub(crate) fn key(&self) -> &'a [u8] {
         match self {
-            Op::Put { key, .. } | Op::PutAttrs { key, .. } | Op::Delete { key, .. } => key,
+            Op::Put { key, .. }
+            | Op::PutAttrs { key, .. }
+            | Op::ValueHandle { key, .. }
+            | Op::Delete { key, .. } => key,
         }
     }
 }
@@ -191,6 +210,24 @@ impl WriteBatch {
         }
         let (kind, stored) = encode_put(attrs, value);
         self.push(kind, keyspace, key, Some(&stored))
+    }
+
+    /// Adds an op of `kind` with its stored bytes as they are (the write leader copies
+    /// ops this way, replacing large values by `ValueHandle` ops).
+    ///
+    /// # Errors
+    /// As [`WriteBatch::put`].
+    pub(crate) fn push_stored(
+        &mut self,
+        kind: Kind,
+        keyspace: KeyspaceId,
+        key: &[u8],
+        stored: &[u8],
+    ) -> Result<()> {
+        check_key_len(key)?;
+        check_value_len(stored)?;
+        let value = (kind != Kind::Delete).then_some(stored);
+        self.push(kind, keyspace, key, value)
     }
 
     /// Adds "remove `key` from `keyspace`".
@@ -300,6 +337,11 @@ impl WriteBatch {
                 key,
                 stored: &self.rep[span.value.clone()],
             },
+            Kind::ValueHandle => Op::ValueHandle {
+                keyspace: span.keyspace,
+                key,
+                stored: &self.rep[span.value.clone()],
+            },
             Kind::Delete => Op::Delete {
                 keyspace: span.keyspace,
                 key,
@@ -391,6 +433,14 @@ impl WriteBatch {
                     Attrs::decode(bytes).map_err(|r| corrupt(stored.start, r))?;
                     stored
                 }
+                Kind::ValueHandle => {
+                    let stored = read_bytes(&mut cur, MAX_ATTRS_LEN + MAX_HANDLE_LEN)
+                        .map_err(|(at, r)| corrupt(at, r))?;
+                    let bytes = payload.get(stored.clone()).unwrap_or_default();
+                    let (_, used) = Attrs::decode(bytes).map_err(|r| corrupt(stored.start, r))?;
+                    decode_entry_value(bytes, used).map_err(|r| corrupt(stored.start, r))?;
+                    stored
+                }
                 Kind::Delete => key.end..key.end,
             };
             data_len += key.len() + value.len();
@@ -419,7 +469,9 @@ impl WriteBatch {
         let fixed = 1 + vlq_len(u64::from(op.keyspace().0)) + vlq_len(op.key().len() as u64);
         let value = match op {
             Op::Put { value, .. } => vlq_len(value.len() as u64) + value.len(),
-            Op::PutAttrs { stored, .. } => vlq_len(stored.len() as u64) + stored.len(),
+            Op::PutAttrs { stored, .. } | Op::ValueHandle { stored, .. } => {
+                vlq_len(stored.len() as u64) + stored.len()
+            }
             Op::Delete { .. } => 0,
         };
         fixed + op.key().len() + value
@@ -784,7 +836,7 @@ mod tests {
                         got.keyspace().0 == *ks
                             && got.key() == k.as_slice()
                             && view.attrs == want
-                            && view.body.inline() == v.as_slice()
+                            && view.body.inline() == Some(v.as_slice())
                     }
                     _ => false,
                 };

@@ -20,14 +20,17 @@
 //! 3. An entry whose `expires_at <= now` is treated as a tombstone at its seqno by every
 //!    reader ([`live`] returns `None` for it) and by compaction.
 //!
-//! Later kinds that carry attrs (a separated value: `attrs || blob handle`) reuse
-//! [`Attrs::decode`] and add a [`Body`] variant; readers go through [`view`] only.
+//! A separated value (`Kind::ValueHandle`, stored bytes `attrs || handle`) reuses
+//! [`Attrs::decode`] and yields [`Body::Handle`]: its length is known from the handle
+//! without reading the blob file; readers resolve it only for values they return.
+//! Readers go through [`view`] only.
 //!
 //! Plain data and pure functions; `Send + Sync`.
 
 use crate::coding::{get_u64_le, put_vlq, vlq_len, Cursor};
 use crate::error::Reason;
 use crate::key::Kind;
+use crate::vlog::{decode_entry_value, ValueHandle};
 
 /// Longest metadata blob, in bytes: 4 KiB.
 pub(crate) const MAX_META_LEN: usize = 4096;
@@ -139,27 +142,35 @@ impl<'a> Attrs<'a> {
     }
 }
 
-/// Where a version's value is. Today always inline; a separated value (a handle into a
-/// blob file) becomes a second variant.
+/// Where a version's value is: inline in the entry, or separated into a blob file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Body<'a> {
     /// The value bytes themselves.
     Inline(&'a [u8]),
+    /// A handle into the value log; the value is read only when asked for.
+    Handle(ValueHandle),
 }
 
 impl<'a> Body<'a> {
-    /// The value's length in bytes.
+    /// The value's length in bytes (from the handle for a separated value: no blob read).
     pub(crate) fn len(&self) -> u64 {
         match self {
             Body::Inline(v) => v.len() as u64,
+            Body::Handle(h) => u64::from(h.value_len),
         }
     }
 
-    /// The inline bytes.
-    pub(crate) fn inline(&self) -> &'a [u8] {
+    /// The inline bytes, or `None` for a separated value.
+    pub(crate) fn inline(&self) -> Option<&'a [u8]> {
         match self {
-            Body::Inline(v) => v,
+            Body::Inline(v) => Some(v),
+            Body::Handle(_) => None,
         }
+    }
+
+    /// True for a separated value.
+    pub(crate) fn is_separated(&self) -> bool {
+        matches!(self, Body::Handle(_))
     }
 }
 
@@ -191,6 +202,14 @@ pub(crate) fn view(kind: Kind, stored: &[u8]) -> Result<Option<EntryView<'_>>, R
                 body: Body::Inline(body),
             }))
         }
+        Kind::ValueHandle => {
+            let (attrs, used) = Attrs::decode(stored)?;
+            let (_, handle) = decode_entry_value(stored, used)?;
+            Ok(Some(EntryView {
+                attrs,
+                body: Body::Handle(handle),
+            }))
+        }
         Kind::Delete => Ok(None),
     }
 }
@@ -219,12 +238,21 @@ pub(crate) fn encode_put(attrs: &Attrs<'_>, value: &[u8]) -> (Kind, Vec<u8>) {
     (Kind::PutAttrs, out)
 }
 
+/// The stored bytes of a separated value: `attrs || handle`, attrs always present (flags
+/// may be 0).
+pub(crate) fn encode_separated(attrs: &Attrs<'_>, handle: &ValueHandle) -> Vec<u8> {
+    let mut out = Vec::with_capacity(attrs.encoded_len() + handle.encoded_len());
+    attrs.encode_into(&mut out);
+    handle.encode_into(&mut out);
+    out
+}
+
 /// The expiry of a stored version, if it has one (`None` for a tombstone or a plain put).
 ///
 /// # Errors
 /// As [`view`].
 pub(crate) fn expiry_of(kind: Kind, stored: &[u8]) -> Result<Option<u64>, Reason> {
-    if kind != Kind::PutAttrs {
+    if !matches!(kind, Kind::PutAttrs | Kind::ValueHandle) {
         return Ok(None);
     }
     Ok(view(kind, stored)?.and_then(|v| v.attrs.expires_at))
@@ -310,6 +338,41 @@ mod tests {
             Err(Reason::BadVarint)
         );
         assert!(view(Kind::PutAttrs, &[0x10, b'v']).is_err());
+        // A separated value whose handle is damaged or missing.
+        assert!(view(Kind::ValueHandle, &[0x00]).is_err());
+        assert!(view(Kind::ValueHandle, &[0x00, 1, 2, 3]).is_err());
+    }
+
+    #[test]
+    fn a_separated_value_knows_its_length_and_attrs_without_the_blob() {
+        let handle = ValueHandle {
+            file_id: 9,
+            offset: 20,
+            value_len: 70_000,
+            check: 7,
+        };
+        let attrs = Attrs {
+            tag: 3,
+            meta: b"m",
+            expires_at: Some(50),
+        };
+        let stored = encode_separated(&attrs, &handle);
+        let v = view(Kind::ValueHandle, &stored).unwrap().unwrap();
+        assert_eq!(v.attrs, attrs);
+        assert_eq!(v.body, Body::Handle(handle));
+        assert_eq!(v.body.len(), 70_000);
+        assert!(v.body.is_separated() && v.body.inline().is_none());
+        assert_eq!(expiry_of(Kind::ValueHandle, &stored), Ok(Some(50)));
+        assert!(live(Kind::ValueHandle, &stored, 50).unwrap().is_none());
+        // No attribute: the flags byte 0 then the handle.
+        let plain = encode_separated(&Attrs::default(), &handle);
+        assert_eq!(plain.first(), Some(&0));
+        assert_eq!(plain.len(), 1 + handle.encoded_len());
+        assert!(view(Kind::ValueHandle, &plain)
+            .unwrap()
+            .unwrap()
+            .attrs
+            .is_empty());
     }
 
     fn arb_attrs() -> impl Strategy<Value = (u32, Vec<u8>, Option<u64>)> {
@@ -332,7 +395,7 @@ mod tests {
             prop_assert_eq!(kind == Kind::Put, attrs.is_empty());
             let v = view(kind, &stored).unwrap().unwrap();
             prop_assert_eq!(v.attrs, attrs);
-            prop_assert_eq!(v.body, Body::Inline(&value));
+            prop_assert_eq!(v.body, Body::Inline(&value[..]));
             prop_assert_eq!(v.body.len(), value.len() as u64);
             if kind == Kind::PutAttrs {
                 prop_assert_eq!(stored.len(), attrs.encoded_len() + value.len());

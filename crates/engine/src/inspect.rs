@@ -45,6 +45,25 @@ pub enum BatchOp {
         /// Expiry in Unix milliseconds, if any.
         expires_at: Option<u64>,
     },
+    /// Set `key` to a value separated into the value log (a blob file), with attributes.
+    ValueHandle {
+        /// Keyspace id.
+        keyspace: u32,
+        /// User key.
+        key: Vec<u8>,
+        /// The blob file's id.
+        file_id: u64,
+        /// File offset of the value's record in the blob file.
+        offset: u64,
+        /// Bytes of the value.
+        value_len: u32,
+        /// Type tag (0 if none).
+        tag: u32,
+        /// Metadata (empty if none).
+        meta: Vec<u8>,
+        /// Expiry in Unix milliseconds, if any.
+        expires_at: Option<u64>,
+    },
     /// Remove `key` from keyspace `keyspace`.
     Delete {
         /// Keyspace id.
@@ -117,7 +136,29 @@ fn batch_ops(batch: &WriteBatch, path: &Path) -> Result<Vec<BatchOp>> {
                     BatchOp::PutAttrs {
                         keyspace: keyspace.0,
                         key: key.to_vec(),
-                        value: view.body.inline().to_vec(),
+                        value: view.body.inline().unwrap_or_default().to_vec(),
+                        tag: view.attrs.tag,
+                        meta: view.attrs.meta.to_vec(),
+                        expires_at: view.attrs.expires_at,
+                    }
+                }
+                Op::ValueHandle {
+                    keyspace,
+                    key,
+                    stored,
+                } => {
+                    let view = entry::view(Kind::ValueHandle, stored)
+                        .map_err(|r| Error::corruption(FileKind::Wal, path, 0, r))?
+                        .ok_or_else(|| Error::invalid("a ValueHandle op always has a value"))?;
+                    let crate::entry::Body::Handle(h) = view.body else {
+                        return Err(Error::invalid("a ValueHandle op always has a handle"));
+                    };
+                    BatchOp::ValueHandle {
+                        keyspace: keyspace.0,
+                        key: key.to_vec(),
+                        file_id: h.file_id,
+                        offset: h.offset,
+                        value_len: h.value_len,
                         tag: view.attrs.tag,
                         meta: view.attrs.meta.to_vec(),
                         expires_at: view.attrs.expires_at,

@@ -114,7 +114,7 @@ impl fmt::Display for KeyspaceId {
 /// | 1     | Put         | implemented: the key has this value |
 /// | 2     | Delete      | implemented: a tombstone, the key is removed |
 /// | 3     | RangeDelete | reserved: tombstone for a key range |
-/// | 4     | ValueHandle | reserved: the value lives in a blob file (separated value) |
+/// | 4     | ValueHandle | implemented: the value lives in a blob file; stored bytes are `attrs || handle` |
 /// | 5     | Merge       | reserved: an operand for a merge operator (e.g. counters) |
 /// | 6     | PutAttrs    | implemented: the key has this value and attributes (`entry.rs`) |
 ///
@@ -129,11 +129,13 @@ pub(crate) enum Kind {
     /// The key has the value stored with this version, prefixed by its attributes
     /// (`attrs || value`, see `entry.rs`).
     PutAttrs = 6,
+    /// The key's value is separated into a blob file of the value log; the stored bytes
+    /// are `attrs || handle` (`entry.rs`, `vlog/FORMAT.md` §4.4).
+    ValueHandle = 4,
 }
 
 /// Kind numbers reserved for later features; see [`Kind`]. Never assign them to anything else.
-pub(crate) const RESERVED_KINDS: [(u8, &str); 3] =
-    [(3, "RangeDelete"), (4, "ValueHandle"), (5, "Merge")];
+pub(crate) const RESERVED_KINDS: [(u8, &str); 2] = [(3, "RangeDelete"), (5, "Merge")];
 
 impl Kind {
     /// The kind with on-disk number `tag`, or `None` if `tag` is unknown or reserved.
@@ -141,6 +143,7 @@ impl Kind {
         match tag {
             1 => Some(Kind::Put),
             2 => Some(Kind::Delete),
+            4 => Some(Kind::ValueHandle),
             6 => Some(Kind::PutAttrs),
             _ => None,
         }
@@ -404,7 +407,8 @@ mod tests {
         assert_eq!(Kind::Put.as_u8(), 1);
         assert_eq!(Kind::Delete.as_u8(), 2);
         assert_eq!(Kind::PutAttrs.as_u8(), 6);
-        for kind in [Kind::Put, Kind::Delete, Kind::PutAttrs] {
+        assert_eq!(Kind::ValueHandle.as_u8(), 4);
+        for kind in [Kind::Put, Kind::Delete, Kind::PutAttrs, Kind::ValueHandle] {
             assert_eq!(Kind::from_u8(kind.as_u8()), Some(kind));
         }
         assert_eq!(Kind::from_u8(0), None);
@@ -417,8 +421,8 @@ mod tests {
     fn decode_rejects_bad_input() {
         assert_eq!(InternalKey::decode(b"1234567"), Err(Reason::Truncated));
         let mut enc = ik(b"k", 9, Kind::Put).encode().unwrap();
-        enc[1] = 4; // ValueHandle: reserved
-        assert_eq!(InternalKey::decode(&enc), Err(Reason::BadTag(4)));
+        enc[1] = 5; // Merge: reserved
+        assert_eq!(InternalKey::decode(&enc), Err(Reason::BadTag(5)));
         let mut huge = vec![0u8; MAX_KEY_LEN + 1];
         huge.extend_from_slice(&((1u64 << 8) | 1).to_le_bytes());
         assert_eq!(InternalKey::decode(&huge), Err(Reason::LengthOutOfRange));

@@ -27,8 +27,10 @@ use crossbeam_skiplist::SkipMap;
 use parking_lot::Mutex;
 
 use crate::cursor::Cursor;
+use crate::entry::{self, Body, EntryView};
 use crate::error::Result;
 use crate::key::{split_encoded, KeyspaceId, Kind, SeqNo, TRAILER_LEN};
+use crate::vlog::BlobFileMeta;
 
 /// Bytes charged per entry beyond its key and value: skip-list node, boxes, lengths.
 const ENTRY_OVERHEAD: usize = 80;
@@ -98,6 +100,13 @@ pub(crate) struct Memtable {
     /// Bytes each keyspace's writes take in the log (encoded batch ops), added by the
     /// writer once per group ([`Memtable::add_logged`]); an estimate's input, not exact.
     logged: Mutex<HashMap<KeyspaceId, u64>>,
+    /// Blob files finished while this memtable was active: the files its separated values
+    /// point into, which its flush records in the manifest with its tables.
+    blob_files: Mutex<Vec<BlobFileMeta>>,
+    /// Smallest and largest blob file id an entry references (`u64::MAX` and 0 if none):
+    /// value-log GC and file deletion leave these files alone while the memtable is alive.
+    blob_min: AtomicU64,
+    blob_max: AtomicU64,
 }
 
 /// Bytes of writes per keyspace, gathered while a group of writes is inserted and added
@@ -131,7 +140,31 @@ impl Memtable {
             max_seqno: AtomicU64::new(0),
             wal_id,
             logged: Mutex::new(HashMap::new()),
+            blob_files: Mutex::new(Vec::new()),
+            blob_min: AtomicU64::new(u64::MAX),
+            blob_max: AtomicU64::new(0),
         }
+    }
+
+    /// Records blob files finished while this memtable is active (see `blob_files`).
+    pub(crate) fn attach_blob_files(&self, files: Vec<BlobFileMeta>) {
+        if !files.is_empty() {
+            self.blob_files.lock().extend(files);
+        }
+    }
+
+    /// The blob files attached so far.
+    pub(crate) fn blob_files(&self) -> Vec<BlobFileMeta> {
+        self.blob_files.lock().clone()
+    }
+
+    /// The smallest and largest blob file id its entries reference, if any.
+    pub(crate) fn blob_id_range(&self) -> Option<(u64, u64)> {
+        let (lo, hi) = (
+            self.blob_min.load(AtomicOrdering::Acquire),
+            self.blob_max.load(AtomicOrdering::Acquire),
+        );
+        (lo <= hi).then_some((lo, hi))
     }
 
     /// Inserts one version. See invariant 2: `(keyspace, user_key, seqno)` must be new.
@@ -154,6 +187,16 @@ impl Memtable {
         );
         self.size.fetch_add(charge, AtomicOrdering::Relaxed);
         self.max_seqno.fetch_max(seqno.0, AtomicOrdering::Relaxed);
+        if kind == Kind::ValueHandle {
+            if let Ok(Some(EntryView {
+                body: Body::Handle(h),
+                ..
+            })) = entry::view(kind, value)
+            {
+                self.blob_min.fetch_min(h.file_id, AtomicOrdering::AcqRel);
+                self.blob_max.fetch_max(h.file_id, AtomicOrdering::AcqRel);
+            }
+        }
     }
 
     /// The newest version of `user_key` in `keyspace` with seqno `<= snapshot`:

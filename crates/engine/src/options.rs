@@ -115,6 +115,49 @@ pub struct Options {
     /// passed and rewrites them, so expired data is reclaimed without further writes.
     /// Default: 60 s.
     pub expiry_check_interval: Duration,
+    /// Value separation for keyspaces opened without their own [`KeyspaceOptions`]: values
+    /// of at least this many bytes go to the value log (blob files) and the tree keeps a
+    /// small handle (see the README, "Large values"). Default: `None` (off). A keyspace's
+    /// own threshold, once set with [`crate::Db::keyspace_with`], is kept in the manifest
+    /// and takes precedence.
+    pub blob_threshold: Option<usize>,
+    /// Size at which the active blob file is sealed and a new one started. Default:
+    /// 256 MiB.
+    pub blob_file_size: u64,
+    /// Garbage percentage (bytes no table references, over all of a blob file's value
+    /// bytes) at which value-log garbage collection rewrites a blob file; files with no
+    /// live value are deleted whatever this is. Space taken by values stays below
+    /// `live / (1 - p/100)` once collection has caught up (2x at the default). Default: 50.
+    pub blob_gc_garbage_percent: u8,
+    /// Blob files kept open for reads (each holds a file descriptor). Default: 100.
+    pub max_open_blob_files: usize,
+}
+
+/// Options of one keyspace, given to [`crate::Db::keyspace_with`] and kept in the
+/// manifest, so a reopened store separates values as before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KeyspaceOptions {
+    /// Values of at least this many bytes are separated into the value log: written once
+    /// to a blob file instead of to the log and every compaction, which suits values of a
+    /// few KiB and up (recommended: [`KeyspaceOptions::RECOMMENDED_BLOB_THRESHOLD`],
+    /// 4 KiB). Separated values may be up to `u32::MAX` bytes (inline ones up to 32 MiB)
+    /// and can be streamed ([`crate::Keyspace::insert_from`],
+    /// [`crate::Keyspace::get_reader`]). `None` (the default): the store's
+    /// [`Options::blob_threshold`] applies (off unless set).
+    pub blob_threshold: Option<usize>,
+}
+
+impl KeyspaceOptions {
+    /// A good separation threshold for mixed workloads: 4 KiB. Smaller values are cheaper
+    /// to keep inline (a point read of a separated value costs one more read).
+    pub const RECOMMENDED_BLOB_THRESHOLD: usize = 4 << 10;
+
+    /// Options that separate values of at least `threshold` bytes.
+    pub fn separated(threshold: usize) -> KeyspaceOptions {
+        KeyspaceOptions {
+            blob_threshold: Some(threshold),
+        }
+    }
 }
 
 impl Default for Options {
@@ -141,6 +184,10 @@ impl Default for Options {
             salvage_wal: false,
             clock: Clock::system(),
             expiry_check_interval: Duration::from_secs(60),
+            blob_threshold: None,
+            blob_file_size: 256 << 20,
+            blob_gc_garbage_percent: 50,
+            max_open_blob_files: 100,
         }
     }
 }
@@ -202,6 +249,15 @@ impl Options {
         }
         if self.expiry_check_interval.is_zero() {
             return bad("expiry_check_interval must be non-zero");
+        }
+        if self.blob_file_size < 4096 {
+            return bad("blob_file_size must be at least 4 KiB");
+        }
+        if !(1..=100).contains(&self.blob_gc_garbage_percent) {
+            return bad("blob_gc_garbage_percent must be between 1 and 100");
+        }
+        if self.max_open_blob_files == 0 {
+            return bad("max_open_blob_files must be at least 1");
         }
         if self.background_threads == 0 {
             return bad("background_threads must be at least 1");

@@ -32,6 +32,7 @@
 
 mod ordered_common;
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::ops::Bound;
@@ -317,15 +318,19 @@ impl Ent {
         }
     }
 
-    /// The (value-less) head fields the store must report.
+    /// The (value-less) head fields the store must report: the value is separated into
+    /// the value log when the option set's threshold says so.
     fn head(&self) -> (u64, u32, Vec<u8>, u64, Option<u64>, bool) {
+        let separated = BLOB_THRESHOLD
+            .with(Cell::get)
+            .is_some_and(|t| self.value.len() >= t);
         (
             self.value.len() as u64,
             self.tag,
             self.meta.clone(),
             self.seqno,
             self.expires_at,
-            false,
+            separated,
         )
     }
 }
@@ -342,6 +347,12 @@ fn head_fields(h: &Head) -> (u64, u32, Vec<u8>, u64, Option<u64>, bool) {
 }
 
 type Map = BTreeMap<Vec<u8>, Ent>;
+
+thread_local! {
+    /// `Options::blob_threshold` of the case running on this thread (every keyspace
+    /// separates values of at least this many bytes).
+    static BLOB_THRESHOLD: Cell<Option<usize>> = const { Cell::new(None) };
+}
 
 /// Where the manual clock of every case starts (Unix milliseconds).
 const CLOCK_START: u64 = 1_700_000_000_000;
@@ -514,6 +525,7 @@ impl Harness {
             expiry_check_interval: Duration::from_millis(20),
             ..options.clone()
         };
+        BLOB_THRESHOLD.with(|t| t.set(options.blob_threshold));
         let db = ok!(Db::open(dir.path(), options.clone()), "open");
         let mut model = Model::new();
         model.insert(NAMES[0].to_string(), (0, Map::new()));
@@ -1153,9 +1165,30 @@ fn model_long_histories() {
     run_model("long_histories", o, 60, 1500);
 }
 
+#[test]
+fn model_separated_all() {
+    // Every value (even empty ones) lives in the value log; small blob files rotate often.
+    let o = with(tiny(1 << 10, 64), |o| {
+        o.blob_threshold = Some(0);
+        o.blob_file_size = 4096;
+    });
+    run_model("separated_all", o, 1000, 120);
+}
+
+#[test]
+fn model_separated_64() {
+    // Most values separate, short ones (and most counters) stay inline.
+    let o = with(tiny(2 << 10, 128), |o| {
+        o.blob_threshold = Some(64);
+        o.compression = Compression::None;
+    });
+    run_model("separated_64", o, 1000, 120);
+}
+
 /// The option sets of the tests above, for the fixed sequences below.
 fn all_option_sets() -> Vec<Options> {
     vec![
+        with(tiny(1 << 10, 64), |o| o.blob_threshold = Some(0)),
         tiny(1 << 10, 64),
         with(tiny(2 << 10, 128), |o| {
             o.compression = Compression::None;

@@ -205,6 +205,56 @@ pub(crate) fn create_keyspace(inner: &Inner, name: &str) -> Result<KeyspaceId> {
     Ok(KeyspaceId(id))
 }
 
+/// Runs value-log GC until nothing is left to do at once: removes unreferenced blob
+/// files, compacts the tables that reference files over the garbage threshold so their
+/// values move, and removes those files in turn. Returns the number of files removed.
+pub(crate) fn collect_garbage(inner: &Inner) -> Result<usize> {
+    let mut removed = 0;
+    for _ in 0..3 {
+        let outcome = super::space::collect_garbage(inner)?;
+        removed += outcome.removed.len();
+        if outcome.rewritten.is_empty() || !super::space::rewrite(inner, &outcome.rewritten)? {
+            break;
+        }
+    }
+    Ok(removed)
+}
+
+/// Creates keyspace `name` if needed and records its options in the manifest if they
+/// differ from the recorded ones (one edit for both).
+pub(crate) fn create_keyspace_with(
+    inner: &Inner,
+    name: &str,
+    options: &crate::options::KeyspaceOptions,
+) -> Result<KeyspaceId> {
+    check_name(name)?;
+    inner.check_writable()?;
+    let threshold = options.blob_threshold.map(|t| t as u64);
+    let mut st = inner.state.lock();
+    let mut edit = Edit::default();
+    let id = match st.version.keyspace_by_name(name) {
+        Some((id, ks)) if ks.blob_threshold == threshold => return Ok(id),
+        Some((id, _)) => id,
+        None => {
+            let id = st.version.next_keyspace_id();
+            let next = id
+                .checked_add(1)
+                .ok_or_else(|| Error::invalid("keyspace ids are exhausted"))?;
+            edit.created_keyspaces = vec![(KeyspaceId(id), name.to_string())];
+            edit.next_keyspace_id = Some(next);
+            KeyspaceId(id)
+        }
+    };
+    edit.blob_thresholds = vec![(id, threshold)];
+    if let Err(e) = flush::log_and_apply(inner, &mut st, edit) {
+        st.bg_error
+            .get_or_insert_with(|| ("manifest write", e.duplicate()));
+        return Err(e);
+    }
+    super::read::install(inner, &st);
+    Ok(id)
+}
+
 /// Drops keyspace `name` and everything in it.
 pub(crate) fn drop_keyspace(inner: &Inner, name: &str) -> Result<()> {
     inner.check_writable()?;

@@ -6,9 +6,10 @@
 //! What a checkpoint of an open store holds, captured under the state lock (so no flush,
 //! compaction or log switch is half-done) and with the log written to the OS:
 //!
-//! 1. every immutable file the current version lists ([`live_files`]: tables, later blob
+//! 1. every immutable file the current version lists ([`live_files`]: tables and blob
 //!    files), pinned against deletion by registering a super version, and linked or
-//!    copied whole;
+//!    copied whole; plus the blob files the memtables point into that no flush has
+//!    recorded yet (the active blob file is sealed first, so all of them are immutable);
 //! 2. every WAL file from the version's `wal_min_id` through the current one, through
 //!    read handles opened under the lock (an open handle keeps a file's bytes even if a
 //!    flush deletes its name meanwhile); sealed files whole, the current one up to the
@@ -37,6 +38,7 @@ use crate::error::{Error, FileKind, Reason, Result};
 use crate::fs::{FileLock, FileSystem, ReadableFile};
 use crate::table::{self, TableMeta};
 use crate::version::{self, Manifest, Version};
+use crate::vlog::{self, BlobFileMeta};
 use crate::wal;
 
 /// One immutable file a version needs.
@@ -50,6 +52,9 @@ pub(crate) struct LiveFile {
     pub(crate) len: u64,
     /// For tables: the metadata the manifest holds (checked against the file by verify).
     pub(crate) table: Option<Arc<TableMeta>>,
+    /// For blob files: the metadata the manifest holds (checked against the file by
+    /// verify).
+    pub(crate) blob: Option<BlobFileMeta>,
 }
 
 /// Every immutable file `version` references, in a stable order: tables by keyspace and
@@ -63,11 +68,31 @@ pub(crate) fn live_files(version: &Version) -> Vec<LiveFile> {
                 kind: FileKind::Table,
                 len: t.file_size,
                 table: Some(Arc::clone(t)),
+                blob: None,
             });
         }
     }
-    // Blob files of the value log are immutable files of the version too: list them here.
+    for b in version.blob_files().values() {
+        out.push(LiveFile {
+            name: vlog::file_name(b.id),
+            kind: FileKind::Blob,
+            len: b.file_size,
+            table: None,
+            blob: Some(*b),
+        });
+    }
     out
+}
+
+/// The blob files the memtables of `sv` point into that its version does not list yet
+/// (finished files attached to the memtables; see `write::seal_blobs`): a copy's WAL
+/// replay needs them.
+fn unflushed_blob_files(sv: &SuperVersion) -> Vec<BlobFileMeta> {
+    std::iter::once(&sv.mem)
+        .chain(&sv.imm)
+        .flat_map(|m| m.blob_files())
+        .filter(|b| !sv.version.blob_files().contains_key(&b.id))
+        .collect()
 }
 
 /// Where a member's bytes come from.
@@ -234,6 +259,8 @@ pub(crate) fn capture(inner: &Inner) -> Result<Checkpoint> {
     });
     inner.live_supers.lock().push(Arc::clone(&pin));
     let version = &pin.version;
+    // Every blob record the copied WAL references must be in a finished file.
+    write::seal_blobs(inner, &st)?;
     let (wal_id, wal_len, seqno) = write::log_end(inner)?;
     let names = inner.fs.list_dir(&inner.dir)?;
     let wals = wal_members(
@@ -247,6 +274,18 @@ pub(crate) fn capture(inner: &Inner) -> Result<Checkpoint> {
     drop(st);
 
     let mut members = immutable_members(&inner.dir, &names, version)?;
+    for b in unflushed_blob_files(&pin) {
+        let name = vlog::file_name(b.id);
+        if !names.contains(&name) {
+            return Err(missing(&inner.dir, FileKind::Blob, &name));
+        }
+        members.push(Member {
+            source: Source::Immutable(inner.dir.join(&name)),
+            name,
+            kind: FileKind::Blob,
+            len: b.file_size,
+        });
+    }
     members.extend(wals);
     members.extend(manifest_members(version, manifest_id)?);
     Ok(Checkpoint {
@@ -311,6 +350,23 @@ pub(crate) fn capture_closed(fs: &dyn FileSystem, dir: &Path) -> Result<Checkpoi
     let version = recovered.version;
     let names = fs.list_dir(dir)?;
     let mut members = immutable_members(dir, &names, &version)?;
+    // Blob files no flush recorded yet: the WAL may reference them (recovery of the copy
+    // deletes those it does not).
+    for name in &names {
+        let Some(id) = vlog::parse_file_name(name) else {
+            continue;
+        };
+        if version.blob_files().contains_key(&id) {
+            continue;
+        }
+        let path = dir.join(name);
+        members.push(Member {
+            len: fs.file_len(&path)?,
+            source: Source::Immutable(path),
+            name: name.clone(),
+            kind: FileKind::Blob,
+        });
+    }
     members.extend(wal_members(fs, dir, &names, &version, None)?);
     members.extend(manifest_members(&version, recovered.manifest_id)?);
     Ok(Checkpoint {

@@ -156,11 +156,17 @@ impl Overlay {
             *slot = match op {
                 Op::Put { value, .. } => Slot::Put(value.to_vec(), Carried::default()),
                 Op::PutAttrs { stored, .. } => match entry::live(Kind::PutAttrs, stored, now_ms) {
-                    Ok(Some(view)) => Slot::Put(view.body.inline().to_vec(), Carried::of(&view)),
+                    Ok(Some(view)) => Slot::Put(
+                        view.body.inline().unwrap_or_default().to_vec(),
+                        Carried::of(&view),
+                    ),
                     // Expired at once, or (impossible for a batch that passed its checks)
                     // undecodable: either way no value a read would return.
                     Ok(None) | Err(_) => Slot::Removed,
                 },
+                // Made only by the leader after counters are resolved; never in a
+                // member's batch. Treated as unknown content: not a counter value.
+                Op::ValueHandle { .. } => Slot::Put(Vec::new(), Carried::default()),
                 Op::Delete { .. } => Slot::Removed,
             };
         }
@@ -192,7 +198,9 @@ impl Overlay {
         match self.written(keyspace, key) {
             Some(Some((value, carried))) => Ok((add(key, Some(value), delta)?, carried.clone())),
             Some(None) => Ok((add(key, None, delta)?, Carried::default())),
-            None => match read::lookup::<(Vec<u8>, Head)>(inner, keyspace, key, None)? {
+            None => match read::lookup::<(crate::iter::visible::Lazy, Head)>(
+                inner, keyspace, key, None,
+            )? {
                 Some((value, head)) => {
                     Ok((add(key, Some(&value), delta)?, Carried::from_head(&head)))
                 }

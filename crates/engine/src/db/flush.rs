@@ -10,6 +10,12 @@
 //!
 //! A crash before step 2 leaves orphan tables, deleted at the next open; after it, the
 //! WAL files it made obsolete are simply skipped by recovery if they still exist.
+//!
+//! The flush's edit also adds the blob files the memtable's separated values point into
+//! (attached to the memtable when they were finished), so a blob file is in the manifest
+//! no later than the first table referencing it. Blob files removed from the version by
+//! value-log GC are deleted here once no reader can reach them (see
+//! [`blob_deletable`]).
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
@@ -113,8 +119,16 @@ pub(crate) fn flush_oldest(inner: &Inner) -> Result<()> {
             .drain(..)
             .filter(|(ks, _, _)| st.version.keyspace(*ks).is_some())
             .collect();
+        // The blob files this memtable's separated values point into, recorded with the
+        // tables that reference them (no table ever names a blob file the manifest lacks).
+        let blobs = mem
+            .blob_files()
+            .into_iter()
+            .filter(|b| !st.version.blob_files().contains_key(&b.id))
+            .collect();
         let edit = Edit {
             added_tables: live,
+            added_blob_files: blobs,
             wal_min_id: Some(next_wal_id),
             flushed_seqno: Some(flushed),
             ..Edit::default()
@@ -140,6 +154,22 @@ pub(crate) fn flush_oldest(inner: &Inner) -> Result<()> {
     Ok(())
 }
 
+/// True if blob file `id` (removed from the current version) is reachable by none of the
+/// live super versions `supers`: none lists it, and none has a memtable whose entries may
+/// point into it (a reader holding a super version from before a flush reads the flushed
+/// memtable, whose blob files its version does not list yet).
+pub(crate) fn blob_deletable<'a>(
+    id: u64,
+    supers: impl IntoIterator<Item = &'a super::SuperVersion>,
+) -> bool {
+    supers.into_iter().all(|sv| {
+        !sv.version.blob_files().contains_key(&id)
+            && std::iter::once(&sv.mem)
+                .chain(&sv.imm)
+                .all(|m| m.blob_id_range().is_none_or(|(lo, hi)| id < lo || id > hi))
+    })
+}
+
 /// Deletes table files no version or reader uses, WAL files below the low-water mark and
 /// manifests other than the live one. Failures are ignored: a leftover file is deleted
 /// by a later call or the next open.
@@ -150,8 +180,8 @@ pub(crate) fn delete_obsolete_files(inner: &Inner) {
     let Ok(names) = inner.fs.list_dir(&inner.dir) else {
         return;
     };
-    let (live, wal_min, manifest_id) = {
-        let st = inner.state.lock();
+    let (live, wal_min, manifest_id, dead_blobs) = {
+        let mut st = inner.state.lock();
         let mut live: BTreeSet<u64> = st.version.live_table_ids();
         live.extend(st.pending_outputs.iter().copied());
         let mut supers = inner.live_supers.lock();
@@ -159,8 +189,20 @@ pub(crate) fn delete_obsolete_files(inner: &Inner) {
         for sv in supers.iter() {
             live.extend(sv.version.live_table_ids());
         }
-        (live, st.version.wal_min_id(), st.manifest.id())
+        let mut dead_blobs = Vec::new();
+        st.obsolete_blobs.retain(|&id| {
+            let dead = blob_deletable(id, supers.iter().map(|sv| sv.as_ref()));
+            if dead {
+                dead_blobs.push(id);
+            }
+            !dead
+        });
+        (live, st.version.wal_min_id(), st.manifest.id(), dead_blobs)
     };
+    for id in dead_blobs {
+        inner.blobs.forget(id);
+        let _ = inner.fs.remove(&inner.blobs.path(id));
+    }
     for name in names {
         let obsolete = if let Some(id) = table::parse_file_name(&name) {
             let dead = !live.contains(&id);

@@ -20,8 +20,10 @@ use crate::snapshot::Snapshot;
 
 /// A named keyspace of a [`Db`]: an ordered map from byte keys to byte values.
 ///
-/// Keys are at most 65,535 bytes and values at most 32 MiB (larger values are refused
-/// with `InvalidArgument`); both may be empty. A batch must fit in one 256 MiB log record.
+/// Keys are at most 65,535 bytes and values at most 32 MiB, or `u32::MAX` bytes in a
+/// keyspace that separates them into the value log ([`crate::KeyspaceOptions`]); larger
+/// values are refused with `InvalidArgument`. Both may be empty. A batch must fit in one
+/// 256 MiB log record (separated values count as their handles).
 #[derive(Clone)]
 pub struct Keyspace {
     db: Db,
@@ -275,6 +277,47 @@ impl Keyspace {
         self.check_live()?;
         let inner = &self.db.inner;
         write::write(inner, batch, super::effective(inner, durability)).map(|_| ())
+    }
+
+    /// Sets `key` to the next `len` bytes read from `source`, with the attributes and
+    /// durability of `options`. In a keyspace that separates values of this size (see
+    /// [`crate::KeyspaceOptions`]) the value streams into a blob file of its own through a
+    /// bounded buffer, so values of hundreds of MiB (up to `u32::MAX` bytes) are written
+    /// without holding them in memory; otherwise it is read into memory and written like
+    /// [`Keyspace::insert_entry`].
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a key over the limit, `len` above `u32::MAX` (or above
+    /// 32 MiB in a keyspace that keeps values inline), or a dropped keyspace; `Io` with op
+    /// `"read value"` if `source` fails or ends before `len` bytes (nothing is written);
+    /// as [`Keyspace::insert`] otherwise.
+    pub fn insert_from(
+        &self,
+        key: impl AsRef<[u8]>,
+        mut source: impl std::io::Read,
+        len: u64,
+        options: &EntryOptions,
+    ) -> Result<()> {
+        self.check_live()?;
+        super::large::insert_from(
+            &self.db.inner,
+            self.id,
+            key.as_ref(),
+            &mut source,
+            len,
+            options,
+        )
+    }
+
+    /// A streaming reader of the value of `key`, if present: a separated value is read
+    /// from its blob file 64 KiB at a time (each chunk verified), never whole.
+    ///
+    /// # Errors
+    /// As [`Keyspace::get`]; damage found while reading is an `io::Error` of kind
+    /// `InvalidData` from the reader.
+    pub fn get_reader(&self, key: impl AsRef<[u8]>) -> Result<Option<super::ValueReader>> {
+        self.check_live()?;
+        super::large::get_reader(&self.db.inner, self.id, key.as_ref())
     }
 
     /// The value of `key`, if present.

@@ -46,7 +46,7 @@ use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem, StdFs};
 use crate::key::{KeyspaceId, SeqNo};
 use crate::memtable::Memtable;
-use crate::options::{Durability, Options};
+use crate::options::{Durability, KeyspaceOptions, Options};
 use crate::snapshot::{Registry, Snapshot};
 use crate::table::BlockCache;
 use crate::version::{Manifest, Version};
@@ -85,6 +85,8 @@ pub(crate) struct State {
     pub(crate) pending_outputs: Vec<u64>,
     /// When an idle background thread next looks for tables with expired entries.
     pub(crate) next_expiry_check: std::time::Instant,
+    /// Blob files removed from the version, deleted once no reader can reach them.
+    pub(crate) obsolete_blobs: Vec<u64>,
 }
 
 /// Everything the store's threads share.
@@ -108,7 +110,10 @@ pub(crate) struct Inner {
     pub(crate) visible_seqno: AtomicU64,
     /// The largest seqno known to survive power loss.
     pub(crate) durable_seqno: AtomicU64,
-    pub(crate) next_file_id: AtomicU64,
+    /// The store's one file-id counter (shared with the value log's writers).
+    pub(crate) next_file_id: Arc<AtomicU64>,
+    /// Reads separated values from blob files.
+    pub(crate) blobs: crate::vlog::Reader,
     pub(crate) snapshots: Arc<Registry>,
     pub(crate) block_cache: Arc<BlockCache>,
     pub(crate) tables: read::TableCache,
@@ -125,6 +130,14 @@ impl Inner {
 
     pub(crate) fn new_file_id(&self) -> u64 {
         self.next_file_id.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// The separation threshold of `keyspace` in `version`: its own, else the store's.
+    pub(crate) fn blob_threshold(&self, version: &Version, keyspace: KeyspaceId) -> Option<u64> {
+        version
+            .keyspace(keyspace)
+            .and_then(|k| k.blob_threshold)
+            .or(self.options.blob_threshold.map(|t| t as u64))
     }
 
     /// Fails if a background error or a poisoned log stops writes.
@@ -248,6 +261,31 @@ impl Db {
         Ok(Keyspace::new(self, id, name))
     }
 
+    /// Opens the keyspace `name` with `options`, creating it if it does not exist. The
+    /// options are recorded in the manifest (a reopened store keeps them; a later
+    /// `keyspace_with` may change them, affecting new writes only):
+    ///
+    /// ```
+    /// use cairn::{Db, KeyspaceOptions, Options};
+    ///
+    /// # fn main() -> cairn::Result<()> {
+    /// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// let media = db.keyspace_with("media", KeyspaceOptions::separated(4096))?;
+    /// media.insert("clip", vec![7u8; 100_000])?; // stored in a blob file
+    /// let head = media.head("clip")?.expect("present");
+    /// assert!(head.separated && head.value_len == 100_000);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Db::keyspace`].
+    pub fn keyspace_with(&self, name: &str, options: KeyspaceOptions) -> Result<Keyspace> {
+        let id = background::create_keyspace_with(&self.inner, name, &options)?;
+        Ok(Keyspace::new(self, id, name))
+    }
+
     /// The keyspace `name`, if it exists.
     pub fn get_keyspace(&self, name: &str) -> Option<Keyspace> {
         let version = Arc::clone(&self.inner.state.lock().version);
@@ -339,6 +377,30 @@ impl Db {
         background::compact_expired(&self.inner)
     }
 
+    /// Where the store's bytes are: per blob file of the value log its live and garbage
+    /// bytes, and the bytes of tables and WAL files. Opens every table of the current
+    /// version (to read its blob references) if it is not open yet.
+    ///
+    /// # Errors
+    /// `Io` or `Corruption` from the tables or the directory listing.
+    pub fn space_stats(&self) -> Result<SpaceStats> {
+        space::space_stats(&self.inner)
+    }
+
+    /// Runs value-log garbage collection now: blob files no table references any more
+    /// are removed (their files deleted once no snapshot or iterator can read them), and
+    /// files whose garbage share reaches `Options::blob_gc_garbage_percent` have their
+    /// live values moved to a new file by compacting the tables that reference them.
+    /// Background threads run the same after flushes and compactions; this is the
+    /// deterministic trigger. Returns the number of blob files removed.
+    ///
+    /// # Errors
+    /// The background error, if one stopped writes; errors of the manifest write or of
+    /// the compactions.
+    pub fn collect_garbage(&self) -> Result<usize> {
+        background::collect_garbage(&self.inner)
+    }
+
     /// Bytes the store takes on disk: the sum of the lengths of every file in its
     /// directory (tables, log files, manifests, `CURRENT`, the lock file, and any other
     /// kind of file the store keeps there). It lists the directory, so it is O(files)
@@ -382,7 +444,11 @@ impl Db {
 }
 
 mod keyspace;
+mod large;
+mod space;
 pub use keyspace::{Batch, Keyspace};
+pub use large::ValueReader;
+pub use space::{BlobFileSpace, SpaceStats};
 
 /// Which durability a write uses: its own, or the store's default.
 pub(crate) fn effective(inner: &Inner, requested: Option<Durability>) -> Durability {

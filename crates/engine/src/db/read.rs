@@ -21,7 +21,7 @@ use crate::entry;
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::iter::level::{LevelCursor, Opener};
 use crate::iter::merge::MergingCursor;
-use crate::iter::visible::{Bounds, Extract, Visible};
+use crate::iter::visible::{Bounds, Extract, Lazy, Visible};
 use crate::key::{KeyspaceId, Kind, SeqNo};
 use crate::memtable::Memtable;
 use crate::table::{self, BlockCache, TableMeta};
@@ -163,8 +163,32 @@ pub(crate) fn lookup<T: Extract>(
     keyspace: KeyspaceId,
     key: &[u8],
     snapshot: Option<SeqNo>,
+) -> Result<Option<T::Out>> {
+    match find::<T>(inner, keyspace, key, snapshot)? {
+        Some(item) => item.resolve(&inner.blobs).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// As [`lookup`], but the item is not resolved: a separated value stays a handle.
+pub(crate) fn find<T: Extract>(
+    inner: &Inner,
+    keyspace: KeyspaceId,
+    key: &[u8],
+    snapshot: Option<SeqNo>,
 ) -> Result<Option<T>> {
     let (sv, seqno) = acquire(inner, snapshot);
+    find_at(inner, &sv, keyspace, key, seqno)
+}
+
+/// As [`find`], in a super version the caller holds, at `seqno`.
+pub(crate) fn find_at<T: Extract>(
+    inner: &Inner,
+    sv: &SuperVersion,
+    keyspace: KeyspaceId,
+    key: &[u8],
+    seqno: SeqNo,
+) -> Result<Option<T>> {
     let now = inner.options.clock.now_ms();
     let decide = |s: SeqNo, kind: Kind, stored: &[u8]| -> Result<Option<T>, Reason> {
         Ok(entry::live(kind, stored, now)?.map(|view| T::extract(s, &view)))
@@ -194,7 +218,7 @@ pub(crate) fn get(
     key: &[u8],
     snapshot: Option<SeqNo>,
 ) -> Result<Option<Vec<u8>>> {
-    lookup::<Vec<u8>>(inner, keyspace, key, snapshot)
+    lookup::<Lazy>(inner, keyspace, key, snapshot)
 }
 
 /// Blocks a scan adds to the block cache per table, from the start of the scan: short
@@ -260,8 +284,7 @@ pub(crate) fn count(
         lo: Bound::Unbounded,
         hi: Bound::Unbounded,
     };
-    Visible::<Vec<u8>>::new(Box::new(cursor), seqno, inner.options.clock.now_ms(), all)
-        .count_forward()
+    Visible::<Head>::new(Box::new(cursor), seqno, inner.options.clock.now_ms(), all).count_forward()
 }
 
 /// Bytes of `keyspace` in the current super version: its table files, plus the bytes its
@@ -351,7 +374,14 @@ impl<T: Extract> Scan<T> {
         }
     }
 
-    fn step(&mut self, front: bool) -> Option<Result<(Vec<u8>, T)>> {
+    /// The next item of one side, its value resolved (a separated value is read only
+    /// here, for an item that is returned).
+    fn step(&mut self, front: bool) -> Option<Result<(Vec<u8>, T::Out)>> {
+        self.step_lazy(front)
+            .map(|r| r.and_then(|(k, item)| Ok((k, item.resolve(&self.inner.blobs)?))))
+    }
+
+    fn step_lazy(&mut self, front: bool) -> Option<Result<(Vec<u8>, T)>> {
         if self.done {
             return None;
         }
@@ -404,7 +434,7 @@ impl<T: Extract> Scan<T> {
 /// back may be consumed alternately; they never cross or repeat a key. Entries that
 /// expired before the scan began are skipped (and hide older versions of their key).
 pub struct Iter {
-    scan: Scan<Vec<u8>>,
+    scan: Scan<Lazy>,
 }
 
 impl std::fmt::Debug for Iter {
@@ -493,7 +523,7 @@ impl DoubleEndedIterator for HeadIter {
 /// snapshot: each item is the key, the value and its [`Head`] (tag, metadata, expiry,
 /// seqno). Used where an entry must be copied with its attributes (dump, export).
 pub struct EntryIter {
-    scan: Scan<(Vec<u8>, Head)>,
+    scan: Scan<(Lazy, Head)>,
 }
 
 impl std::fmt::Debug for EntryIter {

@@ -20,6 +20,16 @@
 //!    never removes them; but damage inside the manifest's last record reads as a torn
 //!    append, and recovering the version before that edit would silently lose the writes
 //!    of a flush whose WAL files are gone, or read the deleted inputs of a compaction.
+//! 7. A WAL record holding a value handle whose blob record is missing or damaged ends the
+//!    log (`vlog/FORMAT.md` §7: the record was in the WAL's unsynced tail), even if later
+//!    WAL files exist; the replayed prefix is then flushed before the store opens, so the
+//!    discarded tail is never read again. A handle into a blob file the version lists
+//!    must be valid (the file was synced before the manifest named it): corruption.
+//! 8. Blob files no version lists are added by the first flush of the replayed memtable
+//!    that references them (scanned for their valid prefix); unreferenced ones are
+//!    leftovers (of a crash before their values were logged) and are deleted. The file-id
+//!    counter is raised above every blob file id, and no recovered blob file is appended
+//!    to again.
 //! 6. A table no version lists is a leftover of a flush or compaction that did not commit,
 //!    deleted at open; its writes are also in the replayed WAL or in listed tables. One
 //!    holding a seqno above the last recovered one is instead the output of manifest edits
@@ -34,7 +44,10 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::{flush, read, write, Inner, State, DEFAULT_KEYSPACE};
-use crate::batch::WriteBatch;
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::batch::{Op, WriteBatch};
+use crate::entry::{self, Body, EntryView};
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::fs::FileSystem;
 use crate::key::{KeyspaceId, SeqNo};
@@ -43,6 +56,7 @@ use crate::options::Options;
 use crate::snapshot::Registry;
 use crate::table::{self, BlockCache};
 use crate::version::{self, Edit, Manifest, Version};
+use crate::vlog;
 use crate::wal;
 
 /// The name of the lock file in a store directory.
@@ -79,6 +93,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
             table::parse_file_name(n)
                 .or_else(|| wal::parse_file_name(n))
                 .or_else(|| version::parse_manifest_file_name(n))
+                .or_else(|| vlog::parse_file_name(n))
         })
         .max()
         .unwrap_or(0);
@@ -113,7 +128,8 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
     // manifest takes that file's id, so `Manifest::create` replaces it: a second leftover
     // beside it would make a crash during this open look like a damaged store.
     let first_free = if new_store { max_id } else { max_id + 1 };
-    let next_file_id = AtomicU64::new(version.next_file_id().max(first_free));
+    let next_file_id = Arc::new(AtomicU64::new(version.next_file_id().max(first_free)));
+    let blobs = vlog::Reader::new(Arc::clone(&fs), dir, options.max_open_blob_files);
 
     // Replay.
     let mut wal_ids: Vec<u64> = names
@@ -122,7 +138,8 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
         .filter(|id| *id >= version.wal_min_id())
         .collect();
     wal_ids.sort_unstable();
-    let replay = replay(fs.as_ref(), dir, &wal_ids, &version, &options)?;
+    let replay = replay(fs.as_ref(), dir, &wal_ids, &version, &options, &blobs)?;
+    attach_unlisted_blobs(fs.as_ref(), dir, &names, &version, &replay)?;
     let last_seqno = replay.last_seqno;
     if let (Some(manifest), false) = (&manifest, options.salvage_wal) {
         check_unlisted_tables(fs.as_ref(), dir, &names, &version, last_seqno, manifest)?;
@@ -133,18 +150,45 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
     // after a clean open.
     let manifest_id = next_file_id.fetch_add(1, Ordering::SeqCst);
     let wal_id = next_file_id.fetch_add(1, Ordering::SeqCst);
+    // A log cut short before any record was replayed (rule 7): the new WAL file becomes
+    // the first one to read, so the discarded tail is never replayed again. It is created
+    // before the manifest names it.
+    let skip_old_wal = replay.cut_short && replay.memtables.is_empty();
+    let early_writer = if skip_old_wal {
+        Some(wal::Writer::create(fs.as_ref(), dir, wal_id)?)
+    } else {
+        None
+    };
     let bump = Edit {
         next_file_id: Some(next_file_id.load(Ordering::SeqCst)),
+        wal_min_id: skip_old_wal.then_some(wal_id),
         ..Edit::default()
     };
     version = version.apply(&bump, dir, 0)?;
     let manifest = Manifest::create(Arc::clone(&fs), dir, manifest_id, &version)?;
-    let writer = wal::Writer::create(fs.as_ref(), dir, wal_id)?;
+    let writer = match early_writer {
+        Some(w) => w,
+        None => wal::Writer::create(fs.as_ref(), dir, wal_id)?,
+    };
+    let ids = Arc::clone(&next_file_id);
+    let blob_writer = vlog::Writer::new(
+        Arc::clone(&fs),
+        dir,
+        vlog::WriterOptions {
+            max_file_len: options.blob_file_size,
+        },
+        Box::new(move || ids.fetch_add(1, Ordering::SeqCst)),
+    );
 
     let mut memtables = replay.memtables;
+    // After a log cut short by a lost blob record, the replayed memtables are all flushed
+    // before the store opens (rule 7); the new memtable starts empty.
     let mem = match memtables.pop() {
-        Some(m) => m,
-        None => Arc::new(Memtable::new(wal_id)),
+        Some(m) if !replay.cut_short => m,
+        last => {
+            memtables.extend(last);
+            Arc::new(Memtable::new(wal_id))
+        }
     };
     let version = Arc::new(version);
     let block_cache = Arc::new(BlockCache::new(options.block_cache_size));
@@ -158,6 +202,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
         bg_error: None,
         shutting_down: false,
         pending_outputs: Vec::new(),
+        obsolete_blobs: Vec::new(),
         next_expiry_check: std::time::Instant::now() + options.expiry_check_interval,
     };
     let sv = Arc::new(read::SuperVersion {
@@ -175,10 +220,11 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
         stall_cv: Condvar::new(),
         super_version: RwLock::new(Arc::clone(&sv)),
         live_supers: Mutex::new(vec![sv]),
-        write: write::WritePath::new(writer, last_seqno.0, last_seqno.0),
+        write: write::WritePath::new(writer, blob_writer, last_seqno.0, last_seqno.0),
         visible_seqno: AtomicU64::new(last_seqno.0),
         durable_seqno: AtomicU64::new(last_seqno.0),
         next_file_id,
+        blobs,
         snapshots: Arc::new(Registry::default()),
         block_cache,
         tables: read::TableCache::new(options.max_open_tables),
@@ -187,8 +233,56 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
         stats: super::background::Counters::default(),
         options,
     });
+    if replay.cut_short {
+        while !inner.state.lock().imm.is_empty() {
+            flush::flush_oldest(&inner)?;
+        }
+    }
     flush::delete_obsolete_files(&inner);
     Ok(inner)
+}
+
+/// Gives each blob file the replayed records reference but the version does not list to
+/// the first memtable referencing it, as its flush must record it (rule 8), and deletes
+/// blob files nothing references.
+fn attach_unlisted_blobs(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    names: &[String],
+    version: &Version,
+    replay: &Replayed,
+) -> Result<()> {
+    for name in names {
+        let Some(id) = vlog::parse_file_name(name) else {
+            continue;
+        };
+        if version.blob_files().contains_key(&id) {
+            continue;
+        }
+        let path = dir.join(name);
+        let Some(&index) = replay.blob_refs.get(&id) else {
+            // No replayed record and no table references it: its values were never logged
+            // durably. It may be partly written; nothing will ever read it.
+            fs.remove(&path)?;
+            continue;
+        };
+        let scanned = vlog::scan_path(fs, &path, true)?;
+        let file_size = if scanned.footer.is_some() {
+            scanned.valid_end + vlog::FOOTER_LEN
+        } else {
+            scanned.valid_end
+        };
+        let meta = vlog::BlobFileMeta {
+            id,
+            file_size,
+            record_count: scanned.records.len() as u64,
+            value_bytes: scanned.value_bytes,
+        };
+        if let Some(mem) = replay.memtables.get(index) {
+            mem.attach_blob_files(vec![meta]);
+        }
+    }
+    Ok(())
 }
 
 /// The error for a manifest that disagrees with the files in the directory (rules 5, 6).
@@ -285,6 +379,11 @@ struct Replayed {
     /// Memtables in seqno order; all but the last are full and will be flushed.
     memtables: Vec<Arc<Memtable>>,
     last_seqno: SeqNo,
+    /// Blob files the replayed records reference that the version does not list: the
+    /// index of the first memtable referencing each.
+    blob_refs: BTreeMap<u64, usize>,
+    /// True if replay stopped at a record whose blob record was lost (rule 7).
+    cut_short: bool,
 }
 
 fn gap_error(path: &Path, offset: u64, expected: u64, found: u64) -> Error {
@@ -308,11 +407,15 @@ fn replay(
     wal_ids: &[u64],
     version: &Version,
     options: &Options,
+    blobs: &vlog::Reader,
 ) -> Result<Replayed> {
     let flushed = version.flushed_seqno();
     let mut last = flushed;
     let mut memtables: Vec<Arc<Memtable>> = Vec::new();
-    for &id in wal_ids {
+    let mut blob_refs = BTreeMap::new();
+    let mut synced_blobs = BTreeSet::new();
+    let mut cut_short = false;
+    'files: for &id in wal_ids {
         let path = dir.join(wal::file_name(id));
         let reader = wal::Reader::open(fs, &path, options.salvage_wal)?;
         let mut records = 0usize;
@@ -327,6 +430,15 @@ fn replay(
             }
             if record.seqno != last.0 + 1 && (record.seqno <= last.0 || !options.salvage_wal) {
                 return Err(gap_error(&path, record.offset, last.0 + 1, record.seqno));
+            }
+            if !handles_valid(&batch, version, blobs)? {
+                cut_short = true;
+                if records > 0 {
+                    sync_blob_files(fs, blobs, &blob_refs, &mut synced_blobs)?;
+                    let mut file = fs.open_append(&path)?;
+                    file.sync_data()?;
+                }
+                break 'files;
             }
             let needs_new = memtables
                 .last()
@@ -352,6 +464,11 @@ fn replay(
                     continue; // the keyspace was dropped later
                 }
                 logged.add(ks, WriteBatch::op_encoded_len(&op) as u64);
+                if let Some(h) = handle_of(&op) {
+                    if !version.blob_files().contains_key(&h.file_id) {
+                        blob_refs.entry(h.file_id).or_insert(memtables.len() - 1);
+                    }
+                }
                 mem.insert(ks, op.key(), seqno, op.kind(), op.stored());
             }
             mem.add_logged(logged);
@@ -364,7 +481,9 @@ fn replay(
         }
         if records > 0 {
             // The replayed writes may have reached only the OS before the crash; make them
-            // durable before anything new is acknowledged after them.
+            // durable before anything new is acknowledged after them: their blob records
+            // first, then the log (the order of `vlog/FORMAT.md` §7).
+            sync_blob_files(fs, blobs, &blob_refs, &mut synced_blobs)?;
             let mut file = fs.open_append(&path)?;
             file.sync_data()?;
         }
@@ -372,5 +491,66 @@ fn replay(
     Ok(Replayed {
         memtables,
         last_seqno: last,
+        blob_refs,
+        cut_short,
     })
+}
+
+/// Fsyncs every blob file in `refs` not synced yet: replayed values may have reached only
+/// the OS before the crash, and become durable before their WAL records are.
+fn sync_blob_files(
+    fs: &dyn FileSystem,
+    blobs: &vlog::Reader,
+    refs: &BTreeMap<u64, usize>,
+    synced: &mut BTreeSet<u64>,
+) -> Result<()> {
+    for &id in refs.keys() {
+        if synced.insert(id) {
+            fs.open_append(&blobs.path(id))?.sync_data()?;
+        }
+    }
+    Ok(())
+}
+
+/// The value handle of a `ValueHandle` op (the batch decoder has checked its encoding).
+fn handle_of(op: &Op<'_>) -> Option<vlog::ValueHandle> {
+    match entry::view(op.kind(), op.stored()) {
+        Ok(Some(EntryView {
+            body: Body::Handle(h),
+            ..
+        })) => Some(h),
+        _ => None,
+    }
+}
+
+/// True if every value handle of `batch` leads to its intact blob record (rule 7).
+///
+/// # Errors
+/// `Corruption` for a lost record in a blob file the version lists; `Io` from reads.
+fn handles_valid(batch: &WriteBatch, version: &Version, blobs: &vlog::Reader) -> Result<bool> {
+    for op in batch.ops() {
+        // The values of a dropped keyspace are never read (its blob file may be gone).
+        if version.keyspace(op.keyspace()).is_none() {
+            continue;
+        }
+        let Some(h) = handle_of(&op) else {
+            continue;
+        };
+        if blobs.validate_handle(&h)? {
+            continue;
+        }
+        if version.blob_files().contains_key(&h.file_id) {
+            return Err(Error::corruption(
+                FileKind::Blob,
+                &blobs.path(h.file_id),
+                h.offset,
+                Reason::BadEntry(
+                    "a logged value handle leads to a missing or damaged record of a blob file \
+                     the manifest lists",
+                ),
+            ));
+        }
+        return Ok(false);
+    }
+    Ok(true)
 }

@@ -39,11 +39,15 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::counter::Overlay;
 use super::{counter, Inner, State};
-use crate::batch::WriteBatch;
+use crate::batch::{Op, WriteBatch};
+use crate::entry;
 use crate::error::{Error, Result};
+use crate::key::Kind;
 use crate::key::{KeyspaceId, SeqNo};
 use crate::memtable::{KeyspaceBytes, Memtable};
 use crate::options::Durability;
+use crate::version::Version;
+use crate::vlog::{self, BlobFileMeta};
 use crate::wal;
 
 /// Most bytes of batches one leader commits at once.
@@ -62,6 +66,9 @@ enum Job {
     Write {
         batch: WriteBatch,
         durability: Durability,
+        /// Blob files written by the caller for this batch alone (a streamed value), to be
+        /// recorded with the memtable the batch goes into.
+        blob_files: Vec<BlobFileMeta>,
     },
     /// Add `delta` to the counter at `key`; the leader turns it into a Put.
     Incr {
@@ -78,7 +85,7 @@ impl Job {
     /// Bytes the job adds to a group (`usize::MAX` for a job that goes alone).
     fn size(&self) -> usize {
         match self {
-            Job::Write { batch, .. } => batch.encoded_len(),
+            Job::Write { batch, .. } => batch.encoded_len().min(GROUP_BYTES),
             // The Put it becomes: key, a value of at most 20 bytes, and lengths.
             Job::Incr { key, .. } => key.len() + 32,
             Job::Rotate => usize::MAX,
@@ -109,6 +116,8 @@ enum Member<'a> {
         batch: Cow<'a, WriteBatch>,
         durability: Durability,
         counter: i64,
+        /// Blob files the member's values were streamed to (see `Job::Write`).
+        blob_files: &'a [BlobFileMeta],
     },
     /// Refused before it got a seqno; nothing of it is written.
     Refused(Error),
@@ -158,6 +167,29 @@ pub(crate) struct WalState {
     shutdown: bool,
     /// Length of the current log file covered by the last background fsync.
     bg_synced_len: u64,
+    /// The value log's writer: appended to by the write leader before the WAL records that
+    /// reference its records, synced before every WAL fsync (`vlog/FORMAT.md` §7).
+    blob: vlog::Writer,
+    /// Set when blob records were appended since the last blob sync.
+    blob_unsynced: bool,
+}
+
+impl WalState {
+    /// Makes every blob record appended so far durable: called before every WAL fsync, so
+    /// no fsynced WAL record references a blob record a power loss can take.
+    fn sync_blobs(&mut self) -> Result<()> {
+        if self.blob_unsynced {
+            self.blob.sync()?;
+            self.blob_unsynced = false;
+        }
+        Ok(())
+    }
+
+    /// Syncs the blob writer, then fsyncs the WAL file.
+    fn sync_all(&mut self) -> Result<()> {
+        self.sync_blobs()?;
+        self.writer.as_mut().ok_or(Error::Poisoned)?.sync()
+    }
 }
 
 /// The write path's shared state.
@@ -181,7 +213,12 @@ pub(crate) struct WritePath {
 
 impl WritePath {
     /// The write path over an open log writer; `last_seqno` was recovered.
-    pub(crate) fn new(writer: wal::Writer, last_seqno: u64, durable: u64) -> WritePath {
+    pub(crate) fn new(
+        writer: wal::Writer,
+        blob: vlog::Writer,
+        last_seqno: u64,
+        durable: u64,
+    ) -> WritePath {
         WritePath {
             wal_len: AtomicU64::new(writer.len()),
             queue: Mutex::new(Queue::default()),
@@ -198,6 +235,8 @@ impl WritePath {
                 poisoned: None,
                 shutdown: false,
                 bg_synced_len: 0,
+                blob,
+                blob_unsynced: false,
             }),
             wal_cv: Condvar::new(),
             space_cv: Condvar::new(),
@@ -216,32 +255,149 @@ impl WritePath {
 
 /// Applies `batch` atomically with `durability`; returns the seqno of its last op.
 pub(crate) fn write(inner: &Inner, batch: WriteBatch, durability: Durability) -> Result<SeqNo> {
+    write_with_blobs(inner, batch, durability, Vec::new())
+}
+
+/// As [`write`], with the blob files a streamed value of the batch was written to.
+pub(crate) fn write_with_blobs(
+    inner: &Inner,
+    batch: WriteBatch,
+    durability: Durability,
+    blob_files: Vec<BlobFileMeta>,
+) -> Result<SeqNo> {
     if batch.is_empty() {
         return Ok(SeqNo(inner.visible_seqno.load(Ordering::Acquire)));
     }
-    if batch.encoded_len() > wal::MAX_PAYLOAD_LEN {
-        return Err(Error::invalid(format!(
-            "write batch of {} bytes exceeds the limit of {} bytes",
-            batch.encoded_len(),
-            wal::MAX_PAYLOAD_LEN
-        )));
-    }
+    let version = Arc::clone(&inner.state.lock().version);
+    // The log record holds handles in place of the values the leader separates.
+    let mut logged = batch.encoded_len();
     for op in batch.ops() {
-        // A PutAttrs op's stored bytes (attrs and value) must fit a table entry too.
         let value = op.stored();
-        if value.len() > crate::table::MAX_VALUE_LEN {
+        if separates(inner, &version, &op) {
+            logged = logged - value.len() + ENTRY_HANDLE_ALLOWANCE;
+        } else if value.len() > crate::table::MAX_VALUE_LEN {
+            // An inline op's stored bytes (attrs and value) must fit a table entry.
             return Err(Error::invalid(format!(
-                "value of {} bytes (with its attributes) exceeds the limit of {} bytes",
+                "value of {} bytes (with its attributes) exceeds the limit of {} bytes for \
+                 values kept in the tree (separated values may reach {} bytes: see \
+                 KeyspaceOptions::blob_threshold)",
                 value.len(),
-                crate::table::MAX_VALUE_LEN
+                crate::table::MAX_VALUE_LEN,
+                u32::MAX
             )));
         }
+    }
+    if logged > wal::MAX_PAYLOAD_LEN {
+        return Err(Error::invalid(format!(
+            "write batch of {logged} bytes exceeds the limit of {} bytes",
+            wal::MAX_PAYLOAD_LEN
+        )));
     }
     if let Durability::Async { queue_depth: 0 } = durability {
         return Err(Error::invalid("Durability::Async needs queue_depth >= 1"));
     }
     inner.check_writable()?;
-    run(inner, Job::Write { batch, durability }).map(|d| d.seqno)
+    let job = Job::Write {
+        batch,
+        durability,
+        blob_files,
+    };
+    run(inner, job).map(|d| d.seqno)
+}
+
+/// Bytes a separated op's log record may take beyond its attrs: the handle and a flags
+/// byte (for a plain put, whose attrs are added) and the length prefix's growth.
+const ENTRY_HANDLE_ALLOWANCE: usize = vlog::MAX_HANDLE_LEN + 1 + 10;
+
+/// True if the leader moves `op`'s value to the value log: a put at or above its
+/// keyspace's threshold, or one too large to stay in the tree (possible only when the
+/// keyspace separated values when the write was checked).
+fn separates(inner: &Inner, version: &Version, op: &Op<'_>) -> bool {
+    // The threshold applies to the value alone; the table limit to what the tree stores.
+    let (value_len, stored_len) = match op {
+        Op::Put { value, .. } => (value.len() as u64, value.len()),
+        Op::PutAttrs { stored, .. } => match entry::view(Kind::PutAttrs, stored) {
+            Ok(Some(v)) => (v.body.len(), stored.len()),
+            _ => return false,
+        },
+        Op::ValueHandle { .. } | Op::Delete { .. } => return false,
+    };
+    let over = inner
+        .blob_threshold(version, op.keyspace())
+        .is_some_and(|t| value_len >= t);
+    over || stored_len > crate::table::MAX_VALUE_LEN
+}
+
+/// Replaces, in each member's batch, the puts [`separates`] picks by `ValueHandle` ops,
+/// appending their values to the value log first (in batch order, before any WAL record
+/// of the group is written). Blob files finished meanwhile are attached to `mem`, the
+/// memtable the group goes into. A member whose log record would still be too large is
+/// refused.
+///
+/// # Errors
+/// A failed blob append (the log is poisoned: writes stop).
+fn separate(inner: &Inner, members: &mut [Member<'_>], mem: &Memtable) -> Result<()> {
+    let version = Arc::clone(&inner.state.lock().version);
+    let needed = members.iter().any(|m| match m {
+        Member::Apply { batch, .. } => batch.ops().any(|op| separates(inner, &version, &op)),
+        Member::Refused(_) => false,
+    });
+    if !needed {
+        return Ok(());
+    }
+    let mut wal = inner.write.wal.lock();
+    if wal.poisoned.is_some() {
+        return Err(Error::Poisoned);
+    }
+    for m in members.iter_mut() {
+        let Member::Apply { batch, .. } = m else {
+            continue;
+        };
+        if !batch.ops().any(|op| separates(inner, &version, &op)) {
+            continue;
+        }
+        let mut out = WriteBatch::new();
+        for op in batch.ops() {
+            if !separates(inner, &version, &op) {
+                out.push_stored(op.kind(), op.keyspace(), op.key(), op.stored())?;
+                continue;
+            }
+            let view = entry::view(op.kind(), op.stored())
+                .ok()
+                .flatten()
+                .ok_or_else(|| Error::invalid("a put without a value in a write group"))?;
+            let Some(value) = view.body.inline() else {
+                continue;
+            };
+            let handle = match wal.blob.append(op.keyspace(), op.key(), value) {
+                Ok(h) => h,
+                Err(e) => {
+                    if wal.blob.is_poisoned() {
+                        poison(&mut wal, &e);
+                    }
+                    return Err(e);
+                }
+            };
+            wal.blob_unsynced = true;
+            let stored = entry::encode_separated(&view.attrs, &handle);
+            out.push_stored(Kind::ValueHandle, op.keyspace(), op.key(), &stored)?;
+        }
+        *batch = Cow::Owned(out);
+    }
+    mem.attach_blob_files(wal.blob.take_sealed());
+    drop(wal);
+    for m in members.iter_mut() {
+        if let Member::Apply { batch, .. } = m {
+            if batch.encoded_len() > wal::MAX_PAYLOAD_LEN {
+                *m = Member::Refused(Error::invalid(format!(
+                    "write batch of {} bytes exceeds the limit of {} bytes",
+                    batch.encoded_len(),
+                    wal::MAX_PAYLOAD_LEN
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Adds `delta` to the counter at `key` atomically with respect to every other write,
@@ -388,12 +544,17 @@ fn resolve<'a>(inner: &Inner, group: &'a [Pending]) -> Vec<Member<'a>> {
     group
         .iter()
         .map(|p| match &p.job {
-            Job::Write { batch, durability } => {
+            Job::Write {
+                batch,
+                durability,
+                blob_files,
+            } => {
                 overlay.record(batch, now_ms);
                 Member::Apply {
                     batch: Cow::Borrowed(batch),
                     durability: *durability,
                     counter: 0,
+                    blob_files,
                 }
             }
             Job::Incr {
@@ -423,6 +584,7 @@ fn resolve<'a>(inner: &Inner, group: &'a [Pending]) -> Vec<Member<'a>> {
                             batch: Cow::Owned(batch),
                             durability: *durability,
                             counter,
+                            blob_files: &[],
                         }
                     }
                     Err(e) => Member::Refused(e),
@@ -448,7 +610,10 @@ fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<Result<Done>>> {
     make_room(inner, false)?;
     let wp = &inner.write;
     let base = inner.visible_seqno.load(Ordering::Acquire);
-    let members = resolve(inner, group);
+    // The memtable cannot change under the leader: only a leader rotates.
+    let mem = Arc::clone(&inner.state.lock().mem);
+    let mut members = resolve(inner, group);
+    separate(inner, &mut members, &mem)?;
     let applied = || {
         members.iter().filter_map(|m| match m {
             Member::Apply { batch, .. } => Some(batch.as_ref()),
@@ -519,18 +684,21 @@ fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<Result<Done>>> {
         } else {
             let outcome = (|| -> Result<()> {
                 drain_pending(inner, &mut wal)?;
-                let writer = wal.writer.as_mut().ok_or(Error::Poisoned)?;
+                let ws: &mut WalState = &mut wal;
+                let writer = ws.writer.as_mut().ok_or(Error::Poisoned)?;
                 for (batch, first) in batches.zip(&firsts) {
                     writer.append(*first, batch.encoded())?;
                 }
                 if sync {
                     let started = Instant::now();
-                    writer.sync()?;
+                    ws.sync_all()?;
                     let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
                     let avg = wp.sync_nanos.load(Ordering::Relaxed);
                     let next = if avg == 0 { took } else { (avg * 7 + took) / 8 };
                     wp.sync_nanos.store(next, Ordering::Relaxed);
-                } else if to_os {
+                }
+                let writer = ws.writer.as_mut().ok_or(Error::Poisoned)?;
+                if to_os && !sync {
                     writer.flush()?;
                 }
                 wp.wal_len.store(writer.len(), Ordering::Relaxed);
@@ -558,10 +726,13 @@ fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<Result<Done>>> {
         }
     }
 
-    // The memtable cannot change under the leader: only a leader rotates.
-    let mem = Arc::clone(&inner.state.lock().mem);
     let mut user_bytes = 0u64;
     let mut logged = KeyspaceBytes::default();
+    for m in &members {
+        if let Member::Apply { blob_files, .. } = m {
+            mem.attach_blob_files(blob_files.to_vec());
+        }
+    }
     for (batch, first) in applied().zip(&firsts) {
         for (seqno, op) in batch.ops_with_seqno(SeqNo(*first))? {
             let value = op.stored();
@@ -622,11 +793,10 @@ pub(crate) fn flush_wal(inner: &Inner, sync: bool) -> Result<()> {
     }
     let outcome = (|| -> Result<()> {
         drain_pending(inner, &mut wal)?;
-        let writer = wal.writer.as_mut().ok_or(Error::Poisoned)?;
         if sync {
-            writer.sync()?;
+            wal.sync_all()?;
         } else {
-            writer.flush()?;
+            wal.writer.as_mut().ok_or(Error::Poisoned)?.flush()?;
         }
         Ok(())
     })();
@@ -641,6 +811,26 @@ pub(crate) fn flush_wal(inner: &Inner, sync: bool) -> Result<()> {
             .durable_seqno
             .fetch_max(wal.appended, Ordering::AcqRel);
     }
+    Ok(())
+}
+
+/// Seals the active blob file (if any) and attaches every finished blob file to `st.mem`,
+/// so every blob record a WAL record references lives in an immutable file. Checkpoints
+/// call it (under the state lock) before [`log_end`].
+///
+/// # Errors
+/// `Poisoned`, or the seal's I/O error (which poisons writes).
+pub(crate) fn seal_blobs(inner: &Inner, st: &State) -> Result<()> {
+    let mut wal = inner.write.wal.lock();
+    if wal.poisoned.is_some() {
+        return Err(Error::Poisoned);
+    }
+    if let Err(e) = wal.blob.rotate() {
+        poison(&mut wal, &e);
+        return Err(e);
+    }
+    wal.blob_unsynced = false;
+    st.mem.attach_blob_files(wal.blob.take_sealed());
     Ok(())
 }
 
@@ -697,6 +887,11 @@ pub(crate) fn log_thread(inner: Arc<Inner>) {
             if let Some(w) = wal.writer.as_ref() {
                 if w.len() >= wal.bg_synced_len + WAL_BYTES_PER_SYNC {
                     let (id, path, len) = (w.id(), w.path(), w.len());
+                    // The blob records those WAL bytes reference become durable first.
+                    if let Err(e) = wal.sync_blobs() {
+                        poison(&mut wal, &e);
+                        continue;
+                    }
                     // A second handle: the fsync covers the file's bytes whichever handle
                     // wrote them, and writers keep appending meanwhile.
                     let outcome = MutexGuard::unlocked(&mut wal, || {
@@ -720,11 +915,7 @@ pub(crate) fn log_thread(inner: Arc<Inner>) {
                 if since >= interval {
                     if wal.appended > wal.synced {
                         let target = wal.appended;
-                        let outcome = wal
-                            .writer
-                            .as_mut()
-                            .ok_or(Error::Poisoned)
-                            .and_then(|w| w.sync());
+                        let outcome = wal.sync_all();
                         match outcome {
                             Ok(()) => {
                                 wal.synced = target;
@@ -829,6 +1020,11 @@ fn switch_memtable(inner: &Inner, st: &mut State) -> Result<()> {
         }
         let outcome = (|| -> Result<wal::Writer> {
             drain_pending(inner, &mut wal)?;
+            // Seal the blob file with the memtable: the frozen memtable's separated values
+            // all point into files finished now, which its flush records (FORMAT.md §12).
+            wal.blob.rotate()?;
+            wal.blob_unsynced = false;
+            st.mem.attach_blob_files(wal.blob.take_sealed());
             if let Some(w) = wal.writer.as_mut() {
                 w.sync()?;
             }

@@ -28,6 +28,7 @@ fn put(ks: KeyspaceId, key: &str, value: &str) -> Job {
     Job::Write {
         batch,
         durability: Durability::Buffered,
+        blob_files: Vec::new(),
     }
 }
 
@@ -37,6 +38,7 @@ fn remove(ks: KeyspaceId, key: &str) -> Job {
     Job::Write {
         batch,
         durability: Durability::None,
+        blob_files: Vec::new(),
     }
 }
 

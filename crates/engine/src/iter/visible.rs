@@ -18,9 +18,10 @@ use std::ops::Bound;
 use std::path::Path;
 
 use crate::cursor::Cursor;
-use crate::entry::{self, EntryView};
+use crate::entry::{self, Body, EntryView};
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::key::{after_key, parse_encoded, seek_key, Kind, SeqNo};
+use crate::vlog::{self, ValueHandle};
 
 /// A key and its value, as yielded to users.
 #[cfg(test)]
@@ -90,15 +91,46 @@ fn parse(key: &[u8]) -> Result<(&[u8], SeqNo, Kind)> {
 
 /// What a scan yields for each visible entry, built from the entry's seqno and view
 /// without copying more than it needs (a value scan copies the value, a head scan only
-/// the metadata).
+/// the metadata), in two steps: [`Extract::extract`] while the scan decides visibility
+/// (no blob read: a separated value stays a handle), then [`Extract::resolve`] only for
+/// the items actually returned to the caller (reading the blob of a separated value).
 pub(crate) trait Extract: Sized {
+    /// What the caller receives.
+    type Out;
     /// The item for a live entry written at `seqno`.
     fn extract(seqno: SeqNo, view: &EntryView<'_>) -> Self;
+    /// The item as returned, reading a separated value from `blobs`.
+    ///
+    /// # Errors
+    /// The blob read's error (`Io`, `Corruption` of the blob file).
+    fn resolve(self, blobs: &vlog::Reader) -> Result<Self::Out>;
 }
 
-impl Extract for Vec<u8> {
-    fn extract(_seqno: SeqNo, view: &EntryView<'_>) -> Vec<u8> {
-        view.body.inline().to_vec()
+/// A value as a scan or lookup found it: its bytes, or the handle of a separated value
+/// not read yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Lazy {
+    /// The value bytes.
+    Inline(Vec<u8>),
+    /// A separated value, read on [`Extract::resolve`].
+    Handle(ValueHandle),
+}
+
+impl Extract for Lazy {
+    type Out = Vec<u8>;
+
+    fn extract(_seqno: SeqNo, view: &EntryView<'_>) -> Lazy {
+        match view.body {
+            Body::Inline(v) => Lazy::Inline(v.to_vec()),
+            Body::Handle(h) => Lazy::Handle(h),
+        }
+    }
+
+    fn resolve(self, blobs: &vlog::Reader) -> Result<Vec<u8>> {
+        match self {
+            Lazy::Inline(v) => Ok(v),
+            Lazy::Handle(h) => blobs.read(&h),
+        }
     }
 }
 
@@ -312,6 +344,13 @@ mod tests {
     use crate::key::{compare_encoded, InternalKey};
     use proptest::prelude::*;
 
+    fn inline((k, v): (Vec<u8>, Lazy)) -> Pair {
+        match v {
+            Lazy::Inline(v) => (k, v),
+            Lazy::Handle(h) => panic!("unexpected handle {h:?}"),
+        }
+    }
+
     fn bound(b: (u8, u8)) -> Bound<Vec<u8>> {
         match b.0 {
             0 => Bound::Unbounded,
@@ -347,18 +386,18 @@ mod tests {
                 .filter(|(k, _)| bounds.above_lo(k) && bounds.below_hi(k))
                 .collect();
 
-            let mut counter = Visible::<Vec<u8>>::new(Box::new(VecCursor::new(entries.clone())), SeqNo(snapshot), 0, bounds.clone());
+            let mut counter = Visible::<Lazy>::new(Box::new(VecCursor::new(entries.clone())), SeqNo(snapshot), 0, bounds.clone());
             prop_assert_eq!(counter.count_forward().unwrap(), expected.len() as u64);
             prop_assert_eq!(counter.count_forward().unwrap(), 0);
 
-            let mut fwd = Visible::<Vec<u8>>::new(Box::new(VecCursor::new(entries.clone())), SeqNo(snapshot), 0, bounds.clone());
+            let mut fwd = Visible::<Lazy>::new(Box::new(VecCursor::new(entries.clone())), SeqNo(snapshot), 0, bounds.clone());
             let mut got = Vec::new();
-            while let Some(p) = fwd.next_forward().unwrap() { got.push(p); }
+            while let Some(p) = fwd.next_forward().unwrap() { got.push(inline(p)); }
             prop_assert_eq!(&got, &expected);
 
-            let mut back = Visible::<Vec<u8>>::new(Box::new(VecCursor::new(entries)), SeqNo(snapshot), 0, bounds);
+            let mut back = Visible::<Lazy>::new(Box::new(VecCursor::new(entries)), SeqNo(snapshot), 0, bounds);
             let mut got = Vec::new();
-            while let Some(p) = back.next_backward().unwrap() { got.push(p); }
+            while let Some(p) = back.next_backward().unwrap() { got.push(inline(p)); }
             got.reverse();
             prop_assert_eq!(&got, &expected);
         }
@@ -379,7 +418,7 @@ mod tests {
 
     #[test]
     fn an_undecodable_key_is_an_error_then_the_scan_stops() {
-        let mut v = Visible::<Vec<u8>>::new(
+        let mut v = Visible::<Lazy>::new(
             Box::new(VecCursor::new(vec![(b"short".to_vec(), vec![])])),
             SeqNo(9),
             0,

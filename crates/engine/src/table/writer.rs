@@ -208,6 +208,18 @@ impl Writer {
                 )
             }
         };
+        // A separated value is counted for the table's `blob_refs` (value-log GC).
+        let blob_ref = if kind == Kind::ValueHandle {
+            match crate::entry::view(kind, value) {
+                Ok(Some(crate::entry::EntryView {
+                    body: crate::entry::Body::Handle(h),
+                    ..
+                })) => Some((h.file_id, h.value_len)),
+                _ => return refuse(self, "table value holds a damaged value handle".into()),
+            }
+        } else {
+            None
+        };
         if self.entries > 0 && compare_encoded(&self.last_key, key) != Ordering::Less {
             return refuse(
                 self,
@@ -227,6 +239,9 @@ impl Writer {
         }
         self.entries += 1;
         self.tombstones += u64::from(kind == Kind::Delete);
+        if let Some((file_id, value_len)) = blob_ref {
+            self.blob_refs.add(file_id, value_len);
+        }
         if let Some(at) = expiry {
             self.expiring += 1;
             self.earliest_expiry = Some(self.earliest_expiry.map_or(at, |e| e.min(at)));
@@ -243,8 +258,9 @@ impl Writer {
     }
 
     /// Counts a value handle into blob file `file_id` for a value of `value_len` bytes, for
-    /// the table's `blob_refs` property. The caller (flush, compaction) calls it once per
-    /// `ValueHandle` entry it adds; the writer does not decode values.
+    /// the table's `blob_refs` property. [`Writer::add`] counts every `ValueHandle` entry
+    /// itself; this is for tests of the property alone.
+    #[cfg(test)]
     pub(crate) fn add_blob_ref(&mut self, file_id: u64, value_len: u32) {
         self.blob_refs.add(file_id, value_len);
     }

@@ -16,6 +16,7 @@
 //!   8 NextKeyspaceId  id:vlq                                  (<= 2^32 - 1)
 //!   9 AddBlobFile     id:vlq file_size:vlq record_count:vlq value_bytes:vlq
 //!  10 RemoveBlobFile  id:vlq
+//!  11 BlobThreshold   keyspace:vlq threshold_plus_one:vlq       (0 = separation off)
 //! table  := id:vlq file_size:vlq smallest_len:vlq smallest largest_len:vlq largest
 //!           min_seqno:vlq max_seqno:vlq entries:vlq tombstones:vlq raw_bytes:vlq
 //! ```
@@ -54,6 +55,7 @@ mod tag {
     pub(super) const NEXT_KEYSPACE_ID: u64 = 8;
     pub(super) const ADD_BLOB_FILE: u64 = 9;
     pub(super) const REMOVE_BLOB_FILE: u64 = 10;
+    pub(super) const BLOB_THRESHOLD: u64 = 11;
 }
 
 /// One change to the table set: what a flush, a compaction, a keyspace creation or drop,
@@ -69,6 +71,9 @@ pub(crate) struct Edit {
     pub(crate) added_tables: Vec<(KeyspaceId, usize, TableMeta)>,
     /// Tables removed: keyspace, level, table id.
     pub(crate) removed_tables: Vec<(KeyspaceId, usize, u64)>,
+    /// Value-separation thresholds set: keyspace, threshold (`None`: separation off).
+    /// Applied after keyspace creations.
+    pub(crate) blob_thresholds: Vec<(KeyspaceId, Option<u64>)>,
     /// WAL files with an id below this hold only data already in tables.
     pub(crate) wal_min_id: Option<u64>,
     /// The next unused file id (tables, WAL files and manifest files share one counter).
@@ -194,6 +199,11 @@ impl Edit {
             put_vlq(&mut out, u64::from(id.0));
             put_bytes(&mut out, name.as_bytes());
         }
+        for (ks, threshold) in &self.blob_thresholds {
+            put_vlq(&mut out, tag::BLOB_THRESHOLD);
+            put_vlq(&mut out, u64::from(ks.0));
+            put_vlq(&mut out, threshold.map_or(0, |t| t.saturating_add(1)));
+        }
         for (ks, level, table_id) in &self.removed_tables {
             put_vlq(&mut out, tag::REMOVE_TABLE);
             put_vlq(&mut out, u64::from(ks.0));
@@ -256,6 +266,11 @@ impl Edit {
                     edit.created_keyspaces.push((id, name.to_owned()));
                 }
                 tag::DROP_KEYSPACE => edit.dropped_keyspaces.push(dec.keyspace()?),
+                tag::BLOB_THRESHOLD => {
+                    let ks = dec.keyspace()?;
+                    let raw = dec.vlq()?;
+                    edit.blob_thresholds.push((ks, raw.checked_sub(1)));
+                }
                 tag::ADD_TABLE => {
                     let ks = dec.keyspace()?;
                     let level = dec.level()?;
@@ -453,6 +468,7 @@ mod tests {
             next_keyspace_id: Some(2),
             added_blob_files: vec![blob(10)],
             removed_blob_files: vec![4],
+            blob_thresholds: Vec::new(),
         }
     }
 
@@ -533,7 +549,7 @@ mod tests {
     #[test]
     fn unknown_and_reserved_tags_are_rejected() {
         assert_eq!(corruption(decode(&[0x00])), (100, Reason::BadTag(0)));
-        assert_eq!(corruption(decode(&[0x0b, 0x00])), (100, Reason::BadTag(11)));
+        assert_eq!(corruption(decode(&[0x0c, 0x00])), (100, Reason::BadTag(12)));
         let (at, reason) = corruption(decode(&[0x06, 0x01, 0x80, 0x02]));
         assert_eq!(at, 102);
         assert_eq!(reason, Reason::BadEntry("edit field tag above 255"));
@@ -630,6 +646,21 @@ mod tests {
         let mut t = table(1);
         t.largest = t.smallest.clone();
         assert!(check_table(&t).is_ok());
+    }
+
+    #[test]
+    fn blob_thresholds_round_trip() {
+        let edit = Edit {
+            blob_thresholds: vec![
+                (KeyspaceId(3), Some(4096)),
+                (KeyspaceId(0), None),
+                (KeyspaceId(1), Some(0)),
+            ],
+            ..Edit::default()
+        };
+        let enc = edit.encode();
+        assert_eq!(&enc[..3], &[11, 3, 0x81]);
+        assert_eq!(Edit::decode(&enc, Path::new("m"), 0).unwrap(), edit);
     }
 
     #[test]
@@ -764,6 +795,7 @@ mod tests {
                     next_keyspace_id: k,
                     added_blob_files: blobs,
                     removed_blob_files: unblobs,
+                    blob_thresholds: Vec::new(),
                 },
             )
     }

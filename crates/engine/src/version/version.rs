@@ -31,6 +31,9 @@ pub(crate) struct KeyspaceTables {
     /// `levels[0]`: overlapping tables, newest first. `levels[1..]`: tables sorted by
     /// `smallest`, user-key ranges disjoint.
     pub(crate) levels: [Vec<Arc<TableMeta>>; NUM_LEVELS],
+    /// Values of at least this many bytes are separated into the value log (`None`:
+    /// never). Set with the keyspace's options and kept across reopens.
+    pub(crate) blob_threshold: Option<u64>,
 }
 
 /// The table set and counters of the store at one point; see the module documentation.
@@ -157,6 +160,13 @@ impl Version {
                 ..KeyspaceTables::default()
             };
             next.keyspaces.insert(*id, Arc::new(tables));
+        }
+        for (id, threshold) in &edit.blob_thresholds {
+            let ks = next
+                .keyspaces
+                .get_mut(id)
+                .ok_or_else(|| bad("edit sets the options of a keyspace that does not exist"))?;
+            Arc::make_mut(ks).blob_threshold = *threshold;
         }
 
         for (ks, level, table_id) in &edit.removed_tables {
@@ -317,6 +327,9 @@ impl Version {
         };
         for (id, ks) in self.keyspaces() {
             edit.created_keyspaces.push((id, ks.name.clone()));
+            if ks.blob_threshold.is_some() {
+                edit.blob_thresholds.push((id, ks.blob_threshold));
+            }
             for (level, tables) in ks.levels.iter().enumerate() {
                 for t in tables {
                     edit.added_tables.push((id, level, TableMeta::clone(t)));

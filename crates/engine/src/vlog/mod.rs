@@ -39,7 +39,9 @@
 //!
 //! Thread-safety: a [`Writer`] has one owner; a [`Reader`] is `Send + Sync` and shared.
 
-#![cfg_attr(not(test), allow(dead_code))] // wired into the Db in the value-log integration; see FORMAT.md §12
+// A few helpers (record encoding for tools and tests, stream positions) are used only by
+// tests, the fuzz targets and `inspect`.
+#![cfg_attr(not(test), allow(dead_code))]
 
 pub(crate) mod format;
 pub(crate) mod gc;
@@ -54,15 +56,16 @@ mod crash_tests;
 #[cfg(test)]
 mod large_value_tests;
 
-#[allow(unused_imports)] // the Db's entry points; unused until the integration lands
-pub(crate) use handle::{decode_entry_value, encode_entry_value, ValueHandle};
-#[allow(unused_imports)] // likewise
+#[allow(unused_imports)] // some entry points serve only tests and tools
+pub(crate) use format::FOOTER_LEN;
+#[allow(unused_imports)]
+pub(crate) use handle::{decode_entry_value, encode_entry_value, ValueHandle, MAX_HANDLE_LEN};
+#[allow(unused_imports)]
 pub(crate) use reader::{Reader, DEFAULT_OPEN_FILES};
-#[allow(unused_imports)] // likewise
+#[allow(unused_imports)]
 pub(crate) use scan::{scan, scan_path, Scanned, ScannedRecord};
-#[allow(unused_imports)] // likewise
 pub(crate) use value_reader::ValueReader;
-#[allow(unused_imports)] // likewise
+#[allow(unused_imports)]
 pub(crate) use writer::{Writer, WriterOptions, DEFAULT_MAX_FILE_LEN};
 
 /// What the manifest records about one blob file (FORMAT.md §4, `version/FORMAT.md` §5).

@@ -277,10 +277,10 @@ fn check_crashes_in_recovery(
 }
 
 /// Runs `steps` in `mode` on a recorder; returns the model and every crash image.
-fn record(steps: &[Step], mode: Durability) -> (Model, Vec<Image>) {
+fn record(steps: &[Step], mode: Durability, options: &Options) -> (Model, Vec<Image>) {
     let rec = Recorder::new(new_fs(), TORN_PER_CALL);
     rec.recording(true);
-    let mut d = Driver::new(rec.shared(), options(mode), Some(rec.clone()));
+    let mut d = Driver::new(rec.shared(), options.clone(), Some(rec.clone()));
     d.open().unwrap();
     for step in steps {
         d.step(step)
@@ -293,6 +293,13 @@ fn record(steps: &[Step], mode: Durability) -> (Model, Vec<Image>) {
         assert!(
             db.stats().compactions > 0,
             "{mode:?}: the workload compacts"
+        );
+    }
+    if options.blob_threshold.is_some() {
+        let space = db.space_stats().unwrap();
+        assert!(
+            !space.blob_files.is_empty() || space.unflushed_blob_files > 0,
+            "{mode:?}: values are separated"
         );
     }
     drop(db);
@@ -312,12 +319,27 @@ struct Tally {
 }
 
 fn crash_after_every_call(mode: Durability) {
+    crash_after_every_call_with(mode, &options(mode), "");
+}
+
+/// Every value separated into the value log (threshold 0): a crash never leaves a WAL
+/// record whose blob record is missing for a write the contract says survives.
+fn crash_after_every_call_separated(mode: Durability) {
+    let options = Options {
+        blob_threshold: Some(0),
+        blob_file_size: 4096,
+        ..options(mode)
+    };
+    crash_after_every_call_with(mode, &options, " (separated values)");
+}
+
+fn crash_after_every_call_with(mode: Durability, options: &Options, label: &str) {
     watch_engine_threads();
     let start = Instant::now();
-    let options = options(mode);
+    let options = options.clone();
     let mut t = Tally::default();
     for (name, steps) in workloads() {
-        let (model, images) = record(&steps, mode);
+        let (model, images) = record(&steps, mode, &options);
         t.calls += images.last().map_or(0, |i| i.call);
         for (i, img) in images.iter().enumerate() {
             // Copy before the check's open writes to the image.
@@ -346,7 +368,7 @@ fn crash_after_every_call(mode: Durability) {
     }
     let total = t.power + t.process + t.torn + t.in_recovery;
     eprintln!(
-        "crash states {mode:?}: {total} checked ({} calls; {} power loss, {} process crash, \
+        "crash states {mode:?}{label}: {total} checked ({} calls; {} power loss, {} process crash, \
          {} torn, {} crashes during recovery), {} violations, {:.1}s",
         t.calls,
         t.power,
@@ -391,4 +413,29 @@ fn crash_after_every_call_async() {
 #[test]
 fn crash_after_every_call_none() {
     crash_after_every_call(modes()[4]);
+}
+
+#[test]
+fn crash_after_every_call_separated_sync() {
+    crash_after_every_call_separated(modes()[0]);
+}
+
+#[test]
+fn crash_after_every_call_separated_periodic() {
+    crash_after_every_call_separated(modes()[1]);
+}
+
+#[test]
+fn crash_after_every_call_separated_buffered() {
+    crash_after_every_call_separated(modes()[2]);
+}
+
+#[test]
+fn crash_after_every_call_separated_async() {
+    crash_after_every_call_separated(modes()[3]);
+}
+
+#[test]
+fn crash_after_every_call_separated_none() {
+    crash_after_every_call_separated(modes()[4]);
 }
