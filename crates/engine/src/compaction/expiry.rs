@@ -50,6 +50,7 @@ pub(crate) fn pick_expired(
                 bottommost,
                 trivial_move: false,
                 in_place: true,
+                relocate: Vec::new(),
             });
         }
     }

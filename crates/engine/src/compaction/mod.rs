@@ -12,18 +12,21 @@
 //!    level n, plus every table of level n+1 whose user-key range overlaps them; so the
 //!    output replaces them without breaking level n+1's non-overlap. The one exception is
 //!    an in-place rewrite of one table of level n >= 1 into level n, which reclaims
-//!    expired entries (`expiry.rs`); its output covers a subset of the input's range.
+//!    expired entries (`expiry.rs`) or moves separated values out of blob files picked
+//!    by value-log GC (`relocate.rs`); its output covers a subset of the input's range.
 //! 2. Output tables split only between different user keys, so all versions of a key live
 //!    in one table of a level (reads and the level cursor rely on it).
 //! 3. At most one compaction per keyspace runs at a time (the scheduler's rule).
 
 mod expiry;
+mod relocate;
 mod run;
 pub(crate) mod stream;
 
 use std::sync::Arc;
 
 pub(crate) use expiry::pick_expired;
+pub(crate) use relocate::pick_relocation;
 pub(crate) use run::run;
 
 use crate::key::{split_encoded, KeyspaceId};
@@ -49,6 +52,9 @@ pub(crate) struct Choice {
     /// The inputs (one table of level 1 or deeper, no overlaps) are rewritten into their
     /// own level, to drop expired entries (see `expiry.rs`).
     pub(crate) in_place: bool,
+    /// Blob files whose values the compaction moves to a new blob file (value-log GC,
+    /// `relocate.rs`); empty for an ordinary compaction.
+    pub(crate) relocate: Vec<u64>,
 }
 
 impl Choice {
@@ -169,5 +175,6 @@ fn choose(id: KeyspaceId, ks: &KeyspaceTables, level: usize) -> Option<Choice> {
         bottommost,
         trivial_move,
         in_place: false,
+        relocate: Vec::new(),
     })
 }

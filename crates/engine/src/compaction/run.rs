@@ -6,6 +6,7 @@
 //! edit is appended to the manifest; a crash before that leaves orphan tables that the
 //! next open deletes, and the inputs stay live.
 
+use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -13,12 +14,14 @@ use super::stream::KeyVersions;
 use super::Choice;
 use crate::cursor::Cursor;
 use crate::db::{flush, Inner};
+use crate::entry::{self, Body};
 use crate::error::Result;
 use crate::iter::level::{LevelCursor, Opener};
 use crate::iter::merge::MergingCursor;
-use crate::key::split_encoded;
+use crate::key::{split_encoded, Kind};
 use crate::table::{self, TableMeta};
 use crate::version::Edit;
+use crate::vlog::{self, BlobFileMeta};
 
 /// Runs `choice` to completion and installs the result.
 ///
@@ -40,12 +43,15 @@ pub(crate) fn run(inner: &Inner, choice: &Choice) -> Result<()> {
             .iter()
             .map(|t| (ks, out_level, TableMeta::clone(t)))
             .collect();
-        return commit(inner, removed, added, &[]);
+        return commit(inner, removed, added, Vec::new());
     }
 
     let mut ids = Vec::new();
-    let outcome = write_outputs(inner, choice, &mut ids);
-    let result = outcome.and_then(|added| commit(inner, removed, added, &ids));
+    let mut relocation = Relocation::new(inner, choice);
+    let outcome = write_outputs(inner, choice, &mut ids, &mut relocation);
+    let result = outcome
+        .and_then(|added| Ok((added, relocation.finish()?)))
+        .and_then(|(added, blobs)| commit(inner, removed, added, blobs));
     inner
         .state
         .lock()
@@ -56,10 +62,88 @@ pub(crate) fn run(inner: &Inner, choice: &Choice) -> Result<()> {
     Ok(())
 }
 
+/// Moves values out of the blob files a GC compaction relocates (`Choice::relocate`) into
+/// new blob files of its own, which its edit adds with the tables referencing them.
+struct Relocation<'a> {
+    inner: &'a Inner,
+    keyspace: crate::key::KeyspaceId,
+    files: &'a [u64],
+    writer: Option<vlog::Writer>,
+}
+
+impl<'a> Relocation<'a> {
+    fn new(inner: &'a Inner, choice: &'a Choice) -> Relocation<'a> {
+        Relocation {
+            inner,
+            keyspace: choice.keyspace,
+            files: &choice.relocate,
+            writer: None,
+        }
+    }
+
+    /// The stored bytes to write for an entry: `value` itself, or for a separated value
+    /// in a relocated file, `attrs || handle` of a copy in a new blob file.
+    fn entry<'v>(&mut self, key: &[u8], value: &'v [u8]) -> Result<Cow<'v, [u8]>> {
+        if self.files.is_empty() {
+            return Ok(Cow::Borrowed(value));
+        }
+        let Some((user, trailer)) = split_encoded(key) else {
+            return Ok(Cow::Borrowed(value));
+        };
+        if Kind::from_u8(trailer as u8) != Some(Kind::ValueHandle) {
+            return Ok(Cow::Borrowed(value));
+        }
+        let view = entry::view(Kind::ValueHandle, value)
+            .map_err(|r| {
+                crate::Error::corruption(
+                    crate::FileKind::Table,
+                    std::path::Path::new("<compaction input>"),
+                    0,
+                    r,
+                )
+            })?
+            .ok_or_else(|| crate::Error::invalid("a value handle without a value"))?;
+        let Body::Handle(old) = view.body else {
+            return Ok(Cow::Borrowed(value));
+        };
+        if !self.files.contains(&old.file_id) {
+            return Ok(Cow::Borrowed(value));
+        }
+        let inner = self.inner;
+        let writer = self.writer.get_or_insert_with(|| {
+            let ids = Arc::clone(&inner.next_file_id);
+            vlog::Writer::new(
+                Arc::clone(&inner.fs),
+                &inner.dir,
+                vlog::WriterOptions {
+                    max_file_len: inner.options.blob_file_size,
+                },
+                Box::new(move || ids.fetch_add(1, Ordering::SeqCst)),
+            )
+        });
+        // Streamed: one chunk in memory whatever the value's size.
+        let mut source = inner.blobs.open_value(&old)?;
+        let handle = writer.append_from(self.keyspace, user, old.value_len, &mut source)?;
+        Ok(Cow::Owned(entry::encode_separated(&view.attrs, &handle)))
+    }
+
+    /// Seals the new blob files (synced before the edit that names them).
+    fn finish(mut self) -> Result<Vec<BlobFileMeta>> {
+        match self.writer.as_mut() {
+            Some(w) => {
+                w.rotate()?;
+                Ok(w.take_sealed())
+            }
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
 fn write_outputs(
     inner: &Inner,
     choice: &Choice,
     ids: &mut Vec<u64>,
+    relocation: &mut Relocation<'_>,
 ) -> Result<Vec<(crate::key::KeyspaceId, usize, TableMeta)>> {
     let snapshots = inner.snapshots.seqnos();
     let mut children: Vec<Box<dyn Cursor>> = Vec::new();
@@ -103,7 +187,8 @@ fn write_outputs(
                     writer = Some(table::Writer::create(inner.fs.as_ref(), &path, id, &topts)?);
                 }
                 if let Some(w) = writer.as_mut() {
-                    w.add(&key, &value)?;
+                    let stored = relocation.entry(&key, &value)?;
+                    w.add(&key, &stored)?;
                 }
             }
             if writer
@@ -160,16 +245,18 @@ fn commit(
     inner: &Inner,
     removed: Vec<(crate::key::KeyspaceId, usize, u64)>,
     added: Vec<(crate::key::KeyspaceId, usize, TableMeta)>,
-    _outputs: &[u64],
+    blobs: Vec<BlobFileMeta>,
 ) -> Result<()> {
     {
         let mut st = inner.state.lock();
         let edit = Edit {
             removed_tables: removed,
             added_tables: added,
+            added_blob_files: blobs,
             ..Edit::default()
         };
         flush::log_and_apply(inner, &mut st, edit)?;
+        st.gc_due = true;
         crate::db::install(inner, &st);
     }
     inner.stall_cv.notify_all();

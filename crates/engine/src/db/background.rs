@@ -104,6 +104,16 @@ fn background_loop(inner: &Inner) {
                 continue;
             }
         }
+        // Value-log GC once the tree settles after a change that may have made garbage.
+        if st.bg_error.is_none() && st.gc_due && !st.version.blob_files().is_empty() {
+            st.gc_due = false;
+            drop(st);
+            // A failure is either recorded as the background error already (a manifest
+            // write) or leaves the files for the next run.
+            let _ = collect_garbage(inner);
+            st = inner.state.lock();
+            continue;
+        }
         let due = st
             .next_expiry_check
             .saturating_duration_since(Instant::now());
@@ -213,11 +223,61 @@ pub(crate) fn collect_garbage(inner: &Inner) -> Result<usize> {
     for _ in 0..3 {
         let outcome = super::space::collect_garbage(inner)?;
         removed += outcome.removed.len();
-        if outcome.rewritten.is_empty() || !super::space::rewrite(inner, &outcome.rewritten)? {
+        if outcome.rewritten.is_empty() || !relocate(inner, &outcome.rewritten)? {
             break;
         }
     }
     Ok(removed)
+}
+
+/// Moves the live values of blob files `files` to new blob files by compacting every table
+/// that references them (`compaction::pick_relocation`), one at a time; returns true if
+/// any compaction ran.
+///
+/// # Errors
+/// The background error, if one stopped the work; errors of the compactions.
+pub(crate) fn relocate(inner: &Inner, files: &[u64]) -> Result<bool> {
+    let mut ran = false;
+    // Each run removes at least one referencing table from the set; bounded anyway.
+    for _ in 0..10_000 {
+        inner.check_writable()?;
+        // Which tables reference the files: learned outside the state lock (opens tables).
+        let (sv, _) = super::read::acquire(inner, None);
+        let mut referencing = std::collections::BTreeSet::new();
+        for (_, ks) in sv.version.keyspaces() {
+            for t in ks.levels.iter().flatten() {
+                let reader = inner.tables.get(inner, t.id)?;
+                if reader.blob_refs().iter().any(|(id, _)| files.contains(&id)) {
+                    referencing.insert(t.id);
+                }
+            }
+        }
+        drop(sv);
+        if referencing.is_empty() {
+            return Ok(ran);
+        }
+        let mut st = inner.state.lock();
+        let choice = compaction::pick_relocation(&st.version, &st.compacting, files, |t| {
+            referencing.contains(&t.id)
+        });
+        match choice {
+            Some(choice) => {
+                st = run_compaction(inner, st, &choice);
+                if let Some((during, e)) = &st.bg_error {
+                    return Err(Error::Stopped {
+                        during,
+                        cause: Box::new(e.duplicate()),
+                    });
+                }
+                ran = true;
+            }
+            None => {
+                // The keyspaces are being compacted (or the tables just went): retry.
+                inner.stall_cv.wait_for(&mut st, Duration::from_millis(20));
+            }
+        }
+    }
+    Ok(ran)
 }
 
 /// Creates keyspace `name` if needed and records its options in the manifest if they

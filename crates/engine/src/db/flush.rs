@@ -134,6 +134,7 @@ pub(crate) fn flush_oldest(inner: &Inner) -> Result<()> {
             ..Edit::default()
         };
         log_and_apply(inner, &mut st, edit)?;
+        st.gc_due = true;
         if !st.imm.is_empty() {
             st.imm.remove(0);
         }

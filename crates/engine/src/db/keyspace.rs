@@ -463,7 +463,8 @@ impl Keyspace {
     /// # Errors
     /// As [`Keyspace::get`].
     pub fn contains_key(&self, key: impl AsRef<[u8]>) -> Result<bool> {
-        Ok(self.get(key)?.is_some())
+        // A head never reads a separated value.
+        Ok(self.head(key)?.is_some())
     }
 
     /// The pairs with keys in `range`, ascending (or descending with `.rev()`). A scan of a

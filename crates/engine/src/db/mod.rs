@@ -25,6 +25,8 @@
 
 mod background;
 mod backup;
+#[cfg(test)]
+mod blob_tests;
 pub(crate) mod checkpoint;
 mod counter;
 #[cfg(test)]
@@ -87,6 +89,8 @@ pub(crate) struct State {
     pub(crate) next_expiry_check: std::time::Instant,
     /// Blob files removed from the version, deleted once no reader can reach them.
     pub(crate) obsolete_blobs: Vec<u64>,
+    /// Set by flushes and compactions: an idle background thread runs value-log GC.
+    pub(crate) gc_due: bool,
 }
 
 /// Everything the store's threads share.

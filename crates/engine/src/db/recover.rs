@@ -203,6 +203,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
         shutting_down: false,
         pending_outputs: Vec::new(),
         obsolete_blobs: Vec::new(),
+        gc_due: true,
         next_expiry_check: std::time::Instant::now() + options.expiry_check_interval,
     };
     let sv = Arc::new(read::SuperVersion {

@@ -23,7 +23,7 @@
 //! counts every version a table still holds (snapshots, shadowed versions not compacted
 //! yet).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::{flush, read, Inner};
@@ -78,25 +78,33 @@ pub(crate) struct GcOutcome {
     pub(crate) rewritten: Vec<u64>,
 }
 
-/// Live bytes per blob file of `version`, from its tables' `blob_refs`.
-fn live_refs(inner: &Inner, version: &Version) -> Result<BTreeMap<u64, u64>> {
+/// Live bytes and handles per blob file of `version`, from its tables' `blob_refs`.
+fn live_refs(inner: &Inner, version: &Version) -> Result<BTreeMap<u64, (u64, u64)>> {
     let mut live = BTreeMap::new();
     for (_, ks) in version.keyspaces() {
         for t in ks.levels.iter().flatten() {
             let reader = inner.tables.get(inner, t.id)?;
             for (id, r) in reader.blob_refs().iter() {
-                let slot: &mut u64 = live.entry(id).or_default();
-                *slot = slot.saturating_add(r.bytes);
+                let slot: &mut (u64, u64) = live.entry(id).or_default();
+                slot.0 = slot.0.saturating_add(r.bytes);
+                slot.1 = slot.1.saturating_add(r.handles);
             }
         }
     }
     Ok(live)
 }
 
-/// The usage of every blob file `version` lists.
-fn usage(inner: &Inner, version: &Version) -> Result<Vec<gc::FileUsage>> {
+/// The usage of every blob file `version` lists, and the ids of those some table still
+/// holds a handle into (a file of empty values has no live byte but is still needed).
+fn usage(inner: &Inner, version: &Version) -> Result<(Vec<gc::FileUsage>, BTreeSet<u64>)> {
     let live = live_refs(inner, version)?;
-    Ok(gc::usage(version.blob_files(), live))
+    let referenced = live
+        .iter()
+        .filter(|(_, (_, handles))| *handles > 0)
+        .map(|(id, _)| *id)
+        .collect();
+    let bytes = live.into_iter().map(|(id, (b, _))| (id, b));
+    Ok((gc::usage(version.blob_files(), bytes), referenced))
 }
 
 /// See [`crate::Db::space_stats`].
@@ -104,7 +112,7 @@ pub(crate) fn space_stats(inner: &Inner) -> Result<SpaceStats> {
     let (sv, _) = read::acquire(inner, None);
     let version = &sv.version;
     let mut stats = SpaceStats::default();
-    for u in usage(inner, version)? {
+    for u in usage(inner, version)?.0 {
         let file_bytes = version.blob_files().get(&u.id).map_or(0, |m| m.file_size);
         stats.blob_bytes += file_bytes;
         stats.live_blob_bytes += u.live_bytes;
@@ -163,12 +171,12 @@ pub(crate) fn collect_garbage(inner: &Inner) -> Result<GcOutcome> {
     // version that no longer lists it).
     for _ in 0..4 {
         let version = Arc::clone(&inner.state.lock().version);
-        let files = usage(inner, &version)?;
+        let (files, referenced) = usage(inner, &version)?;
         let plan = gc::plan(&files, &policy);
         let delete: Vec<u64> = plan
             .delete
             .into_iter()
-            .filter(|id| !held_by_memtable(inner, *id))
+            .filter(|id| !referenced.contains(id) && !held_by_memtable(inner, *id))
             .collect();
         let mut st = inner.state.lock();
         if !Arc::ptr_eq(&st.version, &version) {
@@ -200,14 +208,4 @@ pub(crate) fn collect_garbage(inner: &Inner) -> Result<GcOutcome> {
         flush::delete_obsolete_files(inner);
     }
     Ok(outcome)
-}
-
-/// Moves the live values of blob files `files` to new blob files by compacting, in
-/// place, every table that references them; returns true if any compaction ran.
-///
-/// # Errors
-/// Errors of the compactions.
-pub(crate) fn rewrite(inner: &Inner, files: &[u64]) -> Result<bool> {
-    let _ = (inner, files);
-    Ok(false)
 }

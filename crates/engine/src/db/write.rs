@@ -273,7 +273,7 @@ pub(crate) fn write_with_blobs(
     let mut logged = batch.encoded_len();
     for op in batch.ops() {
         let value = op.stored();
-        if separates(inner, &version, &op) {
+        if over_threshold(inner, &version, &op) {
             logged = logged - value.len() + ENTRY_HANDLE_ALLOWANCE;
         } else if value.len() > crate::table::MAX_VALUE_LEN {
             // An inline op's stored bytes (attrs and value) must fit a table entry.
@@ -305,27 +305,31 @@ pub(crate) fn write_with_blobs(
     run(inner, job).map(|d| d.seqno)
 }
 
-/// Bytes a separated op's log record may take beyond its attrs: the handle and a flags
-/// byte (for a plain put, whose attrs are added) and the length prefix's growth.
-const ENTRY_HANDLE_ALLOWANCE: usize = vlog::MAX_HANDLE_LEN + 1 + 10;
+/// Most bytes a separated op's stored value takes in the log record: its attrs, the
+/// handle, and slack for the length prefix.
+const ENTRY_HANDLE_ALLOWANCE: usize = vlog::MAX_HANDLE_LEN + entry::MAX_ATTRS_LEN + 10;
 
 /// True if the leader moves `op`'s value to the value log: a put at or above its
 /// keyspace's threshold, or one too large to stay in the tree (possible only when the
 /// keyspace separated values when the write was checked).
 fn separates(inner: &Inner, version: &Version, op: &Op<'_>) -> bool {
-    // The threshold applies to the value alone; the table limit to what the tree stores.
-    let (value_len, stored_len) = match op {
-        Op::Put { value, .. } => (value.len() as u64, value.len()),
+    over_threshold(inner, version, op) || op.stored().len() > crate::table::MAX_VALUE_LEN
+}
+
+/// True if `op` is a put whose value (without its attributes) is at or above its
+/// keyspace's separation threshold.
+fn over_threshold(inner: &Inner, version: &Version, op: &Op<'_>) -> bool {
+    let value_len = match op {
+        Op::Put { value, .. } => value.len() as u64,
         Op::PutAttrs { stored, .. } => match entry::view(Kind::PutAttrs, stored) {
-            Ok(Some(v)) => (v.body.len(), stored.len()),
+            Ok(Some(v)) => v.body.len(),
             _ => return false,
         },
         Op::ValueHandle { .. } | Op::Delete { .. } => return false,
     };
-    let over = inner
+    inner
         .blob_threshold(version, op.keyspace())
-        .is_some_and(|t| value_len >= t);
-    over || stored_len > crate::table::MAX_VALUE_LEN
+        .is_some_and(|t| value_len >= t)
 }
 
 /// Replaces, in each member's batch, the puts [`separates`] picks by `ValueHandle` ops,

@@ -46,6 +46,9 @@ pub(crate) struct Reader {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     cache: Mutex<FileCache>,
+    /// Records located by handle (reads, streams, validations) since creation: how tests
+    /// prove that heads and key scans never touch the value log.
+    reads: std::sync::atomic::AtomicU64,
 }
 
 impl fmt::Debug for Reader {
@@ -69,6 +72,7 @@ impl Reader {
                 clock: 0,
                 files: HashMap::new(),
             }),
+            reads: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -111,6 +115,11 @@ impl Reader {
         self.cache.lock().files.remove(&id);
     }
 
+    /// Records located by handle so far (see `reads`).
+    pub(crate) fn reads(&self) -> u64 {
+        self.reads.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Number of blob files currently open.
     pub(crate) fn open_files(&self) -> usize {
         self.cache.lock().files.len()
@@ -124,6 +133,8 @@ impl Reader {
         Arc<dyn ReadableFile>,
         std::result::Result<RecordRef, Reason>,
     )> {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let file = self.file(handle.file_id)?;
         let file_len = file.len()?;
         let found = read_record(file.as_ref(), handle.file_id, handle.offset, file_len)?;

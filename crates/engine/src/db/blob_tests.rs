@@ -1,0 +1,204 @@
+//! Tests of separated values inside the store that need its internals: how many blob
+//! records reads touch, and GC's deletion rules.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::Db;
+use crate::fs::{FileSystem, MemFs};
+use crate::options::{Durability, KeyspaceOptions, Options};
+
+fn open(fs: &MemFs, options: Options) -> Db {
+    Db::open_with_fs(Arc::new(fs.clone()), Path::new("/db"), options).unwrap()
+}
+
+fn options() -> Options {
+    Options {
+        durability: Durability::Buffered,
+        memtable_size: 8 << 10,
+        l0_compaction_trigger: 2,
+        level1_size: 16 << 10,
+        table_size: 8 << 10,
+        blob_file_size: 8 << 10,
+        background_threads: 1,
+        ..Options::default()
+    }
+}
+
+fn value(i: u32) -> Vec<u8> {
+    (0..100 + i).map(|j| (i * 7 + j) as u8).collect()
+}
+
+#[test]
+fn heads_counts_and_key_checks_read_no_blob_and_scans_read_only_what_they_return() {
+    let fs = MemFs::new();
+    let db = open(&fs, options());
+    let ks = db
+        .keyspace_with("b", KeyspaceOptions::separated(50))
+        .unwrap();
+    for i in 0..60u32 {
+        ks.insert(format!("k{i:03}"), value(i)).unwrap();
+        if i == 30 {
+            db.flush().unwrap(); // half in tables, half in the memtable
+        }
+    }
+    let reads = || db.inner.blobs.reads();
+    let before = reads();
+    let head = ks.head("k007").unwrap().unwrap();
+    assert!(head.separated);
+    assert_eq!(head.value_len, 107);
+    assert_eq!(ks.head("k045").unwrap().unwrap().value_len, 145);
+    let heads: Vec<_> = ks.range_heads::<&[u8], _>(..).map(|h| h.unwrap()).collect();
+    assert_eq!(heads.len(), 60);
+    assert!(heads.iter().all(|(_, h)| h.separated));
+    assert_eq!(ks.prefix_heads("k01").rev().count(), 10);
+    assert_eq!(ks.len().unwrap(), 60);
+    assert!(ks.contains_key("k059").unwrap());
+    assert!(!ks.contains_key("nope").unwrap());
+    assert_eq!(reads(), before, "heads, counts and key checks read no blob");
+
+    // A point read reads exactly its value; a scan reads the values it returns.
+    assert_eq!(ks.get("k010").unwrap(), Some(value(10)));
+    assert_eq!(reads(), before + 1);
+    let first: Vec<_> = ks.iter().take(3).map(|r| r.unwrap()).collect();
+    assert_eq!(first[2], (b"k002".to_vec(), value(2)));
+    assert_eq!(reads(), before + 4);
+    let last: Vec<_> = ks.iter().rev().take(2).map(|r| r.unwrap()).collect();
+    assert_eq!(last[0], (b"k059".to_vec(), value(59)));
+    assert_eq!(
+        reads(),
+        before + 6,
+        "a backward scan reads only what it returns"
+    );
+    // Older versions a scan passes over are not read either.
+    for i in 0..60u32 {
+        ks.insert(format!("k{i:03}"), value(i + 1)).unwrap();
+    }
+    let before = reads();
+    assert_eq!(ks.iter().rev().take(1).count(), 1);
+    assert_eq!(ks.range("k000".."k002").count(), 2);
+    assert_eq!(reads(), before + 3);
+    db.close().unwrap();
+}
+
+#[test]
+fn garbage_collection_moves_live_values_and_deletes_files_no_reader_needs() {
+    let fs = MemFs::new();
+    let db = open(&fs, options());
+    let ks = db
+        .keyspace_with("b", KeyspaceOptions::separated(0))
+        .unwrap();
+    for i in 0..40u32 {
+        ks.insert(format!("k{i:02}"), value(i)).unwrap();
+    }
+    db.flush().unwrap();
+    let first = db.space_stats().unwrap();
+    assert!(!first.blob_files.is_empty(), "{first:?}");
+    assert_eq!(first.garbage_blob_bytes, 0);
+    assert_eq!(first.live_blob_bytes, (0..40).map(|i| 100 + i).sum::<u64>());
+    let old: Vec<u64> = first.blob_files.iter().map(|f| f.id).collect();
+
+    // A snapshot and an iterator taken now need the old values.
+    let snap = db.snapshot();
+    let mut it = ks.iter();
+    assert_eq!(it.next().unwrap().unwrap().1, value(0));
+    // Overwrite three keys in four: most of every old file becomes garbage once the old
+    // versions are compacted away (after the snapshot goes).
+    for i in (0..40u32).filter(|i| i % 4 != 0) {
+        ks.insert(format!("k{i:02}"), b"new".repeat(40)).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    db.collect_garbage().unwrap();
+    for i in 0..40u32 {
+        assert_eq!(
+            ks.get_at(format!("k{i:02}"), &snap).unwrap(),
+            Some(value(i))
+        );
+    }
+    drop(snap);
+    // More writes and flushes, so compactions drop the shadowed versions.
+    for round in 0..4u32 {
+        for i in (0..40u32).filter(|i| i % 4 != 0) {
+            ks.insert(format!("k{i:02}"), format!("v{round}").repeat(30))
+                .unwrap();
+        }
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+    }
+    db.collect_garbage().unwrap();
+    let after = db.space_stats().unwrap();
+    let listed: Vec<u64> = after.blob_files.iter().map(|f| f.id).collect();
+    assert!(
+        old.iter().all(|id| !listed.contains(id)),
+        "the first files were rewritten or removed: {after:?}"
+    );
+    for f in &after.blob_files {
+        assert!(
+            f.garbage_bytes * 100 < f.value_bytes * 50 || f.live_bytes == 0,
+            "{f:?}"
+        );
+    }
+    // Every value reads back, the moved ones from their new files.
+    for i in 0..40u32 {
+        let want = if i % 4 == 0 {
+            value(i)
+        } else {
+            b"v3".repeat(30)
+        };
+        assert_eq!(ks.get(format!("k{i:02}")).unwrap(), Some(want), "k{i:02}");
+    }
+    // The open iterator still reads the old values: their files wait for it.
+    let names = fs.list_dir(Path::new("/db")).unwrap();
+    assert!(old
+        .iter()
+        .all(|id| names.contains(&crate::vlog::file_name(*id))));
+    let rest: Vec<_> = it.map(|r| r.unwrap()).collect();
+    assert_eq!(rest.len(), 39);
+    assert_eq!(rest[0].1, value(1));
+    // Once it is gone, the next GC run deletes them.
+    db.collect_garbage().unwrap();
+    ks.insert("x", "y").unwrap();
+    db.flush().unwrap();
+    let names = fs.list_dir(Path::new("/db")).unwrap();
+    assert!(
+        old.iter()
+            .all(|id| !names.contains(&crate::vlog::file_name(*id))),
+        "{names:?}"
+    );
+    drop(ks);
+    db.close().unwrap();
+    // The store reopens with the moved values.
+    let db = open(&fs, options());
+    let ks = db.keyspace("b").unwrap();
+    assert_eq!(ks.get("k00").unwrap(), Some(value(0)));
+    assert_eq!(ks.get("k01").unwrap(), Some(b"v3".repeat(30)));
+    db.close().unwrap();
+}
+
+#[test]
+fn a_blob_file_of_empty_values_is_kept_while_referenced() {
+    let fs = MemFs::new();
+    let db = open(&fs, options());
+    let ks = db
+        .keyspace_with("b", KeyspaceOptions::separated(0))
+        .unwrap();
+    ks.insert("empty", "").unwrap();
+    db.flush().unwrap();
+    let stats = db.space_stats().unwrap();
+    assert_eq!(stats.blob_files.len(), 1);
+    assert_eq!(stats.blob_files[0].value_bytes, 0);
+    assert_eq!(
+        db.collect_garbage().unwrap(),
+        0,
+        "no live byte, but a live handle"
+    );
+    assert!(ks.head("empty").unwrap().unwrap().separated);
+    assert_eq!(ks.get("empty").unwrap(), Some(Vec::new()));
+    ks.remove("empty").unwrap();
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    drop(ks);
+    db.close().unwrap();
+}
