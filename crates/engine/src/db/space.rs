@@ -170,8 +170,11 @@ pub(crate) fn collect_garbage(inner: &Inner) -> Result<GcOutcome> {
     // move references around, so a file with none keeps having none; the retry is for a
     // version that no longer lists it).
     for _ in 0..4 {
-        let version = Arc::clone(&inner.state.lock().version);
+        // A pinned super version keeps the tables read below from being deleted.
+        let (sv, _) = read::acquire(inner, None);
+        let version = Arc::clone(&sv.version);
         let (files, referenced) = usage(inner, &version)?;
+        drop(sv);
         let plan = gc::plan(&files, &policy);
         let delete: Vec<u64> = plan
             .delete
