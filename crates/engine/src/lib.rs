@@ -78,6 +78,7 @@ mod key;
 mod memtable;
 mod mmap;
 mod options;
+mod rangedel;
 mod snapshot;
 mod table;
 #[doc(hidden)]

@@ -149,7 +149,9 @@ fn choose(id: KeyspaceId, ks: &KeyspaceTables, level: usize) -> Option<Choice> {
         .all(|deeper| ks.overlapping(deeper, Some(&lo), Some(&hi)).is_empty());
     let trivial_move = overlaps.is_empty()
         && disjoint(&inputs)
-        && inputs.iter().all(|t| t.tombstones == 0 || !bottommost);
+        && inputs
+            .iter()
+            .all(|t| (t.tombstones == 0 && !t.has_range_tombstones()) || !bottommost);
     Some(Choice {
         keyspace: id,
         level,

@@ -11,9 +11,16 @@
 //!
 //! At the bottommost level (no deeper table holds the key), a tombstone that is the oldest
 //! version kept hides nothing, so it is dropped — and then the same holds for the next.
+//!
+//! Range tombstones of the inputs (`rangedel.rs`): a version with seqno `s` covered by a
+//! tombstone with seqno `t > s` in the same stripe is dropped, since every reader that
+//! could see it (seqno in `[s, t)`) would need a snapshot there. Only the inputs'
+//! tombstones are used, never a memtable's: those may not be visible to every reader
+//! yet. Which tombstones the outputs carry is [`carried_range_tombstones`]'s rule.
 
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::key::{parse_encoded, Kind, SeqNo};
+use crate::rangedel::{Fragments, RangeTombstone};
 
 /// One version of a user key: encoded internal key and value.
 pub(crate) type Entry = (Vec<u8>, Vec<u8>);
@@ -23,6 +30,7 @@ pub(crate) type Entry = (Vec<u8>, Vec<u8>);
 pub(crate) struct KeyVersions<'a> {
     snapshots: &'a [SeqNo],
     bottommost: bool,
+    range_dels: Option<&'a Fragments>,
     kept: Vec<(usize, Kind, Entry)>,
 }
 
@@ -32,15 +40,34 @@ impl<'a> KeyVersions<'a> {
         KeyVersions {
             snapshots,
             bottommost,
+            range_dels: None,
             kept: Vec::new(),
         }
     }
 
+    /// Also drops versions covered by `range_dels` within their stripe.
+    pub(crate) fn with_range_tombstones(mut self, range_dels: &'a Fragments) -> Self {
+        self.range_dels = (!range_dels.is_empty()).then_some(range_dels);
+        self
+    }
+
+    fn stripe(&self, seqno: SeqNo) -> usize {
+        self.snapshots.partition_point(|s| *s < seqno)
+    }
+
     /// Offers the next (older) version of the current user key.
     pub(crate) fn push(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        let (_, seqno, tag) = parse_encoded(key).ok_or_else(bad_key)?;
+        let (user, seqno, tag) = parse_encoded(key).ok_or_else(bad_key)?;
         let kind = Kind::from_u8(tag).ok_or_else(bad_key)?;
-        let stripe = self.snapshots.partition_point(|s| *s < seqno);
+        let stripe = self.stripe(seqno);
+        if let Some(t) = self
+            .range_dels
+            .and_then(|f| f.oldest_covering_above(user, seqno))
+        {
+            if self.stripe(t) == stripe {
+                return Ok(()); // deleted by a range tombstone no reader sees past
+            }
+        }
         if self.kept.last().is_some_and(|(s, _, _)| *s == stripe) {
             return Ok(()); // shadowed within its stripe
         }
@@ -58,6 +85,26 @@ impl<'a> KeyVersions<'a> {
         }
         self.kept.drain(..).map(|(_, _, e)| e).collect()
     }
+}
+
+/// The range tombstones a compaction's outputs carry: all of `fragments`, except at the
+/// bottommost level those with no live snapshot below their seqno. Such a tombstone
+/// has hidden everything it can: every version it covers in this compaction is in its
+/// stripe (stripe 0) and so dropped by [`KeyVersions`], no deeper level holds a key of the
+/// compaction's range (which includes every input tombstone's keys, since a table claims
+/// its tombstones' keys), and no level above holds a version older than it (older
+/// versions were flushed no later than the tombstone and move down with it). With a
+/// snapshot below it, a version it covers may survive for that snapshot and still needs
+/// hiding from newer readers, so it stays, as a point tombstone does.
+pub(crate) fn carried_range_tombstones(
+    fragments: &Fragments,
+    snapshots: &[SeqNo],
+    bottommost: bool,
+) -> Vec<RangeTombstone> {
+    fragments
+        .tombstones()
+        .filter(|t| !bottommost || snapshots.iter().any(|s| *s < t.seqno))
+        .collect()
 }
 
 fn bad_key() -> Error {

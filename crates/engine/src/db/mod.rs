@@ -26,6 +26,7 @@ mod crash_tests;
 pub(crate) mod flush;
 mod read;
 mod recover;
+mod tombstones;
 mod write;
 
 use std::path::{Path, PathBuf};

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{Inner, State};
+use super::{tombstones, Inner, State};
 use crate::cursor::Cursor;
 use crate::error::Result;
 use crate::iter::level::{LevelCursor, Opener};
@@ -30,15 +30,34 @@ pub(crate) struct SuperVersion {
     /// Newest first.
     pub(crate) imm: Vec<Arc<Memtable>>,
     pub(crate) version: Arc<Version>,
+    /// The range tombstones of `imm` and `version`, per keyspace (`db/tombstones.rs`).
+    pub(crate) range_dels: tombstones::Cache,
+}
+
+impl SuperVersion {
+    /// A super version of these sources.
+    pub(crate) fn new(
+        mem: Arc<Memtable>,
+        imm: Vec<Arc<Memtable>>,
+        version: Arc<Version>,
+    ) -> SuperVersion {
+        let range_dels = tombstones::Cache::new(&imm, &version);
+        SuperVersion {
+            mem,
+            imm,
+            version,
+            range_dels,
+        }
+    }
 }
 
 /// Publishes a new super version built from `st`.
 pub(crate) fn install(inner: &Inner, st: &State) {
-    let sv = Arc::new(SuperVersion {
-        mem: Arc::clone(&st.mem),
-        imm: st.imm.iter().rev().cloned().collect(),
-        version: Arc::clone(&st.version),
-    });
+    let sv = Arc::new(SuperVersion::new(
+        Arc::clone(&st.mem),
+        st.imm.iter().rev().cloned().collect(),
+        Arc::clone(&st.version),
+    ));
     inner.live_supers.lock().push(Arc::clone(&sv));
     *inner.super_version.write() = sv;
 }
@@ -126,19 +145,37 @@ pub(crate) fn get(
     snapshot: Option<SeqNo>,
 ) -> Result<Option<Vec<u8>>> {
     let (sv, seqno) = acquire(inner, snapshot);
+    let newest = newest_version(inner, &sv, keyspace, key, seqno)?;
+    let Some((found, Kind::Put, value)) = newest else {
+        return Ok(None);
+    };
+    // Range tombstones are checked apart from the point lookup (a table's filter speaks
+    // only for its own point entries).
+    let range_dels = tombstones::for_read(inner, &sv, keyspace)?;
+    Ok((!range_dels.deletes(key, found, seqno)).then_some(value))
+}
+
+/// The newest version of `key` with seqno `<= seqno` among the point entries of `sv`.
+fn newest_version(
+    inner: &Inner,
+    sv: &SuperVersion,
+    keyspace: KeyspaceId,
+    key: &[u8],
+    seqno: SeqNo,
+) -> Result<Option<(SeqNo, Kind, Vec<u8>)>> {
     let found = std::iter::once(&sv.mem)
         .chain(sv.imm.iter())
         .find_map(|m| m.get(keyspace, key, seqno));
-    if let Some((_, kind, value)) = found {
-        return Ok((kind == Kind::Put).then_some(value));
+    if found.is_some() {
+        return Ok(found);
     }
     let Some(tables) = sv.version.keyspace(keyspace) else {
         return Ok(None);
     };
     for meta in tables.tables_for_key(key) {
         let reader = inner.tables.get(inner, meta.id)?;
-        if let Some((_, kind, value)) = reader.get(key, seqno)? {
-            return Ok((kind == Kind::Put).then_some(value));
+        if let Some(found) = reader.get(key, seqno)? {
+            return Ok(Some(found));
         }
     }
     Ok(None)
@@ -245,11 +282,11 @@ impl Iter {
         };
         if slot.is_none() {
             let cursor = merged(&self.inner, &self.sv, self.keyspace)?;
-            *slot = Some(Visible::new(
-                Box::new(cursor),
-                self.seqno,
-                self.bounds.clone(),
-            ));
+            let range_dels = tombstones::for_read(&self.inner, &self.sv, self.keyspace)?;
+            *slot = Some(
+                Visible::new(Box::new(cursor), self.seqno, self.bounds.clone())
+                    .with_range_tombstones(range_dels),
+            );
         }
         match slot {
             Some(v) => Ok(v),

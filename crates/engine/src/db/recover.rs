@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::{flush, read, write, Inner, State, DEFAULT_KEYSPACE};
-use crate::batch::{Op, WriteBatch};
+use crate::batch::WriteBatch;
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::fs::FileSystem;
 use crate::key::{KeyspaceId, SeqNo};
@@ -159,11 +159,11 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
         shutting_down: false,
         pending_outputs: Vec::new(),
     };
-    let sv = Arc::new(read::SuperVersion {
+    let sv = Arc::new(read::SuperVersion::new(
         mem,
-        imm: state.imm.iter().rev().cloned().collect(),
+        state.imm.iter().rev().cloned().collect(),
         version,
-    });
+    ));
     let inner = Arc::new_cyclic(|me| Inner {
         me: me.clone(),
         dir: dir.to_path_buf(),
@@ -349,11 +349,7 @@ fn replay(
                     }
                     continue; // the keyspace was dropped later
                 }
-                let value = match op {
-                    Op::Put { value, .. } => value,
-                    Op::Delete { .. } => &[],
-                };
-                mem.insert(ks, op.key(), seqno, op.kind(), value);
+                mem.apply(seqno, &op);
             }
             // Keep seqno accounting even for ops of dropped keyspaces.
             if let Some(m) = memtables.last() {

@@ -423,12 +423,8 @@ fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<SeqNo>> {
         .zip(&firsts)
     {
         for (seqno, op) in p.ops_with_seqno(SeqNo(*first))? {
-            let value = match op {
-                crate::batch::Op::Put { value, .. } => value,
-                crate::batch::Op::Delete { .. } => &[],
-            };
-            user_bytes += (op.key().len() + value.len()) as u64;
-            mem.insert(op.keyspace(), op.key(), seqno, op.kind(), value);
+            user_bytes += (op.key().len() + op.value().len()) as u64;
+            mem.apply(seqno, &op);
         }
     }
     wp.user_bytes.fetch_add(user_bytes, Ordering::Relaxed);

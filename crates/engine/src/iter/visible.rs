@@ -10,6 +10,8 @@
 //!    within the bounds.
 //! 3. After an error (from a child cursor, or an undecodable key) every later call
 //!    returns `Ok(None)`: an iterator stops for good after one error.
+//! 4. A put hidden by a range tombstone (`rangedel.rs` invariant 2, at the snapshot) is
+//!    treated exactly like a point tombstone at that version.
 
 use std::ops::Bound;
 use std::path::Path;
@@ -17,6 +19,7 @@ use std::path::Path;
 use crate::cursor::Cursor;
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::key::{after_key, parse_encoded, seek_key, Kind, SeqNo};
+use crate::rangedel::ReadTombstones;
 
 /// A key and its value, as yielded to users.
 pub(crate) type Pair = (Vec<u8>, Vec<u8>);
@@ -92,6 +95,8 @@ pub(crate) struct Visible {
     done: bool,
     /// A reused buffer for the user key whose versions are being skipped.
     scratch: Vec<u8>,
+    /// Range tombstones applied on top of the versions (invariant 4).
+    range_dels: ReadTombstones,
 }
 
 impl Visible {
@@ -105,7 +110,19 @@ impl Visible {
             started: false,
             done: false,
             scratch: Vec::new(),
+            range_dels: ReadTombstones::default(),
         }
+    }
+
+    /// Applies `range_dels` too (invariant 4).
+    pub(crate) fn with_range_tombstones(mut self, range_dels: ReadTombstones) -> Visible {
+        self.range_dels = range_dels;
+        self
+    }
+
+    /// True if the version `(user, seqno)` of kind `kind` shows a value at the snapshot.
+    fn shows(&self, user: &[u8], seqno: SeqNo, kind: Kind) -> bool {
+        kind == Kind::Put && !self.range_dels.deletes(user, seqno, self.snapshot)
     }
 
     /// The next pair in ascending order.
@@ -160,19 +177,15 @@ impl Visible {
             if !self.bounds.below_hi(user) {
                 return Ok(None);
             }
-            match kind {
-                Kind::Put => {
-                    let key = user.to_vec();
-                    let value = self.cursor.value().to_vec();
-                    Self::skip_versions(self.cursor.as_mut(), &key)?;
-                    return Ok(Some((key, value)));
-                }
-                Kind::Delete => {
-                    self.scratch.clear();
-                    self.scratch.extend_from_slice(user);
-                    Self::skip_versions(self.cursor.as_mut(), &self.scratch)?;
-                }
+            if self.shows(user, seqno, kind) {
+                let key = user.to_vec();
+                let value = self.cursor.value().to_vec();
+                Self::skip_versions(self.cursor.as_mut(), &key)?;
+                return Ok(Some((key, value)));
             }
+            self.scratch.clear();
+            self.scratch.extend_from_slice(user);
+            Self::skip_versions(self.cursor.as_mut(), &self.scratch)?;
         }
         Ok(None)
     }
@@ -188,13 +201,13 @@ impl Visible {
         }
         // Versions of one user key arrive oldest first; the last visible one decides.
         // `scratch` holds the candidate's user key, `value` its value.
-        let mut candidate: Option<Kind> = None;
+        let mut candidate: Option<(SeqNo, Kind)> = None;
         let mut value: Vec<u8> = Vec::new();
         while self.cursor.valid() {
             let (user, seqno, kind) = parse(self.cursor.key())?;
-            if let Some(cand_kind) = candidate {
+            if let Some((cand_seqno, cand_kind)) = candidate {
                 if self.scratch.as_slice() != user {
-                    if cand_kind == Kind::Put {
+                    if self.shows(&self.scratch, cand_seqno, cand_kind) {
                         return Ok(Some((self.scratch.clone(), value)));
                     }
                     candidate = None;
@@ -208,14 +221,16 @@ impl Visible {
                     self.scratch.clear();
                     self.scratch.extend_from_slice(user);
                 }
-                candidate = Some(kind);
+                candidate = Some((seqno, kind));
                 value.clear();
                 value.extend_from_slice(self.cursor.value());
             }
             self.cursor.prev()?;
         }
         Ok(match candidate {
-            Some(Kind::Put) => Some((self.scratch.clone(), value)),
+            Some((seqno, kind)) if self.shows(&self.scratch, seqno, kind) => {
+                Some((self.scratch.clone(), value))
+            }
             _ => None,
         })
     }

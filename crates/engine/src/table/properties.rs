@@ -16,7 +16,8 @@
 
 use std::cmp::Ordering;
 
-use super::{Compression, TableMeta, FORMAT_VERSION};
+use super::footer::BlockHandle;
+use super::{Compression, TableMeta, FORMAT_VERSION, FORMAT_VERSION_PLAIN};
 use crate::coding::{put_vlq, Cursor};
 use crate::error::Reason;
 use crate::key::{compare_encoded, InternalKey, SeqNo};
@@ -33,8 +34,11 @@ mod tag {
     pub(super) const DATA_BLOCKS: u64 = 8;
     pub(super) const COMPRESSION: u64 = 9;
     pub(super) const FORMAT_VERSION: u64 = 10;
-    /// Highest tag this build requires.
+    /// Highest integer tag this build requires.
     pub(super) const LAST: u64 = 10;
+    /// The range-tombstone block's handle (`offset: VLQ, size: VLQ`); format version 2,
+    /// required there and refused in version 1.
+    pub(super) const RANGE_TOMBSTONES: u64 = 11;
 }
 
 /// The contents of a properties block.
@@ -59,8 +63,11 @@ pub(crate) struct Properties {
     /// The compression the writer was asked for (a block that did not shrink enough is
     /// stored uncompressed regardless; its trailer says so).
     pub(crate) compression: Compression,
-    /// The format version the table was created with.
+    /// The format version the table was created with: 2 if it holds range tombstones,
+    /// else 1.
     pub(crate) format_version: u32,
+    /// Where the range-tombstone block is (format version 2 only).
+    pub(crate) range_tombstones: Option<BlockHandle>,
 }
 
 impl Properties {
@@ -87,6 +94,11 @@ impl Properties {
         field(tag::DATA_BLOCKS, &vlq(self.data_blocks));
         field(tag::COMPRESSION, &vlq(u64::from(self.compression.as_u8())));
         field(tag::FORMAT_VERSION, &vlq(u64::from(self.format_version)));
+        if let Some(h) = self.range_tombstones {
+            let mut b = Vec::new();
+            h.encode_into(&mut b);
+            field(tag::RANGE_TOMBSTONES, &b);
+        }
         out
     }
 
@@ -98,6 +110,7 @@ impl Properties {
     pub(crate) fn decode(raw: &[u8]) -> Result<Properties, Reason> {
         let mut ints = [None::<u64>; tag::LAST as usize + 1];
         let (mut smallest, mut largest) = (None, None);
+        let mut range_tombstones = None;
         let mut cur = Cursor::new(raw);
         let mut last_tag = 0u64;
         while !cur.is_empty() {
@@ -111,6 +124,7 @@ impl Properties {
             match t {
                 tag::SMALLEST => smallest = Some(value.to_vec()),
                 tag::LARGEST => largest = Some(value.to_vec()),
+                tag::RANGE_TOMBSTONES => range_tombstones = Some(BlockHandle::decode(value)?),
                 t if t <= tag::LAST => {
                     let mut v = Cursor::new(value);
                     let n = v.vlq()?;
@@ -149,6 +163,7 @@ impl Properties {
             },
             format_version: u32::try_from(int(tag::FORMAT_VERSION)?)
                 .map_err(|_| Reason::BadEntry("properties format version is out of range"))?,
+            range_tombstones,
         };
         props.check()?;
         Ok(props)
@@ -167,9 +182,14 @@ impl Properties {
         }
         InternalKey::decode(&self.smallest)?;
         InternalKey::decode(&self.largest)?;
-        if self.format_version != FORMAT_VERSION {
+        let expected = if self.range_tombstones.is_some() {
+            FORMAT_VERSION
+        } else {
+            FORMAT_VERSION_PLAIN
+        };
+        if self.format_version != expected {
             return Err(Reason::BadEntry(
-                "properties format version differs from the footer's",
+                "properties format version does not match the range-tombstone block",
             ));
         }
         Ok(())
@@ -209,8 +229,17 @@ mod tests {
             largest: key(b"c", 4),
             data_blocks: 2,
             compression: Compression::Lz4,
-            format_version: FORMAT_VERSION,
+            format_version: FORMAT_VERSION_PLAIN,
+            range_tombstones: None,
         }
+    }
+
+    #[test]
+    fn a_range_tombstone_handle_means_version_2() {
+        let mut p = sample();
+        p.format_version = FORMAT_VERSION;
+        p.range_tombstones = Some(BlockHandle { offset: 7, size: 9 });
+        assert_eq!(Properties::decode(&p.encode()), Ok(p));
     }
 
     #[test]
@@ -225,7 +254,7 @@ mod tests {
     #[test]
     fn inconsistent_or_malformed_properties_are_refused() {
         let mut bad = Vec::new();
-        let edits: [fn(&mut Properties); 7] = [
+        let edits: [fn(&mut Properties); 10] = [
             |p| p.entries = 0,
             |p| p.tombstones = 4,
             |p| p.data_blocks = 0,
@@ -233,6 +262,13 @@ mod tests {
             |p| std::mem::swap(&mut p.smallest, &mut p.largest),
             |p| p.smallest = vec![1, 2],
             |p| p.format_version = 2,
+            |p| p.format_version = 3,
+            |p| p.range_tombstones = Some(BlockHandle::default()),
+            |p| {
+                p.format_version = 2;
+                p.range_tombstones = Some(BlockHandle { offset: 1, size: 2 });
+                p.entries = 0;
+            },
         ];
         for edit in edits {
             let mut p = sample();

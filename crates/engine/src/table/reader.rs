@@ -30,11 +30,13 @@ use super::filter::Filter;
 use super::footer::{BlockHandle, Footer};
 use super::iter::TableIter;
 use super::properties::Properties;
+use super::range_block;
 use super::{TableMeta, FOOTER_LEN, MAX_BLOCK_LEN};
 use crate::cursor::Cursor;
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::fs::{read_exact_at, FileSystem, ReadableFile};
 use crate::key::{compare_encoded, split_encoded, Kind, SeqNo, MAX_KEY_LEN};
+use crate::rangedel::RangeTombstone;
 
 /// An open, validated table; see the module documentation.
 pub(crate) struct Reader {
@@ -47,6 +49,8 @@ pub(crate) struct Reader {
     footer: Footer,
     index: Arc<Block>,
     filter: Option<Filter>,
+    /// The range-tombstone block's contents (empty without one), read and checked at open.
+    range_tombstones: Vec<RangeTombstone>,
     data_end: u64,
 }
 
@@ -104,12 +108,39 @@ impl Reader {
         let mut bytes = [0u8; FOOTER_LEN];
         read_exact_at(file.as_ref(), footer_offset, &mut bytes)?;
         let footer = Footer::decode(&bytes, path, footer_offset)?;
-        let data_end = footer
+        let mut data_end = footer
             .data_end(footer_offset)
             .map_err(|r| corrupt(path, footer_offset, r))?;
         let raw = read_block(file.as_ref(), path, footer.properties)?;
         let properties =
             Properties::decode(&raw).map_err(|r| corrupt(path, footer.properties.offset, r))?;
+        if properties.format_version != footer.version {
+            return Err(corrupt(
+                path,
+                footer.properties.offset,
+                Reason::BadEntry("properties format version differs from the footer's"),
+            ));
+        }
+        // The range-tombstone block, if any, sits between the data blocks and the filter
+        // (or the index), so the data blocks end where it starts.
+        let range_tombstones = match properties.range_tombstones {
+            None => Vec::new(),
+            Some(h) => {
+                if h.end() != Some(data_end) {
+                    return Err(corrupt(
+                        path,
+                        footer.properties.offset,
+                        Reason::HeaderField {
+                            field: "range_tombstones handle",
+                            detail: format!("block at {} does not end at {data_end}", h.offset),
+                        },
+                    ));
+                }
+                data_end = h.offset;
+                let raw = read_block(file.as_ref(), path, h)?;
+                range_block::decode(&raw).map_err(|r| corrupt(path, h.offset, r))?
+            }
+        };
         let raw = read_block(file.as_ref(), path, footer.index)?;
         let index =
             Arc::new(Block::decode(raw).map_err(|r| corrupt(path, footer.index.offset, r))?);
@@ -119,16 +150,19 @@ impl Reader {
             let raw = read_block(file.as_ref(), path, footer.filter)?;
             Some(Filter::decode(raw).map_err(|r| corrupt(path, footer.filter.offset, r))?)
         };
+        let mut meta = properties.meta(id, file_len);
+        meta.extend_for_range_tombstones(&range_tombstones);
         let reader = Reader {
             id,
             path: Arc::from(path),
             file,
             cache,
-            meta: properties.meta(id, file_len),
+            meta,
             properties,
             footer,
             index,
             filter,
+            range_tombstones,
             data_end,
         };
         reader.check_index()?;
@@ -188,6 +222,13 @@ impl Reader {
     /// The table's summary, rebuilt from its properties block and file size.
     pub(crate) fn meta(&self) -> &TableMeta {
         &self.meta
+    }
+
+    /// The table's range tombstones (FORMAT.md §4.7), sorted by start, then seqno
+    /// descending. Point lookups never consult them: the read path applies every
+    /// tombstone of a keyspace separately, so a filter miss cannot hide one.
+    pub(crate) fn range_tombstones(&self) -> &[RangeTombstone] {
+        &self.range_tombstones
     }
 
     /// False if the table certainly holds no version of `user_key` (always true without a

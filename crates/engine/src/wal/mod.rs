@@ -35,8 +35,13 @@ use crate::checksum::Checksum;
 /// The file magic: the bytes `C W A L` read as a little-endian `u32`.
 pub(crate) const MAGIC: u32 = u32::from_le_bytes(*b"CWAL");
 
-/// The format version this build writes and reads.
-pub(crate) const VERSION: u32 = 1;
+/// The format version this build writes. Version 2 adds batch op kind 3 (RangeDelete,
+/// `BATCH_FORMAT.md`); the record framing is unchanged.
+pub(crate) const VERSION: u32 = 2;
+
+/// The oldest format version this build reads (every version up to [`VERSION`] is read:
+/// a version-1 log simply holds no op of a later kind).
+pub(crate) const MIN_READ_VERSION: u32 = 1;
 
 /// Bytes of the file header: magic, version, file id, header checksum.
 pub(crate) const FILE_HEADER_LEN: usize = 20;
@@ -133,7 +138,7 @@ mod tests {
     fn encoding_matches_the_worked_example() {
         let header = encode_file_header(7);
         assert_eq!(header.len(), FILE_HEADER_LEN);
-        assert_eq!(hex(&header), "4357414c0100000007000000000000003199b769");
+        assert_eq!(hex(&header), "4357414c02000000070000000000000055f416e2");
         let mut rec = Vec::new();
         encode_record(&mut rec, 5, b"hi");
         assert_eq!(rec.len(), RECORD_HEADER_LEN + 2);

@@ -32,7 +32,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Kind, FILE_HEADER_LEN, MAGIC, MAX_PAYLOAD_LEN, RECORD_HEADER_LEN, VERSION};
+use super::{
+    Kind, FILE_HEADER_LEN, MAGIC, MAX_PAYLOAD_LEN, MIN_READ_VERSION, RECORD_HEADER_LEN, VERSION,
+};
 use crate::checksum::Checksum;
 use crate::coding::{get_u32_le, get_u64_le};
 use crate::error::{Error, FileKind, Reason, Result};
@@ -217,7 +219,7 @@ fn check_header(data: &[u8], path: &Path, expected_id: Option<u64>) -> Result<Op
     if computed != stored {
         return Ok(Some(Reason::Checksum { stored, computed }));
     }
-    if version != VERSION {
+    if !(MIN_READ_VERSION..=VERSION).contains(&version) {
         return Err(Error::UnsupportedVersion {
             file: FileKind::Wal,
             path: path.to_path_buf(),
@@ -682,13 +684,19 @@ mod tests {
         other_id.extend_from_slice(&data[FILE_HEADER_LEN..]);
         assert_eq!(corruption_at(decode(&other_id, false)), 8);
         let mut newer = data.clone();
-        newer[4] = 2;
+        newer[4] = 3;
         let crc = Checksum::of(&newer[..16]).masked();
         newer[16..20].copy_from_slice(&crc.to_le_bytes());
         assert!(matches!(
             decode(&newer, false),
-            Err(Error::UnsupportedVersion { major: 2, .. })
+            Err(Error::UnsupportedVersion { major: 3, .. })
         ));
+        // Version 1 (no range deletes) is still read.
+        let mut older = data.clone();
+        older[4] = 1;
+        let crc = Checksum::of(&older[..16]).masked();
+        older[16..20].copy_from_slice(&crc.to_le_bytes());
+        assert!(decode(&older, false).is_ok());
     }
 
     #[test]
