@@ -40,6 +40,8 @@ mod reader;
 mod writer;
 
 #[cfg(test)]
+mod range_tests;
+#[cfg(test)]
 mod tests;
 
 #[allow(unused_imports)] // the Db, flush and compaction use these; unused until they land

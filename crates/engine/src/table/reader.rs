@@ -231,6 +231,12 @@ impl Reader {
         &self.range_tombstones
     }
 
+    /// Where the range-tombstone block is, if the table has one.
+    #[cfg(test)]
+    pub(crate) fn properties_range_handle(&self) -> Option<BlockHandle> {
+        self.properties.range_tombstones
+    }
+
     /// False if the table certainly holds no version of `user_key` (always true without a
     /// filter).
     pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {

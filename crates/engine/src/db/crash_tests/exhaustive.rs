@@ -44,6 +44,21 @@ fn workloads() -> Vec<(&'static str, Vec<Step>)> {
             ],
         ),
         (
+            "range-deletes",
+            vec![
+                Put("default", "a", "1"),
+                Put("default", "b", "2"),
+                Put("default", "c", "3"),
+                Flush,
+                DelRange("default", "a", "c"),
+                Put("default", "b", "again"),
+                Flush,
+                Compact,
+                DelRange("default", "", "zz"),
+                Put("default", "d", "4"),
+            ],
+        ),
+        (
             "keyspaces",
             vec![
                 CreateKs("x"),

@@ -74,6 +74,8 @@ enum Step {
     /// A put with its own durability instead of the store's.
     PutWith(&'static str, &'static str, &'static str, Durability),
     Del(&'static str, &'static str),
+    /// `remove_range(start..end)`: one range tombstone.
+    DelRange(&'static str, &'static str, &'static str),
     /// An atomic batch: `None` removes the key.
     Batch(Vec<(&'static str, &'static str, Option<&'static str>)>),
     CreateKs(&'static str),
@@ -95,6 +97,8 @@ struct Write {
     last_seqno: u64,
     /// (keyspace instance, key, value; `None` removes).
     ops: Vec<(usize, Vec<u8>, Option<Vec<u8>>)>,
+    /// A range remove instead of `ops`: (keyspace instance, start, end).
+    range: Option<(usize, Vec<u8>, Vec<u8>)>,
 }
 
 /// The expected state: writes and keyspace changes in the order they were issued.
@@ -147,6 +151,11 @@ impl Model {
             .map(|i| (i, BTreeMap::new()))
             .collect();
         for w in &self.writes[..writes] {
+            if let Some((inst, start, end)) = &w.range {
+                if let Some(map) = maps.get_mut(inst) {
+                    map.retain(|k, _| k < start || k >= end);
+                }
+            }
             for (inst, key, value) in &w.ops {
                 if let Some(map) = maps.get_mut(inst) {
                     match value {
@@ -304,6 +313,7 @@ impl Driver {
         self.model.writes.push(Write {
             last_seqno: predicted,
             ops: resolved,
+            range: None,
         });
         self.marks.started += 1;
         self.publish();
@@ -327,6 +337,32 @@ impl Driver {
         assert_eq!(db.last_seqno(), predicted, "seqnos are assigned in order");
         self.marks.acked += 1;
         match durability.unwrap_or(self.options.durability) {
+            Durability::Sync => self.all_durable(),
+            Durability::Periodic(_) | Durability::Buffered => {
+                self.marks.process_floor = self.marks.acked;
+            }
+            Durability::Async { .. } | Durability::None => {}
+        }
+        self.publish();
+        Ok(())
+    }
+
+    fn remove_range(&mut self, name: &str, start: &str, end: &str) -> Result<()> {
+        let inst = self.model.instance(name).unwrap();
+        let handle = self.handle(name)?;
+        let db = self.db()?.clone();
+        let predicted = db.last_seqno() + 1;
+        self.model.writes.push(Write {
+            last_seqno: predicted,
+            ops: Vec::new(),
+            range: Some((inst, start.as_bytes().to_vec(), end.as_bytes().to_vec())),
+        });
+        self.marks.started += 1;
+        self.publish();
+        handle.remove_range(start..end)?;
+        assert_eq!(db.last_seqno(), predicted, "seqnos are assigned in order");
+        self.marks.acked += 1;
+        match self.options.durability {
             Durability::Sync => self.all_durable(),
             Durability::Periodic(_) | Durability::Buffered => {
                 self.marks.process_floor = self.marks.acked;
@@ -379,6 +415,7 @@ impl Driver {
             Step::Put(ks, k, v) => self.write(&[(ks, k, Some(v))], None, false),
             Step::PutWith(ks, k, v, d) => self.write(&[(ks, k, Some(v))], Some(*d), false),
             Step::Del(ks, k) => self.write(&[(ks, k, None)], None, false),
+            Step::DelRange(ks, a, b) => self.remove_range(ks, a, b),
             Step::Batch(ops) => self.write(ops, None, true),
             Step::CreateKs(name) => self.keyspace_change(name, true),
             Step::DropKs(name) => self.keyspace_change(name, false),
