@@ -153,7 +153,9 @@ pub(crate) fn normalize<K: AsRef<[u8]>, R: RangeBounds<K>>(
     }
     check_key_len(&start)
         .and_then(|()| check_key_len(&end))
-        .map_err(|_| Error::invalid("a range bound is too long (its successor passes the key limit)"))?;
+        .map_err(|_| {
+            Error::invalid("a range bound is too long (its successor passes the key limit)")
+        })?;
     Ok((end.is_empty() || start < end).then_some((start, end)))
 }
 
@@ -326,7 +328,8 @@ mod tests {
 
     #[test]
     fn normalize_handles_every_bound_kind() {
-        let n = |r: &dyn Fn() -> Result<Option<(Vec<u8>, Vec<u8>)>>| r().unwrap();
+        type Normalized = Result<Option<(Vec<u8>, Vec<u8>)>>;
+        let n = |r: &dyn Fn() -> Normalized| r().unwrap();
         assert_eq!(
             n(&|| normalize(&(b"a".as_slice()..b"c".as_slice()))),
             Some((b"a".to_vec(), b"c".to_vec()))
@@ -360,9 +363,18 @@ mod tests {
 
     #[test]
     fn prefix_ranges_cover_exactly_the_prefix() {
-        assert_eq!(prefix_range(b"ab").unwrap(), (b"ab".to_vec(), b"ac".to_vec()));
-        assert_eq!(prefix_range(b"a\xff").unwrap(), (b"a\xff".to_vec(), b"b".to_vec()));
-        assert_eq!(prefix_range(b"\xff").unwrap(), (b"\xff".to_vec(), Vec::new()));
+        assert_eq!(
+            prefix_range(b"ab").unwrap(),
+            (b"ab".to_vec(), b"ac".to_vec())
+        );
+        assert_eq!(
+            prefix_range(b"a\xff").unwrap(),
+            (b"a\xff".to_vec(), b"b".to_vec())
+        );
+        assert_eq!(
+            prefix_range(b"\xff").unwrap(),
+            (b"\xff".to_vec(), Vec::new())
+        );
         assert_eq!(prefix_range(b"").unwrap(), (Vec::new(), Vec::new()));
     }
 

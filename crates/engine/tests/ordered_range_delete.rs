@@ -51,7 +51,11 @@ fn remove_prefix_then_compaction_reclaims_the_space() {
     assert_eq!(db.last_seqno(), snap.seqno() + 1, "one write for 3000 keys");
     assert_eq!(ks.prefix("p/").count(), 0);
     assert_eq!(ks.get("p/00042").unwrap(), None);
-    assert_eq!(ks.prefix_at("p/", &snap).count(), 3000, "the snapshot keeps them");
+    assert_eq!(
+        ks.prefix_at("p/", &snap).count(),
+        3000,
+        "the snapshot keeps them"
+    );
     drop(snap);
 
     // A second level-0 table triggers a compaction into level 1, which holds the data.
@@ -96,8 +100,11 @@ fn range_bounds_of_every_kind() {
     ks.remove_range("b"..="d").unwrap();
     assert_eq!(keys(), ks_of(&["a", "e"]));
     fill();
-    ks.remove_range::<&str, _>((std::ops::Bound::Excluded("b"), std::ops::Bound::Included("d")))
-        .unwrap();
+    ks.remove_range::<&str, _>((
+        std::ops::Bound::Excluded("b"),
+        std::ops::Bound::Included("d"),
+    ))
+    .unwrap();
     assert_eq!(keys(), ks_of(&["a", "b", "e"]));
     fill();
     ks.remove_range("c"..).unwrap();

@@ -182,7 +182,9 @@ impl Carried {
 
     /// True if some tombstone reaches at or past `lo`.
     fn any_from_lo(&self) -> bool {
-        self.tombstones.iter().any(|t| t.clip(&self.lo, &[]).is_some())
+        self.tombstones
+            .iter()
+            .any(|t| t.clip(&self.lo, &[]).is_some())
     }
 }
 

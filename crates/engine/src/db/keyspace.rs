@@ -323,7 +323,11 @@ impl Batch {
 
     /// Adds "remove every key in `range` from `keyspace`" (one op, whatever the number of
     /// keys; see [`Keyspace::remove_range`]). An empty range adds nothing.
-    pub fn remove_range<K: AsRef<[u8]>, R: RangeBounds<K>>(&mut self, keyspace: &Keyspace, range: R) {
+    pub fn remove_range<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &mut self,
+        keyspace: &Keyspace,
+        range: R,
+    ) {
         if self.error.is_none() {
             let added = rangedel::normalize(&range).and_then(|r| match r {
                 Some((start, end)) => self.batch.remove_range(keyspace.id, &start, &end),

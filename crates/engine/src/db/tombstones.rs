@@ -39,12 +39,9 @@ impl Cache {
     /// The cache for a super version of `imm` and `version`.
     pub(crate) fn new(imm: &[Arc<Memtable>], version: &Version) -> Cache {
         let any = imm.iter().any(|m| m.has_range_tombstones())
-            || version.keyspaces().any(|(_, ks)| {
-                ks.levels
-                    .iter()
-                    .flatten()
-                    .any(|t| t.has_range_tombstones())
-            });
+            || version
+                .keyspaces()
+                .any(|(_, ks)| ks.levels.iter().flatten().any(|t| t.has_range_tombstones()));
         Cache {
             any,
             built: RwLock::new(HashMap::new()),

@@ -247,7 +247,12 @@ mod tests {
         v2.version = FORMAT_VERSION;
         let f = Footer::decode(&v2.encode(), Path::new("t"), 0).unwrap();
         assert_eq!(f.version, 2);
-        assert_eq!(Footer::decode(&sample().encode(), Path::new("t"), 0).unwrap().version, 1);
+        assert_eq!(
+            Footer::decode(&sample().encode(), Path::new("t"), 0)
+                .unwrap()
+                .version,
+            1
+        );
     }
 
     #[test]

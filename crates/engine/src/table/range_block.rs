@@ -76,7 +76,8 @@ pub(crate) fn decode(raw: &[u8]) -> Result<Vec<RangeTombstone>, Reason> {
         let t = RangeTombstone::new(start, end, SeqNo(seqno))
             .ok_or(Reason::BadEntry("a range tombstone holds no key"))?;
         if let Some(prev) = out.last() {
-            let increasing = prev.start < t.start || (prev.start == t.start && prev.seqno > t.seqno);
+            let increasing =
+                prev.start < t.start || (prev.start == t.start && prev.seqno > t.seqno);
             if !increasing {
                 return Err(Reason::BadEntry("range tombstones are out of order"));
             }

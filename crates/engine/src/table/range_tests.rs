@@ -55,7 +55,11 @@ fn tombstones_round_trip_and_widen_the_claimed_range() {
     // Point lookups are unaffected: the tombstones are applied by the read path.
     assert!(reader.get(b"b", SeqNo(10)).unwrap().is_some());
     let bytes = crate::fs::read_all(&fs, &path()).unwrap();
-    let version = u32::from_le_bytes(bytes[bytes.len() - 16..bytes.len() - 12].try_into().unwrap());
+    let version = u32::from_le_bytes(
+        bytes[bytes.len() - 16..bytes.len() - 12]
+            .try_into()
+            .unwrap(),
+    );
     assert_eq!(version, FORMAT_VERSION);
 
     // Without tombstones the table stays version 1 and claims only its entries.
@@ -72,7 +76,10 @@ fn a_table_of_tombstones_only_holds_one_implied_point_tombstone() {
     let meta = write(&fs, &[], &[rt(b"m", b"", 5), rt(b"c", b"d", 6)]);
     assert_eq!(meta.entries, 1);
     assert_eq!(user(&meta.smallest), b"c");
-    assert_eq!(user(&meta.largest), crate::rangedel::max_user_key().as_slice());
+    assert_eq!(
+        user(&meta.largest),
+        crate::rangedel::max_user_key().as_slice()
+    );
     let reader = open(&fs).unwrap();
     assert_eq!(
         reader.get(b"c", SeqNo(9)).unwrap(),
@@ -80,7 +87,13 @@ fn a_table_of_tombstones_only_holds_one_implied_point_tombstone() {
     );
     assert_eq!(reader.range_tombstones().len(), 2);
     // No tombstones and no entries is still refused.
-    let w = Writer::create(&fs, &PathBuf::from("/other.sst"), 1, &TableOptions::default()).unwrap();
+    let w = Writer::create(
+        &fs,
+        &PathBuf::from("/other.sst"),
+        1,
+        &TableOptions::default(),
+    )
+    .unwrap();
     assert!(matches!(w.finish(), Err(Error::InvalidArgument(_))));
 }
 
@@ -88,7 +101,9 @@ fn a_table_of_tombstones_only_holds_one_implied_point_tombstone() {
 fn the_writer_refuses_point_entries_of_kind_range_delete() {
     let fs = MemFs::new();
     let mut w = Writer::create(&fs, &path(), 9, &TableOptions::default()).unwrap();
-    let key = InternalKey::new(b"k", SeqNo(1), Kind::RangeDelete).encode().unwrap();
+    let key = InternalKey::new(b"k", SeqNo(1), Kind::RangeDelete)
+        .encode()
+        .unwrap();
     assert!(matches!(w.add(&key, b"z"), Err(Error::InvalidArgument(_))));
 }
 

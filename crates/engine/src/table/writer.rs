@@ -269,7 +269,8 @@ impl Writer {
             let Some(first) = self.range_tombstones.first() else {
                 return Err(Error::invalid("a table must hold at least one entry"));
             };
-            let anchor = InternalKey::new(first.start.clone(), first.seqno, Kind::Delete).encode()?;
+            let anchor =
+                InternalKey::new(first.start.clone(), first.seqno, Kind::Delete).encode()?;
             self.add(&anchor, &[])?;
         }
         if !self.data.is_empty() {
@@ -280,9 +281,7 @@ impl Writer {
         } else {
             let raw = range_block::encode(&self.range_tombstones);
             if raw.len() > MAX_BLOCK_LEN {
-                return Err(Error::invalid(
-                    "a table's range tombstones exceed 64 MiB",
-                ));
+                return Err(Error::invalid("a table's range tombstones exceed 64 MiB"));
             }
             Some(self.write_block(&raw)?)
         };
