@@ -18,7 +18,17 @@ fuzz_target!(|data: &[u8]| {
                 .iter()
                 .map(|op| match op {
                     BatchOp::Put { key, value, .. } => key.len() + value.len(),
+                    BatchOp::PutAttrs {
+                        key, value, meta, ..
+                    } => {
+                        assert!(meta.len() <= cairn::MAX_META_LEN, "metadata over the limit");
+                        key.len() + value.len() + meta.len()
+                    }
                     BatchOp::Delete { key, .. } => key.len(),
+                    BatchOp::RangeDelete { start, end, .. } => {
+                        assert!(end.is_empty() || start < end, "a range that holds no key");
+                        start.len() + end.len()
+                    }
                     _ => 0,
                 })
                 .sum();

@@ -1,8 +1,9 @@
 //! `cairn`: the command-line tool of the Cairn storage engine.
 //!
 //! This file only parses the command line and dispatches; each command group lives in its
-//! own module (`sparkey/` for the constant store, `bench/` for the benchmarks, `demo.rs`
-//! for the built-in demonstration).
+//! own module (`store/` for the ordered store: `cairn put`, `get`, `scan`, `dump`, ...;
+//! `sparkey/` for the constant store, `bench/` for the benchmarks, `load/` for the load
+//! tester, `demo.rs` for the built-in demonstration).
 //!
 //! Exit codes, for every command: 0 ok, 1 error, 2 not found (`get`), 3 corruption (the
 //! engine reported damaged files, see `cairn::Error::is_corruption`). Usage errors exit 1,
@@ -12,8 +13,10 @@ mod bench;
 mod demo;
 mod errors;
 mod hexfmt;
+mod load;
 mod progress;
 mod sparkey;
+mod store;
 
 use std::io::{self, BufWriter, Write};
 use std::process::ExitCode;
@@ -44,6 +47,11 @@ enum Command {
     #[command(subcommand, arg_required_else_help = true)]
     Bench(bench::BenchCommand),
     Demo(demo::DemoArgs),
+    Load(load::Args),
+    /// The ordered store: put, get, head, delete, scan, incr, count, backup, verify,
+    /// export, import, dump, restore, info.
+    #[command(flatten)]
+    Store(store::StoreCommand),
 }
 
 fn run(cli: Cli, out: &mut dyn Write) -> CliResult<u8> {
@@ -51,6 +59,8 @@ fn run(cli: Cli, out: &mut dyn Write) -> CliResult<u8> {
         Command::Sparkey(cmd) => sparkey::run(cmd, out),
         Command::Bench(cmd) => bench::run(cmd, out),
         Command::Demo(args) => demo::run(&args, out),
+        Command::Load(args) => load::run(&args, out),
+        Command::Store(cmd) => store::run(cmd, out),
     }
 }
 

@@ -20,6 +20,7 @@
 //! op    := 0x01 keyspace:vlq key_len:vlq key value_len:vlq value    (Put)
 //!        | 0x02 keyspace:vlq key_len:vlq key                        (Delete)
 //!        | 0x03 keyspace:vlq start_len:vlq start end_len:vlq end    (RangeDelete)
+//!        | 0x06 keyspace:vlq key_len:vlq key value_len:vlq attrs value  (PutAttrs)
 //! ```
 //!
 //! A RangeDelete removes `[start, end)`; an empty `end` means unbounded (see
@@ -34,6 +35,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use crate::coding::{put_vlq, vlq_len, Cursor};
+use crate::entry::{encode_put, Attrs, MAX_ATTRS_LEN, MAX_META_LEN};
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::key::{
     check_key_len, check_value_len, KeyspaceId, Kind, SeqNo, MAX_KEY_LEN, MAX_VALUE_LEN,
@@ -58,6 +60,15 @@ pub(crate) enum Op<'a> {
         /// The new value.
         value: &'a [u8],
     },
+    /// Set `key` to a value with attributes in `keyspace`.
+    PutAttrs {
+        /// The keyspace written.
+        keyspace: KeyspaceId,
+        /// The user key.
+        key: &'a [u8],
+        /// The stored bytes: encoded attrs, then the value (see `entry.rs`).
+        stored: &'a [u8],
+    },
     /// Remove `key` from `keyspace` (write a tombstone).
     Delete {
         /// The keyspace written.
@@ -81,8 +92,21 @@ impl<'a> Op<'a> {
     pub(crate) fn kind(&self) -> Kind {
         match self {
             Op::Put { .. } => Kind::Put,
+            Op::PutAttrs { .. } => Kind::PutAttrs,
             Op::Delete { .. } => Kind::Delete,
             Op::RangeDelete { .. } => Kind::RangeDelete,
+        }
+    }
+
+    /// The op's value field: the bytes the memtable and tables store for a point op (the
+    /// value of a Put, `attrs || value` of a PutAttrs, nothing for a Delete), the end of a
+    /// RangeDelete (kept beside the point entries, see `rangedel.rs`).
+    pub(crate) fn stored(&self) -> &'a [u8] {
+        match self {
+            Op::Put { value, .. } => value,
+            Op::PutAttrs { stored, .. } => stored,
+            Op::Delete { .. } => &[],
+            Op::RangeDelete { end, .. } => end,
         }
     }
 
@@ -90,6 +114,7 @@ impl<'a> Op<'a> {
     pub(crate) fn keyspace(&self) -> KeyspaceId {
         match self {
             Op::Put { keyspace, .. }
+            | Op::PutAttrs { keyspace, .. }
             | Op::Delete { keyspace, .. }
             | Op::RangeDelete { keyspace, .. } => *keyspace,
         }
@@ -98,17 +123,8 @@ impl<'a> Op<'a> {
     /// The user key the op writes (a range delete's start).
     pub(crate) fn key(&self) -> &'a [u8] {
         match self {
-            Op::Put { key, .. } | Op::Delete { key, .. } => key,
+            Op::Put { key, .. } | Op::PutAttrs { key, .. } | Op::Delete { key, .. } => key,
             Op::RangeDelete { start, .. } => start,
-        }
-    }
-
-    /// The op's value field: a put's value, a range delete's end, empty for a delete.
-    pub(crate) fn value(&self) -> &'a [u8] {
-        match self {
-            Op::Put { value, .. } => value,
-            Op::Delete { .. } => &[],
-            Op::RangeDelete { end, .. } => end,
         }
     }
 }
@@ -168,6 +184,31 @@ impl WriteBatch {
         check_key_len(key)?;
         check_value_len(value)?;
         self.push(Kind::Put, keyspace, key, Some(value))
+    }
+
+    /// Adds "set `key` to `value` with `attrs` in `keyspace`": a `PutAttrs` op, or a plain
+    /// `Put` when no attribute is set.
+    ///
+    /// # Errors
+    /// As [`WriteBatch::put`], and `InvalidArgument` for metadata longer than
+    /// [`MAX_META_LEN`]; the batch is unchanged.
+    pub(crate) fn put_attrs(
+        &mut self,
+        keyspace: KeyspaceId,
+        key: &[u8],
+        attrs: &Attrs<'_>,
+        value: &[u8],
+    ) -> Result<()> {
+        check_key_len(key)?;
+        check_value_len(value)?;
+        if attrs.meta.len() > MAX_META_LEN {
+            return Err(Error::invalid(format!(
+                "metadata of {} bytes exceeds the limit of {MAX_META_LEN} bytes",
+                attrs.meta.len()
+            )));
+        }
+        let (kind, stored) = encode_put(attrs, value);
+        self.push(kind, keyspace, key, Some(&stored))
     }
 
     /// Adds "remove `key` from `keyspace`".
@@ -293,6 +334,11 @@ impl WriteBatch {
                 key,
                 value: &self.rep[span.value.clone()],
             },
+            Kind::PutAttrs => Op::PutAttrs {
+                keyspace: span.keyspace,
+                key,
+                stored: &self.rep[span.value.clone()],
+            },
             Kind::Delete => Op::Delete {
                 keyspace: span.keyspace,
                 key,
@@ -383,6 +429,13 @@ impl WriteBatch {
                 Kind::Put => {
                     read_bytes(&mut cur, MAX_VALUE_LEN).map_err(|(at, r)| corrupt(at, r))?
                 }
+                Kind::PutAttrs => {
+                    let stored = read_bytes(&mut cur, MAX_VALUE_LEN + MAX_ATTRS_LEN)
+                        .map_err(|(at, r)| corrupt(at, r))?;
+                    let bytes = payload.get(stored.clone()).unwrap_or_default();
+                    Attrs::decode(bytes).map_err(|r| corrupt(stored.start, r))?;
+                    stored
+                }
                 Kind::Delete => key.end..key.end,
                 Kind::RangeDelete => {
                     let end =
@@ -428,6 +481,7 @@ impl WriteBatch {
             Op::Put { value, .. } | Op::RangeDelete { end: value, .. } => {
                 vlq_len(value.len() as u64) + value.len()
             }
+            Op::PutAttrs { stored, .. } => vlq_len(stored.len() as u64) + stored.len(),
             Op::Delete { .. } => 0,
         };
         fixed + op.key().len() + value
@@ -675,6 +729,54 @@ mod tests {
     }
 
     #[test]
+    fn put_attrs_round_trips_and_damaged_attrs_are_corruption() {
+        let attrs = Attrs {
+            tag: 300,
+            meta: b"ab",
+            expires_at: Some(0x0102_0304_0506_0708),
+        };
+        let mut b = WriteBatch::new();
+        b.put_attrs(KeyspaceId(1), b"k", &attrs, b"v").unwrap();
+        // No attribute: a plain Put.
+        b.put_attrs(KeyspaceId(1), b"p", &Attrs::default(), b"w")
+            .unwrap();
+        #[rustfmt::skip]
+        let expected = [
+            0x02, 0x00, 0x00, 0x00,                          // count = 2
+            0x06, 0x01, 0x01, b'k', 0x0f,                    // PutAttrs ks 1 "k", 15 bytes:
+            0x07, 0xac, 0x02, 0x02, b'a', b'b', 8, 7, 6, 5, 4, 3, 2, 1, // attrs
+            b'v',                                            // value
+            0x01, 0x01, 0x01, b'p', 0x01, b'w',              // Put ks 1 "p" = "w"
+        ];
+        assert_eq!(b.encoded(), expected);
+        let decoded = decode(b.encoded()).unwrap();
+        assert_eq!(decoded, b);
+        let ops: Vec<Op<'_>> = decoded.ops().collect();
+        assert_eq!(ops[0].kind(), Kind::PutAttrs);
+        assert_eq!(ops[0].stored(), &expected[9..24]);
+        assert_eq!(ops[1].kind(), Kind::Put);
+        // An unknown attrs flag bit, and attrs cut short inside the value field.
+        let mut bad = expected.to_vec();
+        bad[9] = 0x0f;
+        assert_eq!(reason(decode(&bad)), (109, Reason::BadTag(0x0f)));
+        let mut short = expected[..9].to_vec();
+        short[8] = 0x03;
+        short[0] = 1;
+        short.extend_from_slice(&[0x04, 1, 2]);
+        assert_eq!(reason(decode(&short)), (109, Reason::Truncated));
+        // Metadata over the limit is refused when added.
+        let big = vec![0u8; MAX_META_LEN + 1];
+        let too_big = Attrs {
+            meta: &big,
+            ..Attrs::default()
+        };
+        assert!(matches!(
+            b.put_attrs(KeyspaceId(1), b"k", &too_big, b""),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+
+    #[test]
     fn trailing_garbage_is_rejected() {
         let mut bytes = sample().encoded().to_vec();
         bytes.push(0x01);
@@ -707,7 +809,7 @@ mod tests {
                 end: b""
             }
         );
-        assert_eq!((ops[0].key(), ops[0].value()), (&b"a"[..], &b"c"[..]));
+        assert_eq!((ops[0].key(), ops[0].stored()), (&b"a"[..], &b"c"[..]));
         // An empty range on disk is damage.
         let mut bad = b.encoded().to_vec();
         bad[9] = b'a';
@@ -717,6 +819,7 @@ mod tests {
     #[derive(Debug, Clone)]
     enum TestOp {
         Put(u32, Vec<u8>, Vec<u8>),
+        PutAttrs(u32, Vec<u8>, Vec<u8>, u32, Option<u64>),
         Delete(u32, Vec<u8>),
         RangeDelete(u32, Vec<u8>, Vec<u8>),
     }
@@ -726,6 +829,14 @@ mod tests {
         let bytes = || prop::collection::vec(any::<u8>(), 0..200);
         prop_oneof![
             (ks.clone(), bytes(), bytes()).prop_map(|(k, key, v)| TestOp::Put(k, key, v)),
+            (
+                ks.clone(),
+                bytes(),
+                bytes(),
+                any::<u32>(),
+                prop::option::of(any::<u64>())
+            )
+                .prop_map(|(k, key, v, t, e)| TestOp::PutAttrs(k, key, v, t, e)),
             (ks.clone(), bytes()).prop_map(|(k, key)| TestOp::Delete(k, key)),
             (ks, bytes(), bytes()).prop_map(|(k, mut a, b)| {
                 // A non-empty range: an unbounded end, or an end above the start.
@@ -747,6 +858,10 @@ mod tests {
                     TestOp::Delete(ks, k) => b.remove(KeyspaceId(*ks), k).unwrap(),
                     TestOp::RangeDelete(ks, s, e) => {
                         b.remove_range(KeyspaceId(*ks), s, e).unwrap()
+                    }
+                    TestOp::PutAttrs(ks, k, v, tag, expires_at) => {
+                        let attrs = Attrs { tag: *tag, meta: k, expires_at: *expires_at };
+                        b.put_attrs(KeyspaceId(*ks), k, &attrs, v).unwrap();
                     }
                 }
             }
@@ -771,6 +886,14 @@ mod tests {
                     }
                     (Op::RangeDelete { keyspace, start, end }, TestOp::RangeDelete(ks, s, e)) => {
                         keyspace.0 == *ks && start == s.as_slice() && end == e.as_slice()
+                    }
+                    (got, TestOp::PutAttrs(ks, k, v, tag, expires_at)) => {
+                        let view = crate::entry::view(got.kind(), got.stored()).unwrap().unwrap();
+                        let want = Attrs { tag: *tag, meta: k, expires_at: *expires_at };
+                        got.keyspace().0 == *ks
+                            && got.key() == k.as_slice()
+                            && view.attrs == want
+                            && view.body.inline() == v.as_slice()
                     }
                     _ => false,
                 };

@@ -26,6 +26,10 @@ pub enum FileKind {
     Table,
     /// An ordered-store manifest file (the log of version edits) or its `CURRENT` pointer.
     Manifest,
+    /// A pack: one file holding a checkpoint of a store (`cairn::pack`).
+    Pack,
+    /// An ordered-store blob file (`.blob`): values kept apart from the tables.
+    Blob,
 }
 
 impl fmt::Display for FileKind {
@@ -36,6 +40,8 @@ impl fmt::Display for FileKind {
             FileKind::Wal => "write-ahead log file",
             FileKind::Table => "table file",
             FileKind::Manifest => "manifest file",
+            FileKind::Pack => "pack file",
+            FileKind::Blob => "blob file",
         })
     }
 }
@@ -170,6 +176,19 @@ pub enum Error {
         /// The identifier recorded in the index.
         index_id: u32,
     },
+    /// A record of a dump or export being read back (`transfer`) is malformed: not the
+    /// format, a field of the wrong type or out of range, a checksum or count mismatch.
+    /// Nothing on the store's disk is damaged, so this is not corruption.
+    BadInput {
+        /// The input format (`"jsonl"`, `"cbor"`).
+        format: &'static str,
+        /// The 1-based line (JSON lines) or record (CBOR, the header is record 1) number.
+        record: u64,
+        /// Byte offset of the start of that line or record in the input.
+        offset: u64,
+        /// What was wrong.
+        detail: String,
+    },
     /// The caller passed an argument Cairn cannot accept (an option out of range, a key
     /// that is too long, ...).
     InvalidArgument(String),
@@ -184,9 +203,33 @@ pub enum Error {
         /// The original failure (e.g. `Io` with ENOSPC); also given by `source()`.
         cause: Box<Error>,
     },
+    /// A counter operation ([`crate::Keyspace::incr`], [`crate::Keyspace::decr`]) found a
+    /// value that is not the canonical decimal text of an `i64` (such as `b"-5"`; no sign
+    /// `+`, no leading zeros, no spaces). Nothing was written.
+    NotACounter {
+        /// The key.
+        key: Vec<u8>,
+        /// The first bytes of the value found (at most [`Error::VALUE_PREVIEW_LEN`]).
+        value_prefix: Vec<u8>,
+        /// The full length of the value found.
+        value_len: usize,
+    },
+    /// A counter operation would take the counter outside the range of `i64`. Nothing
+    /// was written.
+    CounterOverflow {
+        /// The key.
+        key: Vec<u8>,
+        /// The counter's value before the operation.
+        current: i64,
+        /// The amount the operation adds (negative for a decrement).
+        delta: i128,
+    },
 }
 
 impl Error {
+    /// Most bytes of a value that [`Error::NotACounter`] keeps.
+    pub const VALUE_PREVIEW_LEN: usize = 32;
+
     pub(crate) fn io(path: &Path, op: &'static str, source: io::Error) -> Error {
         Error::Io {
             path: path.to_path_buf(),
@@ -243,11 +286,40 @@ impl Error {
                 log_id: *log_id,
                 index_id: *index_id,
             },
+            Error::BadInput {
+                format,
+                record,
+                offset,
+                detail,
+            } => Error::BadInput {
+                format,
+                record: *record,
+                offset: *offset,
+                detail: detail.clone(),
+            },
             Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
             Error::Poisoned => Error::Poisoned,
             Error::Stopped { during, cause } => Error::Stopped {
                 during,
                 cause: Box::new(cause.duplicate()),
+            },
+            Error::NotACounter {
+                key,
+                value_prefix,
+                value_len,
+            } => Error::NotACounter {
+                key: key.clone(),
+                value_prefix: value_prefix.clone(),
+                value_len: *value_len,
+            },
+            Error::CounterOverflow {
+                key,
+                current,
+                delta,
+            } => Error::CounterOverflow {
+                key: key.clone(),
+                current: *current,
+                delta: *delta,
             },
         }
     }
@@ -299,6 +371,18 @@ impl fmt::Display for Error {
                 index.display(),
                 log.display()
             ),
+            Error::BadInput {
+                format,
+                record,
+                offset,
+                detail,
+            } => {
+                let unit = if *format == "jsonl" { "line" } else { "record" };
+                write!(
+                    f,
+                    "bad {format} input at {unit} {record} (byte {offset}): {detail}"
+                )
+            }
             Error::InvalidArgument(msg) => write!(f, "invalid argument: {msg}"),
             Error::Poisoned => f.write_str(
                 "writer is poisoned by an earlier failed write or fsync; reopen to recover",
@@ -307,7 +391,50 @@ impl fmt::Display for Error {
                 f,
                 "writes are stopped: {during} failed earlier ({cause}); reopen the store"
             ),
+            Error::NotACounter {
+                key,
+                value_prefix,
+                value_len,
+            } => {
+                let more = if *value_len > value_prefix.len() {
+                    "..."
+                } else {
+                    ""
+                };
+                write!(
+                    f,
+                    "key \"{}\" holds {value_len} bytes \"{}{more}\", which is not a counter \
+                     (the canonical decimal text of an i64, such as \"-5\"); nothing was written",
+                    Shown(key),
+                    value_prefix.escape_ascii()
+                )
+            }
+            Error::CounterOverflow {
+                key,
+                current,
+                delta,
+            } => write!(
+                f,
+                "counter \"{}\" at {current} plus {delta} is outside the range of i64; \
+                 nothing was written",
+                Shown(key)
+            ),
         }
+    }
+}
+
+/// A key in a message: escaped, and cut after 64 bytes.
+struct Shown<'a>(&'a [u8]);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const MAX: usize = 64;
+        let head = self.0.get(..MAX).unwrap_or(self.0);
+        write!(f, "{}", head.escape_ascii())?;
+        if self.0.len() > MAX {
+            write!(f, "... ({} bytes)", self.0.len())?;
+        }
+        Ok(())
     }
 }
 

@@ -1,6 +1,6 @@
 //! Read-only, documented access to the raw files of the ordered store, for tools: the
 //! CLI's dump commands and the fuzz targets decode a file image here (write-ahead logs,
-//! write batches, tables) without opening a store. Nothing in this module writes, and every decoder is the one the engine itself
+//! write batches, tables, manifests, blob files) without opening a store. Nothing in this module writes, and every decoder is the one the engine itself
 //! uses, so what a tool shows is what recovery sees.
 //!
 //! Thread-safety: free functions over byte slices; no shared state.
@@ -10,11 +10,12 @@ use std::sync::Arc;
 
 use crate::batch::{Op, WriteBatch};
 use crate::cursor::Cursor;
-use crate::error::{Error, Reason, Result};
+use crate::entry;
+use crate::error::{Error, FileKind, Reason, Result};
 use crate::fs::{FileSystem, MemFs};
-use crate::key::split_encoded;
+use crate::key::{split_encoded, Kind};
 use crate::version::{self, NUM_LEVELS};
-use crate::{table, wal};
+use crate::{table, vlog, wal};
 
 /// One operation of a write batch, owned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +29,21 @@ pub enum BatchOp {
         key: Vec<u8>,
         /// Value.
         value: Vec<u8>,
+    },
+    /// Set `key` to `value` with attributes in keyspace `keyspace`.
+    PutAttrs {
+        /// Keyspace id.
+        keyspace: u32,
+        /// User key.
+        key: Vec<u8>,
+        /// Value (without the attributes).
+        value: Vec<u8>,
+        /// Type tag (0 if none).
+        tag: u32,
+        /// Metadata (empty if none).
+        meta: Vec<u8>,
+        /// Expiry in Unix milliseconds, if any.
+        expires_at: Option<u64>,
     },
     /// Remove `key` from keyspace `keyspace`.
     Delete {
@@ -85,32 +101,51 @@ pub struct WalImage {
     pub dropped: Vec<Skipped>,
 }
 
-fn batch_ops(batch: &WriteBatch) -> Vec<BatchOp> {
+fn batch_ops(batch: &WriteBatch, path: &Path) -> Result<Vec<BatchOp>> {
     batch
         .ops()
-        .map(|op| match op {
-            Op::Put {
-                keyspace,
-                key,
-                value,
-            } => BatchOp::Put {
-                keyspace: keyspace.0,
-                key: key.to_vec(),
-                value: value.to_vec(),
-            },
-            Op::Delete { keyspace, key } => BatchOp::Delete {
-                keyspace: keyspace.0,
-                key: key.to_vec(),
-            },
-            Op::RangeDelete {
-                keyspace,
-                start,
-                end,
-            } => BatchOp::RangeDelete {
-                keyspace: keyspace.0,
-                start: start.to_vec(),
-                end: end.to_vec(),
-            },
+        .map(|op| {
+            Ok(match op {
+                Op::Put {
+                    keyspace,
+                    key,
+                    value,
+                } => BatchOp::Put {
+                    keyspace: keyspace.0,
+                    key: key.to_vec(),
+                    value: value.to_vec(),
+                },
+                Op::PutAttrs {
+                    keyspace,
+                    key,
+                    stored,
+                } => {
+                    let view = entry::view(Kind::PutAttrs, stored)
+                        .map_err(|r| Error::corruption(FileKind::Wal, path, 0, r))?
+                        .ok_or_else(|| Error::invalid("a PutAttrs op always has a value"))?;
+                    BatchOp::PutAttrs {
+                        keyspace: keyspace.0,
+                        key: key.to_vec(),
+                        value: view.body.inline().to_vec(),
+                        tag: view.attrs.tag,
+                        meta: view.attrs.meta.to_vec(),
+                        expires_at: view.attrs.expires_at,
+                    }
+                }
+                Op::Delete { keyspace, key } => BatchOp::Delete {
+                    keyspace: keyspace.0,
+                    key: key.to_vec(),
+                },
+                Op::RangeDelete {
+                    keyspace,
+                    start,
+                    end,
+                } => BatchOp::RangeDelete {
+                    keyspace: keyspace.0,
+                    start: start.to_vec(),
+                    end: end.to_vec(),
+                },
+            })
         })
         .collect()
 }
@@ -121,7 +156,7 @@ fn batch_ops(batch: &WriteBatch) -> Vec<BatchOp> {
 /// # Errors
 /// `Error::Corruption` for any malformed payload (see `BATCH_FORMAT.md`).
 pub fn decode_batch(payload: &[u8], path: &Path) -> Result<Vec<BatchOp>> {
-    Ok(batch_ops(&WriteBatch::decode(payload, path, 0)?))
+    batch_ops(&WriteBatch::decode(payload, path, 0)?, path)
 }
 
 /// Decodes a whole write-ahead log image as recovery would, including every batch it
@@ -144,7 +179,7 @@ pub fn decode_wal(bytes: &[u8], path: &Path, salvage: bool) -> Result<WalImage> 
         records.push(WalRecord {
             seqno: r.seqno,
             offset: r.offset,
-            ops: batch_ops(&batch),
+            ops: batch_ops(&batch, path)?,
         });
     }
     let skipped = |offset, len, reason| Skipped {
@@ -356,6 +391,93 @@ pub fn decode_table(bytes: &[u8], path: &Path) -> Result<TableSummary> {
     summarize().map_err(|e| with_path(e, path))
 }
 
+/// One record of a blob file: which key its value belongs to, and where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BlobRecord {
+    /// File offset of the record.
+    pub offset: u64,
+    /// Keyspace id of the entry the value belongs to.
+    pub keyspace: u32,
+    /// The user key.
+    pub key: Vec<u8>,
+    /// Bytes of the value.
+    pub value_len: u32,
+}
+
+/// What a blob file (value log) image holds, as a scan and reads by handle found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BlobFileImage {
+    /// The id in the file header (`None` if the header is torn).
+    pub file_id: Option<u64>,
+    /// The valid records, in file order.
+    pub records: Vec<BlobRecord>,
+    /// Offset just past the last valid record.
+    pub valid_end: u64,
+    /// Sum of the records' value lengths.
+    pub value_bytes: u64,
+    /// True if the file ends with a footer that agrees with the records (sealed).
+    pub sealed: bool,
+    /// The ignored tail of an unsealed file (a crash or an abandoned record).
+    pub torn_tail: Option<Skipped>,
+    /// Records whose value was read back by its handle, every chunk verified, with the
+    /// length the record gives (all of them when decoding succeeds).
+    pub values_verified: u64,
+}
+
+/// Decodes a whole blob file image as the store would: scans every record (header, key and
+/// every chunk checksum), classifies the end (footer, torn tail or corruption), then reads
+/// every value back through its value handle. The header's file id is not compared with
+/// `path`, which only names the file in errors.
+///
+/// # Errors
+/// `Error::Corruption` naming `path` and the offset, or `Error::UnsupportedVersion`, for an
+/// image that does not follow `vlog/FORMAT.md`.
+pub fn decode_blob_file(bytes: &[u8], path: &Path) -> Result<BlobFileImage> {
+    let fs = Arc::new(MemFs::new());
+    let dir = Path::new("/image");
+    let decode = || -> Result<BlobFileImage> {
+        fs.create_dir(dir)?;
+        let header_id = vlog::format::decode_file_header(bytes, None).unwrap_or(0);
+        let image = dir.join(vlog::file_name(header_id));
+        fs.create(&image)?.append(bytes)?;
+        let scanned = vlog::scan_path(fs.as_ref(), &image, true)?;
+        let reader = vlog::Reader::new(fs.clone(), dir, 1);
+        let mut values_verified = 0u64;
+        if let Some(id) = scanned.file_id {
+            for r in &scanned.records {
+                if reader.read(&r.handle(id))?.len() == r.value_len as usize {
+                    values_verified += 1;
+                }
+            }
+        }
+        Ok(BlobFileImage {
+            file_id: scanned.file_id,
+            records: scanned
+                .records
+                .into_iter()
+                .map(|r| BlobRecord {
+                    offset: r.offset,
+                    keyspace: r.keyspace,
+                    key: r.key,
+                    value_len: r.value_len,
+                })
+                .collect(),
+            valid_end: scanned.valid_end,
+            value_bytes: scanned.value_bytes,
+            sealed: scanned.footer.is_some(),
+            torn_tail: scanned.torn_tail.map(|(offset, reason)| Skipped {
+                offset,
+                len: (bytes.len() as u64).saturating_sub(offset),
+                reason,
+            }),
+            values_verified,
+        })
+    };
+    decode().map_err(|e| with_path(e, path))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
@@ -519,5 +641,40 @@ mod tests {
         assert!(decode_table(&bytes[..20], path)
             .unwrap_err()
             .is_corruption());
+    }
+
+    #[test]
+    fn a_blob_file_decodes_to_its_records() {
+        let mut bytes = vlog::format::encode_file_header(9);
+        let at = bytes.len() as u64;
+        vlog::format::encode_record(&mut bytes, 9, at, 2, b"key", &[7u8; 100_000]);
+        let end = bytes.len();
+        bytes.extend_from_slice(&[1, 2, 3]); // a torn tail
+        let img = decode_blob_file(&bytes, Path::new("x.blob")).unwrap();
+        assert_eq!(img.file_id, Some(9));
+        assert_eq!(
+            img.records,
+            vec![BlobRecord {
+                offset: 20,
+                keyspace: 2,
+                key: b"key".to_vec(),
+                value_len: 100_000
+            }]
+        );
+        assert_eq!(img.values_verified, 1);
+        assert_eq!(img.valid_end, end as u64);
+        assert!(!img.sealed);
+        assert_eq!(img.torn_tail.as_ref().map(|t| t.len), Some(3));
+        bytes[30] ^= 1;
+        bytes.truncate(end);
+        let footer = vlog::format::Footer {
+            records_end: end as u64,
+            record_count: 1,
+            value_bytes: 100_000,
+            file_id: 9,
+        };
+        bytes.extend_from_slice(&footer.encode());
+        let err = decode_blob_file(&bytes, Path::new("x.blob")).unwrap_err();
+        assert_eq!(err.as_corruption().unwrap().path, Path::new("x.blob"));
     }
 }

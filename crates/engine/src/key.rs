@@ -116,6 +116,7 @@ impl fmt::Display for KeyspaceId {
 /// | 3     | RangeDelete | implemented: a range tombstone `[start, end)` (`rangedel.rs`) |
 /// | 4     | ValueHandle | reserved: the value lives in a blob file (separated value) |
 /// | 5     | Merge       | reserved: an operand for a merge operator (e.g. counters) |
+/// | 6     | PutAttrs    | implemented: the key has this value and attributes (`entry.rs`) |
 ///
 /// Reserved numbers are rejected by decoders (`Reason::BadTag`) until implemented.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -131,6 +132,9 @@ pub(crate) enum Kind {
     /// they live beside them (`rangedel.rs`). In a table boundary key (`TableMeta`) this
     /// kind marks a table that holds a range-tombstone block.
     RangeDelete = 3,
+    /// The key has the value stored with this version, prefixed by its attributes
+    /// (`attrs || value`, see `entry.rs`).
+    PutAttrs = 6,
 }
 
 /// Kind numbers reserved for later features; see [`Kind`]. Never assign them to anything else.
@@ -143,6 +147,7 @@ impl Kind {
             1 => Some(Kind::Put),
             2 => Some(Kind::Delete),
             3 => Some(Kind::RangeDelete),
+            6 => Some(Kind::PutAttrs),
             _ => None,
         }
     }
@@ -405,7 +410,8 @@ mod tests {
         assert_eq!(Kind::Put.as_u8(), 1);
         assert_eq!(Kind::Delete.as_u8(), 2);
         assert_eq!(Kind::RangeDelete.as_u8(), 3);
-        for kind in [Kind::Put, Kind::Delete, Kind::RangeDelete] {
+        assert_eq!(Kind::PutAttrs.as_u8(), 6);
+        for kind in [Kind::Put, Kind::Delete, Kind::RangeDelete, Kind::PutAttrs] {
             assert_eq!(Kind::from_u8(kind.as_u8()), Some(kind));
         }
         assert_eq!(Kind::from_u8(0), None);
@@ -432,7 +438,7 @@ mod tests {
             // A tiny alphabet and short keys give many equal keys and shared prefixes.
             prop::collection::vec(0u8..4, 0..4),
             prop_oneof![0u64..4, 0..=SeqNo::MAX.0],
-            prop_oneof![Just(Kind::Put), Just(Kind::Delete)],
+            prop_oneof![Just(Kind::Put), Just(Kind::Delete), Just(Kind::PutAttrs)],
         )
             .prop_map(|(k, s, kind)| InternalKey::new(k, SeqNo(s), kind))
     }

@@ -8,6 +8,9 @@
 //! * the **constant store**, [`hash`]: build-once, read-many files in the Sparkey format (a
 //!   log plus a hash index), read and written byte-compatibly with the reference Sparkey.
 //!
+//! [`transfer`] moves data in and out of the ordered store: dump and restore in JSON
+//! lines or CBOR, export to and import from the constant store's files.
+//!
 //! [`inspect`] decodes the ordered store's raw files (WAL, batches, tables, manifests) for
 //! tools.
 //!
@@ -62,13 +65,16 @@
 //! ```
 
 mod atomic;
+mod attrs;
 mod batch;
 mod checksum;
+mod clock;
 mod coding;
 mod compaction;
 #[allow(dead_code)] // implemented by the table and memtable cursors as they land
 mod cursor;
 mod db;
+mod entry;
 mod error;
 mod fs;
 pub mod hash;
@@ -78,15 +84,23 @@ mod key;
 mod memtable;
 mod mmap;
 mod options;
+pub mod pack;
 mod rangedel;
 mod snapshot;
 mod table;
 #[doc(hidden)]
 pub mod testing;
+pub mod transfer;
 mod version;
+mod vlog;
 mod wal;
 
-pub use db::{Batch, Db, Iter, Keyspace, Stats, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN};
+pub use attrs::{EntryOptions, Head, Meta, MAX_META_LEN};
+pub use clock::Clock;
+pub use db::{
+    verify, verify_report, BackupInfo, Batch, Db, EntryIter, HeadIter, Iter, Keyspace, Stats,
+    VerifiedFile, VerifyReport, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN,
+};
 pub use error::{Corruption, Error, FileKind, Reason, Result};
 pub use options::{Compression, Durability, Options};
 pub use snapshot::Snapshot;

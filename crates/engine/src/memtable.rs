@@ -23,6 +23,7 @@
 //! Thread-safety: `Send + Sync`; shared through `Arc`.
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
@@ -104,6 +105,31 @@ pub(crate) struct Memtable {
     /// The first WAL file holding this memtable's writes; once it is flushed, WAL files
     /// below the next memtable's `wal_id` are obsolete.
     wal_id: u64,
+    /// Bytes each keyspace's writes take in the log (encoded batch ops), added by the
+    /// writer once per group ([`Memtable::add_logged`]); an estimate's input, not exact.
+    logged: Mutex<HashMap<KeyspaceId, u64>>,
+}
+
+/// Bytes of writes per keyspace, gathered while a group of writes is inserted and added
+/// to the memtable at once. Consecutive writes to one keyspace cost one comparison each.
+#[derive(Debug, Default)]
+pub(crate) struct KeyspaceBytes {
+    last: Option<(KeyspaceId, u64)>,
+    rest: HashMap<KeyspaceId, u64>,
+}
+
+impl KeyspaceBytes {
+    /// Counts `bytes` for `keyspace`.
+    pub(crate) fn add(&mut self, keyspace: KeyspaceId, bytes: u64) {
+        match &mut self.last {
+            Some((ks, n)) if *ks == keyspace => *n += bytes,
+            last => {
+                if let Some((ks, n)) = last.replace((keyspace, bytes)) {
+                    *self.rest.entry(ks).or_default() += n;
+                }
+            }
+        }
+    }
 }
 
 impl Memtable {
@@ -116,6 +142,7 @@ impl Memtable {
             size: AtomicUsize::new(0),
             max_seqno: AtomicU64::new(0),
             wal_id,
+            logged: Mutex::new(HashMap::new()),
         }
     }
 
@@ -153,7 +180,7 @@ impl Memtable {
                     self.insert_range_tombstone(keyspace, t);
                 }
             }
-            _ => self.insert(op.keyspace(), op.key(), seqno, op.kind(), op.value()),
+            _ => self.insert(op.keyspace(), op.key(), seqno, op.kind(), op.stored()),
         }
     }
 
@@ -189,12 +216,25 @@ impl Memtable {
 
     /// The newest version of `user_key` in `keyspace` with seqno `<= snapshot`:
     /// `(seqno, kind, value)`.
+    #[cfg(test)]
     pub(crate) fn get(
         &self,
         keyspace: KeyspaceId,
         user_key: &[u8],
         snapshot: SeqNo,
     ) -> Option<(SeqNo, Kind, Vec<u8>)> {
+        self.get_with(keyspace, user_key, snapshot, |s, k, v| (s, k, v.to_vec()))
+    }
+
+    /// `f(seqno, kind, stored value)` of the newest version of `user_key` in `keyspace`
+    /// with seqno `<= snapshot`, without copying the value.
+    pub(crate) fn get_with<R>(
+        &self,
+        keyspace: KeyspaceId,
+        user_key: &[u8],
+        snapshot: SeqNo,
+        f: impl FnOnce(SeqNo, Kind, &[u8]) -> R,
+    ) -> Option<R> {
         let probe = MemKey {
             keyspace: keyspace.0,
             user: user_key.into(),
@@ -206,13 +246,26 @@ impl Memtable {
             return None;
         }
         let kind = Kind::from_u8((key.trailer & 0xff) as u8)?;
-        Some((SeqNo(key.trailer >> 8), kind, entry.value().to_vec()))
+        Some(f(SeqNo(key.trailer >> 8), kind, entry.value()))
     }
 
     /// Records that writes up to `seqno` went through this memtable even if none of them
     /// was inserted (writes to a dropped keyspace), so flushing it covers them.
     pub(crate) fn note_seqno(&self, seqno: SeqNo) {
         self.max_seqno.fetch_max(seqno.0, AtomicOrdering::Relaxed);
+    }
+
+    /// Adds the log bytes of a group of writes inserted into this memtable.
+    pub(crate) fn add_logged(&self, bytes: KeyspaceBytes) {
+        let mut logged = self.logged.lock();
+        for (ks, n) in bytes.rest.into_iter().chain(bytes.last) {
+            *logged.entry(ks).or_default() += n;
+        }
+    }
+
+    /// Bytes the writes of `keyspace` in this memtable take in the log.
+    pub(crate) fn logged_bytes(&self, keyspace: KeyspaceId) -> u64 {
+        self.logged.lock().get(&keyspace).copied().unwrap_or(0)
     }
 
     /// Approximate bytes used.
@@ -271,6 +324,17 @@ impl Memtable {
             current: None,
             ikey: Vec::new(),
             value: Vec::new(),
+            keys_only: false,
+        }
+    }
+
+    /// A cursor over the entries of `keyspace` that never copies the value of a plain put
+    /// (its `value()` is empty); entries with attributes keep theirs, since their expiry
+    /// decides whether they are live. For walks that only look at keys (counting).
+    pub(crate) fn key_cursor(self: &Arc<Self>, keyspace: KeyspaceId) -> MemCursor {
+        MemCursor {
+            keys_only: true,
+            ..self.cursor(keyspace)
         }
     }
 }
@@ -287,6 +351,8 @@ pub(crate) struct MemCursor {
     /// The current entry's encoded internal key and value (buffers reused between moves).
     ikey: Vec<u8>,
     value: Vec<u8>,
+    /// Set by [`Memtable::key_cursor`]: values are not copied (`value` stays empty).
+    keys_only: bool,
 }
 
 impl MemCursor {
@@ -294,8 +360,13 @@ impl MemCursor {
         match entry.filter(|e| e.key().keyspace == self.keyspace) {
             Some(e) => {
                 e.key().encode_into(&mut self.ikey);
+                // A keys-only walk still needs the attributes of an entry that has them
+                // (its expiry decides whether the key is live), so only plain puts skip
+                // the copy.
                 self.value.clear();
-                self.value.extend_from_slice(e.value());
+                if !self.keys_only || (e.key().trailer & 0xff) != u64::from(Kind::Put as u8) {
+                    self.value.extend_from_slice(e.value());
+                }
                 self.current = Some(e.key().clone());
             }
             None => self.current = None,
@@ -438,6 +509,50 @@ mod tests {
             1
         );
         assert!(user_keys(&mut m.cursor(KeyspaceId(9)), true).is_empty());
+    }
+
+    #[test]
+    fn a_key_cursor_walks_the_same_keys_without_values() {
+        let m = Arc::new(Memtable::new(1));
+        let ks = KeyspaceId(3);
+        m.insert(ks, b"a", SeqNo(1), Kind::Put, b"value-a");
+        m.insert(ks, b"a", SeqNo(2), Kind::Delete, b"");
+        m.insert(ks, b"b", SeqNo(3), Kind::Put, b"value-b");
+        for forward in [true, false] {
+            assert_eq!(
+                user_keys(&mut m.key_cursor(ks), forward),
+                user_keys(&mut m.cursor(ks), forward)
+            );
+        }
+        let mut keys = m.key_cursor(ks);
+        let mut full = m.cursor(ks);
+        keys.seek_to_first().unwrap();
+        full.seek_to_first().unwrap();
+        while keys.valid() {
+            assert_eq!(keys.key(), full.key());
+            assert_eq!(keys.value(), b"");
+            keys.next().unwrap();
+            full.next().unwrap();
+        }
+        assert!(!full.valid());
+    }
+
+    #[test]
+    fn logged_bytes_add_up_per_keyspace() {
+        let m = Memtable::new(1);
+        let (a, b, c) = (KeyspaceId(1), KeyspaceId(2), KeyspaceId(3));
+        let mut group = KeyspaceBytes::default();
+        for (ks, n) in [(a, 10), (a, 5), (b, 7), (a, 1), (c, 2), (c, 2)] {
+            group.add(ks, n);
+        }
+        m.add_logged(group);
+        let mut group = KeyspaceBytes::default();
+        group.add(b, 100);
+        m.add_logged(group);
+        assert_eq!(
+            [a, b, c, KeyspaceId(4)].map(|ks| m.logged_bytes(ks)),
+            [16, 107, 4, 0]
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use crate::clock::Clock;
 use crate::error::{Error, Result};
 
 /// What an acknowledged write survives. See the durability table in the README.
@@ -108,6 +109,12 @@ pub struct Options {
     /// Skip damaged ranges of the log during recovery instead of refusing to open
     /// (loses the damaged writes and reports them). Default: false.
     pub salvage_wal: bool,
+    /// Where entry expiry (TTL) reads the time. Default: the system clock.
+    pub clock: Clock,
+    /// How often an idle background thread looks for tables whose earliest expiry has
+    /// passed and rewrites them, so expired data is reclaimed without further writes.
+    /// Default: 60 s.
+    pub expiry_check_interval: Duration,
 }
 
 impl Default for Options {
@@ -132,6 +139,8 @@ impl Default for Options {
             table_size: 64 << 20,
             background_threads: 2,
             salvage_wal: false,
+            clock: Clock::system(),
+            expiry_check_interval: Duration::from_secs(60),
         }
     }
 }
@@ -190,6 +199,9 @@ impl Options {
         }
         if self.max_open_tables == 0 {
             return bad("max_open_tables must be at least 1");
+        }
+        if self.expiry_check_interval.is_zero() {
+            return bad("expiry_check_interval must be non-zero");
         }
         if self.background_threads == 0 {
             return bad("background_threads must be at least 1");

@@ -1,8 +1,9 @@
 //! Model-based property tests of the ordered store: random sequences of writes (with
 //! any durability), cross-keyspace batches, point reads, range and prefix scans consumed
 //! from either end, snapshots, iterators held open across later steps, keyspace creation
-//! and removal, range and prefix removes (range tombstones, alone and in batches),
-//! flushes, compactions and reopens (after `close`, after dropping the last
+//! and removal, range and prefix removes (range tombstones, alone and in batches), counter
+//! increments and decrements (with their refusals), exact key counts (`len`, `len_at`,
+//! `is_empty`), flushes, compactions and reopens (after `close`, after dropping the last
 //! handle, or with other table settings), applied to a [`Db`] and to a model: a
 //! `BTreeMap` per keyspace, plus a saved copy of the model for each live snapshot and the
 //! pairs each open iterator has still to yield. Every read is compared with the model as
@@ -20,6 +21,11 @@
 //! replays a run and `PROPTEST_CASES=<n>` sets the number of cases of every option set
 //! (nightly runs raise it). Stores live under `/dev/shm` when it exists: durability is
 //! not under test here, and a free fsync lets thousands of stores open per run.
+//!
+//! Entry attributes are modelled too: writes with a tag, metadata and a time to live,
+//! HEAD requests and head scans, and a manual [`Clock`] that steps forward; an entry whose
+//! expiry has passed is removed from the model (and from every saved snapshot model), as
+//! the store treats it as a tombstone at its seqno.
 //! A failure prints the shrunk sequence as Rust source, to keep as a `model_regression_N`
 //! test next to the fixed `model_case_*` sequences at the end of this file.
 
@@ -33,7 +39,10 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use cairn::{Compression, Db, Durability, Iter, Keyspace, Options, Snapshot};
+use cairn::{
+    Clock, Compression, Db, Durability, EntryOptions, Error, Head, HeadIter, Iter, Keyspace, Meta,
+    Options, Snapshot,
+};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 
@@ -131,11 +140,25 @@ const MODES: [Option<Durability>; 6] = [
 #[derive(Debug, Clone)]
 enum Op {
     Insert(usize, K, V, usize),
+    /// Keyspace, key, value, tag, metadata, time to live in units of 10 ms.
+    InsertEntry(usize, K, V, u32, Option<V>, Option<u8>),
+    Head(usize, K),
+    Heads(usize, B, B, Walk),
+    HeadAt(usize, usize, K),
+    /// Moves the clock forward by this many milliseconds.
+    Advance(u16),
+    CompactExpired,
     Remove(usize, K),
     RemoveRange(usize, B, B),
     RemovePrefix(usize, K),
     /// One batch: remove the range, then insert the key (which survives if inside).
     BatchRangeInsert(usize, B, B, K, V),
+    /// `incr` (or, with `true`, `decr`) by the delta, with a durability from [`MODES`].
+    Incr(usize, K, i64, bool, usize),
+    /// `len` and `is_empty` of a keyspace.
+    Len(usize),
+    /// `len_at` a snapshot.
+    LenAt(usize, usize),
     Batch(Vec<(usize, K, Option<V>)>),
     Get(usize, K),
     Range(usize, B, B, Walk),
@@ -219,15 +242,47 @@ fn mode() -> impl Strategy<Value = usize> {
     prop_oneof![6 => Just(0usize), 1 => 1..MODES.len()]
 }
 
+fn delta() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        6 => -3i64..=3,
+        1 => prop::sample::select(vec![i64::MAX, i64::MIN, i64::MAX / 2 + 1, -(1 << 40)]),
+        1 => any::<i64>(),
+    ]
+}
+
+/// The counter in `value` as `Keyspace::incr` reads it: canonical decimal i64 text.
+fn counter(value: &[u8]) -> Option<i64> {
+    let n: i64 = std::str::from_utf8(value).ok()?.parse().ok()?;
+    (n.to_string().as_bytes() == value).then_some(n)
+}
+
 fn op() -> impl Strategy<Value = Op> {
     let batch_op = (ks(), key(), prop::option::weighted(0.7, value()));
     prop_oneof![
         20 => (ks(), key(), value(), mode()).prop_map(|(a, b, c, d)| Insert(a, b, c, d)),
+        8 => (
+            ks(),
+            key(),
+            value(),
+            prop_oneof![Just(0u32), any::<u32>()],
+            prop::option::of((any::<u8>(), 0u16..40).prop_map(|(s, n)| V(s, n))),
+            prop::option::weighted(0.7, prop_oneof![Just(0u8), 1u8..20]),
+        )
+            .prop_map(|(a, b, c, d, e, f)| InsertEntry(a, b, c, d, e, f)),
+        4 => (ks(), key()).prop_map(|(a, b)| Head(a, b)),
+        3 => (ks(), bound(), bound(), walk()).prop_map(|(a, b, c, d)| Heads(a, b, c, d)),
+        2 => (0..8usize, ks(), key()).prop_map(|(a, b, c)| HeadAt(a, b, c)),
+        3 => (1u16..120).prop_map(Advance),
+        1 => Just(CompactExpired),
         8 => (ks(), key()).prop_map(|(a, b)| Remove(a, b)),
         3 => (ks(), bound(), bound()).prop_map(|(a, b, c)| RemoveRange(a, b, c)),
         2 => (ks(), key()).prop_map(|(a, b)| RemovePrefix(a, b)),
         1 => (ks(), bound(), bound(), key(), value())
             .prop_map(|(a, b, c, d, e)| BatchRangeInsert(a, b, c, d, e)),
+        8 => (ks(), key(), delta(), any::<bool>(), mode())
+            .prop_map(|(a, b, c, d, e)| Incr(a, b, c, d, e)),
+        2 => ks().prop_map(Len),
+        1 => (0..8usize, ks()).prop_map(|(a, b)| LenAt(a, b)),
         6 => prop::collection::vec(batch_op, 0..8).prop_map(Batch),
         8 => (ks(), key()).prop_map(|(a, b)| Get(a, b)),
         6 => (ks(), bound(), bound(), walk()).prop_map(|(a, b, c, d)| Range(a, b, c, d)),
@@ -250,7 +305,55 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-type Map = BTreeMap<Vec<u8>, Vec<u8>>;
+/// What the model holds for a key: its value and attributes, and the seqno that wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Ent {
+    value: Vec<u8>,
+    tag: u32,
+    meta: Vec<u8>,
+    expires_at: Option<u64>,
+    seqno: u64,
+}
+
+impl Ent {
+    fn plain(value: Vec<u8>, seqno: u64) -> Ent {
+        Ent {
+            value,
+            tag: 0,
+            meta: Vec::new(),
+            expires_at: None,
+            seqno,
+        }
+    }
+
+    /// The (value-less) head fields the store must report.
+    fn head(&self) -> (u64, u32, Vec<u8>, u64, Option<u64>, bool) {
+        (
+            self.value.len() as u64,
+            self.tag,
+            self.meta.clone(),
+            self.seqno,
+            self.expires_at,
+            false,
+        )
+    }
+}
+
+fn head_fields(h: &Head) -> (u64, u32, Vec<u8>, u64, Option<u64>, bool) {
+    (
+        h.value_len,
+        h.tag,
+        h.meta.clone(),
+        h.seqno,
+        h.expires_at,
+        h.separated,
+    )
+}
+
+type Map = BTreeMap<Vec<u8>, Ent>;
+
+/// Where the manual clock of every case starts (Unix milliseconds).
+const CLOCK_START: u64 = 1_700_000_000_000;
 
 /// The pairs an iterator has still to yield, ascending.
 type Pending = VecDeque<(Vec<u8>, Vec<u8>)>;
@@ -309,7 +412,7 @@ fn pairs<'a>(
 ) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> + 'a {
     map.iter()
         .filter(move |(k, _)| keep(k))
-        .map(|(k, v)| (k.clone(), v.clone()))
+        .map(|(k, e)| (k.clone(), e.value.clone()))
 }
 
 /// Takes up to `steps` items (all if `None`) from `it` as `walk` says and compares each
@@ -366,6 +469,40 @@ fn check_walk(
     pull(&mut it, &mut expected.into(), walk, None, step).map(|_| ())
 }
 
+/// Consumes a head scan as `walk` says, comparing every item with `expected`
+/// (ascending).
+fn check_heads(
+    mut it: HeadIter,
+    expected: Vec<(Vec<u8>, Ent)>,
+    walk: Walk,
+    step: &Op,
+) -> Result<(), TestCaseError> {
+    let mut want: VecDeque<(Vec<u8>, Ent)> = expected.into();
+    let mut i = 0u32;
+    loop {
+        let front = match walk {
+            Walk::Fwd => true,
+            Walk::Rev => false,
+            Walk::Mixed(bits) => bits >> (i % 32) & 1 == 1,
+        };
+        let (got, exp) = if front {
+            (it.next(), want.pop_front())
+        } else {
+            (it.next_back(), want.pop_back())
+        };
+        let got = got
+            .transpose()
+            .map_err(|e| fail(format!("{step:?}: {e}")))?
+            .map(|(k, h)| (K(k), head_fields(&h)));
+        let exp = exp.map(|(k, e)| (K(k), e.head()));
+        prop_assert_eq!(&got, &exp, "{:?}: head item {}", step, i);
+        if got.is_none() {
+            return Ok(());
+        }
+        i += 1;
+    }
+}
+
 /// A store under test and its model.
 struct Harness {
     dir: tempfile::TempDir,
@@ -382,6 +519,8 @@ struct Harness {
     iters: Vec<(Iter, Pending)>,
     /// The seqno of the last acknowledged write.
     seqno: u64,
+    /// The store's clock, moved only by `Advance`.
+    clock: Clock,
 }
 
 /// Most iterators kept open at once.
@@ -390,6 +529,14 @@ const MAX_ITERS: usize = 4;
 impl Harness {
     fn new(options: &Options) -> Result<Harness, TestCaseError> {
         let dir = mem_tempdir();
+        let clock = Clock::manual(CLOCK_START);
+        let options = &Options {
+            clock: clock.clone(),
+            // Idle background threads look for expired tables often, concurrently with
+            // the steps.
+            expiry_check_interval: Duration::from_millis(20),
+            ..options.clone()
+        };
         let db = ok!(Db::open(dir.path(), options.clone()), "open");
         let mut model = Model::new();
         model.insert(NAMES[0].to_string(), (0, Map::new()));
@@ -403,6 +550,7 @@ impl Harness {
             snaps: Vec::new(),
             iters: Vec::new(),
             seqno: 0,
+            clock,
         })
     }
 
@@ -479,11 +627,20 @@ impl Harness {
                 .get_keyspace(name)
                 .ok_or_else(|| fail(format!("{step:?}: keyspace {name} missing")))?;
             let expected: Vec<_> = pairs(map, |_| true).collect();
+            prop_assert_eq!(
+                ok!(h.len(), step),
+                map.len() as u64,
+                "{:?}: len of {}",
+                step,
+                name
+            );
             check_walk(h.iter(), expected.clone(), Walk::Fwd, step)?;
             check_walk(h.iter(), expected, Walk::Rev, step)?;
-            for (k, v) in map {
+            let heads: Vec<_> = map.iter().map(|(k, e)| (k.clone(), e.clone())).collect();
+            check_heads(h.range_heads::<&[u8], _>(..), heads, Walk::Rev, step)?;
+            for (k, e) in map {
                 let got = ok!(h.get(k), step);
-                if got.as_ref() != Some(v) {
+                if got.as_ref() != Some(&e.value) {
                     return Err(fail(format!(
                         "{step:?}: get {:?} in {name} after full check: {:?}",
                         K(k.clone()),
@@ -502,16 +659,90 @@ impl Harness {
                 let h = self.open_ks(*i, step)?;
                 let val = val.bytes();
                 ok!(h.insert_with(&key.0, &val, MODES[*mode]), step);
+                self.check_seqnos(1, step)?;
                 self.model
                     .get_mut(NAMES[*i])
                     .unwrap()
                     .1
-                    .insert(key.0.clone(), val.clone());
-                self.check_seqnos(1, step)?;
+                    .insert(key.0.clone(), Ent::plain(val.clone(), self.seqno));
                 prop_assert_eq!(ok!(h.get(&key.0), step), Some(val), "{:?}", step);
                 if MODES[*mode] == Some(Durability::Sync) {
                     prop_assert_eq!(self.db().durable_seqno(), self.seqno, "{:?}", step);
                 }
+            }
+            InsertEntry(i, key, val, tag, meta, ttl) => {
+                let h = self.open_ks(*i, step)?;
+                let val = val.bytes();
+                let meta = meta.map(V::bytes).unwrap_or_default();
+                let mut opts = EntryOptions::new().meta(Meta::new(*tag, meta.clone()));
+                if let Some(t) = ttl {
+                    opts = opts.ttl(Duration::from_millis(u64::from(*t) * 10));
+                }
+                let now = self.clock.now_ms();
+                ok!(h.insert_entry(&key.0, &val, &opts), step);
+                self.check_seqnos(1, step)?;
+                let ent = Ent {
+                    value: val,
+                    tag: *tag,
+                    meta,
+                    expires_at: ttl.map(|t| now + u64::from(t) * 10),
+                    seqno: self.seqno,
+                };
+                let map = &mut self.model.get_mut(NAMES[*i]).unwrap().1;
+                if ent.expires_at.is_some_and(|at| at <= now) {
+                    // Expired from the start: a tombstone.
+                    map.remove(&key.0);
+                    prop_assert_eq!(ok!(h.get(&key.0), step), None, "{:?}", step);
+                } else {
+                    let want = ent.head();
+                    map.insert(key.0.clone(), ent);
+                    let got = ok!(h.head(&key.0), step).map(|h| head_fields(&h));
+                    prop_assert_eq!(got, Some(want), "{:?}", step);
+                }
+            }
+            Head(i, key) => {
+                if let Some((h, map)) = self.existing(*i, step)? {
+                    let got = ok!(h.head(&key.0), step).map(|h| head_fields(&h));
+                    prop_assert_eq!(got, map.get(&key.0).map(Ent::head), "{:?}", step);
+                }
+            }
+            Heads(i, lo, hi, w) => {
+                if let Some((h, map)) = self.existing(*i, step)? {
+                    let (lo, hi) = (lo.bound(), hi.bound());
+                    let expected = map
+                        .iter()
+                        .filter(|(k, _)| in_range(k, &lo, &hi))
+                        .map(|(k, e)| (k.clone(), e.clone()))
+                        .collect();
+                    check_heads(h.range_heads((lo, hi)), expected, *w, step)?;
+                }
+            }
+            HeadAt(s, i, key) => {
+                if let (Some((h, _)), Some((snap, then))) =
+                    (self.existing(*i, step)?, self.snap(*s, *i))
+                {
+                    let got = ok!(h.head_at(&key.0, snap), step).map(|h| head_fields(&h));
+                    prop_assert_eq!(got, then.get(&key.0).map(Ent::head), "{:?}", step);
+                }
+            }
+            Advance(ms) => {
+                self.clock.advance(Duration::from_millis(u64::from(*ms)));
+                let now = self.clock.now_ms();
+                let live = |e: &Ent| e.expires_at.is_none_or(|at| at > now);
+                for (_, map) in self.model.values_mut() {
+                    map.retain(|_, e| live(e));
+                }
+                // Snapshots cannot see expired entries either.
+                for (_, saved) in &mut self.snaps {
+                    for (_, map) in saved.values_mut() {
+                        map.retain(|_, e| live(e));
+                    }
+                }
+            }
+            CompactExpired => {
+                ok!(self.db().compact_expired(), step);
+                self.check_seqnos(0, step)?;
+                self.check_all(step)?;
             }
             Remove(i, key) => {
                 let h = self.open_ks(*i, step)?;
@@ -527,7 +758,10 @@ impl Harness {
                 let map = &mut self.model.get_mut(NAMES[*i]).unwrap().1;
                 map.retain(|k, _| !in_range(k, &lb, &hb));
                 self.check_seqnos(u64::from(range_holds_a_key(lo, hi)), step)?;
-                let expected: Vec<_> = pairs(&self.model[NAMES[*i]].1, |_| true).collect();
+                let map = &self.model[NAMES[*i]].1;
+                let expected: Vec<_> = pairs(map, |_| true).collect();
+                // `len` counts no key the range tombstone covers.
+                prop_assert_eq!(ok!(h.len(), step), map.len() as u64, "{:?}", step);
                 check_walk(h.iter(), expected, Walk::Rev, step)?;
             }
             RemovePrefix(i, p) => {
@@ -537,6 +771,8 @@ impl Harness {
                 map.retain(|k, _| !k.starts_with(&p.0));
                 self.check_seqnos(1, step)?;
                 prop_assert!(ok!(h.prefix(&p.0).next().transpose(), step).is_none());
+                let map = &self.model[NAMES[*i]].1;
+                prop_assert_eq!(ok!(h.len(), step), map.len() as u64, "{:?}", step);
             }
             BatchRangeInsert(i, lo, hi, key, val) => {
                 let h = self.open_ks(*i, step)?;
@@ -546,22 +782,96 @@ impl Harness {
                 batch.insert(&h, &key.0, val.bytes());
                 let writes = batch.len() as u64;
                 ok!(batch.commit(), step);
-                let map = &mut self.model.get_mut(NAMES[*i]).unwrap().1;
-                map.retain(|k, _| !in_range(k, &lb, &hb));
-                map.insert(key.0.clone(), val.bytes());
                 prop_assert_eq!(writes, 1 + u64::from(range_holds_a_key(lo, hi)));
                 self.check_seqnos(writes, step)?;
+                let map = &mut self.model.get_mut(NAMES[*i]).unwrap().1;
+                map.retain(|k, _| !in_range(k, &lb, &hb));
+                map.insert(key.0.clone(), Ent::plain(val.bytes(), self.seqno));
                 prop_assert_eq!(ok!(h.get(&key.0), step), Some(val.bytes()), "{:?}", step);
+            }
+            Incr(i, key, delta, decr, mode) => {
+                let h = self.open_ks(*i, step)?;
+                let map = &mut self.model.get_mut(NAMES[*i]).unwrap().1;
+                let before = map.get(&key.0).cloned();
+                let result = if *decr {
+                    h.decr_with(&key.0, *delta, MODES[*mode])
+                } else {
+                    h.incr_with(&key.0, *delta, MODES[*mode])
+                };
+                let change = if *decr {
+                    -i128::from(*delta)
+                } else {
+                    i128::from(*delta)
+                };
+                let want = match &before {
+                    None => Some(0),
+                    Some(e) => counter(&e.value),
+                }
+                .map(|n| i64::try_from(i128::from(n) + change));
+                match (want, result) {
+                    (Some(Ok(n)), Ok(got)) => {
+                        prop_assert_eq!(got, n, "{:?}", step);
+                        self.check_seqnos(1, step)?;
+                        // The new value keeps the entry's tag, metadata and expiry.
+                        let mut ent = Ent::plain(n.to_string().into_bytes(), self.seqno);
+                        if let Some(b) = &before {
+                            (ent.tag, ent.meta, ent.expires_at) =
+                                (b.tag, b.meta.clone(), b.expires_at);
+                        }
+                        let map = &mut self.model.get_mut(NAMES[*i]).unwrap().1;
+                        map.insert(key.0.clone(), ent);
+                        if MODES[*mode] == Some(Durability::Sync) {
+                            prop_assert_eq!(self.db().durable_seqno(), self.seqno, "{:?}", step);
+                        }
+                    }
+                    (Some(Err(_)), Err(Error::CounterOverflow { .. }))
+                    | (None, Err(Error::NotACounter { .. })) => self.check_seqnos(0, step)?,
+                    (want, got) => {
+                        return Err(fail(format!("{step:?}: expected {want:?}, got {got:?}")))
+                    }
+                }
+                let now = self.model[NAMES[*i]].1.get(&key.0).cloned();
+                prop_assert_eq!(
+                    ok!(h.get(&key.0), step),
+                    now.clone().map(|e| e.value),
+                    "{:?}",
+                    step
+                );
+                let head = ok!(h.head(&key.0), step).map(|h| {
+                    (
+                        h.value_len,
+                        h.tag,
+                        h.meta,
+                        h.seqno,
+                        h.expires_at,
+                        h.separated,
+                    )
+                });
+                prop_assert_eq!(head, now.map(|e| e.head()), "{:?}", step);
+            }
+            Len(i) => {
+                if let Some((h, map)) = self.existing(*i, step)? {
+                    prop_assert_eq!(ok!(h.len(), step), map.len() as u64, "{:?}", step);
+                    prop_assert_eq!(ok!(h.is_empty(), step), map.is_empty(), "{:?}", step);
+                }
+            }
+            LenAt(s, i) => {
+                if let (Some((h, _)), Some((snap, then))) =
+                    (self.existing(*i, step)?, self.snap(*s, *i))
+                {
+                    prop_assert_eq!(ok!(h.len_at(snap), step), then.len() as u64, "{:?}", step);
+                }
             }
             Batch(ops) => {
                 let mut batch = self.db().batch();
-                for (i, key, val) in ops {
+                for (n, (i, key, val)) in ops.iter().enumerate() {
                     let h = self.open_ks(*i, step)?;
+                    let seqno = self.seqno + 1 + n as u64;
                     let map = &mut self.model.get_mut(NAMES[*i]).unwrap().1;
                     match val {
                         Some(val) => {
                             batch.insert(&h, &key.0, val.bytes());
-                            map.insert(key.0.clone(), val.bytes());
+                            map.insert(key.0.clone(), Ent::plain(val.bytes(), seqno));
                         }
                         None => {
                             batch.remove(&h, &key.0);
@@ -574,13 +884,14 @@ impl Harness {
                 self.check_seqnos(ops.len() as u64, step)?;
                 for (i, key, _) in ops {
                     let h = ok!(self.db().keyspace(NAMES[*i]), step);
-                    let want = self.model[NAMES[*i]].1.get(&key.0).cloned();
+                    let want = self.model[NAMES[*i]].1.get(&key.0).map(|e| e.value.clone());
                     prop_assert_eq!(ok!(h.get(&key.0), step), want, "{:?}", step);
                 }
             }
             Get(i, key) => {
                 if let Some((h, map)) = self.existing(*i, step)? {
-                    prop_assert_eq!(ok!(h.get(&key.0), step), map.get(&key.0).cloned());
+                    let want = map.get(&key.0).map(|e| e.value.clone());
+                    prop_assert_eq!(ok!(h.get(&key.0), step), want);
                     prop_assert_eq!(ok!(h.contains_key(&key.0), step), map.contains_key(&key.0));
                 }
             }
@@ -600,8 +911,11 @@ impl Harness {
             }
             Ends(i) => {
                 if let Some((h, map)) = self.existing(*i, step)? {
-                    let first = map.iter().next().map(|(k, v)| (k.clone(), v.clone()));
-                    let last = map.iter().next_back().map(|(k, v)| (k.clone(), v.clone()));
+                    let first = map.iter().next().map(|(k, e)| (k.clone(), e.value.clone()));
+                    let last = map
+                        .iter()
+                        .next_back()
+                        .map(|(k, e)| (k.clone(), e.value.clone()));
                     prop_assert_eq!(ok!(h.first_key_value(), step), first, "{:?}", step);
                     prop_assert_eq!(ok!(h.last_key_value(), step), last, "{:?}", step);
                 }
@@ -616,7 +930,8 @@ impl Harness {
                     (self.existing(*i, step)?, self.snap(*s, *i))
                 {
                     let got = ok!(h.get_at(&key.0, snap), step);
-                    prop_assert_eq!(got, then.get(&key.0).cloned(), "{:?}", step);
+                    let want = then.get(&key.0).map(|e| e.value.clone());
+                    prop_assert_eq!(got, want, "{:?}", step);
                 }
             }
             RangeAt(s, i, lo, hi, w) => {
@@ -1062,6 +1377,41 @@ fn model_case_snapshots_and_iterators_outlive_compactions() {
 }
 
 #[test]
+fn model_case_range_deletes_with_expiry_counters_and_counts() {
+    let mut ops = fill(0, 5);
+    ops.extend([
+        Incr(0, k(b"c"), 4, false, 0),
+        InsertEntry(0, k(b"b"), v(1, 10), 3, None, Some(5)),
+        Flush,
+        Snap,
+        RemoveRange(0, B::In(k(b"a")), B::In(k(b"c"))),
+        Len(0),
+        LenAt(0, 0),
+        Heads(0, B::Un, B::Un, Walk::Mixed(0b0101)),
+        Incr(0, k(b"c"), 2, false, 1),
+        InsertEntry(0, k(b"b"), v(2, 10), 0, None, Some(3)),
+        Len(0),
+        Advance(30),
+        // "b" expired over a range tombstone over older versions: still gone.
+        Get(0, k(b"b")),
+        Head(0, k(b"b")),
+        HeadAt(0, 0, k(b"b")),
+        Len(0),
+        Flush,
+        CompactExpired,
+        RemovePrefix(0, k(b"")),
+        Incr(0, k(b"c"), 1, true, 2),
+        Len(0),
+        LenAt(0, 0),
+        Compact,
+        Reopen(Close),
+        Len(0),
+        Range(0, B::Un, B::Un, Walk::Rev),
+    ]);
+    run_fixed(&ops);
+}
+
+#[test]
 fn model_case_range_deletes_through_flush_compaction_snapshots_and_reopen() {
     let mut ops = fill(0, 4);
     ops.extend([Flush, Snap, IterOpen(0, B::Un, B::Un)]);
@@ -1100,4 +1450,66 @@ fn model_case_range_deletes_through_flush_compaction_snapshots_and_reopen() {
     }
     ops.extend([Compact, Reopen(Close)]);
     run_fixed(&ops);
+}
+
+#[test]
+fn model_case_expired_entries_hide_older_versions_everywhere() {
+    let mut ops = fill(0, 3);
+    ops.extend([
+        Flush,
+        Snap,
+        // Over the flushed versions: entries that expire at 50 ms and at once.
+        InsertEntry(0, k(b"a"), v(1, 10), 7, Some(v(2, 5)), Some(5)),
+        InsertEntry(0, k(b"b"), v(3, 10), 0, None, Some(0)),
+        InsertEntry(0, k(b"aa"), v(4, 10), 9, None, None),
+        Snap,
+        Head(0, k(b"a")),
+        Heads(0, B::Un, B::Un, Walk::Mixed(0b0110)),
+        HeadAt(1, 0, k(b"a")),
+        IterOpen(0, B::Un, B::Un),
+        Flush,
+        Advance(49),
+        Get(0, k(b"a")),
+        Advance(1),
+        // Now "a" is gone, in the newer snapshot too, and the older value stays hidden.
+        Get(0, k(b"a")),
+        GetAt(1, 0, k(b"a")),
+        HeadAt(1, 0, k(b"a")),
+        Heads(0, B::Un, B::Un, Walk::Rev),
+        // The iterator opened before the expiry keeps its view.
+        IterPull(0, Walk::Fwd, 20),
+        CompactExpired,
+        Compact,
+        RangeAt(0, 0, B::Un, B::Un, Walk::Fwd),
+        Reopen(Close),
+        Get(0, k(b"a")),
+        CompactExpired,
+    ]);
+    run_fixed(&ops);
+}
+
+#[test]
+fn model_case_counters_across_flushes_reopens_and_refusals() {
+    run_fixed(&[
+        Incr(1, k(b"c"), 5, false, 0),
+        Incr(1, k(b"c"), 7, true, 1),
+        Snap,
+        Flush,
+        Incr(1, k(b"c"), i64::MIN, true, 2),
+        Incr(1, k(b"c"), i64::MIN, false, 3),
+        Incr(1, k(b"c"), -1, false, 4),
+        Incr(1, k(b"c"), i64::MIN, false, 5),
+        LenAt(0, 1),
+        Insert(1, k(b"x"), v(3, 4), 0),
+        Incr(1, k(b"x"), 1, false, 0),
+        Reopen(DropDb),
+        Incr(1, k(b"c"), 1, false, 0),
+        Remove(1, k(b"c")),
+        Incr(1, k(b"c"), 1, true, 0),
+        Len(1),
+        Compact,
+        Reopen(Alter),
+        Len(1),
+        Len(2),
+    ]);
 }

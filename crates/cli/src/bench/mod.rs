@@ -2,12 +2,14 @@
 //!
 //! `ordered.rs` is the command (flags, the store's life, the list of benchmarks);
 //! `workloads.rs` holds the timed loops, `keys.rs` what they write, `report.rs` how the
-//! results are printed, `store.rs` the benchmark directory.
+//! results are printed, `store.rs` the benchmark directory. `cairn load` (`load/`)
+//! reuses the key and value generators, the latency helpers, the directory handling and
+//! the durability spellings.
 
-mod keys;
-mod ordered;
-mod report;
-mod store;
+pub(crate) mod keys;
+pub(crate) mod ordered;
+pub(crate) mod report;
+pub(crate) mod store;
 mod workloads;
 
 use std::io::Write;

@@ -46,7 +46,8 @@ const DEFAULT_BENCHMARKS: &str =
 /// seekrandom (a scan positioned at a random key, one entry read), deleterandom (num
 /// random deletes), readwhilewriting (readrandom on --threads threads while one more
 /// thread writes random keys), readrandomwriterandom (random reads and writes,
-/// --readwritepercent of them reads). fillseq runs on one thread; the random writes
+/// --readwritepercent of them reads), count (Keyspace::len once: the exact number of
+/// keys; ops are the keys counted). fillseq runs on one thread; the random writes
 /// split --num writes over --threads threads, the reads and the mix split --reads
 /// operations over them.
 #[derive(Debug, clap::Args)]
@@ -136,6 +137,8 @@ pub enum Benchmark {
     Readwhilewriting,
     /// Random reads and writes (--readwritepercent reads).
     Readrandomwriterandom,
+    /// Count the keys once (`Keyspace::len`); ops are the keys counted.
+    Count,
 }
 
 impl Benchmark {
@@ -151,6 +154,7 @@ impl Benchmark {
             Benchmark::Deleterandom => "deleterandom",
             Benchmark::Readwhilewriting => "readwhilewriting",
             Benchmark::Readrandomwriterandom => "readrandomwriterandom",
+            Benchmark::Count => "count",
         }
     }
 
@@ -218,7 +222,7 @@ impl CompressionArg {
 }
 
 /// Parses `sync`, `periodic:<µs>`, `buffered`, `async:<depth>` or `none`.
-fn parse_durability(text: &str) -> Result<Durability, String> {
+pub(crate) fn parse_durability(text: &str) -> Result<Durability, String> {
     let positive = |what: &str, value: &str| match value.parse::<u64>() {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(format!(
@@ -253,7 +257,7 @@ fn parse_durability(text: &str) -> Result<Durability, String> {
 }
 
 /// The command-line spelling of a durability.
-fn durability_name(d: Durability) -> String {
+pub(crate) fn durability_name(d: Durability) -> String {
     match d {
         Durability::Sync => "sync".into(),
         Durability::Periodic(every) => format!("periodic:{}", every.as_micros()),
@@ -454,6 +458,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
             Benchmark::Seekrandom => workloads::seek_random(&w),
             Benchmark::Readwhilewriting => workloads::read_while_writing(&w),
             Benchmark::Readrandomwriterandom => workloads::mix(&w),
+            Benchmark::Count => workloads::count(&w),
         };
         bar.finish_and_clear();
         let mut outcome: Outcome = result?;

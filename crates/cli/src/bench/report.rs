@@ -276,7 +276,8 @@ fn percentile_line(lat: &Latency) -> String {
     )
 }
 
-fn latency_json(lat: &Latency) -> Value {
+/// A latency histogram as JSON: sample count, mean and p50/p99/p99.9/max in ns.
+pub fn latency_json(lat: &Latency) -> Value {
     let h = &lat.hist;
     let q = |x: f64| {
         if h.is_empty() {

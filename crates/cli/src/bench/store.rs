@@ -28,8 +28,16 @@ impl Place {
     /// # Errors
     /// If it cannot be created.
     pub fn temporary() -> CliResult<Place> {
+        Place::temporary_named("cairn-bench-")
+    }
+
+    /// A fresh temporary directory whose name starts with `prefix`.
+    ///
+    /// # Errors
+    /// If it cannot be created.
+    pub fn temporary_named(prefix: &str) -> CliResult<Place> {
         let temp = tempfile::Builder::new()
-            .prefix("cairn-bench-")
+            .prefix(prefix)
             .tempdir()
             .map_err(|e| CliError::msg(format!("creating a temporary directory failed: {e}")))?;
         Ok(Place {
@@ -64,6 +72,14 @@ impl Place {
         Ok(place)
     }
 
+    /// `dir` as given, unchecked: for callers that never empty it (`cairn load`).
+    pub fn at(dir: &Path) -> Place {
+        Place {
+            path: dir.to_path_buf(),
+            temp: None,
+        }
+    }
+
     /// The directory.
     pub fn path(&self) -> &Path {
         &self.path
@@ -72,6 +88,15 @@ impl Place {
     /// True for a temporary directory.
     pub fn is_temporary(&self) -> bool {
         self.temp.is_some()
+    }
+
+    /// Keeps a temporary directory on disk (it is no longer removed on drop) and returns
+    /// its path; a given directory is returned as it is.
+    pub fn keep(self) -> PathBuf {
+        match self.temp {
+            Some(temp) => temp.keep(),
+            None => self.path,
+        }
     }
 
     fn has_store(&self) -> bool {

@@ -5,7 +5,8 @@
 //! with its own keys), which is how concurrent writers share a group commit. Reads
 //! (`readrandom`, `readseq`, `readreverse`, `seekrandom`) and the read/write mix run on
 //! `threads` threads that split `reads` operations between them; `readwhilewriting` adds
-//! one writer thread that writes random keys until the readers are done.
+//! one writer thread that writes random keys until the readers are done. `count` calls
+//! `Keyspace::len` once on the calling thread.
 //!
 //! Latency is recorded per operation (per batch for batched writes) with one clock read
 //! per operation: a sample is the time since the previous operation of the same thread
@@ -508,4 +509,15 @@ pub fn read_while_writing(w: &Workload<'_>) -> CliResult<Outcome> {
         hist: writer.hist,
     });
     Ok(outcome)
+}
+
+/// `count`: one `Keyspace::len` on the calling thread; each key counted is an operation,
+/// and the one latency sample is the whole count.
+pub fn count(w: &Workload<'_>) -> CliResult<Outcome> {
+    let mut tally = Tally::start()?;
+    tally.ops = w.ks.len()?;
+    tally.record();
+    w.bar.inc(tally.ops);
+    let ops = tally.ops;
+    combine("count", vec![tally.finish()], Counts::Plain, ops.max(1))
 }

@@ -10,16 +10,20 @@
 //! Invariants:
 //! 1. A choice's inputs are all of level 0 (for a level-0 compaction) or one table of
 //!    level n, plus every table of level n+1 whose user-key range overlaps them; so the
-//!    output replaces them without breaking level n+1's non-overlap.
+//!    output replaces them without breaking level n+1's non-overlap. The one exception is
+//!    an in-place rewrite of one table of level n >= 1 into level n, which reclaims
+//!    expired entries (`expiry.rs`); its output covers a subset of the input's range.
 //! 2. Output tables split only between different user keys, so all versions of a key live
 //!    in one table of a level (reads and the level cursor rely on it).
 //! 3. At most one compaction per keyspace runs at a time (the scheduler's rule).
 
+mod expiry;
 mod run;
 pub(crate) mod stream;
 
 use std::sync::Arc;
 
+pub(crate) use expiry::pick_expired;
 pub(crate) use run::run;
 
 use crate::key::{split_encoded, KeyspaceId};
@@ -42,12 +46,19 @@ pub(crate) struct Choice {
     /// The inputs can move down unchanged: they overlap neither each other nor anything in
     /// the level below (and no tombstone among them could be dropped at the bottom).
     pub(crate) trivial_move: bool,
+    /// The inputs (one table of level 1 or deeper, no overlaps) are rewritten into their
+    /// own level, to drop expired entries (see `expiry.rs`).
+    pub(crate) in_place: bool,
 }
 
 impl Choice {
     /// The level the outputs go to.
     pub(crate) fn output_level(&self) -> usize {
-        self.level + 1
+        if self.in_place {
+            self.level
+        } else {
+            self.level + 1
+        }
     }
 }
 
@@ -159,5 +170,6 @@ fn choose(id: KeyspaceId, ks: &KeyspaceTables, level: usize) -> Option<Choice> {
         overlaps,
         bottommost,
         trivial_move,
+        in_place: false,
     })
 }

@@ -97,8 +97,9 @@ fn write_outputs(
     let topts = flush::table_options(&inner.options);
     let mut added = Vec::new();
     let mut writer: Option<table::Writer> = None;
+    let now = inner.options.clock.now_ms();
     let mut versions =
-        KeyVersions::new(&snapshots, choice.bottommost).with_range_tombstones(&fragments);
+        KeyVersions::new(&snapshots, choice.bottommost, now).with_range_tombstones(&fragments);
     let mut current_user: Option<Vec<u8>> = None;
     loop {
         let user = if input.valid() {

@@ -12,14 +12,25 @@
 //! At the bottommost level (no deeper table holds the key), a tombstone that is the oldest
 //! version kept hides nothing, so it is dropped — and then the same holds for the next.
 //!
+//! An entry whose expiry is at or before the compaction's `now` reads as a tombstone at its
+//! seqno for every reader (`entry.rs`, invariant 3), so it is rewritten as one (same key
+//! and seqno, kind Delete, no value) and then follows the tombstone rules above. Time only
+//! moves forward, so no reader can ever see it again.
+//!
 //! Range tombstones of the inputs (`rangedel.rs`): a version with seqno `s` covered by a
 //! tombstone with seqno `t > s` in the same stripe is dropped, since every reader that
-//! could see it (seqno in `[s, t)`) would need a snapshot there. Only the inputs'
-//! tombstones are used, never a memtable's: those may not be visible to every reader
-//! yet. Which tombstones the outputs carry is [`carried_range_tombstones`]'s rule.
+//! could see it (seqno in `[s, t)`) would need a snapshot there; this holds for a live
+//! entry and for an expired one alike (both are hidden from readers at `t` and above).
+//! Only the inputs' tombstones are used, never a memtable's: those may not be visible to
+//! every reader yet. Which tombstones the outputs carry is [`carried_range_tombstones`]'s
+//! rule; it is the same for an in-place rewrite (`Choice::in_place`), whose outputs
+//! carry the input table's tombstones clipped to their shares of its range.
 
+use std::path::Path;
+
+use crate::entry;
 use crate::error::{Error, FileKind, Reason, Result};
-use crate::key::{parse_encoded, Kind, SeqNo};
+use crate::key::{parse_encoded, InternalKey, Kind, SeqNo};
 use crate::rangedel::{Fragments, RangeTombstone};
 
 /// One version of a user key: encoded internal key and value.
@@ -30,16 +41,19 @@ pub(crate) type Entry = (Vec<u8>, Vec<u8>);
 pub(crate) struct KeyVersions<'a> {
     snapshots: &'a [SeqNo],
     bottommost: bool,
+    /// Entries expired at this Unix millisecond become tombstones.
+    now_ms: u64,
     range_dels: Option<&'a Fragments>,
     kept: Vec<(usize, Kind, Entry)>,
 }
 
 impl<'a> KeyVersions<'a> {
-    /// A collector for the given live snapshots (ascending).
-    pub(crate) fn new(snapshots: &'a [SeqNo], bottommost: bool) -> KeyVersions<'a> {
+    /// A collector for the given live snapshots (ascending), judging expiry at `now_ms`.
+    pub(crate) fn new(snapshots: &'a [SeqNo], bottommost: bool, now_ms: u64) -> KeyVersions<'a> {
         KeyVersions {
             snapshots,
             bottommost,
+            now_ms,
             range_dels: None,
             kept: Vec::new(),
         }
@@ -71,8 +85,17 @@ impl<'a> KeyVersions<'a> {
         if self.kept.last().is_some_and(|(s, _, _)| *s == stripe) {
             return Ok(()); // shadowed within its stripe
         }
-        self.kept
-            .push((stripe, kind, (key.to_vec(), value.to_vec())));
+        let expired = entry::expiry_of(kind, value)
+            .map_err(|r| Error::corruption(FileKind::Table, Path::new("<compaction input>"), 0, r))?
+            .is_some_and(|at| at <= self.now_ms);
+        if expired {
+            let tombstone = InternalKey::new(user, seqno, Kind::Delete).encode()?;
+            self.kept
+                .push((stripe, Kind::Delete, (tombstone, Vec::new())));
+        } else {
+            self.kept
+                .push((stripe, kind, (key.to_vec(), value.to_vec())));
+        }
         Ok(())
     }
 
@@ -120,7 +143,6 @@ fn bad_key() -> Error {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 mod tests {
     use super::*;
-    use crate::key::InternalKey;
     use proptest::prelude::*;
 
     fn enc(seqno: u64, kind: Kind) -> Vec<u8> {
@@ -129,44 +151,77 @@ mod tests {
             .unwrap()
     }
 
-    /// What a reader at `at` sees among `versions` (newest first).
-    fn visible(versions: &[(u64, Kind)], at: u64) -> Option<u64> {
+    /// The compactions in these tests run at this time.
+    const NOW: u64 = 10;
+
+    /// A version: seqno, kind and stored value. Choice 0 is a tombstone, 1 a plain put,
+    /// 2 an entry expired at `NOW`, 3 one that expires later.
+    fn version(seqno: u64, choice: u8) -> (u64, Kind, Vec<u8>) {
+        let ttl = |at| {
+            let attrs = entry::Attrs {
+                expires_at: Some(at),
+                ..entry::Attrs::default()
+            };
+            entry::encode_put(&attrs, b"v")
+        };
+        let (kind, value) = match choice {
+            0 => (Kind::Delete, Vec::new()),
+            1 => (Kind::Put, b"v".to_vec()),
+            2 => ttl(NOW - 5),
+            _ => ttl(NOW + 40),
+        };
+        (seqno, kind, value)
+    }
+
+    /// The first version a reader at `at` finds among `versions` (newest first), and
+    /// whether it is live (a value rather than a tombstone or an expired entry).
+    fn first(versions: &[(u64, Kind, Vec<u8>)], at: u64) -> Option<(u64, bool)> {
         versions
             .iter()
-            .find(|(s, _)| *s <= at)
-            .and_then(|(s, k)| (*k == Kind::Put).then_some(*s))
+            .find(|(s, _, _)| *s <= at)
+            .map(|(s, k, v)| (*s, entry::live(*k, v, NOW).unwrap().is_some()))
+    }
+
+    /// What a reader at `at` sees among `versions` (newest first).
+    fn visible(versions: &[(u64, Kind, Vec<u8>)], at: u64) -> Option<u64> {
+        first(versions, at).and_then(|(s, live)| live.then_some(s))
     }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(500))]
         /// Every reader that can exist (at a live snapshot, or at or above the newest
-        /// input) sees the same answer before and after the filter.
+        /// input) sees the same answer before and after the filter, with expired entries
+        /// counting as tombstones.
         #[test]
         fn readers_see_the_same_after_filtering(
             seqnos in proptest::collection::btree_set(1u64..100, 1..12),
-            kinds in proptest::collection::vec(any::<bool>(), 12),
+            kinds in proptest::collection::vec(0u8..4, 12),
             snaps in proptest::collection::btree_set(0u64..110, 0..5),
             bottommost in any::<bool>(),
         ) {
-            let mut versions: Vec<(u64, Kind)> = seqnos
+            let mut versions: Vec<(u64, Kind, Vec<u8>)> = seqnos
                 .iter()
                 .zip(&kinds)
-                .map(|(s, put)| (*s, if *put { Kind::Put } else { Kind::Delete }))
+                .map(|(s, choice)| version(*s, *choice))
                 .collect();
             versions.reverse(); // newest first
             let snapshots: Vec<SeqNo> = snaps.iter().map(|s| SeqNo(*s)).collect();
-            let mut kv = KeyVersions::new(&snapshots, bottommost);
-            for (s, k) in &versions {
-                kv.push(&enc(*s, *k), b"v").unwrap();
+            let mut kv = KeyVersions::new(&snapshots, bottommost, NOW);
+            for (s, k, v) in &versions {
+                kv.push(&enc(*s, *k), v).unwrap();
             }
-            let kept: Vec<(u64, Kind)> = kv
+            let kept: Vec<(u64, Kind, Vec<u8>)> = kv
                 .finish()
-                .iter()
-                .map(|(k, _)| {
-                    let (_, s, t) = parse_encoded(k).unwrap();
-                    (s.0, Kind::from_u8(t).unwrap())
+                .into_iter()
+                .map(|(k, v)| {
+                    let (_, s, t) = parse_encoded(&k).unwrap();
+                    (s.0, Kind::from_u8(t).unwrap(), v)
                 })
                 .collect();
+            // Nothing expired survives as a value.
+            for (_, k, v) in &kept {
+                prop_assert!(entry::expiry_of(*k, v).unwrap().is_none_or(|at| at > NOW));
+            }
             let newest = versions[0].0;
             let readers = snaps.iter().copied().chain([newest, newest + 5]);
             for at in readers {
@@ -175,11 +230,79 @@ mod tests {
                 } else {
                     // Not bottommost: a missing answer may fall through to deeper
                     // levels, so the first version found must be the same one.
-                    let first = |v: &[(u64, Kind)]| v.iter().find(|(s, _)| *s <= at).copied();
-                    prop_assert_eq!(first(&kept), first(&versions), "reader at {}", at);
+                    prop_assert_eq!(first(&kept, at), first(&versions, at), "reader at {}", at);
                 }
             }
             prop_assert!(kept.len() <= snaps.len() + 1);
+        }
+
+        /// With range tombstones covering the key too: every reader sees the same before
+        /// (inputs and every input tombstone) and after (kept versions and the carried
+        /// tombstones), expired entries and covered versions both hiding the key.
+        #[test]
+        fn readers_see_the_same_with_range_tombstones(
+            seqnos in proptest::collection::btree_set(1u64..100, 1..12),
+            kinds in proptest::collection::vec(0u8..4, 12),
+            range_seqnos in proptest::collection::btree_set(1u64..100, 1..4),
+            snaps in proptest::collection::btree_set(0u64..110, 0..5),
+            bottommost in any::<bool>(),
+        ) {
+            let mut versions: Vec<(u64, Kind, Vec<u8>)> = seqnos
+                .iter()
+                .zip(&kinds)
+                .map(|(s, choice)| version(*s, *choice))
+                .collect();
+            versions.reverse(); // newest first
+            // Every seqno is written once: a range tombstone never shares a version's.
+            let tombstones: Vec<RangeTombstone> = range_seqnos
+                .iter()
+                .filter(|s| !seqnos.contains(s))
+                .map(|s| RangeTombstone::new(b"a".to_vec(), b"z".to_vec(), SeqNo(*s)).unwrap())
+                .collect();
+            let fragments = Fragments::build(&tombstones);
+            let snapshots: Vec<SeqNo> = snaps.iter().map(|s| SeqNo(*s)).collect();
+            let carried = carried_range_tombstones(&fragments, &snapshots, bottommost);
+            let mut kv =
+                KeyVersions::new(&snapshots, bottommost, NOW).with_range_tombstones(&fragments);
+            for (s, k, v) in &versions {
+                kv.push(&enc(*s, *k), v).unwrap();
+            }
+            let kept: Vec<(u64, Kind, Vec<u8>)> = kv
+                .finish()
+                .into_iter()
+                .map(|(k, v)| {
+                    let (_, s, t) = parse_encoded(&k).unwrap();
+                    (s.0, Kind::from_u8(t).unwrap(), v)
+                })
+                .collect();
+            /// What a reader at `at` finds: `Some(Some((seqno, live)))` for a version no
+            /// tombstone hides, `Some(None)` if a range tombstone hides the key (every
+            /// deeper version is older, so hidden too), `None` to fall through.
+            fn outcome(
+                versions: &[(u64, Kind, Vec<u8>)],
+                tombs: &[RangeTombstone],
+                at: u64,
+            ) -> Option<Option<(u64, bool)>> {
+                let newest_tomb = tombs.iter().map(|t| t.seqno.0).filter(|t| *t <= at).max();
+                match (first(versions, at), newest_tomb) {
+                    (Some((s, _)), Some(t)) if t > s => Some(None),
+                    (Some(found), _) => Some(Some(found)),
+                    (None, Some(_)) => Some(None),
+                    (None, None) => None,
+                }
+            }
+            let live = |o: Option<Option<(u64, bool)>>| o.flatten().filter(|(_, l)| *l);
+            let newest = versions[0].0.max(range_seqnos.iter().copied().max().unwrap_or(0));
+            let readers = snaps.iter().copied().chain([newest, newest + 5]);
+            for at in readers {
+                let before = outcome(&versions, &tombstones, at);
+                let after = outcome(&kept, &carried, at);
+                if bottommost {
+                    prop_assert_eq!(live(after), live(before), "reader at {}", at);
+                } else {
+                    prop_assert_eq!(after, before, "reader at {}", at);
+                }
+            }
         }
     }
 }

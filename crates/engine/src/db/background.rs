@@ -3,7 +3,9 @@
 //!
 //! Scheduling: a background thread flushes the oldest sealed memtable first (writers may
 //! be waiting on it), otherwise runs the most urgent compaction of a keyspace that has
-//! none running, otherwise sleeps until woken. At most one flush runs at a time and at
+//! none running, otherwise — at most once per `Options::expiry_check_interval` — rewrites
+//! a table whose earliest expiry has passed (`compaction::pick_expired`), otherwise
+//! sleeps until woken or the next expiry check is due. At most one flush runs at a time and at
 //! most one compaction per keyspace, so edits never conflict.
 //!
 //! A failed flush or compaction records the store's background error: writes fail from
@@ -12,7 +14,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use parking_lot::MutexGuard;
 
 use super::{flush, write, Inner, Stats, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN};
 use crate::compaction;
@@ -88,7 +92,80 @@ fn background_loop(inner: &Inner) {
                 continue;
             }
         }
-        inner.bg_cv.wait(&mut st);
+        if st.bg_error.is_none() && Instant::now() >= st.next_expiry_check {
+            st.next_expiry_check = Instant::now() + inner.options.expiry_check_interval;
+            drop(st);
+            // Learning expiries opens tables (I/O): outside the state lock. A table that
+            // cannot be opened is left to the reads that will report it.
+            let _ = inner.tables.learn_expiry(inner);
+            st = inner.state.lock();
+            if let Some(choice) = pick_expired_now(inner, &st) {
+                st = run_compaction(inner, st, &choice);
+                continue;
+            }
+        }
+        let due = st
+            .next_expiry_check
+            .saturating_duration_since(Instant::now());
+        inner
+            .bg_cv
+            .wait_for(&mut st, due.max(Duration::from_millis(1)));
+    }
+}
+
+/// A compaction reclaiming expired entries, among keyspaces not being compacted.
+fn pick_expired_now(inner: &Inner, st: &super::State) -> Option<compaction::Choice> {
+    let now = inner.options.clock.now_ms();
+    compaction::pick_expired(&st.version, &st.compacting, now, |t| {
+        inner.tables.cached_expiry(t.id).flatten()
+    })
+}
+
+/// Runs `choice` with its keyspace marked busy, releasing the state lock meanwhile;
+/// records a failure as the background error.
+fn run_compaction<'a>(
+    inner: &'a Inner,
+    mut st: MutexGuard<'a, super::State>,
+    choice: &compaction::Choice,
+) -> MutexGuard<'a, super::State> {
+    let ks = choice.keyspace;
+    st.compacting.push(ks);
+    drop(st);
+    let outcome = compaction::run(inner, choice);
+    let mut st = inner.state.lock();
+    st.compacting.retain(|k| *k != ks);
+    if let Err(e) = outcome {
+        st.bg_error.get_or_insert(("compaction", e));
+    }
+    inner.stall_cv.notify_all();
+    inner.bg_cv.notify_all();
+    st
+}
+
+/// Rewrites every table whose earliest expiry has passed; returns the compactions run.
+pub(crate) fn compact_expired(inner: &Inner) -> Result<usize> {
+    let mut runs = 0;
+    loop {
+        inner.check_writable()?;
+        inner.tables.learn_expiry(inner)?;
+        let mut st = inner.state.lock();
+        match pick_expired_now(inner, &st) {
+            Some(choice) => {
+                st = run_compaction(inner, st, &choice);
+                if let Some((during, e)) = &st.bg_error {
+                    return Err(Error::Stopped {
+                        during,
+                        cause: Box::new(e.duplicate()),
+                    });
+                }
+                runs += 1;
+            }
+            // Nothing left, unless a running compaction holds a keyspace back.
+            None if st.compacting.is_empty() => return Ok(runs),
+            None => {
+                inner.stall_cv.wait_for(&mut st, Duration::from_millis(20));
+            }
+        }
     }
 }
 

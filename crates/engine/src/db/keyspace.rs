@@ -7,8 +7,10 @@
 
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::{read, write, Db};
+use crate::attrs::{EntryOptions, Head, Meta};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::iter::visible::Bounds;
@@ -24,7 +26,7 @@ use crate::snapshot::Snapshot;
 #[derive(Clone)]
 pub struct Keyspace {
     db: Db,
-    id: KeyspaceId,
+    pub(crate) id: KeyspaceId,
     name: Arc<str>,
 }
 
@@ -100,6 +102,74 @@ impl Keyspace {
         let mut batch = WriteBatch::new();
         batch.put(self.id, key.as_ref(), value.as_ref())?;
         self.commit(batch, durability)
+    }
+
+    /// Sets `key` to `value` with the attributes and durability of `options`: a type tag
+    /// and metadata (read back by [`Keyspace::head`] without the value) and an expiry,
+    /// after which the entry reads as removed. [`Keyspace::get`] and scans return the
+    /// plain value.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use cairn::{Db, EntryOptions, Meta, Options};
+    ///
+    /// # fn main() -> cairn::Result<()> {
+    /// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// let blobs = db.keyspace("blobs")?;
+    /// let opts = EntryOptions::new()
+    ///     .meta(Meta::new(1, "image/png"))
+    ///     .ttl(Duration::from_secs(3600));
+    /// blobs.insert_entry("logo", [0x89, b'P', b'N', b'G'], &opts)?;
+    /// assert_eq!(blobs.get("logo")?, Some(vec![0x89, b'P', b'N', b'G']));
+    /// let head = blobs.head("logo")?.expect("present");
+    /// assert_eq!((head.value_len, head.tag, head.meta.as_slice()), (4, 1, &b"image/png"[..]));
+    /// assert!(head.expires_at.is_some());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Keyspace::insert`]; `InvalidArgument` for metadata over 4 KiB
+    /// ([`crate::MAX_META_LEN`]) or both a ttl and an expiry. An expiry in the past is
+    /// allowed (the entry is invisible at once and hides older versions).
+    pub fn insert_entry(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        options: &EntryOptions,
+    ) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        let now = self.db.inner.options.clock.now_ms();
+        batch.put_attrs(self.id, key.as_ref(), &options.attrs(now)?, value.as_ref())?;
+        self.commit(batch, options.durability)
+    }
+
+    /// Sets `key` to `value` with a type tag and metadata; see [`Keyspace::insert_entry`].
+    ///
+    /// # Errors
+    /// As [`Keyspace::insert_entry`].
+    pub fn insert_meta(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        meta: Meta,
+    ) -> Result<()> {
+        self.insert_entry(key, value, &EntryOptions::new().meta(meta))
+    }
+
+    /// Sets `key` to `value` for `ttl` (by the store's [`crate::Clock`]); afterwards the
+    /// key reads as removed. See [`Keyspace::insert_entry`].
+    ///
+    /// # Errors
+    /// As [`Keyspace::insert_entry`].
+    pub fn insert_ttl(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        ttl: Duration,
+    ) -> Result<()> {
+        self.insert_entry(key, value, &EntryOptions::new().ttl(ttl))
     }
 
     /// Removes `key` (a no-op if it is absent).
@@ -180,6 +250,88 @@ impl Keyspace {
         self.commit(batch, None)
     }
 
+    /// Adds `delta` to the counter at `key` and returns its new value, atomically with
+    /// respect to every other write to the store from any thread (no other write can come
+    /// between the read of the counter and the write of its new value).
+    ///
+    /// A counter's value is the canonical decimal text of an `i64` (`b"42"`, `b"-5"`; no
+    /// `+`, no leading zeros), so [`Keyspace::get`] returns it as text and
+    /// [`Keyspace::insert`] can set it. A missing key counts as 0. The new value is
+    /// written as a plain value with the store's default durability; concurrent `Sync`
+    /// counter updates share fsyncs like other writes.
+    ///
+    /// ```
+    /// # use cairn::{Db, Options};
+    /// # fn main() -> cairn::Result<()> {
+    /// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+    /// let db = Db::open(dir.path().join("store"), Options::default())?;
+    /// let hits = db.keyspace("hits")?;
+    /// assert_eq!(hits.incr("/home", 1)?, 1);
+    /// assert_eq!(hits.incr("/home", 41)?, 42);
+    /// assert_eq!(hits.decr("/home", 50)?, -8);
+    /// assert_eq!(hits.get("/home")?, Some(b"-8".to_vec()));
+    /// hits.insert("/about", "not a number")?;
+    /// assert!(matches!(hits.incr("/about", 1), Err(cairn::Error::NotACounter { .. })));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// `NotACounter` if the key holds something else, `CounterOverflow` if the result
+    /// leaves the range of `i64`; in both cases nothing is written. Otherwise as
+    /// [`Keyspace::insert`], or an error reading the current value (`Corruption`, `Io`).
+    pub fn incr(&self, key: impl AsRef<[u8]>, delta: i64) -> Result<i64> {
+        self.incr_with(key, delta, None)
+    }
+
+    /// [`Keyspace::incr`] with the given durability (`None`: the store's default).
+    ///
+    /// # Errors
+    /// As [`Keyspace::incr`].
+    pub fn incr_with(
+        &self,
+        key: impl AsRef<[u8]>,
+        delta: i64,
+        durability: Option<Durability>,
+    ) -> Result<i64> {
+        self.add(key.as_ref(), i128::from(delta), durability)
+    }
+
+    /// Subtracts `delta` from the counter at `key` and returns its new value:
+    /// `decr(k, d)` is `incr(k, -d)`, and `decr(k, i64::MIN)` adds 2^63 (which succeeds
+    /// only from a negative counter).
+    ///
+    /// # Errors
+    /// As [`Keyspace::incr`].
+    pub fn decr(&self, key: impl AsRef<[u8]>, delta: i64) -> Result<i64> {
+        self.decr_with(key, delta, None)
+    }
+
+    /// [`Keyspace::decr`] with the given durability (`None`: the store's default).
+    ///
+    /// # Errors
+    /// As [`Keyspace::incr`].
+    pub fn decr_with(
+        &self,
+        key: impl AsRef<[u8]>,
+        delta: i64,
+        durability: Option<Durability>,
+    ) -> Result<i64> {
+        self.add(key.as_ref(), -i128::from(delta), durability)
+    }
+
+    fn add(&self, key: &[u8], delta: i128, durability: Option<Durability>) -> Result<i64> {
+        self.check_live()?;
+        let inner = &self.db.inner;
+        write::incr(
+            inner,
+            self.id,
+            key,
+            delta,
+            super::effective(inner, durability),
+        )
+    }
+
     fn commit(&self, batch: WriteBatch, durability: Option<Durability>) -> Result<()> {
         self.check_live()?;
         let inner = &self.db.inner;
@@ -207,6 +359,121 @@ impl Keyspace {
             key.as_ref(),
             Some(SeqNo(snapshot.seqno())),
         )
+    }
+
+    /// Everything about the entry of `key` except its value ([`Head`]), if present; reads
+    /// no more than a [`Keyspace::get`] and does not copy the value.
+    ///
+    /// # Errors
+    /// As [`Keyspace::get`].
+    pub fn head(&self, key: impl AsRef<[u8]>) -> Result<Option<Head>> {
+        self.check_live()?;
+        read::lookup::<Head>(&self.db.inner, self.id, key.as_ref(), None)
+    }
+
+    /// [`Keyspace::head`] as of `snapshot` (expiry is still judged by the current time).
+    ///
+    /// # Errors
+    /// As [`Keyspace::get`].
+    pub fn head_at(&self, key: impl AsRef<[u8]>, snapshot: &Snapshot) -> Result<Option<Head>> {
+        self.check_live()?;
+        read::lookup::<Head>(
+            &self.db.inner,
+            self.id,
+            key.as_ref(),
+            Some(SeqNo(snapshot.seqno())),
+        )
+    }
+
+    /// The [`Head`]s of the entries with keys in `range`, ascending (or descending with
+    /// `.rev()`), without reading values into memory.
+    pub fn range_heads<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> read::HeadIter {
+        let lo = to_bound(range.start_bound().map(|k| k.as_ref()));
+        let hi = to_bound(range.end_bound().map(|k| k.as_ref()));
+        read::HeadIter::new(&self.db.inner, self.id, lo, hi, None)
+    }
+
+    /// [`Keyspace::range_heads`] as of `snapshot`.
+    pub fn range_heads_at<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        range: R,
+        snapshot: &Snapshot,
+    ) -> read::HeadIter {
+        let lo = to_bound(range.start_bound().map(|k| k.as_ref()));
+        let hi = to_bound(range.end_bound().map(|k| k.as_ref()));
+        let at = Some(SeqNo(snapshot.seqno()));
+        read::HeadIter::new(&self.db.inner, self.id, lo, hi, at)
+    }
+
+    /// The whole entries (key, value, [`Head`]) in `range` as of `snapshot`, ascending
+    /// (reverse with `.rev()`): what a copy of the keyspace with its attributes needs.
+    pub fn range_entries_at<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        range: R,
+        snapshot: &Snapshot,
+    ) -> read::EntryIter {
+        let lo = to_bound(range.start_bound().map(|k| k.as_ref()));
+        let hi = to_bound(range.end_bound().map(|k| k.as_ref()));
+        let at = Some(SeqNo(snapshot.seqno()));
+        read::EntryIter::new(&self.db.inner, self.id, lo, hi, at)
+    }
+
+    /// The [`Head`]s of the entries whose key starts with `prefix`, ascending.
+    pub fn prefix_heads(&self, prefix: impl AsRef<[u8]>) -> read::HeadIter {
+        let b = Bounds::prefix(prefix.as_ref());
+        read::HeadIter::new(&self.db.inner, self.id, b.lo, b.hi, None)
+    }
+
+    /// [`Keyspace::prefix_heads`] as of `snapshot`.
+    pub fn prefix_heads_at(&self, prefix: impl AsRef<[u8]>, snapshot: &Snapshot) -> read::HeadIter {
+        let b = Bounds::prefix(prefix.as_ref());
+        let at = Some(SeqNo(snapshot.seqno()));
+        read::HeadIter::new(&self.db.inner, self.id, b.lo, b.hi, at)
+    }
+
+    /// The exact number of keys in the keyspace, counted at one consistent point (as a
+    /// snapshot taken now would see it).
+    ///
+    /// Cost: O(entries in the keyspace's memtables and tables), every version and
+    /// tombstone included, because an LSM tree keeps no exact count. It reads keys and
+    /// the tables' index and data blocks (values are in the data blocks, so they are read
+    /// from disk, but never copied); it uses one thread and does not block writers. Use
+    /// [`Keyspace::disk_size`] for a cheap size estimate.
+    ///
+    /// # Errors
+    /// As [`Keyspace::get`].
+    pub fn len(&self) -> Result<u64> {
+        self.check_live()?;
+        read::count(&self.db.inner, self.id, None)
+    }
+
+    /// [`Keyspace::len`] as of `snapshot`.
+    ///
+    /// # Errors
+    /// As [`Keyspace::get`].
+    pub fn len_at(&self, snapshot: &Snapshot) -> Result<u64> {
+        self.check_live()?;
+        read::count(&self.db.inner, self.id, Some(SeqNo(snapshot.seqno())))
+    }
+
+    /// True if the keyspace holds no key. Stops at the first live key, but a keyspace
+    /// whose keys were all removed costs as much as [`Keyspace::len`] until compaction
+    /// drops the tombstones.
+    ///
+    /// # Errors
+    /// As [`Keyspace::get`].
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.first_key_value()?.is_none())
+    }
+
+    /// Bytes the keyspace takes on disk, estimated without I/O: the sizes of its table
+    /// files in the current version, plus the bytes its not-yet-flushed writes take in the
+    /// write-ahead log (their encoded length, without the log's per-record framing). The
+    /// log is shared by all keyspaces, so this is the keyspace's share of it; log files
+    /// already flushed but not yet deleted are not counted (see [`Db::disk_size`] for the
+    /// whole store). 0 for a dropped keyspace.
+    pub fn disk_size(&self) -> u64 {
+        read::keyspace_disk_size(&self.db.inner, self.id)
     }
 
     /// True if `key` is present.
@@ -307,6 +574,28 @@ impl Batch {
     pub fn insert(&mut self, keyspace: &Keyspace, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
         if self.error.is_none() {
             if let Err(e) = self.batch.put(keyspace.id, key.as_ref(), value.as_ref()) {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    /// Adds "set `key` to `value` in `keyspace`" with the attributes of `options` (see
+    /// [`Keyspace::insert_entry`]); `options.durability` is ignored (the commit's applies).
+    /// A ttl counts from this call. Invalid options are reported by the commit.
+    pub fn insert_entry(
+        &mut self,
+        keyspace: &Keyspace,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        options: &EntryOptions,
+    ) {
+        if self.error.is_none() {
+            let now = self.db.inner.options.clock.now_ms();
+            let added = options.attrs(now).and_then(|attrs| {
+                self.batch
+                    .put_attrs(keyspace.id, key.as_ref(), &attrs, value.as_ref())
+            });
+            if let Err(e) = added {
                 self.error = Some(e);
             }
         }

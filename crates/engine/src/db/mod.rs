@@ -2,10 +2,13 @@
 //! points; the work is done along the data path in its submodules:
 //!
 //! - [`write`]: group commit into the WAL under each durability mode, then the memtable;
+//! - [`counter`]: counter values, resolved into Puts by the write leader;
 //! - [`read`]: point reads and scans over memtables and tables at a snapshot;
 //! - [`flush`]: memtable → one table per keyspace, recorded in the manifest;
 //! - [`background`]: the threads that flush and compact, and deletion of obsolete files;
-//! - [`recover`]: opening a store: manifest, then WAL replay.
+//! - [`recover`]: opening a store: manifest, then WAL replay;
+//! - [`checkpoint`]: the files of one consistent state, for [`backup`], packs and
+//!   [`verify`].
 //!
 //! Invariants (see docs/DESIGN.md for the full argument):
 //! 1. Seqnos are assigned by the write leader in WAL order; a write is visible to readers
@@ -21,12 +24,16 @@
 //!    store refuses writes (`Error::Poisoned` or the original error) and stays readable.
 
 mod background;
+mod backup;
+pub(crate) mod checkpoint;
+mod counter;
 #[cfg(test)]
 mod crash_tests;
 pub(crate) mod flush;
 mod read;
 mod recover;
 mod tombstones;
+mod verify;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -45,8 +52,11 @@ use crate::snapshot::{Registry, Snapshot};
 use crate::table::BlockCache;
 use crate::version::{Manifest, Version};
 
-pub use read::Iter;
+pub(crate) use backup::temp_sibling;
+pub use backup::BackupInfo;
 pub(crate) use read::{install, SuperVersion};
+pub use read::{EntryIter, HeadIter, Iter};
+pub use verify::{verify, verify_report, VerifiedFile, VerifyReport};
 
 /// The name of the keyspace every store has.
 pub const DEFAULT_KEYSPACE: &str = "default";
@@ -74,6 +84,8 @@ pub(crate) struct State {
     pub(crate) shutting_down: bool,
     /// Table ids being written (not yet in a version), kept from obsolete-file deletion.
     pub(crate) pending_outputs: Vec<u64>,
+    /// When an idle background thread next looks for tables with expired entries.
+    pub(crate) next_expiry_check: std::time::Instant,
 }
 
 /// Everything the store's threads share.
@@ -315,6 +327,37 @@ impl Db {
     /// The background error, if one stopped the work.
     pub fn wait_for_compactions(&self) -> Result<()> {
         background::wait_idle(&self.inner)
+    }
+
+    /// Rewrites, now, every table holding an entry whose expiry has passed (by the store's
+    /// [`crate::Clock`]), so the space of expired entries is reclaimed; returns the number
+    /// of compactions run. Background threads do the same on their own every
+    /// `Options::expiry_check_interval` when idle; this is the deterministic trigger.
+    ///
+    /// # Errors
+    /// The background error, if one stopped the work; errors of the compactions.
+    pub fn compact_expired(&self) -> Result<usize> {
+        background::compact_expired(&self.inner)
+    }
+
+    /// Bytes the store takes on disk: the sum of the lengths of every file in its
+    /// directory (tables, log files, manifests, `CURRENT`, the lock file, and any other
+    /// kind of file the store keeps there). It lists the directory, so it is O(files)
+    /// metadata calls; files deleted meanwhile (by compaction) are skipped.
+    ///
+    /// # Errors
+    /// `Io` if the directory cannot be listed or a file's length cannot be read.
+    pub fn disk_size(&self) -> Result<u64> {
+        let inner = &self.inner;
+        let mut total = 0u64;
+        for name in inner.fs.list_dir(&inner.dir)? {
+            match inner.fs.file_len(&inner.dir.join(&name)) {
+                Ok(len) => total += len,
+                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(total)
     }
 
     /// Statistics of the store.

@@ -8,17 +8,20 @@
 
 use std::collections::HashMap;
 use std::ops::Bound;
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 use super::{tombstones, Inner, State};
+use crate::attrs::Head;
 use crate::cursor::Cursor;
-use crate::error::Result;
+use crate::entry;
+use crate::error::{Error, FileKind, Reason, Result};
 use crate::iter::level::{LevelCursor, Opener};
 use crate::iter::merge::MergingCursor;
-use crate::iter::visible::{Bounds, Pair, Visible};
+use crate::iter::visible::{Bounds, Extract, Visible};
 use crate::key::{KeyspaceId, Kind, SeqNo};
 use crate::memtable::Memtable;
 use crate::table::{self, BlockCache, TableMeta};
@@ -72,9 +75,14 @@ pub(crate) fn acquire(inner: &Inner, snapshot: Option<SeqNo>) -> (Arc<SuperVersi
 /// Open table readers by table id, at most `capacity` of them (each holds a file
 /// descriptor); the least recently used is closed when a new one is needed. A reader in
 /// use by a scan stays open until the scan drops it.
+///
+/// It also remembers each table's earliest expiry (from its properties) once the table has
+/// been opened, so the cold-data check (`compaction::pick_expired`) needs no I/O for it.
 pub(crate) struct TableCache {
     open: Mutex<TableSlots>,
     capacity: usize,
+    /// Table id -> earliest expiry of any entry (`None`: no entry expires).
+    expiry: Mutex<HashMap<u64, Option<u64>>>,
 }
 
 struct TableSlots {
@@ -90,6 +98,7 @@ impl TableCache {
                 clock: 0,
             }),
             capacity: capacity.max(1),
+            expiry: Mutex::new(HashMap::new()),
         }
     }
 
@@ -111,6 +120,7 @@ impl TableCache {
             id,
             Arc::clone(&inner.block_cache),
         )?);
+        self.expiry.lock().insert(id, reader.earliest_expiry());
         let mut slots = self.open.lock();
         while slots.readers.len() >= self.capacity {
             let oldest = slots
@@ -130,11 +140,89 @@ impl TableCache {
         Ok(Arc::clone(&entry.0))
     }
 
+    /// The earliest expiry of table `id` if it is known (the table was opened since the
+    /// store was): `Some(None)` if no entry of it expires.
+    pub(crate) fn cached_expiry(&self, id: u64) -> Option<Option<u64>> {
+        self.expiry.lock().get(&id).copied()
+    }
+
+    /// Opens every table of the current version whose earliest expiry is not known yet,
+    /// so [`TableCache::cached_expiry`] knows them all. Holds a super version meanwhile,
+    /// so no table it lists is deleted under it.
+    ///
+    /// # Errors
+    /// As [`TableCache::get`].
+    pub(crate) fn learn_expiry(&self, inner: &Inner) -> Result<()> {
+        let (sv, _) = acquire(inner, None);
+        for (_, ks) in sv.version.keyspaces() {
+            for files in &ks.levels {
+                for t in files {
+                    if self.cached_expiry(t.id).is_none() {
+                        self.get(inner, t.id)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Forgets table `id` (its file is being deleted).
     pub(crate) fn evict(&self, id: u64, cache: &BlockCache) {
+        self.expiry.lock().remove(&id);
         self.open.lock().readers.remove(&id);
         cache.forget_table(id);
     }
+}
+
+/// What a point read finds for `key` in `keyspace` at `snapshot` (or now): the item
+/// built from its newest visible version, or `None` if that version is a tombstone or an
+/// expired entry (or there is none). Values are interpreted only through `entry::live`.
+pub(crate) fn lookup<T: Extract>(
+    inner: &Inner,
+    keyspace: KeyspaceId,
+    key: &[u8],
+    snapshot: Option<SeqNo>,
+) -> Result<Option<T>> {
+    let (sv, seqno) = acquire(inner, snapshot);
+    let Some((found, item)) = newest_live::<T>(inner, &sv, keyspace, key, seqno)? else {
+        return Ok(None);
+    };
+    // Range tombstones are checked apart from the point lookup (a table's filter speaks
+    // only for its own point entries). A live newest version they cover is hidden, and
+    // so is every older one.
+    let range_dels = tombstones::for_read(inner, &sv, keyspace)?;
+    Ok((!range_dels.deletes(key, found, seqno)).then_some(item))
+}
+
+/// The newest version of `key` with seqno `<= seqno` among the point entries of `sv`,
+/// with its seqno, if it is live (not a tombstone, not expired).
+fn newest_live<T: Extract>(
+    inner: &Inner,
+    sv: &SuperVersion,
+    keyspace: KeyspaceId,
+    key: &[u8],
+    seqno: SeqNo,
+) -> Result<Option<(SeqNo, T)>> {
+    let now = inner.options.clock.now_ms();
+    let decide = |s: SeqNo, kind: Kind, stored: &[u8]| -> Result<Option<(SeqNo, T)>, Reason> {
+        Ok(entry::live(kind, stored, now)?.map(|view| (s, T::extract(s, &view))))
+    };
+    let found = std::iter::once(&sv.mem)
+        .chain(sv.imm.iter())
+        .find_map(|m| m.get_with(keyspace, key, seqno, decide));
+    if let Some(found) = found {
+        return found.map_err(|r| Error::corruption(FileKind::Wal, Path::new("<memtable>"), 0, r));
+    }
+    let Some(tables) = sv.version.keyspace(keyspace) else {
+        return Ok(None);
+    };
+    for meta in tables.tables_for_key(key) {
+        let reader = inner.tables.get(inner, meta.id)?;
+        if let Some(found) = reader.get_with(key, seqno, decide)? {
+            return found.map_err(|r| Error::corruption(FileKind::Table, reader.path(), 0, r));
+        }
+    }
+    Ok(None)
 }
 
 /// The newest value of `key` in `keyspace` visible at `snapshot` (or now).
@@ -144,41 +232,7 @@ pub(crate) fn get(
     key: &[u8],
     snapshot: Option<SeqNo>,
 ) -> Result<Option<Vec<u8>>> {
-    let (sv, seqno) = acquire(inner, snapshot);
-    let newest = newest_version(inner, &sv, keyspace, key, seqno)?;
-    let Some((found, Kind::Put, value)) = newest else {
-        return Ok(None);
-    };
-    // Range tombstones are checked apart from the point lookup (a table's filter speaks
-    // only for its own point entries).
-    let range_dels = tombstones::for_read(inner, &sv, keyspace)?;
-    Ok((!range_dels.deletes(key, found, seqno)).then_some(value))
-}
-
-/// The newest version of `key` with seqno `<= seqno` among the point entries of `sv`.
-fn newest_version(
-    inner: &Inner,
-    sv: &SuperVersion,
-    keyspace: KeyspaceId,
-    key: &[u8],
-    seqno: SeqNo,
-) -> Result<Option<(SeqNo, Kind, Vec<u8>)>> {
-    let found = std::iter::once(&sv.mem)
-        .chain(sv.imm.iter())
-        .find_map(|m| m.get(keyspace, key, seqno));
-    if found.is_some() {
-        return Ok(found);
-    }
-    let Some(tables) = sv.version.keyspace(keyspace) else {
-        return Ok(None);
-    };
-    for meta in tables.tables_for_key(key) {
-        let reader = inner.tables.get(inner, meta.id)?;
-        if let Some(found) = reader.get(key, seqno)? {
-            return Ok(Some(found));
-        }
-    }
-    Ok(None)
+    lookup::<Vec<u8>>(inner, keyspace, key, snapshot)
 }
 
 /// Blocks a scan adds to the block cache per table, from the start of the scan: short
@@ -186,13 +240,24 @@ fn newest_version(
 /// scan does not evict the working set.
 const SCAN_FILL_BLOCKS: u32 = 2;
 
-/// A merged cursor over every source of `keyspace` in `sv`.
-fn merged(owner: &Arc<Inner>, sv: &SuperVersion, keyspace: KeyspaceId) -> Result<MergingCursor> {
+/// A merged cursor over every source of `keyspace` in `sv`. With `keys_only`, the
+/// memtable cursors do not copy values (the merged cursor's values are then meaningless
+/// for entries from memtables); table cursors never copy them.
+fn merged(
+    owner: &Arc<Inner>,
+    sv: &SuperVersion,
+    keyspace: KeyspaceId,
+    keys_only: bool,
+) -> Result<MergingCursor> {
     let inner: &Inner = owner;
     let mut children: Vec<Box<dyn Cursor>> = Vec::new();
-    children.push(Box::new(sv.mem.cursor(keyspace)));
-    for m in &sv.imm {
-        children.push(Box::new(m.cursor(keyspace)));
+    for m in std::iter::once(&sv.mem).chain(&sv.imm) {
+        let cursor = if keys_only {
+            m.key_cursor(keyspace)
+        } else {
+            m.cursor(keyspace)
+        };
+        children.push(Box::new(cursor));
     }
     if let Some(tables) = sv.version.keyspace(keyspace) {
         for (level, files) in tables.levels.iter().enumerate() {
@@ -214,18 +279,58 @@ fn merged(owner: &Arc<Inner>, sv: &SuperVersion, keyspace: KeyspaceId) -> Result
     Ok(MergingCursor::new(children))
 }
 
-/// A double-ended iterator over the pairs of a keyspace in a key range, at one snapshot.
+/// The number of live keys of `keyspace` at `snapshot` (or now), from one consistent
+/// super version, walking keys only (see [`Visible::count_forward`]).
 ///
-/// Yields `Result<(key, value)>`; after an `Err` it yields nothing more. The front and the
-/// back may be consumed alternately; they never cross or repeat a key.
-pub struct Iter {
+/// # Errors
+/// `InvalidArgument` if the keyspace was dropped; `Corruption`, `Io` from its tables.
+pub(crate) fn count(
+    inner: &Arc<Inner>,
+    keyspace: KeyspaceId,
+    snapshot: Option<SeqNo>,
+) -> Result<u64> {
+    let (sv, seqno) = acquire(inner, snapshot);
+    if sv.version.keyspace(keyspace).is_none() {
+        return Err(crate::Error::invalid("the keyspace has been dropped"));
+    }
+    let cursor = merged(inner, &sv, keyspace, true)?;
+    let all = Bounds {
+        lo: Bound::Unbounded,
+        hi: Bound::Unbounded,
+    };
+    let range_dels = tombstones::for_read(inner, &sv, keyspace)?;
+    Visible::<Vec<u8>>::new(Box::new(cursor), seqno, inner.options.clock.now_ms(), all)
+        .with_range_tombstones(range_dels)
+        .count_forward()
+}
+
+/// Bytes of `keyspace` in the current super version: its table files, plus the bytes its
+/// writes in the memtables take in the log (see `Memtable::logged_bytes`). 0 for a dropped
+/// keyspace.
+pub(crate) fn keyspace_disk_size(inner: &Inner, keyspace: KeyspaceId) -> u64 {
+    let (sv, _) = acquire(inner, None);
+    let Some(tables) = sv.version.keyspace(keyspace) else {
+        return 0;
+    };
+    let table_bytes: u64 = tables.levels.iter().flatten().map(|t| t.file_size).sum();
+    let log_bytes: u64 = std::iter::once(&sv.mem)
+        .chain(&sv.imm)
+        .map(|m| m.logged_bytes(keyspace))
+        .sum();
+    table_bytes + log_bytes
+}
+
+/// One scan (both directions) of a keyspace at one snapshot and one expiry instant,
+/// yielding `(key, T)`; [`Iter`] and [`HeadIter`] wrap it.
+struct Scan<T> {
     inner: Arc<Inner>,
     sv: Arc<SuperVersion>,
     keyspace: KeyspaceId,
     seqno: SeqNo,
+    now_ms: u64,
     bounds: Bounds,
-    front: Option<Visible>,
-    back: Option<Visible>,
+    front: Option<Visible<T>>,
+    back: Option<Visible<T>>,
     /// The last key each side yielded (buffers reused; valid once that side started), so
     /// the two sides never cross.
     front_last: Vec<u8>,
@@ -235,35 +340,26 @@ pub struct Iter {
     error: Option<crate::Error>,
 }
 
-impl std::fmt::Debug for Iter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Iter")
-            .field("keyspace", &self.keyspace)
-            .field("seqno", &self.seqno)
-            .field("done", &self.done)
-            .finish()
-    }
-}
-
-impl Iter {
-    pub(crate) fn new(
+impl<T: Extract> Scan<T> {
+    fn new(
         inner: &Arc<Inner>,
         keyspace: KeyspaceId,
         lo: Bound<Vec<u8>>,
         hi: Bound<Vec<u8>>,
         snapshot: Option<SeqNo>,
-    ) -> Iter {
+    ) -> Scan<T> {
         let (sv, seqno) = acquire(inner, snapshot);
         let error = sv
             .version
             .keyspace(keyspace)
             .is_none()
             .then(|| crate::Error::invalid("the keyspace has been dropped"));
-        Iter {
+        Scan {
             inner: Arc::clone(inner),
             sv,
             keyspace,
             seqno,
+            now_ms: inner.options.clock.now_ms(),
             bounds: Bounds { lo, hi },
             front: None,
             back: None,
@@ -274,18 +370,23 @@ impl Iter {
         }
     }
 
-    fn side(&mut self, front: bool) -> Result<&mut Visible> {
+    fn side(&mut self, front: bool) -> Result<&mut Visible<T>> {
         let slot = if front {
             &mut self.front
         } else {
             &mut self.back
         };
         if slot.is_none() {
-            let cursor = merged(&self.inner, &self.sv, self.keyspace)?;
+            let cursor = merged(&self.inner, &self.sv, self.keyspace, false)?;
             let range_dels = tombstones::for_read(&self.inner, &self.sv, self.keyspace)?;
             *slot = Some(
-                Visible::new(Box::new(cursor), self.seqno, self.bounds.clone())
-                    .with_range_tombstones(range_dels),
+                Visible::new(
+                    Box::new(cursor),
+                    self.seqno,
+                    self.now_ms,
+                    self.bounds.clone(),
+                )
+                .with_range_tombstones(range_dels),
             );
         }
         match slot {
@@ -294,7 +395,7 @@ impl Iter {
         }
     }
 
-    fn step(&mut self, front: bool) -> Option<Result<Pair>> {
+    fn step(&mut self, front: bool) -> Option<Result<(Vec<u8>, T)>> {
         if self.done {
             return None;
         }
@@ -341,16 +442,140 @@ impl Iter {
     }
 }
 
+/// A double-ended iterator over the pairs of a keyspace in a key range, at one snapshot.
+///
+/// Yields `Result<(key, value)>`; after an `Err` it yields nothing more. The front and the
+/// back may be consumed alternately; they never cross or repeat a key. Entries that
+/// expired before the scan began are skipped (and hide older versions of their key).
+pub struct Iter {
+    scan: Scan<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Iter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Iter")
+            .field("keyspace", &self.scan.keyspace)
+            .field("seqno", &self.scan.seqno)
+            .field("done", &self.scan.done)
+            .finish()
+    }
+}
+
+impl Iter {
+    pub(crate) fn new(
+        inner: &Arc<Inner>,
+        keyspace: KeyspaceId,
+        lo: Bound<Vec<u8>>,
+        hi: Bound<Vec<u8>>,
+        snapshot: Option<SeqNo>,
+    ) -> Iter {
+        Iter {
+            scan: Scan::new(inner, keyspace, lo, hi, snapshot),
+        }
+    }
+}
+
 impl Iterator for Iter {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.step(true)
+        self.scan.step(true)
     }
 }
 
 impl DoubleEndedIterator for Iter {
     fn next_back(&mut self) -> Option<Self::Item> {
-        self.step(false)
+        self.scan.step(false)
+    }
+}
+
+/// A double-ended iterator over the [`Head`]s of a keyspace in a key range, at one
+/// snapshot: like [`Iter`], but it never copies values (only keys and metadata).
+pub struct HeadIter {
+    scan: Scan<Head>,
+}
+
+impl std::fmt::Debug for HeadIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeadIter")
+            .field("keyspace", &self.scan.keyspace)
+            .field("seqno", &self.scan.seqno)
+            .field("done", &self.scan.done)
+            .finish()
+    }
+}
+
+impl HeadIter {
+    pub(crate) fn new(
+        inner: &Arc<Inner>,
+        keyspace: KeyspaceId,
+        lo: Bound<Vec<u8>>,
+        hi: Bound<Vec<u8>>,
+        snapshot: Option<SeqNo>,
+    ) -> HeadIter {
+        HeadIter {
+            scan: Scan::new(inner, keyspace, lo, hi, snapshot),
+        }
+    }
+}
+
+impl Iterator for HeadIter {
+    type Item = Result<(Vec<u8>, Head)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.scan.step(true)
+    }
+}
+
+impl DoubleEndedIterator for HeadIter {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.scan.step(false)
+    }
+}
+
+/// A double-ended iterator over whole entries of a keyspace in a key range, at one
+/// snapshot: each item is the key, the value and its [`Head`] (tag, metadata, expiry,
+/// seqno). Used where an entry must be copied with its attributes (dump, export).
+pub struct EntryIter {
+    scan: Scan<(Vec<u8>, Head)>,
+}
+
+impl std::fmt::Debug for EntryIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EntryIter")
+            .field("keyspace", &self.scan.keyspace)
+            .field("seqno", &self.scan.seqno)
+            .field("done", &self.scan.done)
+            .finish()
+    }
+}
+
+impl EntryIter {
+    pub(crate) fn new(
+        inner: &Arc<Inner>,
+        keyspace: KeyspaceId,
+        lo: Bound<Vec<u8>>,
+        hi: Bound<Vec<u8>>,
+        snapshot: Option<SeqNo>,
+    ) -> EntryIter {
+        EntryIter {
+            scan: Scan::new(inner, keyspace, lo, hi, snapshot),
+        }
+    }
+}
+
+impl Iterator for EntryIter {
+    type Item = Result<(Vec<u8>, Vec<u8>, Head)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.scan.step(true).map(|r| r.map(|(k, (v, h))| (k, v, h)))
+    }
+}
+
+impl DoubleEndedIterator for EntryIter {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.scan
+            .step(false)
+            .map(|r| r.map(|(k, (v, h))| (k, v, h)))
     }
 }

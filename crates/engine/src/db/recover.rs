@@ -38,7 +38,7 @@ use crate::batch::WriteBatch;
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::fs::FileSystem;
 use crate::key::{KeyspaceId, SeqNo};
-use crate::memtable::Memtable;
+use crate::memtable::{KeyspaceBytes, Memtable};
 use crate::options::Options;
 use crate::snapshot::Registry;
 use crate::table::{self, BlockCache};
@@ -158,6 +158,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
         bg_error: None,
         shutting_down: false,
         pending_outputs: Vec::new(),
+        next_expiry_check: std::time::Instant::now() + options.expiry_check_interval,
     };
     let sv = Arc::new(read::SuperVersion::new(
         mem,
@@ -336,6 +337,7 @@ fn replay(
             let Some(mem) = memtables.last() else {
                 continue;
             };
+            let mut logged = KeyspaceBytes::default();
             for (seqno, op) in batch.ops_with_seqno(SeqNo(record.seqno))? {
                 let ks = op.keyspace();
                 if version.keyspace(ks).is_none() {
@@ -349,8 +351,10 @@ fn replay(
                     }
                     continue; // the keyspace was dropped later
                 }
+                logged.add(ks, WriteBatch::op_encoded_len(&op) as u64);
                 mem.apply(seqno, &op);
             }
+            mem.add_logged(logged);
             // Keep seqno accounting even for ops of dropped keyspaces.
             if let Some(m) = memtables.last() {
                 m.note_seqno(batch_last);

@@ -7,6 +7,12 @@
 //! batches into the memtable, publishes their seqnos and wakes the others. Concurrent
 //! `Sync` writers therefore share one fsync.
 //!
+//! Counter operations ([`incr`]) queue like writes. The leader resolves each one into a
+//! Put before it assigns seqnos: with every earlier group in the memtable, it reads the
+//! counter at the visible seqno, or takes the newest write of the key made earlier in its
+//! own group (see `counter::Overlay`). An increment that fails (not a counter, overflow,
+//! a failed read) is refused alone and gets no seqno; the rest of its group goes on.
+//!
 //! Durability (see [`Durability`]):
 //! - `Sync`: append, write to the OS, fsync, then acknowledge.
 //! - `Periodic(d)`: append and write to the OS; the log thread fsyncs at least every `d`.
@@ -22,6 +28,7 @@
 //! earlier write durable with it. Rotation fsyncs the old log file before the new one
 //! takes records, so no file can lose a tail that a later file's records depend on.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -30,11 +37,12 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
-use super::{Inner, State};
+use super::counter::Overlay;
+use super::{counter, Inner, State};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
-use crate::key::SeqNo;
-use crate::memtable::Memtable;
+use crate::key::{KeyspaceId, SeqNo};
+use crate::memtable::{KeyspaceBytes, Memtable};
 use crate::options::Durability;
 use crate::wal;
 
@@ -55,8 +63,55 @@ enum Job {
         batch: WriteBatch,
         durability: Durability,
     },
+    /// Add `delta` to the counter at `key`; the leader turns it into a Put.
+    Incr {
+        keyspace: KeyspaceId,
+        key: Vec<u8>,
+        delta: i128,
+        durability: Durability,
+    },
     /// Switch to a new memtable and log file (a requested flush); always alone.
     Rotate,
+}
+
+impl Job {
+    /// Bytes the job adds to a group (`usize::MAX` for a job that goes alone).
+    fn size(&self) -> usize {
+        match self {
+            Job::Write { batch, .. } => batch.encoded_len(),
+            // The Put it becomes: key, a value of at most 20 bytes, and lengths.
+            Job::Incr { key, .. } => key.len() + 32,
+            Job::Rotate => usize::MAX,
+        }
+    }
+
+    fn durability(&self) -> Option<Durability> {
+        match self {
+            Job::Write { durability, .. } | Job::Incr { durability, .. } => Some(*durability),
+            Job::Rotate => None,
+        }
+    }
+}
+
+/// What a writer is told once its job is done.
+#[derive(Debug, Clone, Copy, Default)]
+struct Done {
+    /// The seqno of its last op.
+    seqno: SeqNo,
+    /// For an increment: the counter's new value.
+    counter: i64,
+}
+
+/// A group member as the leader applies it.
+enum Member<'a> {
+    /// Logged and inserted: a queued batch, or the Put an increment became.
+    Apply {
+        batch: Cow<'a, WriteBatch>,
+        durability: Durability,
+        counter: i64,
+    },
+    /// Refused before it got a seqno; nothing of it is written.
+    Refused(Error),
 }
 
 struct Pending {
@@ -69,7 +124,7 @@ struct Pending {
 struct Queue {
     next_ticket: u64,
     waiting: VecDeque<Pending>,
-    done: HashMap<u64, Result<SeqNo>>,
+    done: HashMap<u64, Result<Done>>,
     leader_active: bool,
     /// Set while a leader waits for more `Sync` writers to join its group.
     gathering: bool,
@@ -172,21 +227,48 @@ pub(crate) fn write(inner: &Inner, batch: WriteBatch, durability: Durability) ->
         )));
     }
     for op in batch.ops() {
-        if let crate::batch::Op::Put { value, .. } = op {
-            if value.len() > crate::table::MAX_VALUE_LEN {
-                return Err(Error::invalid(format!(
-                    "value of {} bytes exceeds the limit of {} bytes",
-                    value.len(),
-                    crate::table::MAX_VALUE_LEN
-                )));
-            }
+        // A PutAttrs op's stored bytes (attrs and value) must fit a table entry too.
+        let value = op.stored();
+        if value.len() > crate::table::MAX_VALUE_LEN {
+            return Err(Error::invalid(format!(
+                "value of {} bytes (with its attributes) exceeds the limit of {} bytes",
+                value.len(),
+                crate::table::MAX_VALUE_LEN
+            )));
         }
     }
     if let Durability::Async { queue_depth: 0 } = durability {
         return Err(Error::invalid("Durability::Async needs queue_depth >= 1"));
     }
     inner.check_writable()?;
-    run(inner, Job::Write { batch, durability })
+    run(inner, Job::Write { batch, durability }).map(|d| d.seqno)
+}
+
+/// Adds `delta` to the counter at `key` atomically with respect to every other write,
+/// with `durability`; returns the counter's new value. See the module documentation.
+///
+/// # Errors
+/// `NotACounter`, `CounterOverflow` (nothing is written), `InvalidArgument` for an
+/// oversized key, or as [`write`].
+pub(crate) fn incr(
+    inner: &Inner,
+    keyspace: KeyspaceId,
+    key: &[u8],
+    delta: i128,
+    durability: Durability,
+) -> Result<i64> {
+    crate::key::check_key_len(key)?;
+    if let Durability::Async { queue_depth: 0 } = durability {
+        return Err(Error::invalid("Durability::Async needs queue_depth >= 1"));
+    }
+    inner.check_writable()?;
+    let job = Job::Incr {
+        keyspace,
+        key: key.to_vec(),
+        delta,
+        durability,
+    };
+    run(inner, job).map(|d| d.counter)
 }
 
 /// Switches to a fresh memtable and log file so the current memtable can be flushed.
@@ -196,7 +278,7 @@ pub(crate) fn rotate(inner: &Inner) -> Result<()> {
 }
 
 /// Queues `job`, waits to be done by a leader or to lead, and returns the outcome.
-fn run(inner: &Inner, job: Job) -> Result<SeqNo> {
+fn run(inner: &Inner, job: Job) -> Result<Done> {
     let wp = &inner.write;
     let mut q = wp.queue.lock();
     let ticket = q.next_ticket;
@@ -223,10 +305,7 @@ fn run(inner: &Inner, job: Job) -> Result<SeqNo> {
     let mut group = Vec::new();
     let mut bytes = 0usize;
     while let Some(front) = q.waiting.front() {
-        let size = match &front.job {
-            Job::Write { batch, .. } => batch.encoded_len(),
-            Job::Rotate => usize::MAX,
-        };
+        let size = front.job.size();
         let alone = matches!(front.job, Job::Rotate);
         if !group.is_empty() && (alone || bytes.saturating_add(size) > GROUP_BYTES) {
             break;
@@ -246,15 +325,18 @@ fn run(inner: &Inner, job: Job) -> Result<SeqNo> {
     }
     drop(q);
 
-    let outcome = lead(inner, &group);
+    let outcomes = match lead(inner, &group) {
+        Ok(outcomes) => outcomes,
+        Err(e) => group.iter().map(|_| Err(e.duplicate())).collect(),
+    };
 
     let mut q = wp.queue.lock();
     let mut mine = Err(Error::invalid("write was not processed"));
-    for (i, p) in group.iter().enumerate() {
-        let result = match &outcome {
-            Ok(seqnos) => Ok(seqnos.get(i).copied().unwrap_or_default()),
-            Err(e) => Err(e.duplicate()),
-        };
+    let mut outcomes = outcomes.into_iter();
+    for p in &group {
+        let result = outcomes
+            .next()
+            .unwrap_or_else(|| Err(Error::invalid("write was not processed")));
         if p.ticket == ticket {
             mine = result;
         } else {
@@ -267,13 +349,7 @@ fn run(inner: &Inner, job: Job) -> Result<SeqNo> {
 }
 
 fn is_sync(job: &Job) -> bool {
-    matches!(
-        job,
-        Job::Write {
-            durability: Durability::Sync,
-            ..
-        }
-    )
+    matches!(job.durability(), Some(Durability::Sync))
 }
 
 /// Before a `Sync` group is closed, waits briefly for the other writers that took part in
@@ -299,8 +375,66 @@ fn gather_syncers(wp: &WritePath, q: &mut MutexGuard<'_, Queue>) {
     q.gathering = false;
 }
 
-/// The leader's work for one group; returns each member's last seqno.
-fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<SeqNo>> {
+/// Turns the group's jobs into what the leader applies: writes as they are, increments
+/// resolved into Puts (see the module documentation). Must run after every earlier group
+/// is in the memtable and before this group is.
+fn resolve<'a>(inner: &Inner, group: &'a [Pending]) -> Vec<Member<'a>> {
+    let counters = group.iter().filter_map(|p| match &p.job {
+        Job::Incr { keyspace, key, .. } => Some((*keyspace, key.as_slice())),
+        _ => None,
+    });
+    let mut overlay = Overlay::watching(counters);
+    let now_ms = inner.options.clock.now_ms();
+    group
+        .iter()
+        .map(|p| match &p.job {
+            Job::Write { batch, durability } => {
+                overlay.record(batch, now_ms);
+                Member::Apply {
+                    batch: Cow::Borrowed(batch),
+                    durability: *durability,
+                    counter: 0,
+                }
+            }
+            Job::Incr {
+                keyspace,
+                key,
+                delta,
+                durability,
+            } => {
+                let resolved =
+                    overlay
+                        .next_value(inner, *keyspace, key, *delta)
+                        .and_then(|(n, carried)| {
+                            // The new value keeps the entry's tag, metadata and expiry.
+                            let mut batch = WriteBatch::new();
+                            let attrs = carried.attrs();
+                            if attrs.is_empty() {
+                                batch.put(*keyspace, key, &counter::encode(n))?;
+                            } else {
+                                batch.put_attrs(*keyspace, key, &attrs, &counter::encode(n))?;
+                            }
+                            Ok((batch, n))
+                        });
+                match resolved {
+                    Ok((batch, counter)) => {
+                        overlay.record(&batch, now_ms);
+                        Member::Apply {
+                            batch: Cow::Owned(batch),
+                            durability: *durability,
+                            counter,
+                        }
+                    }
+                    Err(e) => Member::Refused(e),
+                }
+            }
+            Job::Rotate => Member::Refused(Error::invalid("a rotation inside a write group")),
+        })
+        .collect()
+}
+
+/// The leader's work for one group; returns each member's outcome, in order.
+fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<Result<Done>>> {
     // A group led after `close` began could append after its final log sync and be lost
     // though acknowledged; `close` waits for the group led before (`wait_for_leader`).
     if inner.closed.load(Ordering::Acquire) {
@@ -308,11 +442,19 @@ fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<SeqNo>> {
     }
     if group.iter().any(|p| matches!(p.job, Job::Rotate)) {
         make_room(inner, true)?;
-        return Ok(vec![SeqNo(inner.visible_seqno.load(Ordering::Acquire))]);
+        let seqno = SeqNo(inner.visible_seqno.load(Ordering::Acquire));
+        return Ok(vec![Ok(Done { seqno, counter: 0 })]);
     }
     make_room(inner, false)?;
     let wp = &inner.write;
     let base = inner.visible_seqno.load(Ordering::Acquire);
+    let members = resolve(inner, group);
+    let applied = || {
+        members.iter().filter_map(|m| match m {
+            Member::Apply { batch, .. } => Some(batch.as_ref()),
+            Member::Refused(_) => None,
+        })
+    };
 
     // Seqnos and the strongest durability asked for.
     let mut firsts = Vec::with_capacity(group.len());
@@ -321,8 +463,11 @@ fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<SeqNo>> {
     let (mut sync, mut to_os, mut all_async) = (false, false, true);
     let mut periodic: Option<Duration> = None;
     let mut depth = usize::MAX;
-    for p in group {
-        let Job::Write { batch, durability } = &p.job else {
+    for m in &members {
+        let Member::Apply {
+            batch, durability, ..
+        } = m
+        else {
             continue;
         };
         let first = next + 1;
@@ -347,15 +492,17 @@ fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<SeqNo>> {
         }
     }
 
+    if firsts.is_empty() {
+        // Every member was refused: nothing to log.
+        return Ok(outcomes(members, &lasts));
+    }
+
     {
         let mut wal = wp.wal.lock();
         if wal.poisoned.is_some() {
             return Err(Error::Poisoned);
         }
-        let batches = group.iter().filter_map(|p| match &p.job {
-            Job::Write { batch, .. } => Some(batch),
-            Job::Rotate => None,
-        });
+        let batches = applied();
         if all_async {
             for (batch, first) in batches.zip(&firsts) {
                 while wal.pending.len() >= depth && wal.poisoned.is_none() {
@@ -414,22 +561,33 @@ fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<SeqNo>> {
     // The memtable cannot change under the leader: only a leader rotates.
     let mem = Arc::clone(&inner.state.lock().mem);
     let mut user_bytes = 0u64;
-    for (p, first) in group
-        .iter()
-        .filter_map(|p| match &p.job {
-            Job::Write { batch, .. } => Some(batch),
-            Job::Rotate => None,
-        })
-        .zip(&firsts)
-    {
-        for (seqno, op) in p.ops_with_seqno(SeqNo(*first))? {
-            user_bytes += (op.key().len() + op.value().len()) as u64;
+    let mut logged = KeyspaceBytes::default();
+    for (batch, first) in applied().zip(&firsts) {
+        for (seqno, op) in batch.ops_with_seqno(SeqNo(*first))? {
+            user_bytes += (op.key().len() + op.stored().len()) as u64;
+            logged.add(op.keyspace(), WriteBatch::op_encoded_len(&op) as u64);
             mem.apply(seqno, &op);
         }
     }
+    mem.add_logged(logged);
     wp.user_bytes.fetch_add(user_bytes, Ordering::Relaxed);
     inner.visible_seqno.store(next, Ordering::Release);
-    Ok(lasts)
+    Ok(outcomes(members, &lasts))
+}
+
+/// Each member's outcome; `lasts` holds the last seqno of each applied member, in order.
+fn outcomes(members: Vec<Member<'_>>, lasts: &[SeqNo]) -> Vec<Result<Done>> {
+    let mut lasts = lasts.iter();
+    members
+        .into_iter()
+        .map(|m| match m {
+            Member::Apply { counter, .. } => Ok(Done {
+                seqno: lasts.next().copied().unwrap_or_default(),
+                counter,
+            }),
+            Member::Refused(e) => Err(e),
+        })
+        .collect()
 }
 
 /// Appends every queued async record to the log file, in order.
@@ -483,6 +641,31 @@ pub(crate) fn flush_wal(inner: &Inner, sync: bool) -> Result<()> {
             .fetch_max(wal.appended, Ordering::AcqRel);
     }
     Ok(())
+}
+
+/// Where the log ends now: every record appended so far (async ones included) is written
+/// to the OS, and the result is (current log file id, its length, the largest seqno in
+/// the log). The length is at a record boundary, so the file's first `len` bytes are a
+/// valid log holding exactly the writes up to that seqno. Used by backups and
+/// verification; the caller holds the state lock, so the log file cannot switch.
+pub(crate) fn log_end(inner: &Inner) -> Result<(u64, u64, u64)> {
+    let mut wal = inner.write.wal.lock();
+    if wal.poisoned.is_some() {
+        return Err(Error::Poisoned);
+    }
+    let outcome = (|| -> Result<(u64, u64)> {
+        drain_pending(inner, &mut wal)?;
+        let writer = wal.writer.as_mut().ok_or(Error::Poisoned)?;
+        writer.flush()?;
+        Ok((writer.id(), writer.len()))
+    })();
+    match outcome {
+        Ok((id, len)) => Ok((id, len, wal.appended)),
+        Err(e) => {
+            poison(&mut wal, &e);
+            Err(e)
+        }
+    }
 }
 
 /// The log thread: writes queued async records and performs periodic fsyncs until
@@ -680,3 +863,7 @@ fn switch_memtable(inner: &Inner, st: &mut State) -> Result<()> {
     inner.bg_cv.notify_all();
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "write_group_tests.rs"]
+mod group_tests;

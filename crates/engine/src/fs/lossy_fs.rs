@@ -193,6 +193,13 @@ impl FileSystem for LossyFs {
         StdFs.sync_dir(dir)
     }
 
+    // `hard_link` keeps the default (unsupported): a second name would not share the
+    // in-memory tail, so callers copy through `open_read` instead.
+
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        StdFs.remove_dir(dir)
+    }
+
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         StdFs.lock(path)
     }

@@ -18,6 +18,10 @@
 //! part still unsynced: a process crash (the kernel still has those bytes, and a later power
 //! loss may yet lose them).
 //!
+//! Hard links share the inode. A directory can be renamed (with everything in it); the
+//! entries inside it belong to the directory, so they stay durable under the old name
+//! until the directory holding the new name is synced, and then move with it.
+//!
 //! Faults: [`MemFs::inject`] arms a [`Fault`] that fails the n-th call (1-based, counting
 //! every call of that [`Op`] since the `MemFs` was made) with EIO or ENOSPC, once or on every
 //! later call too. [`FaultKind::FsyncLost`] on a sync models Linux after a failed
@@ -42,7 +46,7 @@ use crate::error::{Error, Result};
 /// A kind of call whose n-th occurrence a [`Fault`] can fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Op {
-    /// `create` and `create_dir`.
+    /// `create`, `create_dir` and `hard_link`.
     Create,
     /// `WritableFile::append`.
     Write,
@@ -52,7 +56,7 @@ pub(crate) enum Op {
     SyncDir,
     /// `FileSystem::rename`.
     Rename,
-    /// `FileSystem::remove`.
+    /// `FileSystem::remove` and `remove_dir`.
     Remove,
 }
 
@@ -124,6 +128,10 @@ struct State {
     faults: Vec<Fault>,
     counts: HashMap<Op, u64>,
     locks: BTreeSet<PathBuf>,
+    /// Directory renames (from, to) whose new entry is not yet durable. The entries inside
+    /// a renamed directory belong to the directory, not to its name: they stay durable
+    /// under `from` until the directory holding `to` is synced, then move to `to`.
+    dir_moves: Vec<(PathBuf, PathBuf)>,
 }
 
 /// splitmix64: a tiny deterministic generator, enough for choosing crash damage.
@@ -229,6 +237,33 @@ impl State {
             .map(|(p, e)| (p.clone(), *e))
             .collect();
         self.durable.extend(live);
+        let (done, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.dir_moves)
+            .into_iter()
+            .partition(|(_, to)| parent_of(to) == dir);
+        self.dir_moves = waiting;
+        for (from, to) in done {
+            move_under(&mut self.durable, &from, &to, false);
+        }
+    }
+}
+
+/// Moves the entries strictly below `from` (and, with `with_self`, `from` itself) to the
+/// same place below `to`.
+fn move_under(map: &mut BTreeMap<PathBuf, Entry>, from: &Path, to: &Path, with_self: bool) {
+    let moved: Vec<PathBuf> = map
+        .keys()
+        .filter(|p| p.starts_with(from) && (with_self || p.as_path() != from))
+        .cloned()
+        .collect();
+    for p in moved {
+        if let (Some(e), Ok(rel)) = (map.remove(&p), p.strip_prefix(from)) {
+            let dest = if rel.as_os_str().is_empty() {
+                to.to_path_buf()
+            } else {
+                to.join(rel)
+            };
+            map.insert(dest, e);
+        }
     }
 }
 
@@ -313,6 +348,7 @@ impl MemFs {
                         live: st.live.clone(),
                         durable: st.durable.clone(),
                         next_inode: st.next_inode,
+                        dir_moves: st.dir_moves.clone(),
                         ..State::default()
                     })),
                 }
@@ -331,9 +367,17 @@ impl MemFs {
                 .map(|p| parent_of(p))
                 .collect();
             for dir in dirs {
+                // A directory renamed away has no live entries under its old name; its
+                // entries follow the rename (applied with its new parent's entries).
+                if st.dir_moves.iter().any(|(from, _)| dir.starts_with(from)) {
+                    continue;
+                }
                 if rng.next() % 2 == 0 {
                     names.retain(|p, _| parent_of(p) != dir);
                     names.extend(State::entries_of(&st.live, &dir).map(|(p, e)| (p.clone(), *e)));
+                    for (from, to) in st.dir_moves.iter().filter(|(_, to)| parent_of(to) == dir) {
+                        move_under(&mut names, from, to, false);
+                    }
                 }
             }
         }
@@ -487,6 +531,21 @@ impl FileSystem for MemFs {
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         let mut st = self.state.lock();
         st.check_plain(Op::Rename, from, "rename")?;
+        if st.live.get(from) == Some(&Entry::Dir) {
+            if st.live.contains_key(to) || is_root(to) {
+                return Err(Error::io(
+                    to,
+                    "rename",
+                    io::Error::from(io::ErrorKind::AlreadyExists),
+                ));
+            }
+            if !st.dir_exists(&parent_of(to)) || to.starts_with(from) {
+                return Err(not_found(to, "rename"));
+            }
+            move_under(&mut st.live, from, to, true);
+            st.dir_moves.push((from.to_path_buf(), to.to_path_buf()));
+            return Ok(());
+        }
         let ino = st.live_file(from, "rename")?;
         if !st.dir_exists(&parent_of(to)) {
             return Err(not_found(to, "rename"));
@@ -509,6 +568,41 @@ impl FileSystem for MemFs {
         st.live_file(path, "remove")?;
         // The inode stays: open handles keep working, as with an unlinked POSIX file.
         st.live.remove(path);
+        Ok(())
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        let mut st = self.state.lock();
+        st.check_plain(Op::Create, to, "link")?;
+        let ino = st.live_file(from, "link")?;
+        if !st.dir_exists(&parent_of(to)) {
+            return Err(not_found(to, "link"));
+        }
+        if st.live.contains_key(to) {
+            return Err(Error::io(
+                to,
+                "link",
+                io::Error::from(io::ErrorKind::AlreadyExists),
+            ));
+        }
+        st.live.insert(to.to_path_buf(), Entry::File(ino));
+        Ok(())
+    }
+
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        let mut st = self.state.lock();
+        st.check_plain(Op::Remove, dir, "remove directory")?;
+        if st.live.get(dir) != Some(&Entry::Dir) {
+            return Err(not_found(dir, "remove directory"));
+        }
+        if State::entries_of(&st.live, dir).next().is_some() {
+            return Err(Error::io(
+                dir,
+                "remove directory",
+                io::Error::new(io::ErrorKind::DirectoryNotEmpty, "directory not empty"),
+            ));
+        }
+        st.live.remove(dir);
         Ok(())
     }
 

@@ -270,3 +270,65 @@ fn locks_are_released_on_drop_and_by_a_crash() {
     drop(held);
     fs.lock(&p).unwrap();
 }
+
+#[test]
+fn a_directory_rename_is_durable_only_after_its_parent_is_synced() {
+    let (fs, dir) = setup();
+    let tmp = Path::new("/db.tmp");
+    fs.create_dir(tmp).unwrap();
+    let mut w = fs.create(&tmp.join("f")).unwrap();
+    w.append(b"data").unwrap();
+    w.sync_data().unwrap();
+    fs.sync_dir(tmp).unwrap();
+    fs.sync_dir(Path::new("/")).unwrap();
+    let dest = Path::new("/backup");
+    assert!(fs.rename(tmp, &dir).is_err(), "the target exists");
+    fs.rename(tmp, dest).unwrap();
+    assert_eq!(read_all(&fs, &dest.join("f")).unwrap(), b"data");
+    assert!(!fs.exists(tmp).unwrap());
+
+    // Before the parent is synced, a power loss keeps the old name, with its files.
+    let lost = fs.crash();
+    assert!(!lost.exists(dest).unwrap());
+    assert_eq!(read_all(&lost, &tmp.join("f")).unwrap(), b"data");
+    // A random crash keeps either the old or the new name, never both, never empty.
+    for seed in 0..8 {
+        let img = fs.crash_with(CrashOptions::Random { seed });
+        let (old, new) = (img.exists(tmp).unwrap(), img.exists(dest).unwrap());
+        assert!(old != new, "seed {seed}");
+        let at = if new { dest } else { tmp };
+        assert_eq!(read_all(&img, &at.join("f")).unwrap(), b"data");
+    }
+    // A process crash keeps the rename pending until the parent is synced.
+    let kept = fs.crash_with(CrashOptions::KeepAll);
+    kept.sync_dir(Path::new("/")).unwrap();
+    assert_eq!(read_all(&kept.crash(), &dest.join("f")).unwrap(), b"data");
+
+    fs.sync_dir(Path::new("/")).unwrap();
+    let after = fs.crash();
+    assert!(!after.exists(tmp).unwrap());
+    assert_eq!(read_all(&after, &dest.join("f")).unwrap(), b"data");
+}
+
+#[test]
+fn a_hard_link_shares_the_file_and_remove_dir_needs_an_empty_directory() {
+    let (fs, dir) = setup();
+    let a = dir.join("a");
+    let mut w = fs.create(&a).unwrap();
+    w.append(b"one").unwrap();
+    w.sync_data().unwrap();
+    let b = dir.join("b");
+    fs.hard_link(&a, &b).unwrap();
+    assert!(fs.hard_link(&a, &b).is_err(), "the link name exists");
+    w.append(b"two").unwrap();
+    assert_eq!(read_all(&fs, &b).unwrap(), b"onetwo");
+    fs.remove(&a).unwrap();
+    assert_eq!(read_all(&fs, &b).unwrap(), b"onetwo");
+    fs.sync_dir(&dir).unwrap();
+    assert_eq!(read_all(&fs.crash(), &b).unwrap(), b"one");
+
+    assert!(fs.remove_dir(&dir).is_err(), "not empty");
+    fs.remove(&b).unwrap();
+    fs.remove_dir(&dir).unwrap();
+    assert!(!fs.exists(&dir).unwrap());
+}

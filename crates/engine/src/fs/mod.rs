@@ -64,7 +64,8 @@ pub(crate) trait FileSystem: Send + Sync + fmt::Debug {
     /// True if `path` names an existing file or directory.
     fn exists(&self, path: &Path) -> Result<bool>;
 
-    /// Atomically replaces `to` (if it exists) with `from`.
+    /// Atomically replaces `to` (if it exists) with `from`. `from` may also be a
+    /// directory, renamed with everything in it (`to` must not exist then).
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
 
     /// Removes a file.
@@ -78,6 +79,35 @@ pub(crate) trait FileSystem: Send + Sync + fmt::Debug {
 
     /// Makes the entries of directory `dir` durable (creations, renames, removals).
     fn sync_dir(&self, dir: &Path) -> Result<()>;
+
+    /// Makes `to` a second name of the existing file `from` (a hard link); `to` must not
+    /// exist. Only used for immutable files (backups link tables instead of copying them).
+    ///
+    /// # Errors
+    /// `Error::Io` with `op` `"link"`; the kind is [`io::ErrorKind::Unsupported`] where the
+    /// file system has no hard links (the default), and whatever the OS says otherwise
+    /// (`EXDEV` across devices). Callers fall back to copying.
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        let _ = from;
+        Err(Error::io(
+            to,
+            "link",
+            io::Error::from(io::ErrorKind::Unsupported),
+        ))
+    }
+
+    /// Removes the empty directory `dir`.
+    ///
+    /// # Errors
+    /// `Error::Io` with `op` `"remove directory"`: it does not exist, is not empty, or (the
+    /// default) the file system cannot remove directories.
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        Err(Error::io(
+            dir,
+            "remove directory",
+            io::Error::from(io::ErrorKind::Unsupported),
+        ))
+    }
 
     /// Takes an exclusive lock on `path` (created if missing), held until the returned
     /// guard is dropped.

@@ -132,6 +132,14 @@ impl FileSystem for StdFs {
             .map_err(|e| Error::io(dir, "fsync directory", e))
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::hard_link(from, to).map_err(|e| Error::io(to, "link", e))
+    }
+
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        fs::remove_dir(dir).map_err(|e| Error::io(dir, "remove directory", e))
+    }
+
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         let file = OpenOptions::new()
             .read(true)

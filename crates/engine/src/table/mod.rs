@@ -27,6 +27,7 @@
 
 #![cfg_attr(not(test), allow(dead_code))] // wired into the ordered store (Db) as it lands; see docs/DESIGN.md
 
+mod blob_refs;
 mod block;
 mod cache;
 mod compression;
@@ -44,6 +45,8 @@ mod range_tests;
 #[cfg(test)]
 mod tests;
 
+#[allow(unused_imports)] // the value log's GC accounting; unused until the integration lands
+pub(crate) use blob_refs::{BlobRef, BlobRefs};
 #[allow(unused_imports)] // the Db, flush and compaction use these; unused until they land
 pub(crate) use cache::BlockCache;
 pub(crate) use compression::Compression;

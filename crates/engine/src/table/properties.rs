@@ -4,18 +4,28 @@
 //! Encoding: a sequence of fields `tag: VLQ, len: VLQ, value[len]` with strictly
 //! increasing tags. Integer fields hold exactly one VLQ filling `value`; key fields hold
 //! an encoded internal key. Unknown tags are skipped, so a later writer may add
-//! informational fields without a version bump; every known tag below is required.
+//! informational fields without a version bump; every known tag up to 10 is required.
+//!
+//! Tags 11 and 12 (entries with an expiry, the earliest expiry) are optional: a table
+//! with no expiring entry leaves them out, and a reader that predates them skips them.
+//! Tag 13 locates the range-tombstone block; it is present exactly in format-version-2
+//! tables (the version bump, not the tag, keeps older builds from ignoring the deletes).
+//! Tag 14 (`blob_refs`, [`BlobRefs`]) is written only by a table that references blob
+//! files (absent means none).
 //!
 //! Invariants checked by [`Properties::decode`]: every required field present once, tags
-//! increasing, `1 <= entries`, `tombstones <= entries`, `1 <= data_blocks <= entries`,
+//! increasing, `1 <= entries`, `tombstones <= entries`, `expiring <= entries`, the
+//! earliest expiry present exactly when `expiring > 0`, `1 <= data_blocks <= entries`,
 //! `min_seqno <= max_seqno <= SeqNo::MAX`, both keys decode as internal keys with
-//! `smallest <= largest`, a known compression, and a creation version equal to the
-//! footer's.
+//! `smallest <= largest`, a known compression, a creation version equal to the
+//! footer's (2 with a range-tombstone handle, else 1), and no more blob references than
+//! entries.
 //!
 //! Thread-safety: plain values and pure functions.
 
 use std::cmp::Ordering;
 
+use super::blob_refs::BlobRefs;
 use super::footer::BlockHandle;
 use super::{Compression, TableMeta, FORMAT_VERSION, FORMAT_VERSION_PLAIN};
 use crate::coding::{put_vlq, Cursor};
@@ -34,11 +44,18 @@ mod tag {
     pub(super) const DATA_BLOCKS: u64 = 8;
     pub(super) const COMPRESSION: u64 = 9;
     pub(super) const FORMAT_VERSION: u64 = 10;
-    /// Highest integer tag this build requires.
-    pub(super) const LAST: u64 = 10;
-    /// The range-tombstone block's handle (`offset: VLQ, size: VLQ`); format version 2,
-    /// required there and refused in version 1.
-    pub(super) const RANGE_TOMBSTONES: u64 = 11;
+    // Tags 1..=10 are required; the ones below are optional.
+    /// Optional (absent means 0): entries that carry an expiry.
+    pub(super) const EXPIRING: u64 = 11;
+    /// Optional (present exactly when `EXPIRING` is non-zero): the earliest expiry.
+    pub(super) const EARLIEST_EXPIRY: u64 = 12;
+    /// Highest integer tag this build knows.
+    pub(super) const KNOWN: u64 = 12;
+    /// The range-tombstone block's handle (`offset: VLQ, size: VLQ`): present exactly in
+    /// format-version-2 tables.
+    pub(super) const RANGE_TOMBSTONES: u64 = 13;
+    /// Optional: the table's references into the value log.
+    pub(super) const BLOB_REFS: u64 = 14;
 }
 
 /// The contents of a properties block.
@@ -66,8 +83,15 @@ pub(crate) struct Properties {
     /// The format version the table was created with: 2 if it holds range tombstones,
     /// else 1.
     pub(crate) format_version: u32,
+    /// Entries that carry an expiry (expired or not).
+    pub(crate) expiring: u64,
+    /// The earliest expiry (Unix milliseconds) of any entry; `Some` exactly when
+    /// `expiring > 0`.
+    pub(crate) earliest_expiry: Option<u64>,
     /// Where the range-tombstone block is (format version 2 only).
     pub(crate) range_tombstones: Option<BlockHandle>,
+    /// Per blob file, the value handles of this table that point into it and their bytes.
+    pub(crate) blob_refs: BlobRefs,
 }
 
 impl Properties {
@@ -94,10 +118,17 @@ impl Properties {
         field(tag::DATA_BLOCKS, &vlq(self.data_blocks));
         field(tag::COMPRESSION, &vlq(u64::from(self.compression.as_u8())));
         field(tag::FORMAT_VERSION, &vlq(u64::from(self.format_version)));
+        if let Some(earliest) = self.earliest_expiry {
+            field(tag::EXPIRING, &vlq(self.expiring));
+            field(tag::EARLIEST_EXPIRY, &vlq(earliest));
+        }
         if let Some(h) = self.range_tombstones {
             let mut b = Vec::new();
             h.encode_into(&mut b);
             field(tag::RANGE_TOMBSTONES, &b);
+        }
+        if !self.blob_refs.is_empty() {
+            field(tag::BLOB_REFS, &self.blob_refs.encode());
         }
         out
     }
@@ -108,9 +139,10 @@ impl Properties {
     /// `Truncated`/`BadVarint` for framing, `BadEntry` for a missing, repeated or
     /// out-of-order field or an inconsistent value, `BadTag` for an unknown compression.
     pub(crate) fn decode(raw: &[u8]) -> Result<Properties, Reason> {
-        let mut ints = [None::<u64>; tag::LAST as usize + 1];
+        let mut ints = [None::<u64>; tag::KNOWN as usize + 1];
         let (mut smallest, mut largest) = (None, None);
         let mut range_tombstones = None;
+        let mut blob_refs = BlobRefs::default();
         let mut cur = Cursor::new(raw);
         let mut last_tag = 0u64;
         while !cur.is_empty() {
@@ -125,7 +157,8 @@ impl Properties {
                 tag::SMALLEST => smallest = Some(value.to_vec()),
                 tag::LARGEST => largest = Some(value.to_vec()),
                 tag::RANGE_TOMBSTONES => range_tombstones = Some(BlockHandle::decode(value)?),
-                t if t <= tag::LAST => {
+                tag::BLOB_REFS => blob_refs = BlobRefs::decode(value)?,
+                t if t <= tag::KNOWN => {
                     let mut v = Cursor::new(value);
                     let n = v.vlq()?;
                     if !v.is_empty() {
@@ -163,7 +196,10 @@ impl Properties {
             },
             format_version: u32::try_from(int(tag::FORMAT_VERSION)?)
                 .map_err(|_| Reason::BadEntry("properties format version is out of range"))?,
+            expiring: int(tag::EXPIRING).unwrap_or(0),
+            earliest_expiry: int(tag::EARLIEST_EXPIRY).ok(),
             range_tombstones,
+            blob_refs,
         };
         props.check()?;
         Ok(props)
@@ -172,11 +208,14 @@ impl Properties {
     fn check(&self) -> Result<(), Reason> {
         let ok = self.entries >= 1
             && self.tombstones <= self.entries
+            && self.expiring <= self.entries
+            && (self.expiring > 0) == self.earliest_expiry.is_some()
             && self.data_blocks >= 1
             && self.data_blocks <= self.entries
             && self.min_seqno <= self.max_seqno
             && self.max_seqno <= SeqNo::MAX
-            && compare_encoded(&self.smallest, &self.largest) != Ordering::Greater;
+            && compare_encoded(&self.smallest, &self.largest) != Ordering::Greater
+            && self.blob_refs.handle_count() <= self.entries;
         if !ok {
             return Err(Reason::BadEntry("table properties are inconsistent"));
         }
@@ -230,7 +269,10 @@ mod tests {
             data_blocks: 2,
             compression: Compression::Lz4,
             format_version: FORMAT_VERSION_PLAIN,
+            expiring: 0,
+            earliest_expiry: None,
             range_tombstones: None,
+            blob_refs: BlobRefs::default(),
         }
     }
 
@@ -239,7 +281,20 @@ mod tests {
         let mut p = sample();
         p.format_version = FORMAT_VERSION;
         p.range_tombstones = Some(BlockHandle { offset: 7, size: 9 });
-        assert_eq!(Properties::decode(&p.encode()), Ok(p));
+        let raw = p.encode();
+        assert_eq!(Properties::decode(&raw), Ok(p.clone()));
+        // The handle is field 13, right after the required fields (which end with the
+        // format version, tag 10: `0a 01 02`).
+        let plain = sample().encode();
+        let n = plain.len();
+        assert_eq!(&raw[..n - 1], &plain[..n - 1]);
+        assert_eq!(&raw[n - 3..], &[10, 1, 2, 13, 2, 7, 9]);
+        // With every optional field, tags stay increasing: 11, 12, 13, 14.
+        p.expiring = 1;
+        p.earliest_expiry = Some(5);
+        p.blob_refs.add(3, 10);
+        let raw = p.encode();
+        assert_eq!(Properties::decode(&raw), Ok(p));
     }
 
     #[test]
@@ -249,12 +304,53 @@ mod tests {
         assert_eq!(Properties::decode(&raw), Ok(p.clone()));
         raw.extend_from_slice(&[42, 2, 0xaa, 0xbb]); // a later writer's tag 42
         assert_eq!(Properties::decode(&raw), Ok(p));
+        // The optional expiry fields round-trip, and a table without them reads as
+        // holding no expiring entry.
+        let with_expiry = Properties {
+            expiring: 2,
+            earliest_expiry: Some(1_700_000_000_000),
+            ..sample()
+        };
+        let raw = with_expiry.encode();
+        assert!(raw.len() > sample().encode().len());
+        assert_eq!(Properties::decode(&raw), Ok(with_expiry));
+    }
+
+    #[test]
+    fn blob_references_round_trip_and_are_checked_against_entries() {
+        let mut p = sample();
+        p.blob_refs.add(40, 70_000);
+        p.blob_refs.add(41, 5_000);
+        let raw = p.encode();
+        assert_eq!(Properties::decode(&raw), Ok(p.clone()));
+        // Without references the field is absent, so tables without blobs are unchanged.
+        assert_eq!(
+            sample().encode().len() + 2 + p.blob_refs.encode().len(),
+            raw.len()
+        );
+        // More handles than entries.
+        p.blob_refs.add(41, 1);
+        p.blob_refs.add(41, 1);
+        assert!(Properties::decode(&p.encode()).is_err());
+        // A malformed reference list.
+        let mut bad = sample().encode();
+        bad.extend_from_slice(&[14, 2, 0x01, 0x07]);
+        assert!(Properties::decode(&bad).is_err());
     }
 
     #[test]
     fn inconsistent_or_malformed_properties_are_refused() {
         let mut bad = Vec::new();
-        let edits: [fn(&mut Properties); 10] = [
+        let edits: [fn(&mut Properties); 12] = [
+            |p| {
+                p.expiring = 4;
+                p.earliest_expiry = Some(1);
+            },
+            |p| {
+                p.expiring = 1;
+                p.earliest_expiry = Some(1);
+                p.entries = 0;
+            },
             |p| p.entries = 0,
             |p| p.tombstones = 4,
             |p| p.data_blocks = 0,

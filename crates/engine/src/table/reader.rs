@@ -23,6 +23,7 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::blob_refs::BlobRefs;
 use super::block::{Block, BlockCursor};
 use super::cache::BlockCache;
 use super::compression::unseal;
@@ -219,6 +220,17 @@ impl Reader {
         &self.path
     }
 
+    /// The earliest expiry of any entry (Unix milliseconds), if any entry has one.
+    pub(crate) fn earliest_expiry(&self) -> Option<u64> {
+        self.properties.earliest_expiry
+    }
+
+    /// The table's references into the value log (empty for a table without value
+    /// handles).
+    pub(crate) fn blob_refs(&self) -> &BlobRefs {
+        &self.properties.blob_refs
+    }
+
     /// The table's summary, rebuilt from its properties block and file size.
     pub(crate) fn meta(&self) -> &TableMeta {
         &self.meta
@@ -252,6 +264,20 @@ impl Reader {
         user_key: &[u8],
         snapshot: SeqNo,
     ) -> Result<Option<(SeqNo, Kind, Vec<u8>)>> {
+        self.get_with(user_key, snapshot, |s, k, v| (s, k, v.to_vec()))
+    }
+
+    /// `f(seqno, kind, stored value)` of the newest version of `user_key` with seqno
+    /// `<= snapshot`, without copying the value.
+    ///
+    /// # Errors
+    /// As [`Reader::get`].
+    pub(crate) fn get_with<R>(
+        &self,
+        user_key: &[u8],
+        snapshot: SeqNo,
+        f: impl FnOnce(SeqNo, Kind, &[u8]) -> R,
+    ) -> Result<Option<R>> {
         if !self.may_contain(user_key) {
             return Ok(None);
         }
@@ -278,7 +304,7 @@ impl Reader {
                 let tag = trailer as u8;
                 let kind = Kind::from_u8(tag)
                     .ok_or_else(|| corrupt(&self.path, data.file_offset(), Reason::BadTag(tag)))?;
-                return Ok(Some((SeqNo(trailer >> 8), kind, data.value().to_vec())));
+                return Ok(Some(f(SeqNo(trailer >> 8), kind, data.value())));
             }
             index.next()?;
         }
@@ -305,19 +331,23 @@ impl Reader {
     /// Reads every data block from the file (not the cache), checks its checksum and
     /// decodes every entry: keys are valid internal keys in strictly increasing order,
     /// each block's keys lie between its separator and the previous one, the filter holds
-    /// every user key, and the counts, seqno range and key range match the properties.
-    /// Returns the number of entries.
+    /// every user key, and the counts, seqno range and key range match the properties;
+    /// reads the range-tombstone block again too (`verify_range_block`). Returns the
+    /// number of entries.
     ///
     /// # Errors
     /// `Corruption` at the offset of the first block (or of the properties block) found
     /// wrong; `Error::Io`.
     pub(crate) fn verify(&self) -> Result<u64> {
+        self.verify_range_block()?;
         let mut index = self.index_cursor();
         let mut tally = Properties {
             min_seqno: SeqNo::MAX,
             max_seqno: SeqNo::ZERO,
             entries: 0,
             tombstones: 0,
+            expiring: 0,
+            earliest_expiry: None,
             raw_bytes: 0,
             smallest: Vec::new(),
             largest: Vec::new(),
@@ -344,6 +374,9 @@ impl Reader {
                 if user_key.len() > MAX_KEY_LEN {
                     return bad("user key longer than the key limit");
                 }
+                if kind == Kind::RangeDelete {
+                    return bad("a range tombstone among the point entries");
+                }
                 if tally.entries > 0 && compare_encoded(&tally.largest, key) != Ordering::Less {
                     return bad("keys do not increase");
                 }
@@ -361,6 +394,12 @@ impl Reader {
                 }
                 tally.entries += 1;
                 tally.tombstones += u64::from(kind == Kind::Delete);
+                let expiry = crate::entry::expiry_of(kind, data.value())
+                    .map_err(|r| corrupt(&self.path, at, r))?;
+                if let Some(e) = expiry {
+                    tally.expiring += 1;
+                    tally.earliest_expiry = Some(tally.earliest_expiry.map_or(e, |t| t.min(e)));
+                }
                 tally.raw_bytes += (user_key.len() + data.value().len()) as u64;
                 tally.min_seqno = tally.min_seqno.min(seqno);
                 tally.max_seqno = tally.max_seqno.max(seqno);
@@ -379,6 +418,24 @@ impl Reader {
             ));
         }
         Ok(tally.entries)
+    }
+
+    /// Reads the range-tombstone block (if any) from the file again, checks its checksum
+    /// and encoding, and that it holds the tombstones the reader applies.
+    fn verify_range_block(&self) -> Result<()> {
+        let Some(h) = self.properties.range_tombstones else {
+            return Ok(());
+        };
+        let raw = read_block(self.file.as_ref(), &self.path, h)?;
+        let found = range_block::decode(&raw).map_err(|r| corrupt(&self.path, h.offset, r))?;
+        if found != self.range_tombstones {
+            return Err(corrupt(
+                &self.path,
+                h.offset,
+                Reason::BadEntry("the range-tombstone block changed since the table was opened"),
+            ));
+        }
+        Ok(())
     }
 
     pub(super) fn index_cursor(&self) -> BlockCursor {

@@ -29,6 +29,7 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::blob_refs::BlobRefs;
 use super::block::BlockBuilder;
 use super::compression::Compressor;
 use super::filter::FilterBuilder;
@@ -74,12 +75,16 @@ pub(crate) struct Writer {
     smallest: Vec<u8>,
     entries: u64,
     tombstones: u64,
+    /// Entries with an expiry, and the earliest one (properties tags 11 and 12).
+    expiring: u64,
+    earliest_expiry: Option<u64>,
     raw_bytes: u64,
     min_seqno: SeqNo,
     max_seqno: SeqNo,
     data_blocks: u64,
     /// Range tombstones to store in the range-tombstone block.
     range_tombstones: Vec<RangeTombstone>,
+    blob_refs: BlobRefs,
     state: State,
 }
 
@@ -150,11 +155,14 @@ impl Writer {
             smallest: Vec::new(),
             entries: 0,
             tombstones: 0,
+            expiring: 0,
+            earliest_expiry: None,
             raw_bytes: 0,
             min_seqno: SeqNo::MAX,
             max_seqno: SeqNo::ZERO,
             data_blocks: 0,
             range_tombstones: Vec::new(),
+            blob_refs: BlobRefs::default(),
             state: State::Open,
         })
     }
@@ -198,6 +206,15 @@ impl Writer {
                 ),
             );
         }
+        let expiry = match crate::entry::expiry_of(kind, value) {
+            Ok(expiry) => expiry,
+            Err(reason) => {
+                return refuse(
+                    self,
+                    format!("table value has damaged attributes: {reason}"),
+                )
+            }
+        };
         if self.entries > 0 && compare_encoded(&self.last_key, key) != Ordering::Less {
             return refuse(
                 self,
@@ -217,6 +234,10 @@ impl Writer {
         }
         self.entries += 1;
         self.tombstones += u64::from(kind == Kind::Delete);
+        if let Some(at) = expiry {
+            self.expiring += 1;
+            self.earliest_expiry = Some(self.earliest_expiry.map_or(at, |e| e.min(at)));
+        }
         self.raw_bytes += (user_key.len() + value.len()) as u64;
         self.min_seqno = self.min_seqno.min(seqno);
         self.max_seqno = self.max_seqno.max(seqno);
@@ -232,6 +253,13 @@ impl Writer {
     /// and make the table format version 2.
     pub(crate) fn add_range_tombstone(&mut self, tombstone: RangeTombstone) {
         self.range_tombstones.push(tombstone);
+    }
+
+    /// Counts a value handle into blob file `file_id` for a value of `value_len` bytes, for
+    /// the table's `blob_refs` property. The caller (flush, compaction) calls it once per
+    /// `ValueHandle` entry it adds; the writer does not decode values.
+    pub(crate) fn add_blob_ref(&mut self, file_id: u64, value_len: u32) {
+        self.blob_refs.add(file_id, value_len);
     }
 
     /// Entries added so far.
@@ -315,7 +343,10 @@ impl Writer {
             } else {
                 FORMAT_VERSION_PLAIN
             },
+            expiring: self.expiring,
+            earliest_expiry: self.earliest_expiry,
             range_tombstones,
+            blob_refs: std::mem::take(&mut self.blob_refs),
         };
         let properties = self.write_block(&props.encode())?;
         let footer = Footer {

@@ -14,6 +14,8 @@
 //!   6 NextFileId      id:vlq
 //!   7 FlushedSeqno    seqno:vlq                               (<= 2^56 - 1)
 //!   8 NextKeyspaceId  id:vlq                                  (<= 2^32 - 1)
+//!   9 AddBlobFile     id:vlq file_size:vlq record_count:vlq value_bytes:vlq
+//!  10 RemoveBlobFile  id:vlq
 //! table  := id:vlq file_size:vlq smallest_len:vlq smallest largest_len:vlq largest
 //!           min_seqno:vlq max_seqno:vlq entries:vlq tombstones:vlq raw_bytes:vlq
 //! ```
@@ -31,6 +33,8 @@ use crate::coding::{put_vlq, Cursor};
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::key::{compare_encoded, split_encoded, KeyspaceId, SeqNo, MAX_KEY_LEN, TRAILER_LEN};
 use crate::table::TableMeta;
+use crate::vlog::format::{FILE_HEADER_LEN as BLOB_HEADER_LEN, RECORD_HEADER_LEN};
+use crate::vlog::BlobFileMeta;
 
 /// Longest keyspace name, in bytes.
 pub(crate) const MAX_KEYSPACE_NAME_LEN: usize = 255;
@@ -48,6 +52,8 @@ mod tag {
     pub(super) const NEXT_FILE_ID: u64 = 6;
     pub(super) const FLUSHED_SEQNO: u64 = 7;
     pub(super) const NEXT_KEYSPACE_ID: u64 = 8;
+    pub(super) const ADD_BLOB_FILE: u64 = 9;
+    pub(super) const REMOVE_BLOB_FILE: u64 = 10;
 }
 
 /// One change to the table set: what a flush, a compaction, a keyspace creation or drop,
@@ -71,6 +77,10 @@ pub(crate) struct Edit {
     pub(crate) flushed_seqno: Option<SeqNo>,
     /// The next unused keyspace id.
     pub(crate) next_keyspace_id: Option<u32>,
+    /// Blob files added to the value log (sealed or recovered, with their sizes).
+    pub(crate) added_blob_files: Vec<BlobFileMeta>,
+    /// Blob files removed from the value log (by id; deleted by the `Db` afterwards).
+    pub(crate) removed_blob_files: Vec<u64>,
 }
 
 /// True if `name` is a valid keyspace name: 1..=255 bytes of UTF-8 (any `&str` is UTF-8).
@@ -115,6 +125,23 @@ pub(crate) fn check_table(meta: &TableMeta) -> std::result::Result<(), Reason> {
     Ok(())
 }
 
+/// Checks the invariants of a [`BlobFileMeta`] the manifest relies on: the file holds at
+/// least its header, its values fit in it, and each record takes at least a record header.
+pub(crate) fn check_blob_file(meta: &BlobFileMeta) -> std::result::Result<(), Reason> {
+    let records_fit = meta
+        .record_count
+        .checked_mul(RECORD_HEADER_LEN)
+        .and_then(|r| r.checked_add(meta.value_bytes))
+        .and_then(|r| r.checked_add(BLOB_HEADER_LEN))
+        .is_some_and(|needed| needed <= meta.file_size);
+    if !records_fit {
+        return Err(Reason::BadEntry(
+            "blob file is too small for its records and values",
+        ));
+    }
+    Ok(())
+}
+
 fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     put_vlq(out, bytes.len() as u64);
     out.extend_from_slice(bytes);
@@ -138,10 +165,11 @@ impl Edit {
         *self == Edit::default()
     }
 
-    /// The encoded payload (FORMAT.md §5): scalars first, then drops, creations, removals
-    /// and additions, each list in order. [`Edit::decode`] returns an equal edit for any
+    /// The encoded payload (FORMAT.md §5): scalars first, then drops, creations, table
+    /// removals and additions, blob file removals and additions, each list in order. [`Edit::decode`] returns an equal edit for any
     /// edit whose fields are in range (names of 1..=255 bytes, levels below
-    /// [`NUM_LEVELS`], tables that pass [`check_table`]); the manifest writer checks that
+    /// [`NUM_LEVELS`], tables that pass [`check_table`], blob files that pass
+    /// [`check_blob_file`]); the manifest writer checks that
     /// before it writes.
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
@@ -178,6 +206,17 @@ impl Edit {
             put_vlq(&mut out, *level as u64);
             put_table(&mut out, meta);
         }
+        for id in &self.removed_blob_files {
+            put_vlq(&mut out, tag::REMOVE_BLOB_FILE);
+            put_vlq(&mut out, *id);
+        }
+        for b in &self.added_blob_files {
+            put_vlq(&mut out, tag::ADD_BLOB_FILE);
+            put_vlq(&mut out, b.id);
+            put_vlq(&mut out, b.file_size);
+            put_vlq(&mut out, b.record_count);
+            put_vlq(&mut out, b.value_bytes);
+        }
         out
     }
 
@@ -188,8 +227,8 @@ impl Edit {
     /// `Error::Corruption` (`FileKind::Manifest`) at the offset of the offending field:
     /// `Truncated` or `BadVarint` for a field cut short, `BadTag` for an unknown tag,
     /// `LengthOutOfRange` for a length or id out of range, `BadEntry` for a repeated
-    /// scalar field, a level out of range, a name that is not UTF-8 or a table that fails
-    /// [`check_table`].
+    /// scalar field, a level out of range, a name that is not UTF-8, a table that fails
+    /// [`check_table`] or a blob file that fails [`check_blob_file`].
     pub(crate) fn decode(payload: &[u8], path: &Path, offset: u64) -> Result<Edit> {
         let mut dec = Decoder {
             cur: Cursor::new(payload),
@@ -231,6 +270,17 @@ impl Edit {
                     let id = dec.vlq()?;
                     edit.removed_tables.push((ks, level, id));
                 }
+                tag::ADD_BLOB_FILE => {
+                    let meta = BlobFileMeta {
+                        id: dec.vlq()?,
+                        file_size: dec.vlq()?,
+                        record_count: dec.vlq()?,
+                        value_bytes: dec.vlq()?,
+                    };
+                    check_blob_file(&meta).map_err(|r| dec.err(at, r))?;
+                    edit.added_blob_files.push(meta);
+                }
+                tag::REMOVE_BLOB_FILE => edit.removed_blob_files.push(dec.vlq()?),
                 tag::WAL_MIN_ID => {
                     let v = dec.vlq()?;
                     dec.set_once(&mut edit.wal_min_id, v, at)?;
@@ -401,6 +451,17 @@ mod tests {
             next_file_id: Some(13),
             flushed_seqno: Some(SeqNo(9)),
             next_keyspace_id: Some(2),
+            added_blob_files: vec![blob(10)],
+            removed_blob_files: vec![4],
+        }
+    }
+
+    fn blob(id: u64) -> BlobFileMeta {
+        BlobFileMeta {
+            id,
+            file_size: 1 << 20,
+            record_count: 10,
+            value_bytes: 900_000,
         }
     }
 
@@ -472,7 +533,7 @@ mod tests {
     #[test]
     fn unknown_and_reserved_tags_are_rejected() {
         assert_eq!(corruption(decode(&[0x00])), (100, Reason::BadTag(0)));
-        assert_eq!(corruption(decode(&[0x09, 0x00])), (100, Reason::BadTag(9)));
+        assert_eq!(corruption(decode(&[0x0b, 0x00])), (100, Reason::BadTag(11)));
         let (at, reason) = corruption(decode(&[0x06, 0x01, 0x80, 0x02]));
         assert_eq!(at, 102);
         assert_eq!(reason, Reason::BadEntry("edit field tag above 255"));
@@ -572,6 +633,57 @@ mod tests {
     }
 
     #[test]
+    fn blob_file_fields_encode_as_documented_and_are_validated() {
+        let e = Edit {
+            added_blob_files: vec![BlobFileMeta {
+                id: 12,
+                file_size: 200,
+                record_count: 2,
+                value_bytes: 100,
+            }],
+            removed_blob_files: vec![3],
+            ..Edit::default()
+        };
+        #[rustfmt::skip]
+        let expected = [
+            0x0a, 0x03,                          // RemoveBlobFile 3
+            0x09, 0x0c, 0xc8, 0x01, 0x02, 0x64,  // AddBlobFile 12, 200 bytes, 2 records, 100
+        ];
+        assert_eq!(e.encode(), expected);
+        assert_eq!(decode(&expected).unwrap(), e);
+        // Values or records that cannot fit in the file.
+        for (size, count, bytes) in [
+            (200, 2, 149),
+            (19, 0, 0),
+            (100, 6, 0),
+            (u64::MAX, u64::MAX, 1),
+        ] {
+            let bad = BlobFileMeta {
+                id: 1,
+                file_size: size,
+                record_count: count,
+                value_bytes: bytes,
+            };
+            assert!(check_blob_file(&bad).is_err(), "{bad:?}");
+            let e = Edit {
+                added_blob_files: vec![bad],
+                ..Edit::default()
+            };
+            let (at, reason) = corruption(decode(&e.encode()));
+            assert_eq!(at, 100, "reported at the field's tag");
+            assert!(matches!(reason, Reason::BadEntry(_)));
+        }
+        // Exactly full is fine: header, record headers and values.
+        assert!(check_blob_file(&BlobFileMeta {
+            id: 1,
+            file_size: 20 + 2 * 16 + 100,
+            record_count: 2,
+            value_bytes: 100,
+        })
+        .is_ok());
+    }
+
+    #[test]
     fn keyspace_name_rule() {
         assert!(check_keyspace_name("default").is_ok());
         assert!(check_keyspace_name(&"é".repeat(127)).is_ok()); // 254 bytes
@@ -619,23 +731,41 @@ mod tests {
             prop::collection::vec((ks.clone(), 0..NUM_LEVELS, arb_table()), 0..5),
             prop::collection::vec((ks, 0..NUM_LEVELS, any::<u64>()), 0..5),
             (
+                prop::collection::vec(
+                    (any::<u64>(), 0u64..1 << 40, 0u64..1 << 20, 0u64..1 << 30).prop_map(
+                        |(id, size, count, bytes)| BlobFileMeta {
+                            id,
+                            file_size: 20 + count * 16 + bytes + size,
+                            record_count: count,
+                            value_bytes: bytes,
+                        },
+                    ),
+                    0..4,
+                ),
+                prop::collection::vec(any::<u64>(), 0..4),
+            ),
+            (
                 any::<Option<u64>>(),
                 any::<Option<u64>>(),
                 prop::option::of((0..=SeqNo::MAX.0).prop_map(SeqNo)),
                 any::<Option<u32>>(),
             ),
         )
-            .prop_map(|(created, dropped, added, removed, (w, n, f, k))| Edit {
-                // "\PC{1,40}" is at most 160 bytes, inside the name limit.
-                created_keyspaces: created,
-                dropped_keyspaces: dropped,
-                added_tables: added,
-                removed_tables: removed,
-                wal_min_id: w,
-                next_file_id: n,
-                flushed_seqno: f,
-                next_keyspace_id: k,
-            })
+            .prop_map(
+                |(created, dropped, added, removed, (blobs, unblobs), (w, n, f, k))| Edit {
+                    // "\PC{1,40}" is at most 160 bytes, inside the name limit.
+                    created_keyspaces: created,
+                    dropped_keyspaces: dropped,
+                    added_tables: added,
+                    removed_tables: removed,
+                    wal_min_id: w,
+                    next_file_id: n,
+                    flushed_seqno: f,
+                    next_keyspace_id: k,
+                    added_blob_files: blobs,
+                    removed_blob_files: unblobs,
+                },
+            )
     }
 
     proptest! {

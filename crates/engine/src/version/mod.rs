@@ -47,7 +47,7 @@ mod version;
 pub(crate) mod workload;
 
 #[allow(unused_imports)] // the Db's entry points; unused until it lands
-pub(crate) use current::{decode_current, encode_current, CURRENT, CURRENT_TMP};
+pub(crate) use current::{decode_current, encode_current, CURRENT, CURRENT_TMP, MAX_CURRENT_LEN};
 #[allow(unused_imports)] // likewise
 pub(crate) use edit::{check_keyspace_name, Edit, MAX_KEYSPACE_NAME_LEN};
 #[allow(unused_imports)] // likewise

@@ -16,11 +16,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use super::edit::{check_table, keyspace_name_ok, Edit};
+use super::edit::{check_blob_file, check_table, keyspace_name_ok, Edit};
 use super::NUM_LEVELS;
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::key::{compare_encoded, split_encoded, KeyspaceId, SeqNo};
 use crate::table::TableMeta;
+use crate::vlog::BlobFileMeta;
 
 /// The tables of one keyspace, by level.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -40,6 +41,8 @@ pub(crate) struct Version {
     next_file_id: u64,
     flushed_seqno: SeqNo,
     next_keyspace_id: u32,
+    /// The live blob files of the value log, by id (shared: most edits leave them alone).
+    blob_files: Arc<BTreeMap<u64, BlobFileMeta>>,
 }
 
 /// The user key of an encoded internal key (the whole input if it is too short, which a
@@ -72,14 +75,16 @@ impl Version {
             next_file_id: 1,
             flushed_seqno: SeqNo::ZERO,
             next_keyspace_id: 1,
+            blob_files: Arc::new(BTreeMap::new()),
         }
     }
 
     /// A new version with `edit` applied; the receiver is unchanged.
     ///
     /// Order of application: counters; dropped keyspaces; created keyspaces; removed
-    /// tables; added tables. So a table can move between levels in one edit (remove, then
-    /// add the same id), and a name can be dropped and reused in one edit.
+    /// tables; added tables; removed blob files; added blob files. So a table can move
+    /// between levels in one edit (remove, then add the same id), and a name can be dropped
+    /// and reused in one edit.
     ///
     /// # Errors
     /// `Error::Corruption` (`FileKind::Manifest`, `path`, `offset`,
@@ -88,8 +93,10 @@ impl Version {
     /// touches a keyspace that does not exist; creates a keyspace whose id or name exists,
     /// whose name is invalid, or whose id is not below `next_keyspace_id`; names a level
     /// `>= NUM_LEVELS`; removes a table that is not at that level; adds a table that fails
-    /// `check_table`, whose id is already present or not below `next_file_id`; or leaves two
-    /// tables of a level L1.. with overlapping user-key ranges.
+    /// `check_table`, whose id is already present or not below `next_file_id`; leaves two
+    /// tables of a level L1.. with overlapping user-key ranges; removes a blob file that is
+    /// not live; or adds a blob file that fails `check_blob_file`, whose id is not below
+    /// `next_file_id` or is already a blob file or table id.
     pub(crate) fn apply(&self, edit: &Edit, path: &Path, offset: u64) -> Result<Version> {
         let bad = |msg: &'static str| {
             Error::corruption(FileKind::Manifest, path, offset, Reason::BadEntry(msg))
@@ -176,7 +183,8 @@ impl Version {
                 .keyspaces
                 .values()
                 .flat_map(|ks| ks.levels.iter().flatten())
-                .any(|t| added_ids.contains(&t.id));
+                .any(|t| added_ids.contains(&t.id))
+                || added_ids.iter().any(|id| next.blob_files.contains_key(id));
             if present {
                 return Err(bad("edit adds a table id that is already present"));
             }
@@ -202,7 +210,33 @@ impl Version {
                 }
             }
         }
+        next.apply_blob_files(edit).map_err(bad)?;
         Ok(next)
+    }
+
+    /// Steps 6 and 7 of `apply`: removed, then added blob files.
+    fn apply_blob_files(&mut self, edit: &Edit) -> std::result::Result<(), &'static str> {
+        if edit.removed_blob_files.is_empty() && edit.added_blob_files.is_empty() {
+            return Ok(());
+        }
+        let table_ids = self.live_table_ids();
+        let next_file_id = self.next_file_id;
+        let files = Arc::make_mut(&mut self.blob_files);
+        for id in &edit.removed_blob_files {
+            if files.remove(id).is_none() {
+                return Err("edit removes a blob file that is not live");
+            }
+        }
+        for meta in &edit.added_blob_files {
+            if meta.id >= next_file_id {
+                return Err("added blob file id is not below next_file_id");
+            }
+            check_blob_file(meta).map_err(|_| "added blob file fails its invariants")?;
+            if table_ids.contains(&meta.id) || files.insert(meta.id, *meta).is_some() {
+                return Err("edit adds a blob file id that is already present");
+            }
+        }
+        Ok(())
     }
 
     /// The tables of `level` in keyspace `ks`, copied out of shared storage if needed.
@@ -265,14 +299,20 @@ impl Version {
             .collect()
     }
 
+    /// The live blob files of the value log, by id.
+    pub(crate) fn blob_files(&self) -> &BTreeMap<u64, BlobFileMeta> {
+        &self.blob_files
+    }
+
     /// An edit that recreates this version from [`Version::empty`] (written first in every
-    /// new manifest): every keyspace, every table, every counter.
+    /// new manifest): every keyspace, every table, every blob file, every counter.
     pub(crate) fn snapshot_edit(&self) -> Edit {
         let mut edit = Edit {
             wal_min_id: Some(self.wal_min_id),
             next_file_id: Some(self.next_file_id),
             flushed_seqno: Some(self.flushed_seqno),
             next_keyspace_id: Some(self.next_keyspace_id),
+            added_blob_files: self.blob_files.values().copied().collect(),
             ..Edit::default()
         };
         for (id, ks) in self.keyspaces() {
@@ -590,6 +630,70 @@ mod tests {
             ..Edit::default()
         };
         assert_eq!(apply(&v, &same).unwrap(), v);
+    }
+
+    fn blob(id: u64) -> BlobFileMeta {
+        BlobFileMeta {
+            id,
+            file_size: 4096,
+            record_count: 3,
+            value_bytes: 3000,
+        }
+    }
+
+    #[test]
+    fn blob_files_are_added_removed_and_snapshotted() {
+        let v = apply(&base(), &add(1, 0, table(10, 1, 5, 1, 9))).unwrap();
+        let add_blobs = Edit {
+            added_blob_files: vec![blob(20), blob(21)],
+            ..Edit::default()
+        };
+        let v1 = apply(&v, &add_blobs).unwrap();
+        assert!(v.blob_files().is_empty(), "the receiver is unchanged");
+        assert_eq!(
+            v1.blob_files().keys().copied().collect::<Vec<_>>(),
+            vec![20, 21]
+        );
+        assert_eq!(v1.blob_files()[&21], blob(21));
+        assert_eq!(apply(&Version::empty(), &v1.snapshot_edit()).unwrap(), v1);
+        // An edit without blob changes shares the blob map.
+        let v2 = apply(&v1, &add(0, 0, table(11, 1, 5, 1, 9))).unwrap();
+        assert!(Arc::ptr_eq(&v1.blob_files, &v2.blob_files));
+        // A GC rewrite: remove one file and add its replacement in one edit.
+        let gc = Edit {
+            removed_blob_files: vec![20],
+            added_blob_files: vec![blob(22)],
+            ..Edit::default()
+        };
+        let v3 = apply(&v2, &gc).unwrap();
+        assert_eq!(
+            v3.blob_files().keys().copied().collect::<Vec<_>>(),
+            vec![21, 22]
+        );
+
+        let blobs = |added: Vec<BlobFileMeta>, removed: Vec<u64>| Edit {
+            added_blob_files: added,
+            removed_blob_files: removed,
+            ..Edit::default()
+        };
+        rejects(&v3, &blobs(vec![], vec![20]), "not live");
+        rejects(&v3, &blobs(vec![blob(21)], vec![]), "already present");
+        rejects(&v3, &blobs(vec![blob(10)], vec![]), "already present"); // a table id
+        rejects(
+            &v3,
+            &blobs(vec![blob(23), blob(23)], vec![]),
+            "already present",
+        );
+        rejects(
+            &v3,
+            &blobs(vec![blob(100)], vec![]),
+            "not below next_file_id",
+        );
+        let mut tiny = blob(23);
+        tiny.file_size = 10;
+        rejects(&v3, &blobs(vec![tiny], vec![]), "invariants");
+        // A table may not take a blob file's id either.
+        rejects(&v3, &add(0, 0, table(21, 1, 5, 1, 9)), "already present");
     }
 
     #[test]

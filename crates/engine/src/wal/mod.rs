@@ -35,8 +35,9 @@ use crate::checksum::Checksum;
 /// The file magic: the bytes `C W A L` read as a little-endian `u32`.
 pub(crate) const MAGIC: u32 = u32::from_le_bytes(*b"CWAL");
 
-/// The format version this build writes. Version 2 adds batch op kind 3 (RangeDelete,
-/// `BATCH_FORMAT.md`); the record framing is unchanged.
+/// The format version this build writes. Version 2 allows the batch kinds added after
+/// version 1 (RangeDelete and PutAttrs, see `BATCH_FORMAT.md`); the record framing is
+/// unchanged.
 pub(crate) const VERSION: u32 = 2;
 
 /// The oldest format version this build reads (every version up to [`VERSION`] is read:

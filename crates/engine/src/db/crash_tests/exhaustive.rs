@@ -49,6 +49,7 @@ fn workloads() -> Vec<(&'static str, Vec<Step>)> {
                 Put("default", "a", "1"),
                 Put("default", "b", "2"),
                 Put("default", "c", "3"),
+                Incr("default", "n", 2),
                 Flush,
                 DelRange("default", "a", "c"),
                 Put("default", "b", "again"),
@@ -56,6 +57,8 @@ fn workloads() -> Vec<(&'static str, Vec<Step>)> {
                 Compact,
                 DelRange("default", "", "zz"),
                 Put("default", "d", "4"),
+                // The counter was removed with the range: it starts over.
+                Incr("default", "n", 1),
             ],
         ),
         (
@@ -110,6 +113,23 @@ fn workloads() -> Vec<(&'static str, Vec<Step>)> {
                 Del("default", "k"),
                 Batch(vec![("default", "j", Some("3")), ("x", "k", None)]),
                 Put("x", "m", "4"),
+            ],
+        ),
+        (
+            "counters",
+            vec![
+                Incr("default", "n", 5),
+                Put("default", "a", "1"),
+                Incr("default", "n", -7),
+                IncrWith("default", "m", 1, Durability::Sync),
+                Flush,
+                Incr("default", "n", 2),
+                Del("default", "n"),
+                Incr("default", "n", 3),
+                Put("default", "s", "text"),
+                Incr("default", "s", 1),
+                Incr("default", "m", i64::MAX),
+                Incr("default", "m", -1),
             ],
         ),
         (

@@ -76,6 +76,11 @@ enum Step {
     Del(&'static str, &'static str),
     /// `remove_range(start..end)`: one range tombstone.
     DelRange(&'static str, &'static str, &'static str),
+    /// `incr` of a counter; the model predicts the new value (or the refusal, after
+    /// which nothing is written).
+    Incr(&'static str, &'static str, i64),
+    /// An `incr` with its own durability instead of the store's.
+    IncrWith(&'static str, &'static str, i64, Durability),
     /// An atomic batch: `None` removes the key.
     Batch(Vec<(&'static str, &'static str, Option<&'static str>)>),
     CreateKs(&'static str),
@@ -335,6 +340,67 @@ impl Driver {
         };
         result?;
         assert_eq!(db.last_seqno(), predicted, "seqnos are assigned in order");
+        self.acknowledged(durability);
+        Ok(())
+    }
+
+    /// An `incr`: the model's current value decides the expected outcome; a refused one
+    /// (not a counter, overflow) must write nothing and is not a write of the model.
+    fn incr(
+        &mut self,
+        name: &str,
+        key: &str,
+        delta: i64,
+        durability: Option<Durability>,
+    ) -> Result<()> {
+        let inst = self.model.instance(name).unwrap();
+        let now = self
+            .model
+            .state(self.model.writes.len(), self.model.ks_ops.len())
+            .get(name)
+            .and_then(|m| m.get(key.as_bytes()).cloned());
+        let expected = super::counter::add(key.as_bytes(), now.as_deref(), i128::from(delta));
+        let ks = self.handle(name)?;
+        let db = self.db()?.clone();
+        let before = db.last_seqno();
+        let Ok(value) = expected else {
+            let got = ks.incr_with(key, delta, durability);
+            assert!(
+                matches!(
+                    (&got, &expected),
+                    (
+                        Err(Error::NotACounter { .. }),
+                        Err(Error::NotACounter { .. })
+                    ) | (
+                        Err(Error::CounterOverflow { .. }),
+                        Err(Error::CounterOverflow { .. })
+                    )
+                ),
+                "incr({name}, {key}, {delta}): {got:?}, expected {expected:?}"
+            );
+            assert_eq!(db.last_seqno(), before, "a refused incr writes nothing");
+            return Ok(());
+        };
+        self.model.writes.push(Write {
+            last_seqno: before + 1,
+            ops: vec![(
+                inst,
+                key.as_bytes().to_vec(),
+                Some(value.to_string().into_bytes()),
+            )],
+            range: None,
+        });
+        self.marks.started += 1;
+        self.publish();
+        let got = ks.incr_with(key, delta, durability)?;
+        assert_eq!(got, value, "incr({name}, {key}, {delta})");
+        assert_eq!(db.last_seqno(), before + 1, "seqnos are assigned in order");
+        self.acknowledged(durability);
+        Ok(())
+    }
+
+    /// Marks the write in flight acknowledged, with what its durability promises.
+    fn acknowledged(&mut self, durability: Option<Durability>) {
         self.marks.acked += 1;
         match durability.unwrap_or(self.options.durability) {
             Durability::Sync => self.all_durable(),
@@ -344,7 +410,6 @@ impl Driver {
             Durability::Async { .. } | Durability::None => {}
         }
         self.publish();
-        Ok(())
     }
 
     fn remove_range(&mut self, name: &str, start: &str, end: &str) -> Result<()> {
@@ -361,15 +426,7 @@ impl Driver {
         self.publish();
         handle.remove_range(start..end)?;
         assert_eq!(db.last_seqno(), predicted, "seqnos are assigned in order");
-        self.marks.acked += 1;
-        match self.options.durability {
-            Durability::Sync => self.all_durable(),
-            Durability::Periodic(_) | Durability::Buffered => {
-                self.marks.process_floor = self.marks.acked;
-            }
-            Durability::Async { .. } | Durability::None => {}
-        }
-        self.publish();
+        self.acknowledged(None);
         Ok(())
     }
 
@@ -417,6 +474,8 @@ impl Driver {
             Step::Del(ks, k) => self.write(&[(ks, k, None)], None, false),
             Step::DelRange(ks, a, b) => self.remove_range(ks, a, b),
             Step::Batch(ops) => self.write(ops, None, true),
+            Step::Incr(ks, k, d) => self.incr(ks, k, *d, None),
+            Step::IncrWith(ks, k, d, dur) => self.incr(ks, k, *d, Some(*dur)),
             Step::CreateKs(name) => self.keyspace_change(name, true),
             Step::DropKs(name) => self.keyspace_change(name, false),
             Step::Flush => {

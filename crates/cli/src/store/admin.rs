@@ -1,0 +1,325 @@
+//! `cairn info`, `backup`, `verify`: looking at and protecting a whole store.
+//!
+//! `info` opens the store (so the figures are those after recovery) and reads its
+//! manifest through `cairn::inspect` for the per-keyspace levels.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use cairn::inspect::{self, ManifestImage};
+use cairn::{Db, Options};
+use serde_json::{json, Value};
+
+use crate::errors::{CliError, CliResult, EXIT_CORRUPTION, EXIT_OK};
+
+use super::open;
+
+/// Describe a store: keyspaces, levels, tables and sizes, seqnos, WAL files, options
+///
+/// Readable text by default, one JSON object with --json. The options shown are the ones
+/// this command opened the store with (options are not stored in the store).
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct InfoArgs {
+    /// The store directory.
+    store: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn read(path: &Path) -> CliResult<Vec<u8>> {
+    std::fs::read(path).map_err(|e| CliError::msg(format!("read {} failed: {e}", path.display())))
+}
+
+/// The manifest `CURRENT` names, decoded, with its file name and size.
+fn manifest(dir: &Path) -> CliResult<(String, u64, ManifestImage)> {
+    let current = dir.join("CURRENT");
+    let id = inspect::decode_current(&read(&current)?, &current)?;
+    let name = format!("MANIFEST-{id:020}");
+    let path = dir.join(&name);
+    let bytes = read(&path)?;
+    let image = inspect::decode_manifest(&bytes, &path)?;
+    Ok((name, bytes.len() as u64, image))
+}
+
+/// `(name, bytes)` of the WAL files, sorted.
+fn wal_files(dir: &Path) -> CliResult<Vec<(String, u64)>> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| CliError::msg(format!("list {} failed: {e}", dir.display())))?;
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        if name.ends_with(".wal") {
+            out.push((name, entry.metadata().map(|m| m.len()).unwrap_or(0)));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn describe(db: &Db, options: &Options) -> CliResult<Value> {
+    let dir = db.path();
+    let stats = db.stats();
+    let (manifest_name, manifest_bytes, image) = manifest(dir)?;
+    let mut keyspaces = Vec::new();
+    let mut sorted = image.keyspaces.clone();
+    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    for ks in &sorted {
+        let levels: Vec<Value> = ks
+            .tables
+            .iter()
+            .zip(&ks.level_bytes)
+            .enumerate()
+            .filter(|(_, (tables, _))| **tables > 0)
+            .map(|(level, (tables, bytes))| json!({"level": level, "tables": tables, "bytes": bytes}))
+            .collect();
+        keyspaces.push(json!({
+            "name": ks.name,
+            "id": ks.id,
+            "tables": ks.tables.iter().sum::<usize>(),
+            "bytes": ks.level_bytes.iter().sum::<u64>(),
+            "levels": levels,
+        }));
+    }
+    let wal: Vec<Value> = wal_files(dir)?
+        .into_iter()
+        .map(|(name, bytes)| json!({"file": name, "bytes": bytes}))
+        .collect();
+    Ok(json!({
+        "path": dir.display().to_string(),
+        "seqno": {
+            "last": db.last_seqno(),
+            "durable": db.durable_seqno(),
+            "flushed": image.flushed_seqno,
+        },
+        "keyspaces": keyspaces,
+        "tables_per_level": stats.tables_per_level,
+        "table_bytes": stats.table_bytes,
+        "memtable_bytes": stats.memtable_bytes,
+        "wal": {"files": wal, "min_id": image.wal_min_id},
+        "manifest": {"file": manifest_name, "bytes": manifest_bytes, "edits": image.edits},
+        "next_file_id": image.next_file_id,
+        "options": {
+            "durability": format!("{:?}", options.durability),
+            "memtable_size": options.memtable_size,
+            "max_wal_size": options.max_wal_size,
+            "block_cache_size": options.block_cache_size,
+            "block_size": options.block_size,
+            "compression": format!("{:?}", options.compression),
+            "bloom_bits_per_key": options.bloom_bits_per_key,
+            "l0_compaction_trigger": options.l0_compaction_trigger,
+            "level1_size": options.level1_size,
+            "level_size_multiplier": options.level_size_multiplier,
+            "table_size": options.table_size,
+        },
+    }))
+}
+
+/// Text form of the JSON object `describe` builds.
+fn text(v: &Value) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(s, "store: {}", v["path"].as_str().unwrap_or(""));
+    let seq = &v["seqno"];
+    let _ = writeln!(
+        s,
+        "seqno: last {} durable {} flushed {}",
+        seq["last"], seq["durable"], seq["flushed"]
+    );
+    let _ = writeln!(s, "keyspaces:");
+    for ks in v["keyspaces"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            s,
+            "  {} (id {}): {} tables, {} bytes",
+            ks["name"].as_str().unwrap_or(""),
+            ks["id"],
+            ks["tables"],
+            ks["bytes"]
+        );
+        for l in ks["levels"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                s,
+                "    L{}: {} tables, {} bytes",
+                l["level"], l["tables"], l["bytes"]
+            );
+        }
+    }
+    let _ = writeln!(s, "memtable bytes: {}", v["memtable_bytes"]);
+    let wal = &v["wal"];
+    let _ = writeln!(s, "wal (min id {}):", wal["min_id"]);
+    for f in wal["files"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            s,
+            "  {} {} bytes",
+            f["file"].as_str().unwrap_or(""),
+            f["bytes"]
+        );
+    }
+    let m = &v["manifest"];
+    let _ = writeln!(
+        s,
+        "manifest: {} ({} bytes, {} edits)",
+        m["file"].as_str().unwrap_or(""),
+        m["bytes"],
+        m["edits"]
+    );
+    let _ = writeln!(s, "options (as opened by this command):");
+    if let Some(o) = v["options"].as_object() {
+        for (k, val) in o {
+            let shown = val.as_str().map_or_else(|| val.to_string(), str::to_string);
+            let _ = writeln!(s, "  {k}: {shown}");
+        }
+    }
+    s
+}
+
+pub fn info(args: &InfoArgs, out: &mut dyn Write) -> CliResult<u8> {
+    let db = open(&args.store, false)?;
+    let options = Options {
+        create_if_missing: false,
+        ..Options::default()
+    };
+    let v = describe(&db, &options)?;
+    db.close()?;
+    let rendered = if args.json {
+        format!("{v}\n")
+    } else {
+        text(&v)
+    };
+    out.write_all(rendered.as_bytes())
+        .map_err(CliError::Output)?;
+    Ok(EXIT_OK)
+}
+
+/// Copy a consistent snapshot of the store to DEST (a new directory)
+#[derive(Debug, clap::Args)]
+pub struct BackupArgs {
+    /// The store directory.
+    store: PathBuf,
+    /// Where to write the backup (must not exist).
+    dest: PathBuf,
+}
+
+pub fn backup(args: &BackupArgs, out: &mut dyn Write) -> CliResult<u8> {
+    let db = open(&args.store, false)?;
+    let info = db.backup(&args.dest)?;
+    db.close()?;
+    writeln!(
+        out,
+        "backup of seqno {} in {}: {} tables, {} log files; {} files linked ({} bytes), {} copied ({} bytes)",
+        info.seqno,
+        args.dest.display(),
+        info.tables,
+        info.wal_files,
+        info.files_linked,
+        info.bytes_linked,
+        info.files_copied,
+        info.bytes_copied
+    )
+    .map_err(CliError::Output)?;
+    Ok(EXIT_OK)
+}
+
+/// Check every file of a store (checksums, structure) without opening it for writes
+///
+/// Works on a closed store or a backup (a store open in another process is refused).
+/// Lists each file checked, then every problem found.
+/// Exit status: 0 intact, 3 damage found, 1 error.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct VerifyArgs {
+    /// The store directory.
+    store: PathBuf,
+}
+
+pub fn verify(args: &VerifyArgs, out: &mut dyn Write) -> CliResult<u8> {
+    let report = cairn::verify_report(&args.store)?;
+    let mut text = String::new();
+    for f in &report.files {
+        text.push_str(&format!(
+            "ok       {:<24} {:<9} {:>12} bytes {:>10} items\n",
+            f.name,
+            f.kind.to_string(),
+            f.bytes,
+            f.items
+        ));
+    }
+    for name in &report.unreferenced {
+        text.push_str(&format!("unused   {name}\n"));
+    }
+    for note in &report.notes {
+        text.push_str(&format!("note     {note}\n"));
+    }
+    for problem in &report.problems {
+        text.push_str(&format!("DAMAGED  {problem}\n"));
+    }
+    text.push_str(&format!(
+        "{} files checked, {} problems\n",
+        report.files.len() + report.problems.len(),
+        report.problems.len()
+    ));
+    out.write_all(text.as_bytes()).map_err(CliError::Output)?;
+    Ok(if report.is_clean() {
+        EXIT_OK
+    } else {
+        EXIT_CORRUPTION
+    })
+}
+
+/// Write a consistent checkpoint of the store as one file (restore it with `cairn unpack`)
+///
+/// The pack holds every file of the checkpoint with a CRC32C each, and a checksummed
+/// directory; the store may be open in no other process.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct PackArgs {
+    /// The store directory (or a backup).
+    store: PathBuf,
+    /// The pack file to write (must not exist).
+    file: PathBuf,
+}
+
+pub fn pack(args: &PackArgs, out: &mut dyn Write) -> CliResult<u8> {
+    let info = cairn::pack::pack(&args.store, &args.file)?;
+    writeln!(
+        out,
+        "packed seqno {}: {} files, {} bytes into {} ({} bytes)",
+        info.seqno,
+        info.members,
+        info.member_bytes,
+        args.file.display(),
+        info.file_bytes
+    )
+    .map_err(CliError::Output)?;
+    Ok(EXIT_OK)
+}
+
+/// Restore a pack file into a new store directory
+///
+/// Every byte of the pack is checked before anything is written.
+/// Exit status: 0 ok, 3 the pack is damaged, 1 error.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct UnpackArgs {
+    /// The pack file.
+    file: PathBuf,
+    /// The store directory to create (must not exist).
+    dest: PathBuf,
+}
+
+pub fn unpack(args: &UnpackArgs, out: &mut dyn Write) -> CliResult<u8> {
+    let info = cairn::pack::unpack(&args.file, &args.dest)?;
+    writeln!(
+        out,
+        "unpacked seqno {}: {} files, {} bytes into {}",
+        info.seqno,
+        info.members,
+        info.member_bytes,
+        args.dest.display()
+    )
+    .map_err(CliError::Output)?;
+    Ok(EXIT_OK)
+}

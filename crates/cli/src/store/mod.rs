@@ -1,0 +1,130 @@
+//! `cairn <command> <store> ...`: the ordered store (a `cairn::Db` directory) from the
+//! command line.
+//!
+//! One module per command group: `kv` (put, get, head, delete), `scan`, `counters` (incr,
+//! count), `transfer` (dump, restore, export, import), `admin` (info, backup, verify, pack,
+//! unpack).
+//! This module holds what they share: the `--keyspace`/`--hex` arguments, opening the
+//! store, and turning engine output errors into quiet broken-pipe exits.
+//!
+//! Keys and values on the command line are UTF-8 text (their bytes as given), or hex with
+//! `--hex`. Commands that only read open the store without creating it; `put`, `delete`,
+//! `restore` and `import` create it if missing.
+
+mod admin;
+mod counters;
+mod kv;
+mod scan;
+mod transfer;
+
+use std::ffi::{OsStr, OsString};
+use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use cairn::{Db, Keyspace, Options, DEFAULT_KEYSPACE};
+use clap::Subcommand;
+
+use crate::errors::{CliError, CliResult};
+use crate::hexfmt;
+
+/// The ordered-store commands (flattened into the top level: `cairn put ...`).
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    Put(kv::PutArgs),
+    Get(kv::GetArgs),
+    Head(kv::HeadArgs),
+    Delete(kv::DeleteArgs),
+    Scan(scan::Args),
+    Incr(counters::IncrArgs),
+    Count(counters::CountArgs),
+    Backup(admin::BackupArgs),
+    Verify(admin::VerifyArgs),
+    Export(transfer::ExportArgs),
+    Import(transfer::ImportArgs),
+    Dump(transfer::DumpArgs),
+    Restore(transfer::RestoreArgs),
+    Info(admin::InfoArgs),
+    Pack(admin::PackArgs),
+    Unpack(admin::UnpackArgs),
+}
+
+/// Runs one ordered-store command; returns its exit code.
+pub fn run(command: StoreCommand, out: &mut dyn Write) -> CliResult<u8> {
+    match command {
+        StoreCommand::Put(a) => kv::put(&a, out),
+        StoreCommand::Get(a) => kv::get(&a, out),
+        StoreCommand::Head(a) => kv::head(&a, out),
+        StoreCommand::Delete(a) => kv::delete(&a, out),
+        StoreCommand::Scan(a) => scan::run(&a, out),
+        StoreCommand::Incr(a) => counters::incr(&a, out),
+        StoreCommand::Count(a) => counters::count(&a, out),
+        StoreCommand::Backup(a) => admin::backup(&a, out),
+        StoreCommand::Verify(a) => admin::verify(&a, out),
+        StoreCommand::Export(a) => transfer::export(&a, out),
+        StoreCommand::Import(a) => transfer::import(&a, out),
+        StoreCommand::Dump(a) => transfer::dump(&a, out),
+        StoreCommand::Restore(a) => transfer::restore(&a, out),
+        StoreCommand::Info(a) => admin::info(&a, out),
+        StoreCommand::Pack(a) => admin::pack(&a, out),
+        StoreCommand::Unpack(a) => admin::unpack(&a, out),
+    }
+}
+
+/// `--keyspace KS`, shared by the single-keyspace commands.
+#[derive(Debug, Clone, clap::Args)]
+pub struct KeyspaceArg {
+    /// The keyspace.
+    #[arg(long, value_name = "KS", default_value = DEFAULT_KEYSPACE)]
+    pub keyspace: String,
+}
+
+/// Opens the store at `path`; creates it only if `create`.
+pub fn open(path: &Path, create: bool) -> CliResult<Db> {
+    if !create && !path.join("CURRENT").exists() {
+        return Err(CliError::msg(format!(
+            "{}: no store here (no CURRENT file)",
+            path.display()
+        )));
+    }
+    let options = Options {
+        create_if_missing: create,
+        ..Options::default()
+    };
+    Ok(Db::open(path, options)?)
+}
+
+/// The existing keyspace `name` (an error naming it if it does not exist).
+pub fn existing_keyspace(db: &Db, name: &str) -> CliResult<Keyspace> {
+    db.get_keyspace(name)
+        .ok_or_else(|| CliError::msg(format!("no keyspace named {name:?} in the store")))
+}
+
+/// The bytes of a command-line key or value: as given, or decoded from hex.
+pub fn arg_bytes(what: &str, raw: &OsStr, hex: bool) -> CliResult<Vec<u8>> {
+    if hex {
+        hexfmt::decode(raw.as_bytes()).ok_or_else(|| {
+            CliError::msg(format!(
+                "--hex: the {what} must be an even number of hex digits"
+            ))
+        })
+    } else {
+        Ok(raw.as_bytes().to_vec())
+    }
+}
+
+/// Like [`arg_bytes`] for an optional argument.
+pub fn opt_bytes(what: &str, raw: Option<&OsString>, hex: bool) -> CliResult<Option<Vec<u8>>> {
+    raw.map(|r| arg_bytes(what, r, hex)).transpose()
+}
+
+/// An engine error from writing to standard output: a closed pipe becomes the quiet
+/// broken-pipe exit, anything else stays an engine error.
+pub fn output_error(e: cairn::Error) -> CliError {
+    match e {
+        cairn::Error::Io { source, .. } if source.kind() == io::ErrorKind::BrokenPipe => {
+            CliError::Output(source)
+        }
+        other => CliError::Engine(other),
+    }
+}

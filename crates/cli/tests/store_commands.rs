@@ -1,0 +1,345 @@
+//! `cairn put`, `get`, `delete`, `scan`, `info` against real stores: values, keyspaces,
+//! `--hex`, exit codes (2 not found, 1 errors, 3 a damaged table).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use serde_json::Value;
+
+fn put(store: &Path, args: &[&str]) {
+    let mut all = vec!["put", s(store)];
+    all.extend_from_slice(args);
+    ok(&run(&all));
+}
+
+/// The JSON objects of JSON-lines output.
+fn json_lines(out: &[u8]) -> Vec<Value> {
+    std::str::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn keys(lines: &[Value]) -> Vec<String> {
+    lines
+        .iter()
+        .map(|v| v["key"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn put_get_delete_and_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    put(&store, &["greeting", "hello world"]);
+    put(&store, &["neg", "-5"]);
+    put(&store, &["-dash", "v"]);
+    assert_eq!(ok(&run(&["get", s(&store), "greeting"])), b"hello world");
+    assert_eq!(ok(&run(&["get", s(&store), "neg"])), b"-5");
+    assert_eq!(ok(&run(&["get", s(&store), "-dash"])), b"v");
+
+    let missing = run(&["get", s(&store), "nope"]);
+    assert_eq!(code(&missing), 2);
+    assert!(missing.stdout.is_empty());
+
+    ok(&run(&["delete", s(&store), "greeting"]));
+    assert_eq!(code(&run(&["get", s(&store), "greeting"])), 2);
+    // Deleting an absent key is not an error.
+    ok(&run(&["delete", s(&store), "greeting"]));
+    // Overwrite.
+    put(&store, &["neg", "7"]);
+    assert_eq!(ok(&run(&["get", s(&store), "neg"])), b"7");
+}
+
+#[test]
+fn errors_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    let out = run(&["get", s(&store), "k"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("no store here"), "{}", stderr(&out));
+    assert!(!store.exists(), "a read must not create the store");
+
+    put(&store, &["k", "v"]);
+    let out = run(&["get", s(&store), "k", "--keyspace", "other"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("no keyspace named \"other\""));
+
+    let out = run(&["get", s(&store), "abc", "--hex"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("hex digits"), "{}", stderr(&out));
+    assert_eq!(code(&run(&["put", s(&store), "k"])), 1);
+}
+
+#[test]
+fn hex_keys_and_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    put(&store, &["--hex", "00ff0a", "8081"]);
+    assert_eq!(
+        ok(&run(&["get", "--hex", s(&store), "00FF0A"])),
+        [0x80, 0x81]
+    );
+    // Text "00ff0a" is another key.
+    assert_eq!(code(&run(&["get", s(&store), "00ff0a"])), 2);
+    let lines = json_lines(&ok(&run(&["scan", s(&store)])));
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["key_b64"], "AP8K");
+    assert_eq!(lines[0]["value_b64"], "gIE=");
+}
+
+#[test]
+fn keyspaces_are_separate() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    put(&store, &["k", "in default"]);
+    put(&store, &["k", "in users", "--keyspace", "users"]);
+    assert_eq!(ok(&run(&["get", s(&store), "k"])), b"in default");
+    assert_eq!(
+        ok(&run(&["get", s(&store), "k", "--keyspace", "users"])),
+        b"in users"
+    );
+    ok(&run(&["delete", s(&store), "k", "--keyspace", "users"]));
+    assert_eq!(
+        code(&run(&["get", s(&store), "k", "--keyspace", "users"])),
+        2
+    );
+    assert_eq!(ok(&run(&["get", s(&store), "k"])), b"in default");
+}
+
+#[test]
+fn scan_ranges_prefixes_order_and_keys_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    {
+        let db = cairn::Db::open(&store, cairn::Options::default()).unwrap();
+        let ks = db.keyspace("default").unwrap();
+        for k in ["a1", "a2", "b1", "b2", "c1"] {
+            ks.insert(k, format!("v-{k}")).unwrap();
+        }
+        db.close().unwrap();
+    }
+    let all = json_lines(&ok(&run(&["scan", s(&store)])));
+    assert_eq!(keys(&all), ["a1", "a2", "b1", "b2", "c1"]);
+    assert_eq!(all[2]["value"], "v-b1");
+
+    let pre = json_lines(&ok(&run(&["scan", s(&store), "--prefix", "b"])));
+    assert_eq!(keys(&pre), ["b1", "b2"]);
+    let range = json_lines(&ok(&run(&[
+        "scan",
+        s(&store),
+        "--from",
+        "a2",
+        "--to",
+        "c1",
+    ])));
+    assert_eq!(keys(&range), ["a2", "b1", "b2"]);
+    let rev = json_lines(&ok(&run(&["scan", s(&store), "--reverse", "--limit", "2"])));
+    assert_eq!(keys(&rev), ["c1", "b2"]);
+    let hex = json_lines(&ok(&run(&["scan", s(&store), "--hex", "--prefix", "61"])));
+    assert_eq!(keys(&hex), ["a1", "a2"]);
+
+    let only = json_lines(&ok(&run(&["scan", s(&store), "--keys-only", "--to", "b"])));
+    assert_eq!(keys(&only), ["a1", "a2"]);
+    assert!(only.iter().all(|v| v.get("value").is_none()));
+
+    let both = run(&["scan", s(&store), "--prefix", "a", "--from", "a"]);
+    assert_eq!(code(&both), 1);
+}
+
+#[test]
+fn info_lists_keyspaces_seqnos_and_wal() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    {
+        let db = cairn::Db::open(&store, cairn::Options::default()).unwrap();
+        let ks = db.keyspace("users").unwrap();
+        for i in 0..100 {
+            ks.insert(format!("k{i}"), "v").unwrap();
+        }
+        db.flush().unwrap();
+        db.keyspace("default").unwrap().insert("x", "y").unwrap();
+        db.close().unwrap();
+    }
+    let v: Value = serde_json::from_slice(&ok(&run(&["info", "--json", s(&store)]))).unwrap();
+    assert_eq!(v["seqno"]["last"], 101);
+    assert_eq!(v["seqno"]["flushed"], 100);
+    let kss = v["keyspaces"].as_array().unwrap();
+    let names: Vec<&str> = kss.iter().map(|k| k["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["default", "users"]);
+    assert_eq!(kss[1]["tables"], 1);
+    assert!(kss[1]["bytes"].as_u64().unwrap() > 0);
+    assert_eq!(kss[1]["levels"][0]["tables"], 1);
+    assert!(!v["wal"]["files"].as_array().unwrap().is_empty());
+
+    let text = String::from_utf8(ok(&run(&["info", s(&store)]))).unwrap();
+    assert!(text.contains("users (id 1): 1 tables"), "{text}");
+    assert!(text.contains("seqno: last 101"), "{text}");
+}
+
+#[test]
+fn damaged_table_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    {
+        let db = cairn::Db::open(&store, cairn::Options::default()).unwrap();
+        let ks = db.keyspace("default").unwrap();
+        for i in 0..2000 {
+            ks.insert(
+                format!("key{i:05}"),
+                format!("value {i} {}", "x".repeat(50)),
+            )
+            .unwrap();
+        }
+        db.flush().unwrap();
+        db.close().unwrap();
+    }
+    let table = std::fs::read_dir(&store)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "sst"))
+        .expect("a table file");
+    let mut bytes = std::fs::read(&table).unwrap();
+    // Damage the data blocks (the first part of the file), not the footer.
+    for i in (64..bytes.len() / 3).step_by(97) {
+        bytes[i] ^= 0x5a;
+    }
+    std::fs::write(&table, &bytes).unwrap();
+
+    let out = run(&["scan", s(&store)]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(stderr(&out).contains("corrupt"), "{}", stderr(&out));
+    let out = run(&["get", s(&store), "key00001"]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let out = run(&["dump", s(&store)]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+}
+
+#[test]
+fn put_attributes_and_head() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    put(
+        &store,
+        &[
+            "k", "hello", "--tag", "3", "--meta", "0aff", "--ttl", "3600",
+        ],
+    );
+    let head = json_lines(&ok(&run(&["head", s(&store), "k"])));
+    assert_eq!(head.len(), 1);
+    let h = &head[0];
+    assert_eq!(h["value_len"], 5);
+    assert_eq!(h["tag"], 3);
+    assert_eq!(h["meta"], "0aff");
+    assert!(h["seqno"].as_u64().unwrap() >= 1);
+    let expires = h["expires_at"].as_u64().unwrap();
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert!(
+        expires > now_ms + 3_500_000 && expires <= now_ms + 3_600_000,
+        "{expires}"
+    );
+    assert_eq!(ok(&run(&["get", s(&store), "k"])), b"hello");
+    // A plain put has no attributes; head of a missing key exits 2.
+    put(&store, &["p", "v"]);
+    let plain = &json_lines(&ok(&run(&["head", s(&store), "p"])))[0];
+    assert_eq!(
+        (plain["tag"].as_u64(), plain["meta"].as_str()),
+        (Some(0), Some(""))
+    );
+    assert!(plain["expires_at"].is_null());
+    assert_eq!(code(&run(&["head", s(&store), "nope"])), 2);
+    // A zero ttl expires at once: the key reads as absent and hides its old value.
+    put(&store, &["p", "v2", "--ttl", "0"]);
+    assert_eq!(code(&run(&["get", s(&store), "p"])), 2);
+    assert_eq!(code(&run(&["head", s(&store), "p"])), 2);
+    // Bad metadata hex is a usage error.
+    assert_eq!(
+        code(&run(&["put", s(&store), "x", "y", "--meta", "abc"])),
+        1
+    );
+}
+
+#[test]
+fn incr_and_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    assert_eq!(ok(&run(&["incr", s(&store), "hits", "5"])), b"5\n");
+    assert_eq!(ok(&run(&["incr", s(&store), "hits", "-7"])), b"-2\n");
+    assert_eq!(ok(&run(&["get", s(&store), "hits"])), b"-2");
+    put(&store, &["word", "hello"]);
+    let out = run(&["incr", s(&store), "word", "1"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("counter"), "{}", stderr(&out));
+    assert_eq!(ok(&run(&["get", s(&store), "word"])), b"hello");
+    put(&store, &["big", "9223372036854775807"]);
+    assert_eq!(code(&run(&["incr", s(&store), "big", "1"])), 1);
+    assert_eq!(ok(&run(&["count", s(&store)])), b"3\n");
+    ok(&run(&["delete", s(&store), "word"]));
+    assert_eq!(ok(&run(&["count", s(&store)])), b"2\n");
+    assert_eq!(code(&run(&["count", s(&store), "--keyspace", "other"])), 1);
+}
+
+#[test]
+fn backup_verify_pack_and_unpack() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    for i in 0..50 {
+        put(&store, &[&format!("k{i:02}"), &format!("v{i}")]);
+    }
+    let backup = dir.path().join("b");
+    let said = String::from_utf8(ok(&run(&["backup", s(&store), s(&backup)]))).unwrap();
+    assert!(said.starts_with("backup of seqno 50 "), "{said}");
+    assert_eq!(
+        code(&run(&["backup", s(&store), s(&backup)])),
+        1,
+        "dest exists"
+    );
+    assert_eq!(ok(&run(&["get", s(&backup), "k49"])), b"v49");
+
+    let report = String::from_utf8(ok(&run(&["verify", s(&store)]))).unwrap();
+    assert!(report.ends_with(", 0 problems\n"), "{report}");
+    assert!(report.contains("CURRENT"), "{report}");
+
+    let pack = dir.path().join("s.pack");
+    ok(&run(&["pack", s(&backup), s(&pack)]));
+    let copy = dir.path().join("copy");
+    ok(&run(&["unpack", s(&pack), s(&copy)]));
+    assert_eq!(ok(&run(&["count", s(&copy)])), b"50\n");
+
+    // A flipped byte in the pack: refused with exit 3 and nothing created.
+    let mut bytes = std::fs::read(&pack).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x10;
+    std::fs::write(&pack, &bytes).unwrap();
+    let again = dir.path().join("again");
+    assert_eq!(code(&run(&["unpack", s(&pack), s(&again)])), 3);
+    assert!(!again.exists());
+
+    // A damaged file of the store: verify names it and exits 3.
+    let wal = std::fs::read_dir(&copy)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "wal"))
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap();
+    let mut bytes = std::fs::read(&wal).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x01;
+    std::fs::write(&wal, &bytes).unwrap();
+    let out = run(&["verify", s(&copy)]);
+    assert_eq!(code(&out), 3, "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("DAMAGED"));
+}

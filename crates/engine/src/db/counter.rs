@@ -1,0 +1,402 @@
+//! Counters: the value rules of [`crate::Keyspace::incr`] and the write leader's view of
+//! a counter's current value.
+//!
+//! A counter is a key whose value is the canonical decimal text of an `i64` (`b"0"`,
+//! `b"-5"`, `b"9223372036854775807"`: an optional `-`, then digits without leading zeros;
+//! no `+`, no `-0`, no spaces). A missing key counts as 0. An increment is stored as a
+//! plain Put of the new text, so the log, tables, recovery and compaction know nothing of
+//! counters.
+//!
+//! Owns: parsing and formatting counter values, the checked addition, and [`Overlay`],
+//! which lets the write leader resolve several counter operations in one write group.
+//!
+//! Invariant (how increments stay atomic): only the write leader resolves an increment,
+//! after every earlier group is in the memtable and before it assigns seqnos, reading the
+//! store at the visible seqno and, for keys written earlier in the same group, the group's
+//! own newest write of the key (`Overlay`). Leaders run one at a time and apply groups
+//! in seqno order, so each increment reads exactly the state its seqno follows.
+
+use std::collections::HashMap;
+
+use super::{read, Inner};
+use crate::attrs::Head;
+use crate::batch::{Op, WriteBatch};
+use crate::entry::{self, Attrs, EntryView};
+use crate::error::{Error, Result};
+use crate::key::{KeyspaceId, Kind};
+use crate::rangedel;
+
+/// Longest canonical text of an `i64` (`-9223372036854775808`).
+const MAX_TEXT_LEN: usize = 20;
+
+/// The counter held in `value`, or `None` if it is not the canonical decimal text of an
+/// `i64`.
+pub(crate) fn parse(value: &[u8]) -> Option<i64> {
+    if value.is_empty() || value.len() > MAX_TEXT_LEN {
+        return None;
+    }
+    let text = std::str::from_utf8(value).ok()?;
+    let n: i64 = text.parse().ok()?;
+    // Rejects `+5`, `007`, `-0`: exactly one spelling per number.
+    (encode(n) == value).then_some(n)
+}
+
+/// The canonical text of `n`.
+pub(crate) fn encode(n: i64) -> Vec<u8> {
+    n.to_string().into_bytes()
+}
+
+/// The counter at `key` (held in `current`, `None` if absent) plus `delta`.
+///
+/// # Errors
+/// `NotACounter` if `current` is not a counter; `CounterOverflow` if the sum leaves `i64`.
+pub(crate) fn add(key: &[u8], current: Option<&[u8]>, delta: i128) -> Result<i64> {
+    let now = match current {
+        None => 0,
+        Some(value) => parse(value).ok_or_else(|| Error::NotACounter {
+            key: key.to_vec(),
+            value_prefix: value
+                .get(..Error::VALUE_PREVIEW_LEN)
+                .unwrap_or(value)
+                .to_vec(),
+            value_len: value.len(),
+        })?,
+    };
+    i128::from(now)
+        .checked_add(delta)
+        .and_then(|sum| i64::try_from(sum).ok())
+        .ok_or_else(|| Error::CounterOverflow {
+            key: key.to_vec(),
+            current: now,
+            delta,
+        })
+}
+
+/// What a write group has done so far to one watched key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Slot {
+    /// Nothing yet: the store holds the current value.
+    Untouched,
+    /// Set to this value, with these attributes.
+    Put(Vec<u8>, Carried),
+    /// Removed (or written with an expiry already past).
+    Removed,
+}
+
+/// The attributes (tag, metadata, expiry) of the entry an incr reads, which the new value
+/// keeps: an incr changes the number, not what the application attached to it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Carried {
+    pub(crate) tag: u32,
+    pub(crate) meta: Vec<u8>,
+    pub(crate) expires_at: Option<u64>,
+}
+
+impl Carried {
+    fn of(view: &EntryView<'_>) -> Carried {
+        Carried {
+            tag: view.attrs.tag,
+            meta: view.attrs.meta.to_vec(),
+            expires_at: view.attrs.expires_at,
+        }
+    }
+
+    fn from_head(head: &Head) -> Carried {
+        Carried {
+            tag: head.tag,
+            meta: head.meta.clone(),
+            expires_at: head.expires_at,
+        }
+    }
+
+    /// The attributes in their encodable form.
+    pub(crate) fn attrs(&self) -> Attrs<'_> {
+        Attrs {
+            tag: self.tag,
+            meta: &self.meta,
+            expires_at: self.expires_at,
+        }
+    }
+}
+
+/// The newest write, within one write group, of each key a counter operation of that
+/// group targets. Writes to other keys are not kept.
+#[derive(Debug, Default)]
+pub(crate) struct Overlay {
+    /// keyspace -> key -> what the group did to it.
+    targets: HashMap<KeyspaceId, HashMap<Vec<u8>, Slot>>,
+}
+
+impl Overlay {
+    /// An overlay watching the given counter keys.
+    pub(crate) fn watching<'a>(keys: impl Iterator<Item = (KeyspaceId, &'a [u8])>) -> Overlay {
+        let mut targets: HashMap<KeyspaceId, HashMap<Vec<u8>, _>> = HashMap::new();
+        for (ks, key) in keys {
+            targets
+                .entry(ks)
+                .or_default()
+                .insert(key.to_vec(), Slot::Untouched);
+        }
+        Overlay { targets }
+    }
+
+    /// Records the writes of `batch` (applied after everything recorded so far); an entry
+    /// with an expiry at or before `now_ms` counts as removed, as reads would see it, and
+    /// so does every watched key inside a range delete.
+    pub(crate) fn record(&mut self, batch: &WriteBatch, now_ms: u64) {
+        if self.targets.is_empty() {
+            return;
+        }
+        for op in batch.ops() {
+            let Some(keys) = self.targets.get_mut(&op.keyspace()) else {
+                continue;
+            };
+            if let Op::RangeDelete { start, end, .. } = op {
+                // A range tombstone removes every watched key it covers.
+                for (key, slot) in keys.iter_mut() {
+                    if start <= key.as_slice() && rangedel::below_end(key, end) {
+                        *slot = Slot::Removed;
+                    }
+                }
+                continue;
+            }
+            let Some(slot) = keys.get_mut(op.key()) else {
+                continue;
+            };
+            *slot = match op {
+                Op::Put { value, .. } => Slot::Put(value.to_vec(), Carried::default()),
+                Op::PutAttrs { stored, .. } => match entry::live(Kind::PutAttrs, stored, now_ms) {
+                    Ok(Some(view)) => Slot::Put(view.body.inline().to_vec(), Carried::of(&view)),
+                    // Expired at once, or (impossible for a batch that passed its checks)
+                    // undecodable: either way no value a read would return.
+                    Ok(None) | Err(_) => Slot::Removed,
+                },
+                Op::Delete { .. } | Op::RangeDelete { .. } => Slot::Removed,
+            };
+        }
+    }
+
+    /// The value of `key` as the group has left it so far: `Some(entry)` if the group
+    /// wrote it (`Some(None)`: removed), `None` if the group has not touched it.
+    fn written(&self, keyspace: KeyspaceId, key: &[u8]) -> Option<Option<(&[u8], &Carried)>> {
+        match self.targets.get(&keyspace)?.get(key)? {
+            Slot::Untouched => None,
+            Slot::Put(value, carried) => Some(Some((value, carried))),
+            Slot::Removed => Some(None),
+        }
+    }
+
+    /// The counter at `key` plus `delta`, with the attributes the new value keeps, reading
+    /// what the group wrote before or else the store at the visible seqno (which the
+    /// caller guarantees holds every earlier group).
+    ///
+    /// # Errors
+    /// As [`add`], and any error of the read.
+    pub(crate) fn next_value(
+        &self,
+        inner: &Inner,
+        keyspace: KeyspaceId,
+        key: &[u8],
+        delta: i128,
+    ) -> Result<(i64, Carried)> {
+        match self.written(keyspace, key) {
+            Some(Some((value, carried))) => Ok((add(key, Some(value), delta)?, carried.clone())),
+            Some(None) => Ok((add(key, None, delta)?, Carried::default())),
+            None => match read::lookup::<(Vec<u8>, Head)>(inner, keyspace, key, None)? {
+                Some((value, head)) => {
+                    Ok((add(key, Some(&value), delta)?, Carried::from_head(&head)))
+                }
+                None => Ok((add(key, None, delta)?, Carried::default())),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn only_canonical_text_is_a_counter() {
+        for (text, n) in [
+            ("0", 0),
+            ("7", 7),
+            ("-5", -5),
+            ("9223372036854775807", i64::MAX),
+            ("-9223372036854775808", i64::MIN),
+        ] {
+            assert_eq!(parse(text.as_bytes()), Some(n), "{text}");
+            assert_eq!(encode(n), text.as_bytes());
+        }
+        for bad in [
+            "",
+            "+5",
+            "05",
+            "-0",
+            "00",
+            " 5",
+            "5 ",
+            "5\n",
+            "1e3",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "-",
+            "abc",
+            "0x10",
+            "000000000000000000005",
+        ] {
+            assert_eq!(parse(bad.as_bytes()), None, "{bad:?}");
+        }
+        assert_eq!(parse(b"\xff1"), None);
+    }
+
+    #[test]
+    fn add_checks_the_value_and_the_range() {
+        assert_eq!(add(b"k", None, 5).unwrap(), 5);
+        assert_eq!(add(b"k", Some(b"-3"), -4).unwrap(), -7);
+        assert_eq!(
+            add(b"k", Some(b"0"), i128::from(i64::MIN)).unwrap(),
+            i64::MIN
+        );
+        // decr(i64::MIN) is +2^63, which fits only from a negative counter.
+        let decr_min = -i128::from(i64::MIN);
+        assert_eq!(add(b"k", Some(b"-1"), decr_min).unwrap(), i64::MAX);
+        let e = add(b"k", None, decr_min).unwrap_err();
+        assert!(matches!(e, Error::CounterOverflow { current: 0, delta, .. } if delta == decr_min));
+        let e = add(b"k", Some(b"9223372036854775807"), 1).unwrap_err();
+        assert!(matches!(
+            e,
+            Error::CounterOverflow {
+                current: i64::MAX,
+                delta: 1,
+                ..
+            }
+        ));
+        assert!(e.to_string().contains("9223372036854775807 plus 1"), "{e}");
+
+        let long = vec![b'x'; 100];
+        let e = add(b"hits\n", Some(&long), 1).unwrap_err();
+        match &e {
+            Error::NotACounter {
+                key,
+                value_prefix,
+                value_len,
+            } => {
+                assert_eq!(key, b"hits\n");
+                assert_eq!(value_prefix.len(), Error::VALUE_PREVIEW_LEN);
+                assert_eq!(*value_len, 100);
+            }
+            other => panic!("{other}"),
+        }
+        let msg = e.to_string();
+        assert!(msg.contains("hits\\n") && msg.contains("100 bytes") && msg.contains("..."));
+        assert!(matches!(
+            e.duplicate(),
+            Error::NotACounter { value_len: 100, .. }
+        ));
+    }
+
+    #[test]
+    fn the_overlay_keeps_the_newest_write_of_watched_keys_only() {
+        let (a, b) = (KeyspaceId(1), KeyspaceId(2));
+        let mut o = Overlay::watching([(a, &b"c"[..]), (b, &b"c"[..])].into_iter());
+        assert_eq!(o.written(a, b"c"), None);
+        let mut batch = WriteBatch::new();
+        batch.put(a, b"c", b"1").unwrap();
+        batch.put(a, b"other", b"x").unwrap();
+        batch.put(a, b"c", b"2").unwrap();
+        batch.remove(b, b"c").unwrap();
+        o.record(&batch, 0);
+        let none = Carried::default();
+        assert_eq!(o.written(a, b"c"), Some(Some((&b"2"[..], &none))));
+        assert_eq!(o.written(b, b"c"), Some(None));
+        assert_eq!(o.written(a, b"other"), None);
+    }
+
+    #[test]
+    fn a_range_delete_in_the_group_removes_the_watched_keys_it_covers() {
+        let (a, b) = (KeyspaceId(1), KeyspaceId(2));
+        let keys = [
+            (a, &b"c1"[..]),
+            (a, &b"c2"[..]),
+            (a, &b"d"[..]),
+            (b, &b"c1"[..]),
+        ];
+        let mut o = Overlay::watching(keys.into_iter());
+        let mut batch = WriteBatch::new();
+        for (ks, key) in keys {
+            batch.put(ks, key, b"5").unwrap();
+        }
+        // ["c", "d") in keyspace a: c1 and c2, not d (the end is excluded), not b's c1.
+        batch.remove_range(a, b"c", b"d").unwrap();
+        o.record(&batch, 0);
+        let none = Carried::default();
+        assert_eq!(o.written(a, b"c1"), Some(None));
+        assert_eq!(o.written(a, b"c2"), Some(None));
+        assert_eq!(o.written(a, b"d"), Some(Some((&b"5"[..], &none))));
+        assert_eq!(o.written(b, b"c1"), Some(Some((&b"5"[..], &none))));
+        // A write after the range delete sets the key again; an unbounded range removes
+        // every watched key from its start on.
+        let mut later = WriteBatch::new();
+        later.put(a, b"c1", b"9").unwrap();
+        later.remove_range(a, b"c2", b"").unwrap();
+        o.record(&later, 0);
+        assert_eq!(o.written(a, b"c1"), Some(Some((&b"9"[..], &none))));
+        assert_eq!(o.written(a, b"d"), Some(None));
+        // An untouched key inside a range delete counts as removed too.
+        let mut fresh = Overlay::watching([(a, &b"k"[..])].into_iter());
+        let mut only_range = WriteBatch::new();
+        only_range.remove_range(a, b"", b"z").unwrap();
+        fresh.record(&only_range, 0);
+        assert_eq!(fresh.written(a, b"k"), Some(None));
+    }
+
+    #[test]
+    fn the_overlay_keeps_attributes_and_treats_an_expired_write_as_removed() {
+        let a = KeyspaceId(1);
+        let mut o = Overlay::watching([(a, &b"c"[..]), (a, &b"d"[..])].into_iter());
+        let kept = Attrs {
+            tag: 4,
+            meta: b"m",
+            expires_at: Some(1_000),
+        };
+        let mut batch = WriteBatch::new();
+        batch.put_attrs(a, b"c", &kept, b"7").unwrap();
+        batch
+            .put_attrs(
+                a,
+                b"d",
+                &Attrs {
+                    expires_at: Some(500),
+                    ..Attrs::default()
+                },
+                b"1",
+            )
+            .unwrap();
+        o.record(&batch, 500);
+        let carried = Carried {
+            tag: 4,
+            meta: b"m".to_vec(),
+            expires_at: Some(1_000),
+        };
+        assert_eq!(o.written(a, b"c"), Some(Some((&b"7"[..], &carried))));
+        assert_eq!(carried.attrs(), kept);
+        assert_eq!(o.written(a, b"d"), Some(None));
+    }
+
+    proptest! {
+        #[test]
+        fn every_i64_round_trips(n in any::<i64>()) {
+            prop_assert_eq!(parse(&encode(n)), Some(n));
+        }
+
+        #[test]
+        fn parse_accepts_exactly_the_canonical_spellings(bytes in proptest::collection::vec(any::<u8>(), 0..24)) {
+            if let Some(n) = parse(&bytes) {
+                prop_assert_eq!(encode(n), bytes);
+            }
+        }
+    }
+}
