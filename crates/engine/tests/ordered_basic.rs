@@ -158,3 +158,33 @@ fn reads_work_with_fewer_open_tables_than_tables() {
     let back: Vec<_> = ks.iter().rev().map(|r| r.unwrap()).collect();
     assert_eq!(back.len(), 400);
 }
+
+/// `Buffered` writes become durable with the log thread's background fsync (every 4 MiB of
+/// log), and `durable_seqno` says so: no explicit sync, no rotation.
+#[test]
+fn the_background_log_fsync_advances_durable_seqno() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        durability: Durability::Buffered,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path().join("db"), options).unwrap();
+    let ks = db.keyspace("k").unwrap();
+    let value = vec![7u8; 4096];
+    // 2,048 writes of 4 KiB: 8 MiB of log, under the 64 MiB memtable.
+    for i in 0..2048u32 {
+        ks.insert(i.to_be_bytes(), &value).unwrap();
+    }
+    assert_eq!(db.last_seqno(), 2048);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while db.durable_seqno() < 1024 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let durable = db.durable_seqno();
+    assert!(
+        durable >= 1024,
+        "durable_seqno {durable} after 8 MiB of Buffered log"
+    );
+    assert!(durable <= db.last_seqno());
+    db.close().unwrap();
+}
