@@ -188,3 +188,36 @@ fn the_background_log_fsync_advances_durable_seqno() {
     assert!(durable <= db.last_seqno());
     db.close().unwrap();
 }
+
+/// Opening a store whose log holds writes flushes them into a table in the background, and
+/// opening one whose logs hold nothing unflushed retires them: a store opened and closed
+/// many times (as a command-line tool does) keeps a bounded number of log files.
+#[test]
+fn log_files_do_not_pile_up_across_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    for i in 0..30u32 {
+        let db = Db::open(&path, Options::default()).unwrap();
+        let ks = db.keyspace("k").unwrap();
+        ks.insert(i.to_be_bytes(), b"v").unwrap();
+        if i % 3 == 0 {
+            ks.get(0u32.to_be_bytes()).unwrap();
+        }
+        db.close().unwrap();
+    }
+    let wal_files = std::fs::read_dir(&path)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".wal")
+        })
+        .count();
+    assert!(wal_files <= 3, "{wal_files} log files after 30 opens");
+    let db = Db::open(&path, Options::default()).unwrap();
+    let ks = db.keyspace("k").unwrap();
+    assert_eq!(ks.len().unwrap(), 30);
+    db.close().unwrap();
+}
