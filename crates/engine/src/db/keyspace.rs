@@ -418,6 +418,18 @@ impl Keyspace {
         read::EntryIter::new(&self.db.inner, self.id, lo, hi, at)
     }
 
+    /// The whole entries (key, value, [`Head`]) whose key starts with `prefix`, as of
+    /// `snapshot`, ascending (reverse with `.rev()`).
+    pub fn prefix_entries_at(
+        &self,
+        prefix: impl AsRef<[u8]>,
+        snapshot: &Snapshot,
+    ) -> read::EntryIter {
+        let b = Bounds::prefix(prefix.as_ref());
+        let at = Some(SeqNo(snapshot.seqno()));
+        read::EntryIter::new(&self.db.inner, self.id, b.lo, b.hi, at)
+    }
+
     /// The [`Head`]s of the entries whose key starts with `prefix`, ascending.
     pub fn prefix_heads(&self, prefix: impl AsRef<[u8]>) -> read::HeadIter {
         let b = Bounds::prefix(prefix.as_ref());

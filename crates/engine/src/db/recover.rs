@@ -140,12 +140,25 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
     version = version.apply(&bump, dir, 0)?;
     let manifest = Manifest::create(Arc::clone(&fs), dir, manifest_id, &version)?;
     let writer = wal::Writer::create(fs.as_ref(), dir, wal_id)?;
+    // With nothing replayed, every older log file holds only flushed writes (or none):
+    // the new log is the first one needed. Recording that (only now that the new file
+    // exists, since a manifest must never name a missing log) lets the old files be
+    // deleted below instead of piling up, one per open.
+    let mut manifest = manifest;
+    if replay.memtables.is_empty() && !wal_ids.is_empty() {
+        let edit = Edit {
+            wal_min_id: Some(wal_id),
+            ..Edit::default()
+        };
+        manifest.append(&edit)?;
+        version = version.apply(&edit, dir, 0)?;
+    }
 
-    let mut memtables = replay.memtables;
-    let mem = match memtables.pop() {
-        Some(m) => m,
-        None => Arc::new(Memtable::new(wal_id)),
-    };
+    // Replayed writes wait in immutable memtables, which the background flush turns into
+    // tables at once; new writes go to a fresh memtable over the new log. So the replayed
+    // log files are deleted soon after an open, and the next open replays nothing.
+    let memtables = replay.memtables;
+    let mem = Arc::new(Memtable::new(wal_id));
     let version = Arc::new(version);
     let block_cache = Arc::new(BlockCache::new(options.block_cache_size));
     let state = State {

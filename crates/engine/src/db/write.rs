@@ -695,7 +695,21 @@ pub(crate) fn log_thread(inner: Arc<Inner>) {
         if wal.poisoned.is_none() {
             if let Some(w) = wal.writer.as_ref() {
                 if w.len() >= wal.bg_synced_len + WAL_BYTES_PER_SYNC {
-                    let (id, path, len) = (w.id(), w.path(), w.len());
+                    // Every record appended so far goes to the OS first, so the fsync
+                    // covers all of them and their seqnos can be published as durable.
+                    let target = wal.appended;
+                    let flushed = wal
+                        .writer
+                        .as_mut()
+                        .ok_or(Error::Poisoned)
+                        .and_then(|w| w.flush().map(|()| (w.id(), w.path(), w.len())));
+                    let (id, path, len) = match flushed {
+                        Ok(found) => found,
+                        Err(e) => {
+                            poison(&mut wal, &e);
+                            continue;
+                        }
+                    };
                     // A second handle: the fsync covers the file's bytes whichever handle
                     // wrote them, and writers keep appending meanwhile.
                     let outcome = MutexGuard::unlocked(&mut wal, || {
@@ -703,7 +717,13 @@ pub(crate) fn log_thread(inner: Arc<Inner>) {
                     });
                     let same_file = wal.writer.as_ref().is_some_and(|w| w.id() == id);
                     match outcome {
-                        Ok(()) if same_file => wal.bg_synced_len = len,
+                        Ok(()) if same_file => {
+                            wal.bg_synced_len = len;
+                            if target > wal.synced {
+                                wal.synced = target;
+                            }
+                            inner.durable_seqno.fetch_max(target, Ordering::AcqRel);
+                        }
                         Ok(()) => {}
                         // A failed fsync leaves the file's tail unknown: stop writes.
                         Err(e) if same_file => poison(&mut wal, &e),
