@@ -25,6 +25,10 @@ fuzz_target!(|data: &[u8]| {
                         key.len() + value.len() + meta.len()
                     }
                     BatchOp::Delete { key, .. } => key.len(),
+                    BatchOp::RangeDelete { start, end, .. } => {
+                        assert!(end.is_empty() || start < end, "a range that holds no key");
+                        start.len() + end.len()
+                    }
                     _ => 0,
                 })
                 .sum();

@@ -19,12 +19,15 @@
 //! batch := count:u32le op{count}
 //! op    := 0x01 keyspace:vlq key_len:vlq key value_len:vlq value    (Put)
 //!        | 0x02 keyspace:vlq key_len:vlq key                        (Delete)
+//!        | 0x03 keyspace:vlq start_len:vlq start end_len:vlq end    (RangeDelete)
 //!        | 0x06 keyspace:vlq key_len:vlq key value_len:vlq attrs value  (PutAttrs)
 //!        | 0x04 keyspace:vlq key_len:vlq key value_len:vlq attrs handle (ValueHandle)
 //! ```
 //!
 //! `ValueHandle` ops are made by the write leader when it separates a large value into
-//! the value log (`db/write.rs`); users never build them.
+//! the value log (`db/write.rs`); users never build them. A RangeDelete removes
+//! `[start, end)`; an empty `end` means unbounded (see `rangedel.rs`), and the encoder
+//! never writes an empty range.
 //!
 //! A `WriteBatch` is plain data (`Send + Sync`); it is not shared while being built.
 
@@ -86,6 +89,15 @@ pub(crate) enum Op<'a> {
         /// The user key.
         key: &'a [u8],
     },
+    /// Remove every key in `[start, end)` from `keyspace` (write a range tombstone).
+    RangeDelete {
+        /// The keyspace written.
+        keyspace: KeyspaceId,
+        /// The first key removed.
+        start: &'a [u8],
+        /// The first key kept after the range; empty: unbounded.
+        end: &'a [u8],
+    },
 }
 
 impl<'a> Op<'a> {
@@ -96,16 +108,19 @@ impl<'a> Op<'a> {
             Op::PutAttrs { .. } => Kind::PutAttrs,
             Op::ValueHandle { .. } => Kind::ValueHandle,
             Op::Delete { .. } => Kind::Delete,
+            Op::RangeDelete { .. } => Kind::RangeDelete,
         }
     }
 
-    /// The bytes the memtable and tables store for this op: the value of a Put,
-    /// `attrs || value` of a PutAttrs, nothing for a Delete.
+    /// The op's value field: the bytes the memtable and tables store for a point op (the
+    /// value of a Put, `attrs || value` of a PutAttrs, nothing for a Delete), the end of a
+    /// RangeDelete (kept beside the point entries, see `rangedel.rs`).
     pub(crate) fn stored(&self) -> &'a [u8] {
         match self {
             Op::Put { value, .. } => value,
             Op::PutAttrs { stored, .. } | Op::ValueHandle { stored, .. } => stored,
             Op::Delete { .. } => &[],
+            Op::RangeDelete { end, .. } => end,
         }
     }
 
@@ -115,17 +130,19 @@ impl<'a> Op<'a> {
             Op::Put { keyspace, .. }
             | Op::PutAttrs { keyspace, .. }
             | Op::ValueHandle { keyspace, .. }
-            | Op::Delete { keyspace, .. } => *keyspace,
+            | Op::Delete { keyspace, .. }
+            | Op::RangeDelete { keyspace, .. } => *keyspace,
         }
     }
 
-    /// The user key the op writes.
+    /// The user key the op writes (a range delete's start).
     pub(crate) fn key(&self) -> &'a [u8] {
         match self {
             Op::Put { key, .. }
             | Op::PutAttrs { key, .. }
             | Op::ValueHandle { key, .. }
             | Op::Delete { key, .. } => key,
+            Op::RangeDelete { start, .. } => start,
         }
     }
 }
@@ -136,7 +153,7 @@ struct OpSpan {
     kind: Kind,
     keyspace: KeyspaceId,
     key: Range<usize>,
-    /// Empty for a Delete.
+    /// Empty for a Delete; the end for a RangeDelete.
     value: Range<usize>,
 }
 
@@ -238,6 +255,27 @@ impl WriteBatch {
     pub(crate) fn remove(&mut self, keyspace: KeyspaceId, key: &[u8]) -> Result<()> {
         check_key_len(key)?;
         self.push(Kind::Delete, keyspace, key, None)
+    }
+
+    /// Adds "remove every key in `[start, end)` from `keyspace`"; an empty `end` means
+    /// unbounded. Callers normalise ranges first (`rangedel::normalize`).
+    ///
+    /// # Errors
+    /// `InvalidArgument` if a bound is longer than [`MAX_KEY_LEN`], the range holds no key
+    /// (`end` not empty and `start >= end`), or the batch already holds `u32::MAX` ops;
+    /// the batch is unchanged.
+    pub(crate) fn remove_range(
+        &mut self,
+        keyspace: KeyspaceId,
+        start: &[u8],
+        end: &[u8],
+    ) -> Result<()> {
+        check_key_len(start)?;
+        check_key_len(end)?;
+        if !end.is_empty() && start >= end {
+            return Err(Error::invalid("a range delete must hold at least one key"));
+        }
+        self.push(Kind::RangeDelete, keyspace, start, Some(end))
     }
 
     fn push(
@@ -346,6 +384,11 @@ impl WriteBatch {
                 keyspace: span.keyspace,
                 key,
             },
+            Kind::RangeDelete => Op::RangeDelete {
+                keyspace: span.keyspace,
+                start: key,
+                end: &self.rep[span.value.clone()],
+            },
         }
     }
 
@@ -396,7 +439,8 @@ impl WriteBatch {
     /// `Corruption` with `FileKind::Wal`: `Truncated` if the payload ends inside the header
     /// or an op, or holds fewer ops than its count; `BadTag` for an unknown or reserved
     /// kind; `BadVarint` for a malformed VLQ; `LengthOutOfRange` for a keyspace id above
-    /// `u32::MAX` or a key or value over its limit; `BadEntry` for bytes after the last op.
+    /// `u32::MAX` or a key or value over its limit; `BadEntry` for an empty range delete or
+    /// bytes after the last op.
     pub(crate) fn decode(payload: &[u8], path: &Path, payload_offset: u64) -> Result<WriteBatch> {
         let corrupt = |at: usize, reason: Reason| {
             Error::corruption(
@@ -442,6 +486,21 @@ impl WriteBatch {
                     stored
                 }
                 Kind::Delete => key.end..key.end,
+                Kind::RangeDelete => {
+                    let end =
+                        read_bytes(&mut cur, MAX_KEY_LEN).map_err(|(at, r)| corrupt(at, r))?;
+                    let (Some(s), Some(e)) = (payload.get(key.clone()), payload.get(end.clone()))
+                    else {
+                        return Err(corrupt(at, Reason::Truncated));
+                    };
+                    if !e.is_empty() && s >= e {
+                        return Err(corrupt(
+                            end.start,
+                            Reason::BadEntry("a range delete holds no key"),
+                        ));
+                    }
+                    end
+                }
             };
             data_len += key.len() + value.len();
             ops.push(OpSpan {
@@ -468,7 +527,9 @@ impl WriteBatch {
     pub(crate) fn op_encoded_len(op: &Op<'_>) -> usize {
         let fixed = 1 + vlq_len(u64::from(op.keyspace().0)) + vlq_len(op.key().len() as u64);
         let value = match op {
-            Op::Put { value, .. } => vlq_len(value.len() as u64) + value.len(),
+            Op::Put { value, .. } | Op::RangeDelete { end: value, .. } => {
+                vlq_len(value.len() as u64) + value.len()
+            }
             Op::PutAttrs { stored, .. } | Op::ValueHandle { stored, .. } => {
                 vlq_len(stored.len() as u64) + stored.len()
             }
@@ -773,11 +834,45 @@ mod tests {
         assert!(matches!(reason(decode(&bytes)), (118, Reason::BadEntry(_))));
     }
 
+    #[test]
+    fn range_deletes_round_trip_and_refuse_empty_ranges() {
+        let mut b = WriteBatch::new();
+        b.remove_range(KeyspaceId(2), b"a", b"c").unwrap();
+        b.remove_range(KeyspaceId(2), b"x", b"").unwrap();
+        assert!(b.remove_range(KeyspaceId(2), b"c", b"c").is_err());
+        assert!(b.remove_range(KeyspaceId(2), b"d", b"c").is_err());
+        assert_eq!(b.len(), 2);
+        #[rustfmt::skip]
+        let expected = [
+            0x02, 0x00, 0x00, 0x00,
+            0x03, 0x02, 0x01, b'a', 0x01, b'c',      // RangeDelete ks 2 ["a", "c")
+            0x03, 0x02, 0x01, b'x', 0x00,            // RangeDelete ks 2 ["x", unbounded)
+        ];
+        assert_eq!(b.encoded(), expected);
+        let decoded = decode(b.encoded()).unwrap();
+        assert_eq!(decoded, b);
+        let ops: Vec<Op<'_>> = decoded.ops().collect();
+        assert_eq!(
+            ops[1],
+            Op::RangeDelete {
+                keyspace: KeyspaceId(2),
+                start: b"x",
+                end: b""
+            }
+        );
+        assert_eq!((ops[0].key(), ops[0].stored()), (&b"a"[..], &b"c"[..]));
+        // An empty range on disk is damage.
+        let mut bad = b.encoded().to_vec();
+        bad[9] = b'a';
+        assert!(matches!(reason(decode(&bad)), (109, Reason::BadEntry(_))));
+    }
+
     #[derive(Debug, Clone)]
     enum TestOp {
         Put(u32, Vec<u8>, Vec<u8>),
         PutAttrs(u32, Vec<u8>, Vec<u8>, u32, Option<u64>),
         Delete(u32, Vec<u8>),
+        RangeDelete(u32, Vec<u8>, Vec<u8>),
     }
 
     fn arb_op() -> impl Strategy<Value = TestOp> {
@@ -793,7 +888,14 @@ mod tests {
                 prop::option::of(any::<u64>())
             )
                 .prop_map(|(k, key, v, t, e)| TestOp::PutAttrs(k, key, v, t, e)),
-            (ks, bytes()).prop_map(|(k, key)| TestOp::Delete(k, key)),
+            (ks.clone(), bytes()).prop_map(|(k, key)| TestOp::Delete(k, key)),
+            (ks, bytes(), bytes()).prop_map(|(k, mut a, b)| {
+                // A non-empty range: an unbounded end, or an end above the start.
+                if !b.is_empty() && b <= a {
+                    a.clear();
+                }
+                TestOp::RangeDelete(k, a, b)
+            }),
         ]
     }
 
@@ -805,6 +907,9 @@ mod tests {
                 match op {
                     TestOp::Put(ks, k, v) => b.put(KeyspaceId(*ks), k, v).unwrap(),
                     TestOp::Delete(ks, k) => b.remove(KeyspaceId(*ks), k).unwrap(),
+                    TestOp::RangeDelete(ks, s, e) => {
+                        b.remove_range(KeyspaceId(*ks), s, e).unwrap()
+                    }
                     TestOp::PutAttrs(ks, k, v, tag, expires_at) => {
                         let attrs = Attrs { tag: *tag, meta: k, expires_at: *expires_at };
                         b.put_attrs(KeyspaceId(*ks), k, &attrs, v).unwrap();
@@ -829,6 +934,9 @@ mod tests {
                     }
                     (Op::Delete { keyspace, key }, TestOp::Delete(ks, k)) => {
                         keyspace.0 == *ks && key == k.as_slice()
+                    }
+                    (Op::RangeDelete { keyspace, start, end }, TestOp::RangeDelete(ks, s, e)) => {
+                        keyspace.0 == *ks && start == s.as_slice() && end == e.as_slice()
                     }
                     (got, TestOp::PutAttrs(ks, k, v, tag, expires_at)) => {
                         let view = crate::entry::view(got.kind(), got.stored()).unwrap().unwrap();

@@ -211,6 +211,8 @@ pub(crate) fn view(kind: Kind, stored: &[u8]) -> Result<Option<EntryView<'_>>, R
             }))
         }
         Kind::Delete => Ok(None),
+        // Range tombstones live beside the point entries, never among them.
+        Kind::RangeDelete => Err(Reason::BadTag(Kind::RangeDelete.as_u8())),
     }
 }
 

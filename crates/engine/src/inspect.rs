@@ -71,6 +71,15 @@ pub enum BatchOp {
         /// User key.
         key: Vec<u8>,
     },
+    /// Remove every key in `[start, end)` from keyspace `keyspace`.
+    RangeDelete {
+        /// Keyspace id.
+        keyspace: u32,
+        /// First key removed.
+        start: Vec<u8>,
+        /// First key kept after the range; empty: unbounded.
+        end: Vec<u8>,
+    },
 }
 
 /// One record of a write-ahead log: the batch it carries and where it is.
@@ -167,6 +176,15 @@ fn batch_ops(batch: &WriteBatch, path: &Path) -> Result<Vec<BatchOp>> {
                 Op::Delete { keyspace, key } => BatchOp::Delete {
                     keyspace: keyspace.0,
                     key: key.to_vec(),
+                },
+                Op::RangeDelete {
+                    keyspace,
+                    start,
+                    end,
+                } => BatchOp::RangeDelete {
+                    keyspace: keyspace.0,
+                    start: start.to_vec(),
+                    end: end.to_vec(),
                 },
             })
         })

@@ -113,7 +113,7 @@ impl fmt::Display for KeyspaceId {
 /// | 0     | —           | never used, so zeroed bytes are not a valid kind |
 /// | 1     | Put         | implemented: the key has this value |
 /// | 2     | Delete      | implemented: a tombstone, the key is removed |
-/// | 3     | RangeDelete | reserved: tombstone for a key range |
+/// | 3     | RangeDelete | implemented: a range tombstone `[start, end)` (`rangedel.rs`) |
 /// | 4     | ValueHandle | implemented: the value lives in a blob file; stored bytes are `attrs || handle` |
 /// | 5     | Merge       | reserved: an operand for a merge operator (e.g. counters) |
 /// | 6     | PutAttrs    | implemented: the key has this value and attributes (`entry.rs`) |
@@ -126,6 +126,12 @@ pub(crate) enum Kind {
     Put = 1,
     /// A tombstone: the key is removed as of this version.
     Delete = 2,
+    /// A range tombstone: every key in `[start, end)` is removed as of this version. In a
+    /// write batch the key is `start` and the value `end` (empty: unbounded). Range
+    /// tombstones never appear as point entries of a memtable or a table's data blocks;
+    /// they live beside them (`rangedel.rs`). In a table boundary key (`TableMeta`) this
+    /// kind marks a table that holds a range-tombstone block.
+    RangeDelete = 3,
     /// The key has the value stored with this version, prefixed by its attributes
     /// (`attrs || value`, see `entry.rs`).
     PutAttrs = 6,
@@ -135,7 +141,7 @@ pub(crate) enum Kind {
 }
 
 /// Kind numbers reserved for later features; see [`Kind`]. Never assign them to anything else.
-pub(crate) const RESERVED_KINDS: [(u8, &str); 2] = [(3, "RangeDelete"), (5, "Merge")];
+pub(crate) const RESERVED_KINDS: [(u8, &str); 1] = [(5, "Merge")];
 
 impl Kind {
     /// The kind with on-disk number `tag`, or `None` if `tag` is unknown or reserved.
@@ -143,6 +149,7 @@ impl Kind {
         match tag {
             1 => Some(Kind::Put),
             2 => Some(Kind::Delete),
+            3 => Some(Kind::RangeDelete),
             4 => Some(Kind::ValueHandle),
             6 => Some(Kind::PutAttrs),
             _ => None,
@@ -406,9 +413,16 @@ mod tests {
     fn kind_registry_is_stable() {
         assert_eq!(Kind::Put.as_u8(), 1);
         assert_eq!(Kind::Delete.as_u8(), 2);
+        assert_eq!(Kind::RangeDelete.as_u8(), 3);
         assert_eq!(Kind::PutAttrs.as_u8(), 6);
         assert_eq!(Kind::ValueHandle.as_u8(), 4);
-        for kind in [Kind::Put, Kind::Delete, Kind::PutAttrs, Kind::ValueHandle] {
+        for kind in [
+            Kind::Put,
+            Kind::Delete,
+            Kind::RangeDelete,
+            Kind::PutAttrs,
+            Kind::ValueHandle,
+        ] {
             assert_eq!(Kind::from_u8(kind.as_u8()), Some(kind));
         }
         assert_eq!(Kind::from_u8(0), None);

@@ -85,6 +85,7 @@ mod memtable;
 mod mmap;
 mod options;
 pub mod pack;
+mod rangedel;
 mod snapshot;
 mod table;
 #[doc(hidden)]

@@ -15,6 +15,11 @@
 //!    a batch's entries before it publishes the batch's seqnos, so readers never see part
 //!    of a batch.
 //!
+//! 4. Range tombstones are kept beside the skip list, in an append-only list per memtable
+//!    (`range_tombstones`), inserted like entries before their seqno is published. A
+//!    keyspace with only range tombstones still counts as written ([`Memtable::keyspaces`])
+//!    so a flush writes them out.
+//!
 //! Thread-safety: `Send + Sync`; shared through `Arc`.
 
 use std::cmp::Ordering;
@@ -30,6 +35,7 @@ use crate::cursor::Cursor;
 use crate::entry::{self, Body, EntryView};
 use crate::error::Result;
 use crate::key::{split_encoded, KeyspaceId, Kind, SeqNo, TRAILER_LEN};
+use crate::rangedel::RangeTombstone;
 use crate::vlog::BlobFileMeta;
 
 /// Bytes charged per entry beyond its key and value: skip-list node, boxes, lengths.
@@ -92,6 +98,10 @@ fn first_of(keyspace: KeyspaceId) -> MemKey {
 #[derive(Debug)]
 pub(crate) struct Memtable {
     map: SkipMap<MemKey, Box<[u8]>>,
+    /// Range tombstones, in insertion order (invariant 4); `range_count` mirrors the
+    /// length so readers skip the lock when there are none.
+    range_tombstones: Mutex<Vec<(KeyspaceId, RangeTombstone)>>,
+    range_count: AtomicUsize,
     size: AtomicUsize,
     max_seqno: AtomicU64,
     /// The first WAL file holding this memtable's writes; once it is flushed, WAL files
@@ -136,6 +146,8 @@ impl Memtable {
     pub(crate) fn new(wal_id: u64) -> Memtable {
         Memtable {
             map: SkipMap::new(),
+            range_tombstones: Mutex::new(Vec::new()),
+            range_count: AtomicUsize::new(0),
             size: AtomicUsize::new(0),
             max_seqno: AtomicU64::new(0),
             wal_id,
@@ -199,6 +211,52 @@ impl Memtable {
         }
     }
 
+    /// Inserts one op of a write batch with its seqno: a version, or a range tombstone.
+    pub(crate) fn apply(&self, seqno: SeqNo, op: &crate::batch::Op<'_>) {
+        match *op {
+            crate::batch::Op::RangeDelete {
+                keyspace,
+                start,
+                end,
+            } => {
+                if let Some(t) = RangeTombstone::new(start.to_vec(), end.to_vec(), seqno) {
+                    self.insert_range_tombstone(keyspace, t);
+                }
+            }
+            _ => self.insert(op.keyspace(), op.key(), seqno, op.kind(), op.stored()),
+        }
+    }
+
+    /// Records the range tombstone `tombstone` of `keyspace` (invariant 4).
+    pub(crate) fn insert_range_tombstone(&self, keyspace: KeyspaceId, tombstone: RangeTombstone) {
+        let charge = tombstone.start.len() + tombstone.end.len() + TRAILER_LEN + ENTRY_OVERHEAD;
+        let seqno = tombstone.seqno;
+        let mut list = self.range_tombstones.lock();
+        list.push((keyspace, tombstone));
+        self.range_count.store(list.len(), AtomicOrdering::Release);
+        drop(list);
+        self.size.fetch_add(charge, AtomicOrdering::Relaxed);
+        self.max_seqno.fetch_max(seqno.0, AtomicOrdering::Relaxed);
+    }
+
+    /// The range tombstones of `keyspace` (all seqnos; readers filter), in insertion order.
+    pub(crate) fn range_tombstones(&self, keyspace: KeyspaceId) -> Vec<RangeTombstone> {
+        if self.range_count.load(AtomicOrdering::Acquire) == 0 {
+            return Vec::new();
+        }
+        self.range_tombstones
+            .lock()
+            .iter()
+            .filter(|(ks, _)| *ks == keyspace)
+            .map(|(_, t)| t.clone())
+            .collect()
+    }
+
+    /// True if any range tombstone was inserted.
+    pub(crate) fn has_range_tombstones(&self) -> bool {
+        self.range_count.load(AtomicOrdering::Acquire) > 0
+    }
+
     /// The newest version of `user_key` in `keyspace` with seqno `<= snapshot`:
     /// `(seqno, kind, value)`.
     #[cfg(test)]
@@ -260,7 +318,7 @@ impl Memtable {
 
     /// True if nothing was inserted.
     pub(crate) fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.map.is_empty() && !self.has_range_tombstones()
     }
 
     /// Number of entries (all versions, all keyspaces).
@@ -279,9 +337,12 @@ impl Memtable {
         self.wal_id
     }
 
-    /// The keyspaces that have at least one entry, ascending.
+    /// The keyspaces that have at least one entry or range tombstone, ascending.
     pub(crate) fn keyspaces(&self) -> Vec<KeyspaceId> {
-        let mut out = Vec::new();
+        let mut out: Vec<KeyspaceId> = Vec::new();
+        if self.has_range_tombstones() {
+            out.extend(self.range_tombstones.lock().iter().map(|(ks, _)| *ks));
+        }
         let mut next = self.map.front();
         while let Some(entry) = next {
             let ks = entry.key().keyspace;
@@ -293,6 +354,8 @@ impl Memtable {
                 None => None,
             };
         }
+        out.sort();
+        out.dedup();
         out
     }
 

@@ -1,8 +1,9 @@
 //! Model-based property tests of the ordered store: random sequences of writes (with
 //! any durability), cross-keyspace batches, point reads, range and prefix scans consumed
 //! from either end, snapshots, iterators held open across later steps, keyspace creation
-//! and removal, counter increments and decrements (with their refusals), exact key
-//! counts (`len`, `len_at`, `is_empty`), flushes, compactions and reopens (after `close`, after dropping the last
+//! and removal, range and prefix removes (range tombstones, alone and in batches), counter
+//! increments and decrements (with their refusals), exact key counts (`len`, `len_at`,
+//! `is_empty`), flushes, compactions and reopens (after `close`, after dropping the last
 //! handle, or with other table settings), applied to a [`Db`] and to a model: a
 //! `BTreeMap` per keyspace, plus a saved copy of the model for each live snapshot and the
 //! pairs each open iterator has still to yield. Every read is compared with the model as
@@ -149,6 +150,10 @@ enum Op {
     Advance(u16),
     CompactExpired,
     Remove(usize, K),
+    RemoveRange(usize, B, B),
+    RemovePrefix(usize, K),
+    /// One batch: remove the range, then insert the key (which survives if inside).
+    BatchRangeInsert(usize, B, B, K, V),
     /// `incr` (or, with `true`, `decr`) by the delta, with a durability from [`MODES`].
     Incr(usize, K, i64, bool, usize),
     /// `len` and `is_empty` of a keyspace.
@@ -271,6 +276,10 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (1u16..120).prop_map(Advance),
         1 => Just(CompactExpired),
         8 => (ks(), key()).prop_map(|(a, b)| Remove(a, b)),
+        3 => (ks(), bound(), bound()).prop_map(|(a, b, c)| RemoveRange(a, b, c)),
+        2 => (ks(), key()).prop_map(|(a, b)| RemovePrefix(a, b)),
+        1 => (ks(), bound(), bound(), key(), value())
+            .prop_map(|(a, b, c, d, e)| BatchRangeInsert(a, b, c, d, e)),
         8 => (ks(), key(), delta(), any::<bool>(), mode())
             .prop_map(|(a, b, c, d, e)| Incr(a, b, c, d, e)),
         2 => ks().prop_map(Len),
@@ -392,6 +401,20 @@ fn in_range(key: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
         Bound::Unbounded => true,
     };
     above && below
+}
+
+/// True if a remove of `lo..hi` writes anything: the range holds at least one key.
+fn range_holds_a_key(lo: &B, hi: &B) -> bool {
+    let start = match lo {
+        B::In(k) => k.0.clone(),
+        B::Ex(k) => [k.0.as_slice(), &[0]].concat(),
+        B::Un => Vec::new(),
+    };
+    match hi {
+        B::In(k) => start <= k.0,
+        B::Ex(k) => start < k.0,
+        B::Un => true,
+    }
 }
 
 fn pairs<'a>(
@@ -739,6 +762,44 @@ impl Harness {
                 self.model.get_mut(NAMES[*i]).unwrap().1.remove(&key.0);
                 self.check_seqnos(1, step)?;
                 prop_assert_eq!(ok!(h.get(&key.0), step), None, "{:?}", step);
+            }
+            RemoveRange(i, lo, hi) => {
+                let h = self.open_ks(*i, step)?;
+                let (lb, hb) = (lo.bound(), hi.bound());
+                ok!(h.remove_range((lb.clone(), hb.clone())), step);
+                let map = &mut self.model.get_mut(NAMES[*i]).unwrap().1;
+                map.retain(|k, _| !in_range(k, &lb, &hb));
+                self.check_seqnos(u64::from(range_holds_a_key(lo, hi)), step)?;
+                let map = &self.model[NAMES[*i]].1;
+                let expected: Vec<_> = pairs(map, |_| true).collect();
+                // `len` counts no key the range tombstone covers.
+                prop_assert_eq!(ok!(h.len(), step), map.len() as u64, "{:?}", step);
+                check_walk(h.iter(), expected, Walk::Rev, step)?;
+            }
+            RemovePrefix(i, p) => {
+                let h = self.open_ks(*i, step)?;
+                ok!(h.remove_prefix(&p.0), step);
+                let map = &mut self.model.get_mut(NAMES[*i]).unwrap().1;
+                map.retain(|k, _| !k.starts_with(&p.0));
+                self.check_seqnos(1, step)?;
+                prop_assert!(ok!(h.prefix(&p.0).next().transpose(), step).is_none());
+                let map = &self.model[NAMES[*i]].1;
+                prop_assert_eq!(ok!(h.len(), step), map.len() as u64, "{:?}", step);
+            }
+            BatchRangeInsert(i, lo, hi, key, val) => {
+                let h = self.open_ks(*i, step)?;
+                let (lb, hb) = (lo.bound(), hi.bound());
+                let mut batch = self.db().batch();
+                batch.remove_range(&h, (lb.clone(), hb.clone()));
+                batch.insert(&h, &key.0, val.bytes());
+                let writes = batch.len() as u64;
+                ok!(batch.commit(), step);
+                prop_assert_eq!(writes, 1 + u64::from(range_holds_a_key(lo, hi)));
+                self.check_seqnos(writes, step)?;
+                let map = &mut self.model.get_mut(NAMES[*i]).unwrap().1;
+                map.retain(|k, _| !in_range(k, &lb, &hb));
+                map.insert(key.0.clone(), Ent::plain(val.bytes(), self.seqno));
+                prop_assert_eq!(ok!(h.get(&key.0), step), Some(val.bytes()), "{:?}", step);
             }
             Incr(i, key, delta, decr, mode) => {
                 let h = self.open_ks(*i, step)?;
@@ -1345,6 +1406,82 @@ fn model_case_snapshots_and_iterators_outlive_compactions() {
         Range(0, B::Un, B::Un, Walk::Fwd),
         Reopen(Alter),
     ]);
+    run_fixed(&ops);
+}
+
+#[test]
+fn model_case_range_deletes_with_expiry_counters_and_counts() {
+    let mut ops = fill(0, 5);
+    ops.extend([
+        Incr(0, k(b"c"), 4, false, 0),
+        InsertEntry(0, k(b"b"), v(1, 10), 3, None, Some(5)),
+        Flush,
+        Snap,
+        RemoveRange(0, B::In(k(b"a")), B::In(k(b"c"))),
+        Len(0),
+        LenAt(0, 0),
+        Heads(0, B::Un, B::Un, Walk::Mixed(0b0101)),
+        Incr(0, k(b"c"), 2, false, 1),
+        InsertEntry(0, k(b"b"), v(2, 10), 0, None, Some(3)),
+        Len(0),
+        Advance(30),
+        // "b" expired over a range tombstone over older versions: still gone.
+        Get(0, k(b"b")),
+        Head(0, k(b"b")),
+        HeadAt(0, 0, k(b"b")),
+        Len(0),
+        Flush,
+        CompactExpired,
+        RemovePrefix(0, k(b"")),
+        Incr(0, k(b"c"), 1, true, 2),
+        Len(0),
+        LenAt(0, 0),
+        Compact,
+        Reopen(Close),
+        Len(0),
+        Range(0, B::Un, B::Un, Walk::Rev),
+    ]);
+    run_fixed(&ops);
+}
+
+#[test]
+fn model_case_range_deletes_through_flush_compaction_snapshots_and_reopen() {
+    let mut ops = fill(0, 4);
+    ops.extend([Flush, Snap, IterOpen(0, B::Un, B::Un)]);
+    ops.extend(fill(0, 6));
+    ops.extend([
+        RemoveRange(0, B::In(k(b"a")), B::Ex(k(b"\xff"))),
+        Get(0, k(b"a\xff")),
+        Range(0, B::Un, B::Un, Walk::Mixed(0b1011)),
+        RemovePrefix(0, k(b"\xff\xff")),
+        Insert(0, k(b"b"), v(9, 9), 0),
+        Flush,
+        Snap,
+        GetAt(0, 0, k(b"a")),
+        RangeAt(0, 0, B::Un, B::Un, Walk::Rev),
+        IterPull(0, Walk::Rev, 4),
+        Compact,
+        RemoveRange(0, B::Ex(k(b"")), B::Un),
+        BatchRangeInsert(0, B::Un, B::In(k(b"")), k(b"a"), v(1, 3)),
+        Flush,
+        Compact,
+        RangeAt(1, 0, B::Un, B::Un, Walk::Fwd),
+        RangeAt(0, 0, B::Un, B::Un, Walk::Mixed(0b0110)),
+        IterPull(0, Walk::Fwd, 20),
+        DropSnap(0),
+        DropSnap(0),
+        Compact,
+        Reopen(Alter),
+        RemovePrefix(0, k(b"")),
+        Reopen(DropDb),
+        Range(0, B::Un, B::Un, Walk::Rev),
+    ]);
+    for round in 0..4u8 {
+        ops.extend(fill(0, 20 + round));
+        ops.push(RemoveRange(0, B::In(k(b"\x00")), B::In(k(b"b"))));
+        ops.push(Flush);
+    }
+    ops.extend([Compact, Reopen(Close)]);
     run_fixed(&ops);
 }
 

@@ -42,7 +42,8 @@ const DEFAULT_BENCHMARKS: &str =
 /// unless --no-compact-wait.
 ///
 /// Benchmarks: fillseq (keys 0..num in order), fillrandom and overwrite (num random keys,
-/// with repeats), readrandom (random point lookups), readseq and readreverse (full scans),
+/// with repeats), readrandom (random point lookups), headrandom (random HEAD lookups:
+/// value length and metadata, not the value), readseq and readreverse (full scans),
 /// seekrandom (a scan positioned at a random key, one entry read), deleterandom (num
 /// random deletes), readwhilewriting (readrandom on --threads threads while one more
 /// thread writes random keys), readrandomwriterandom (random reads and writes,
@@ -125,6 +126,8 @@ pub enum Benchmark {
     Overwrite,
     /// Look up random keys.
     Readrandom,
+    /// Look up the heads (length, tag, metadata; not the value) of random keys.
+    Headrandom,
     /// Scan the whole store ascending.
     Readseq,
     /// Scan the whole store descending.
@@ -148,6 +151,7 @@ impl Benchmark {
             Benchmark::Fillrandom => "fillrandom",
             Benchmark::Overwrite => "overwrite",
             Benchmark::Readrandom => "readrandom",
+            Benchmark::Headrandom => "headrandom",
             Benchmark::Readseq => "readseq",
             Benchmark::Readreverse => "readreverse",
             Benchmark::Seekrandom => "seekrandom",
@@ -452,7 +456,8 @@ pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
             Benchmark::Deleterandom => {
                 workloads::write(&w, "deleterandom", Order::Random, WriteKind::Delete)
             }
-            Benchmark::Readrandom => workloads::read_random(&w),
+            Benchmark::Readrandom => workloads::read_random(&w, false),
+            Benchmark::Headrandom => workloads::read_random(&w, true),
             Benchmark::Readseq => workloads::scan(&w, false),
             Benchmark::Readreverse => workloads::scan(&w, true),
             Benchmark::Seekrandom => workloads::seek_random(&w),

@@ -227,7 +227,7 @@ fn write_loop(
     Ok(tally.finish())
 }
 
-fn read_random_loop(w: &Workload<'_>, t: usize) -> CliResult<Tally> {
+fn read_random_loop(w: &Workload<'_>, t: usize, head: bool) -> CliResult<Tally> {
     let mut tally = Tally::start()?;
     let mut rng = w.rng(t as u64);
     let mut key = Vec::with_capacity(w.keys.size());
@@ -235,7 +235,12 @@ fn read_random_loop(w: &Workload<'_>, t: usize) -> CliResult<Tally> {
     let n = w.share(w.reads, t);
     for _ in 0..n {
         w.keys.write(rng.below(w.num), &mut key);
-        if w.ks.get(&key)?.is_some() {
+        let found = if head {
+            w.ks.head(&key)?.is_some()
+        } else {
+            w.ks.get(&key)?.is_some()
+        };
+        if found {
             tally.found += 1;
         }
         tally.record();
@@ -455,10 +460,12 @@ pub fn write(
     combine(name, tallies, Counts::Plain, w.batch_size)
 }
 
-/// `readrandom`: point lookups of random keys.
-pub fn read_random(w: &Workload<'_>) -> CliResult<Outcome> {
-    let tallies = on_threads(w, |t| read_random_loop(w, t))?;
-    combine("readrandom", tallies, Counts::Lookups, 1)
+/// `readrandom`: point lookups of random keys; `headrandom` (`head`): the same lookups
+/// for the entries' heads only (no value is copied or, when values are kept apart, read).
+pub fn read_random(w: &Workload<'_>, head: bool) -> CliResult<Outcome> {
+    let tallies = on_threads(w, |t| read_random_loop(w, t, head))?;
+    let name = if head { "headrandom" } else { "readrandom" };
+    combine(name, tallies, Counts::Lookups, 1)
 }
 
 /// `readseq` / `readreverse`: full scans, ascending or descending.
@@ -493,7 +500,11 @@ pub fn read_while_writing(w: &Workload<'_>) -> CliResult<Outcome> {
         // waits for it.
         let readers = (|| {
             let handles = (0..w.threads)
-                .map(|t| spawn(s, format!("bench-{t}"), move || read_random_loop(w, t)))
+                .map(|t| {
+                    spawn(s, format!("bench-{t}"), move || {
+                        read_random_loop(w, t, false)
+                    })
+                })
                 .collect::<CliResult<Vec<_>>>()?;
             handles.into_iter().map(join).collect::<CliResult<Vec<_>>>()
         })();

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use crate::errors::{CliError, CliResult, EXIT_CORRUPTION, EXIT_OK};
 
-use super::open;
+use super::{close, open};
 
 /// Describe a store: keyspaces, levels, tables and sizes, seqnos, WAL files, options
 ///
@@ -183,7 +183,7 @@ pub fn info(args: &InfoArgs, out: &mut dyn Write) -> CliResult<u8> {
         ..Options::default()
     };
     let v = describe(&db, &options)?;
-    db.close()?;
+    close(db)?;
     let rendered = if args.json {
         format!("{v}\n")
     } else {
@@ -206,7 +206,7 @@ pub struct BackupArgs {
 pub fn backup(args: &BackupArgs, out: &mut dyn Write) -> CliResult<u8> {
     let db = open(&args.store, false)?;
     let info = db.backup(&args.dest)?;
-    db.close()?;
+    close(db)?;
     writeln!(
         out,
         "backup of seqno {} in {}: {} tables, {} log files; {} files linked ({} bytes), {} copied ({} bytes)",

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::errors::{CliError, CliResult, EXIT_OK};
 
-use super::{arg_bytes, existing_keyspace, open, KeyspaceArg};
+use super::{arg_bytes, close, existing_keyspace, open, KeyspaceArg};
 
 /// Add DELTA to the counter at KEY and print the new value
 ///
@@ -36,7 +36,7 @@ pub fn incr(args: &IncrArgs, out: &mut dyn Write) -> CliResult<u8> {
     let key = arg_bytes("key", &args.key, args.hex)?;
     let db = open(&args.store, true)?;
     let value = db.keyspace(&args.ks.keyspace)?.incr(&key, args.delta)?;
-    db.close()?;
+    close(db)?;
     writeln!(out, "{value}").map_err(CliError::Output)?;
     Ok(EXIT_OK)
 }

@@ -9,7 +9,7 @@ use cairn::{EntryOptions, Meta};
 
 use crate::errors::{CliError, CliResult, EXIT_NOT_FOUND, EXIT_OK};
 
-use super::{arg_bytes, existing_keyspace, open, KeyspaceArg};
+use super::{arg_bytes, close, existing_keyspace, open, KeyspaceArg};
 use crate::hexfmt;
 
 /// Set a key to a value (creates the store and the keyspace if missing)
@@ -61,7 +61,7 @@ pub fn put(args: &PutArgs, _out: &mut dyn Write) -> CliResult<u8> {
     let db = open(&args.store, true)?;
     db.keyspace(&args.ks.keyspace)?
         .insert_entry(&key, &value, &options)?;
-    db.close()?;
+    close(db)?;
     Ok(EXIT_OK)
 }
 
@@ -158,6 +158,6 @@ pub fn delete(args: &DeleteArgs, _out: &mut dyn Write) -> CliResult<u8> {
     let key = arg_bytes("key", &args.key, args.hex)?;
     let db = open(&args.store, false)?;
     existing_keyspace(&db, &args.ks.keyspace)?.remove(&key)?;
-    db.close()?;
+    close(db)?;
     Ok(EXIT_OK)
 }

@@ -79,6 +79,15 @@ pub struct KeyspaceArg {
     pub keyspace: String,
 }
 
+/// Closes a store a command wrote to, after the flush and compactions its open started
+/// (an open flushes the writes the previous command left in the log): a command-line
+/// process lives too briefly for background work, so it finishes the work it caused.
+pub fn close(db: Db) -> CliResult<()> {
+    db.wait_for_compactions()?;
+    db.close()?;
+    Ok(())
+}
+
 /// Opens the store at `path`; creates it only if `create`.
 pub fn open(path: &Path, create: bool) -> CliResult<Db> {
     if !create && !path.join("CURRENT").exists() {

@@ -6,12 +6,14 @@ use std::ops::Bound;
 use std::path::PathBuf;
 
 use cairn::transfer::{DumpWriter, EntryRef, Format};
+use cairn::Head;
 
 use crate::errors::{CliResult, EXIT_OK};
 
 use super::{existing_keyspace, open, opt_bytes, output_error, KeyspaceArg};
 
-/// List entries as JSON lines: {"key": ..., "value": ...} per line
+/// List entries as JSON lines: {"key": ..., "value": ...} per line, with "tag",
+/// "meta_b64" and "expires_at" for entries that have them
 ///
 /// Every entry of the keyspace, or those whose key starts with --prefix, or those with
 /// --from <= key < --to (either bound may be left out), in key order (--reverse:
@@ -37,7 +39,8 @@ pub struct Args {
     /// Descending key order.
     #[arg(long)]
     reverse: bool,
-    /// Print only the keys ({"key": ...}).
+    /// Print only the keys and their attributes, not the values (a head scan: values are
+    /// not read).
     #[arg(long)]
     keys_only: bool,
     /// Stop after N entries.
@@ -48,8 +51,8 @@ pub struct Args {
     hex: bool,
 }
 
-/// One scanned pair.
-type Pair = cairn::Result<(Vec<u8>, Vec<u8>)>;
+/// One scanned entry: key, value (empty for --keys-only) and head.
+type Item = cairn::Result<(Vec<u8>, Vec<u8>, Head)>;
 
 pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
     let prefix = opt_bytes("prefix", args.prefix.as_ref(), args.hex)?;
@@ -57,28 +60,45 @@ pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
     let to = opt_bytes("--to bound", args.to.as_ref(), args.hex)?;
     let db = open(&args.store, false)?;
     let ks = existing_keyspace(&db, &args.ks.keyspace)?;
-    let iter = match prefix {
-        Some(p) => ks.prefix(p),
-        None => {
-            let lo = from.map_or(Bound::Unbounded, Bound::Included);
-            let hi = to.map_or(Bound::Unbounded, Bound::Excluded);
-            ks.range((lo, hi))
+    let snapshot = db.snapshot();
+    let iter: Box<dyn DoubleEndedIterator<Item = Item>> = if args.keys_only {
+        // Heads only: values are neither copied nor, when kept apart, read.
+        let heads = match &prefix {
+            Some(p) => ks.prefix_heads_at(p, &snapshot),
+            None => ks.range_heads_at(bounds(from, to), &snapshot),
+        };
+        Box::new(heads.map(|r| r.map(|(k, h)| (k, Vec::new(), h))))
+    } else {
+        match &prefix {
+            Some(p) => Box::new(ks.prefix_entries_at(p, &snapshot)),
+            None => Box::new(ks.range_entries_at(bounds(from, to), &snapshot)),
         }
     };
-    let iter: Box<dyn Iterator<Item = Pair>> = if args.reverse {
+    let iter: Box<dyn Iterator<Item = Item>> = if args.reverse {
         Box::new(iter.rev())
     } else {
-        Box::new(iter)
+        iter
     };
     let mut writer = DumpWriter::new(out, Format::Jsonl).map_err(output_error)?;
     for item in iter.take(args.limit.map_or(usize::MAX, |n| n as usize)) {
-        let (key, value) = item?;
+        let (key, value, head) = item?;
         let entry = EntryRef {
             value: (!args.keys_only).then_some(value.as_slice()),
+            tag: head.tag,
+            meta: &head.meta,
+            expires_at: head.expires_at,
             ..EntryRef::pair(&key, &[])
         };
         writer.write(&entry).map_err(output_error)?;
     }
     writer.finish().map_err(output_error)?;
     Ok(EXIT_OK)
+}
+
+/// `--from A` (included) and `--to B` (excluded) as a range.
+fn bounds(from: Option<Vec<u8>>, to: Option<Vec<u8>>) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    (
+        from.map_or(Bound::Unbounded, Bound::Included),
+        to.map_or(Bound::Unbounded, Bound::Excluded),
+    )
 }

@@ -12,7 +12,7 @@ use crate::errors::{CliError, CliResult, EXIT_OK};
 use crate::progress;
 use crate::sparkey::options::{self, CompressionArg, HashSizeArg};
 
-use super::{existing_keyspace, open, output_error, KeyspaceArg};
+use super::{close, existing_keyspace, open, output_error, KeyspaceArg};
 
 /// `--format jsonl|cbor`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -100,7 +100,7 @@ pub fn restore(args: &RestoreArgs, out: &mut dyn Write) -> CliResult<u8> {
         bar.set_position(p.bytes)
     })?;
     bar.finish_and_clear();
-    db.close()?;
+    close(db)?;
     writeln!(out, "restored {} entries", done.entries).map_err(CliError::Output)?;
     Ok(EXIT_OK)
 }
@@ -192,7 +192,7 @@ pub fn import(args: &ImportArgs, out: &mut dyn Write) -> CliResult<u8> {
         bar.set_position(p.entries)
     })?;
     bar.finish_and_clear();
-    db.close()?;
+    close(db)?;
     writeln!(
         out,
         "imported {} puts and {} deletes into keyspace {:?}",

@@ -37,7 +37,8 @@ pub(crate) fn pick_expired(
                 continue;
             };
             if level == 0 {
-                return choose(id, ks, 0);
+                // Rewritten, never moved: the point is to drop the expired entries.
+                return choose(id, ks, 0, u64::MAX);
             }
             let (lo, hi) = range_of(std::iter::once(table))?;
             let bottommost = (level + 1..NUM_LEVELS)

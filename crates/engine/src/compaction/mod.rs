@@ -107,6 +107,29 @@ fn disjoint(tables: &[Arc<TableMeta>]) -> bool {
         .all(|w| matches!(w, [a, b] if user_key(&a.largest) < user_key(&b.smallest)))
 }
 
+/// The tables of `below` (a sorted, disjoint level) right before and right after the key
+/// range `lo..=hi` that no table of `below` overlaps, if they are smaller than
+/// `min_move_bytes`: merged with the inputs, they grow instead of staying tiny (sequential
+/// writes from short-lived processes would otherwise leave one small table per flush).
+/// No other table of `below` lies between them and the range, so the merged range
+/// overlaps nothing else in `below`.
+fn small_neighbours(
+    below: &[Arc<TableMeta>],
+    lo: &[u8],
+    hi: &[u8],
+    min_move_bytes: u64,
+) -> Vec<Arc<TableMeta>> {
+    let at = below.partition_point(|t| user_key(&t.largest) < lo);
+    let before = at.checked_sub(1).and_then(|i| below.get(i));
+    let after = below.get(at).filter(|t| user_key(&t.smallest) > hi);
+    before
+        .into_iter()
+        .chain(after)
+        .filter(|t| t.file_size < min_move_bytes)
+        .cloned()
+        .collect()
+}
+
 /// How urgently each level of `ks` needs compaction (>= 1.0 means it does), by level.
 fn scores(ks: &KeyspaceTables, options: &Options) -> Vec<(usize, f64)> {
     let mut out = Vec::new();
@@ -134,10 +157,17 @@ pub(crate) fn pick(version: &Version, options: &Options, busy: &[KeyspaceId]) ->
     }
     let (_, id, level) = best?;
     let ks = version.keyspace(id)?;
-    choose(id, ks, level)
+    choose(id, ks, level, options.table_size / 4)
 }
 
-fn choose(id: KeyspaceId, ks: &KeyspaceTables, level: usize) -> Option<Choice> {
+/// The compaction of `level` of `ks`; input tables move down without a rewrite only if
+/// each is at least `min_move_bytes`.
+fn choose(
+    id: KeyspaceId,
+    ks: &KeyspaceTables,
+    level: usize,
+    min_move_bytes: u64,
+) -> Option<Choice> {
     let files = ks.levels.get(level)?;
     let inputs: Vec<Arc<TableMeta>> = if level == 0 {
         files.clone()
@@ -160,13 +190,23 @@ fn choose(id: KeyspaceId, ks: &KeyspaceTables, level: usize) -> Option<Choice> {
         vec![Arc::clone(best?.1)]
     };
     let (lo, hi) = range_of(inputs.iter())?;
-    let overlaps = ks.overlapping(level + 1, Some(&lo), Some(&hi));
+    let mut overlaps = ks.overlapping(level + 1, Some(&lo), Some(&hi));
+    if overlaps.is_empty() {
+        overlaps = ks.levels.get(level + 1).map_or_else(Vec::new, |below| {
+            small_neighbours(below, &lo, &hi, min_move_bytes)
+        });
+    }
     let (lo, hi) = range_of(inputs.iter().chain(overlaps.iter()))?;
     let bottommost = (level + 2..NUM_LEVELS)
         .all(|deeper| ks.overlapping(deeper, Some(&lo), Some(&hi)).is_empty());
+    // Small tables (the flush of a short-lived process, a trickle of writes) are merged
+    // rather than moved, so the levels below do not fill up with tiny files.
     let trivial_move = overlaps.is_empty()
         && disjoint(&inputs)
-        && inputs.iter().all(|t| t.tombstones == 0 || !bottommost);
+        && inputs.iter().all(|t| t.file_size >= min_move_bytes)
+        && inputs
+            .iter()
+            .all(|t| (t.tombstones == 0 && !t.has_range_tombstones()) || !bottommost);
     Some(Choice {
         keyspace: id,
         level,

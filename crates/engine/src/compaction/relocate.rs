@@ -32,7 +32,7 @@ pub(crate) fn pick_relocation(
                 continue;
             };
             let mut choice = if level == 0 {
-                choose(id, ks, 0)?
+                choose(id, ks, 0, u64::MAX)?
             } else {
                 let (lo, hi) = range_of(std::iter::once(table))?;
                 let bottommost = (level + 1..NUM_LEVELS)

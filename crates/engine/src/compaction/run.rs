@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::stream::KeyVersions;
+use super::stream::{carried_range_tombstones, KeyVersions};
 use super::Choice;
 use crate::cursor::Cursor;
 use crate::db::{flush, Inner};
@@ -18,7 +18,8 @@ use crate::entry::{self, Body};
 use crate::error::Result;
 use crate::iter::level::{LevelCursor, Opener};
 use crate::iter::merge::MergingCursor;
-use crate::key::{split_encoded, Kind};
+use crate::key::{split_encoded, Kind, MAX_KEY_LEN};
+use crate::rangedel::{successor, Fragments, RangeTombstone};
 use crate::table::{self, TableMeta};
 use crate::version::Edit;
 use crate::vlog::{self, BlobFileMeta};
@@ -164,11 +165,25 @@ fn write_outputs(
     let mut input = MergingCursor::new(children);
     input.seek_to_first()?;
 
+    let mut input_range_dels: Vec<RangeTombstone> = Vec::new();
+    for t in choice.inputs.iter().chain(&choice.overlaps) {
+        if t.has_range_tombstones() {
+            let reader = inner.tables.get(inner, t.id)?;
+            input_range_dels.extend_from_slice(reader.range_tombstones());
+        }
+    }
+    let fragments = Fragments::build(&input_range_dels);
+    let mut carried = Carried {
+        tombstones: carried_range_tombstones(&fragments, &snapshots, choice.bottommost),
+        lo: Vec::new(),
+    };
+
     let topts = flush::table_options(&inner.options);
     let mut added = Vec::new();
     let mut writer: Option<table::Writer> = None;
     let now = inner.options.clock.now_ms();
-    let mut versions = KeyVersions::new(&snapshots, choice.bottommost, now);
+    let mut versions =
+        KeyVersions::new(&snapshots, choice.bottommost, now).with_range_tombstones(&fragments);
     let mut current_user: Option<Vec<u8>> = None;
     loop {
         let user = if input.valid() {
@@ -191,11 +206,15 @@ fn write_outputs(
                     w.add(&key, &stored)?;
                 }
             }
-            if writer
+            let cut = writer
                 .as_ref()
                 .is_some_and(|w| w.estimated_size() >= inner.options.table_size)
-            {
-                if let Some(w) = writer.take() {
+                && current_user
+                    .as_ref()
+                    .is_some_and(|u| carried.tombstones.is_empty() || u.len() < MAX_KEY_LEN);
+            if cut {
+                if let (Some(mut w), Some(last)) = (writer.take(), current_user.as_ref()) {
+                    carried.add_until(&mut w, successor(last));
                     added.push(finish(inner, choice, w)?);
                 }
             }
@@ -207,13 +226,52 @@ fn write_outputs(
         versions.push(input.key(), input.value())?;
         input.next()?;
     }
-    if let Some(w) = writer.take() {
+    if writer.is_none() && carried.any_from_lo() {
+        // Tombstones reach past the last point entry: a table of their own.
+        let id = inner.new_file_id();
+        inner.state.lock().pending_outputs.push(id);
+        ids.push(id);
+        let path = inner.dir.join(table::file_name(id));
+        writer = Some(table::Writer::create(inner.fs.as_ref(), &path, id, &topts)?);
+    }
+    if let Some(mut w) = writer.take() {
+        carried.add_until(&mut w, Vec::new());
         added.push(finish(inner, choice, w)?);
     }
     if !added.is_empty() {
         inner.fs.sync_dir(&inner.dir)?;
     }
     Ok(added)
+}
+
+/// The range tombstones the outputs carry, handed out table by table: each output gets
+/// the part of every tombstone inside its share of the key space, `[lo, hi)`, where `hi`
+/// is the successor of its last user key (the next output starts there), so the
+/// outputs' claimed ranges stay disjoint and together cover every tombstone whole.
+struct Carried {
+    tombstones: Vec<RangeTombstone>,
+    /// Where the next output's share starts (empty: the beginning).
+    lo: Vec<u8>,
+}
+
+impl Carried {
+    /// Adds to `writer` the tombstones' parts in `[lo, hi)` (`hi` empty: to the end) and
+    /// moves `lo` to `hi`.
+    fn add_until(&mut self, writer: &mut table::Writer, hi: Vec<u8>) {
+        for t in &self.tombstones {
+            if let Some(part) = t.clip(&self.lo, &hi) {
+                writer.add_range_tombstone(part);
+            }
+        }
+        self.lo = hi;
+    }
+
+    /// True if some tombstone reaches at or past `lo`.
+    fn any_from_lo(&self) -> bool {
+        self.tombstones
+            .iter()
+            .any(|t| t.clip(&self.lo, &[]).is_some())
+    }
 }
 
 fn finish(

@@ -16,12 +16,22 @@
 //! seqno for every reader (`entry.rs`, invariant 3), so it is rewritten as one (same key
 //! and seqno, kind Delete, no value) and then follows the tombstone rules above. Time only
 //! moves forward, so no reader can ever see it again.
+//!
+//! Range tombstones of the inputs (`rangedel.rs`): a version with seqno `s` covered by a
+//! tombstone with seqno `t > s` in the same stripe is dropped, since every reader that
+//! could see it (seqno in `[s, t)`) would need a snapshot there; this holds for a live
+//! entry and for an expired one alike (both are hidden from readers at `t` and above).
+//! Only the inputs' tombstones are used, never a memtable's: those may not be visible to
+//! every reader yet. Which tombstones the outputs carry is [`carried_range_tombstones`]'s
+//! rule; it is the same for an in-place rewrite (`Choice::in_place`), whose outputs
+//! carry the input table's tombstones clipped to their shares of its range.
 
 use std::path::Path;
 
 use crate::entry;
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::key::{parse_encoded, InternalKey, Kind, SeqNo};
+use crate::rangedel::{Fragments, RangeTombstone};
 
 /// One version of a user key: encoded internal key and value.
 pub(crate) type Entry = (Vec<u8>, Vec<u8>);
@@ -33,6 +43,7 @@ pub(crate) struct KeyVersions<'a> {
     bottommost: bool,
     /// Entries expired at this Unix millisecond become tombstones.
     now_ms: u64,
+    range_dels: Option<&'a Fragments>,
     kept: Vec<(usize, Kind, Entry)>,
 }
 
@@ -43,15 +54,34 @@ impl<'a> KeyVersions<'a> {
             snapshots,
             bottommost,
             now_ms,
+            range_dels: None,
             kept: Vec::new(),
         }
+    }
+
+    /// Also drops versions covered by `range_dels` within their stripe.
+    pub(crate) fn with_range_tombstones(mut self, range_dels: &'a Fragments) -> Self {
+        self.range_dels = (!range_dels.is_empty()).then_some(range_dels);
+        self
+    }
+
+    fn stripe(&self, seqno: SeqNo) -> usize {
+        self.snapshots.partition_point(|s| *s < seqno)
     }
 
     /// Offers the next (older) version of the current user key.
     pub(crate) fn push(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         let (user, seqno, tag) = parse_encoded(key).ok_or_else(bad_key)?;
         let kind = Kind::from_u8(tag).ok_or_else(bad_key)?;
-        let stripe = self.snapshots.partition_point(|s| *s < seqno);
+        let stripe = self.stripe(seqno);
+        if let Some(t) = self
+            .range_dels
+            .and_then(|f| f.oldest_covering_above(user, seqno))
+        {
+            if self.stripe(t) == stripe {
+                return Ok(()); // deleted by a range tombstone no reader sees past
+            }
+        }
         if self.kept.last().is_some_and(|(s, _, _)| *s == stripe) {
             return Ok(()); // shadowed within its stripe
         }
@@ -78,6 +108,26 @@ impl<'a> KeyVersions<'a> {
         }
         self.kept.drain(..).map(|(_, _, e)| e).collect()
     }
+}
+
+/// The range tombstones a compaction's outputs carry: all of `fragments`, except at the
+/// bottommost level those with no live snapshot below their seqno. Such a tombstone
+/// has hidden everything it can: every version it covers in this compaction is in its
+/// stripe (stripe 0) and so dropped by [`KeyVersions`], no deeper level holds a key of the
+/// compaction's range (which includes every input tombstone's keys, since a table claims
+/// its tombstones' keys), and no level above holds a version older than it (older
+/// versions were flushed no later than the tombstone and move down with it). With a
+/// snapshot below it, a version it covers may survive for that snapshot and still needs
+/// hiding from newer readers, so it stays, as a point tombstone does.
+pub(crate) fn carried_range_tombstones(
+    fragments: &Fragments,
+    snapshots: &[SeqNo],
+    bottommost: bool,
+) -> Vec<RangeTombstone> {
+    fragments
+        .tombstones()
+        .filter(|t| !bottommost || snapshots.iter().any(|s| *s < t.seqno))
+        .collect()
 }
 
 fn bad_key() -> Error {
@@ -184,6 +234,75 @@ mod tests {
                 }
             }
             prop_assert!(kept.len() <= snaps.len() + 1);
+        }
+
+        /// With range tombstones covering the key too: every reader sees the same before
+        /// (inputs and every input tombstone) and after (kept versions and the carried
+        /// tombstones), expired entries and covered versions both hiding the key.
+        #[test]
+        fn readers_see_the_same_with_range_tombstones(
+            seqnos in proptest::collection::btree_set(1u64..100, 1..12),
+            kinds in proptest::collection::vec(0u8..4, 12),
+            range_seqnos in proptest::collection::btree_set(1u64..100, 1..4),
+            snaps in proptest::collection::btree_set(0u64..110, 0..5),
+            bottommost in any::<bool>(),
+        ) {
+            let mut versions: Vec<(u64, Kind, Vec<u8>)> = seqnos
+                .iter()
+                .zip(&kinds)
+                .map(|(s, choice)| version(*s, *choice))
+                .collect();
+            versions.reverse(); // newest first
+            // Every seqno is written once: a range tombstone never shares a version's.
+            let tombstones: Vec<RangeTombstone> = range_seqnos
+                .iter()
+                .filter(|s| !seqnos.contains(s))
+                .map(|s| RangeTombstone::new(b"a".to_vec(), b"z".to_vec(), SeqNo(*s)).unwrap())
+                .collect();
+            let fragments = Fragments::build(&tombstones);
+            let snapshots: Vec<SeqNo> = snaps.iter().map(|s| SeqNo(*s)).collect();
+            let carried = carried_range_tombstones(&fragments, &snapshots, bottommost);
+            let mut kv =
+                KeyVersions::new(&snapshots, bottommost, NOW).with_range_tombstones(&fragments);
+            for (s, k, v) in &versions {
+                kv.push(&enc(*s, *k), v).unwrap();
+            }
+            let kept: Vec<(u64, Kind, Vec<u8>)> = kv
+                .finish()
+                .into_iter()
+                .map(|(k, v)| {
+                    let (_, s, t) = parse_encoded(&k).unwrap();
+                    (s.0, Kind::from_u8(t).unwrap(), v)
+                })
+                .collect();
+            /// What a reader at `at` finds: `Some(Some((seqno, live)))` for a version no
+            /// tombstone hides, `Some(None)` if a range tombstone hides the key (every
+            /// deeper version is older, so hidden too), `None` to fall through.
+            fn outcome(
+                versions: &[(u64, Kind, Vec<u8>)],
+                tombs: &[RangeTombstone],
+                at: u64,
+            ) -> Option<Option<(u64, bool)>> {
+                let newest_tomb = tombs.iter().map(|t| t.seqno.0).filter(|t| *t <= at).max();
+                match (first(versions, at), newest_tomb) {
+                    (Some((s, _)), Some(t)) if t > s => Some(None),
+                    (Some(found), _) => Some(Some(found)),
+                    (None, Some(_)) => Some(None),
+                    (None, None) => None,
+                }
+            }
+            let live = |o: Option<Option<(u64, bool)>>| o.flatten().filter(|(_, l)| *l);
+            let newest = versions[0].0.max(range_seqnos.iter().copied().max().unwrap_or(0));
+            let readers = snaps.iter().copied().chain([newest, newest + 5]);
+            for at in readers {
+                let before = outcome(&versions, &tombstones, at);
+                let after = outcome(&kept, &carried, at);
+                if bottommost {
+                    prop_assert_eq!(live(after), live(before), "reader at {}", at);
+                } else {
+                    prop_assert_eq!(after, before, "reader at {}", at);
+                }
+            }
         }
     }
 }

@@ -252,11 +252,11 @@ pub(crate) fn capture(inner: &Inner) -> Result<Checkpoint> {
         return Err(Error::invalid("the store is closed"));
     }
     let st = inner.state.lock();
-    let pin = Arc::new(SuperVersion {
-        mem: Arc::clone(&st.mem),
-        imm: st.imm.iter().rev().cloned().collect(),
-        version: Arc::clone(&st.version),
-    });
+    let pin = Arc::new(SuperVersion::new(
+        Arc::clone(&st.mem),
+        st.imm.iter().rev().cloned().collect(),
+        Arc::clone(&st.version),
+    ));
     inner.live_supers.lock().push(Arc::clone(&pin));
     let version = &pin.version;
     // Every blob record the copied WAL references must be in a finished file.

@@ -24,6 +24,7 @@ use crate::batch::{Op, WriteBatch};
 use crate::entry::{self, Attrs, EntryView};
 use crate::error::{Error, Result};
 use crate::key::{KeyspaceId, Kind};
+use crate::rangedel;
 
 /// Longest canonical text of an `i64` (`-9223372036854775808`).
 const MAX_TEXT_LEN: usize = 20;
@@ -140,17 +141,26 @@ impl Overlay {
     }
 
     /// Records the writes of `batch` (applied after everything recorded so far); an entry
-    /// with an expiry at or before `now_ms` counts as removed, as reads would see it.
+    /// with an expiry at or before `now_ms` counts as removed, as reads would see it, and
+    /// so does every watched key inside a range delete.
     pub(crate) fn record(&mut self, batch: &WriteBatch, now_ms: u64) {
         if self.targets.is_empty() {
             return;
         }
         for op in batch.ops() {
-            let Some(slot) = self
-                .targets
-                .get_mut(&op.keyspace())
-                .and_then(|keys| keys.get_mut(op.key()))
-            else {
+            let Some(keys) = self.targets.get_mut(&op.keyspace()) else {
+                continue;
+            };
+            if let Op::RangeDelete { start, end, .. } = op {
+                // A range tombstone removes every watched key it covers.
+                for (key, slot) in keys.iter_mut() {
+                    if start <= key.as_slice() && rangedel::below_end(key, end) {
+                        *slot = Slot::Removed;
+                    }
+                }
+                continue;
+            }
+            let Some(slot) = keys.get_mut(op.key()) else {
                 continue;
             };
             *slot = match op {
@@ -167,7 +177,7 @@ impl Overlay {
                 // Made only by the leader after counters are resolved; never in a
                 // member's batch. Treated as unknown content: not a counter value.
                 Op::ValueHandle { .. } => Slot::Put(Vec::new(), Carried::default()),
-                Op::Delete { .. } => Slot::Removed,
+                Op::Delete { .. } | Op::RangeDelete { .. } => Slot::Removed,
             };
         }
     }
@@ -311,6 +321,44 @@ mod tests {
         assert_eq!(o.written(a, b"c"), Some(Some((&b"2"[..], &none))));
         assert_eq!(o.written(b, b"c"), Some(None));
         assert_eq!(o.written(a, b"other"), None);
+    }
+
+    #[test]
+    fn a_range_delete_in_the_group_removes_the_watched_keys_it_covers() {
+        let (a, b) = (KeyspaceId(1), KeyspaceId(2));
+        let keys = [
+            (a, &b"c1"[..]),
+            (a, &b"c2"[..]),
+            (a, &b"d"[..]),
+            (b, &b"c1"[..]),
+        ];
+        let mut o = Overlay::watching(keys.into_iter());
+        let mut batch = WriteBatch::new();
+        for (ks, key) in keys {
+            batch.put(ks, key, b"5").unwrap();
+        }
+        // ["c", "d") in keyspace a: c1 and c2, not d (the end is excluded), not b's c1.
+        batch.remove_range(a, b"c", b"d").unwrap();
+        o.record(&batch, 0);
+        let none = Carried::default();
+        assert_eq!(o.written(a, b"c1"), Some(None));
+        assert_eq!(o.written(a, b"c2"), Some(None));
+        assert_eq!(o.written(a, b"d"), Some(Some((&b"5"[..], &none))));
+        assert_eq!(o.written(b, b"c1"), Some(Some((&b"5"[..], &none))));
+        // A write after the range delete sets the key again; an unbounded range removes
+        // every watched key from its start on.
+        let mut later = WriteBatch::new();
+        later.put(a, b"c1", b"9").unwrap();
+        later.remove_range(a, b"c2", b"").unwrap();
+        o.record(&later, 0);
+        assert_eq!(o.written(a, b"c1"), Some(Some((&b"9"[..], &none))));
+        assert_eq!(o.written(a, b"d"), Some(None));
+        // An untouched key inside a range delete counts as removed too.
+        let mut fresh = Overlay::watching([(a, &b"k"[..])].into_iter());
+        let mut only_range = WriteBatch::new();
+        only_range.remove_range(a, b"", b"z").unwrap();
+        fresh.record(&only_range, 0);
+        assert_eq!(fresh.written(a, b"k"), Some(None));
     }
 
     #[test]

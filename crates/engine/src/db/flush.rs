@@ -94,6 +94,9 @@ pub(crate) fn flush_oldest(inner: &Inner) -> Result<()> {
             ids.push(id);
             let path = inner.dir.join(table::file_name(id));
             let mut writer = table::Writer::create(inner.fs.as_ref(), &path, id, &topts)?;
+            for t in mem.range_tombstones(ks) {
+                writer.add_range_tombstone(t);
+            }
             let mut cursor = mem.cursor(ks);
             cursor.seek_to_first()?;
             while cursor.valid() {

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::iter::visible::Bounds;
 use crate::key::{KeyspaceId, SeqNo};
 use crate::options::Durability;
+use crate::rangedel;
 use crate::snapshot::Snapshot;
 
 /// A named keyspace of a [`Db`]: an ordered map from byte keys to byte values.
@@ -189,6 +190,66 @@ impl Keyspace {
         let mut batch = WriteBatch::new();
         batch.remove(self.id, key.as_ref())?;
         self.commit(batch, durability)
+    }
+
+    /// Removes every key in `range` with one write, whatever the number of keys: a range
+    /// tombstone, applied by reads at once and by compaction, which reclaims the space.
+    /// Any bounds work; an empty range is a no-op. Snapshots taken before still see the
+    /// keys.
+    ///
+    /// ```
+    /// # fn main() -> cairn::Result<()> {
+    /// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+    /// let db = cairn::Db::open(dir.path(), cairn::Options::default())?;
+    /// let ks = db.keyspace("logs")?;
+    /// for day in ["2024-01-01", "2024-01-02", "2024-02-01"] {
+    ///     ks.insert(day, "...")?;
+    /// }
+    /// let before = db.snapshot();
+    /// ks.remove_range("2024-01-01"..="2024-01-31")?;
+    /// assert_eq!(ks.iter().count(), 1);
+    /// assert_eq!(ks.range_at::<&str, _>(.., &before).count(), 3);
+    /// ks.remove_prefix("2024-")?;
+    /// assert!(ks.first_key_value()?.is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// `InvalidArgument` if a normalised bound passes the key limit (an excluded start or
+    /// an included end of 65,535 bytes) or the keyspace was dropped; as
+    /// [`Keyspace::insert`] otherwise.
+    pub fn remove_range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<()> {
+        self.remove_range_with(range, None)
+    }
+
+    /// [`Keyspace::remove_range`] with the given durability (`None`: the store's default).
+    ///
+    /// # Errors
+    /// As [`Keyspace::remove_range`].
+    pub fn remove_range_with<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        range: R,
+        durability: Option<Durability>,
+    ) -> Result<()> {
+        let Some((start, end)) = rangedel::normalize(&range)? else {
+            return self.check_live();
+        };
+        let mut batch = WriteBatch::new();
+        batch.remove_range(self.id, &start, &end)?;
+        self.commit(batch, durability)
+    }
+
+    /// Removes every key that starts with `prefix` (all keys for an empty prefix) with one
+    /// write; see [`Keyspace::remove_range`].
+    ///
+    /// # Errors
+    /// As [`Keyspace::remove_range`].
+    pub fn remove_prefix(&self, prefix: impl AsRef<[u8]>) -> Result<()> {
+        let (start, end) = rangedel::prefix_range(prefix.as_ref())?;
+        let mut batch = WriteBatch::new();
+        batch.remove_range(self.id, &start, &end)?;
+        self.commit(batch, None)
     }
 
     /// Adds `delta` to the counter at `key` and returns its new value, atomically with
@@ -400,6 +461,18 @@ impl Keyspace {
         read::EntryIter::new(&self.db.inner, self.id, lo, hi, at)
     }
 
+    /// The whole entries (key, value, [`Head`]) whose key starts with `prefix`, as of
+    /// `snapshot`, ascending (reverse with `.rev()`).
+    pub fn prefix_entries_at(
+        &self,
+        prefix: impl AsRef<[u8]>,
+        snapshot: &Snapshot,
+    ) -> read::EntryIter {
+        let b = Bounds::prefix(prefix.as_ref());
+        let at = Some(SeqNo(snapshot.seqno()));
+        read::EntryIter::new(&self.db.inner, self.id, b.lo, b.hi, at)
+    }
+
     /// The [`Head`]s of the entries whose key starts with `prefix`, ascending.
     pub fn prefix_heads(&self, prefix: impl AsRef<[u8]>) -> read::HeadIter {
         let b = Bounds::prefix(prefix.as_ref());
@@ -588,6 +661,35 @@ impl Batch {
     pub fn remove(&mut self, keyspace: &Keyspace, key: impl AsRef<[u8]>) {
         if self.error.is_none() {
             if let Err(e) = self.batch.remove(keyspace.id, key.as_ref()) {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    /// Adds "remove every key in `range` from `keyspace`" (one op, whatever the number of
+    /// keys; see [`Keyspace::remove_range`]). An empty range adds nothing.
+    pub fn remove_range<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &mut self,
+        keyspace: &Keyspace,
+        range: R,
+    ) {
+        if self.error.is_none() {
+            let added = rangedel::normalize(&range).and_then(|r| match r {
+                Some((start, end)) => self.batch.remove_range(keyspace.id, &start, &end),
+                None => Ok(()),
+            });
+            if let Err(e) = added {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    /// Adds "remove every key starting with `prefix` from `keyspace`".
+    pub fn remove_prefix(&mut self, keyspace: &Keyspace, prefix: impl AsRef<[u8]>) {
+        if self.error.is_none() {
+            let added = rangedel::prefix_range(prefix.as_ref())
+                .and_then(|(start, end)| self.batch.remove_range(keyspace.id, &start, &end));
+            if let Err(e) = added {
                 self.error = Some(e);
             }
         }

@@ -34,6 +34,7 @@ mod crash_tests;
 pub(crate) mod flush;
 mod read;
 mod recover;
+mod tombstones;
 mod verify;
 mod write;
 

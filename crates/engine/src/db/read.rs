@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{Inner, State};
+use super::{tombstones, Inner, State};
 use crate::attrs::Head;
 use crate::cursor::Cursor;
 use crate::entry;
@@ -33,15 +33,34 @@ pub(crate) struct SuperVersion {
     /// Newest first.
     pub(crate) imm: Vec<Arc<Memtable>>,
     pub(crate) version: Arc<Version>,
+    /// The range tombstones of `imm` and `version`, per keyspace (`db/tombstones.rs`).
+    pub(crate) range_dels: tombstones::Cache,
+}
+
+impl SuperVersion {
+    /// A super version of these sources.
+    pub(crate) fn new(
+        mem: Arc<Memtable>,
+        imm: Vec<Arc<Memtable>>,
+        version: Arc<Version>,
+    ) -> SuperVersion {
+        let range_dels = tombstones::Cache::new(&imm, &version);
+        SuperVersion {
+            mem,
+            imm,
+            version,
+            range_dels,
+        }
+    }
 }
 
 /// Publishes a new super version built from `st`.
 pub(crate) fn install(inner: &Inner, st: &State) {
-    let sv = Arc::new(SuperVersion {
-        mem: Arc::clone(&st.mem),
-        imm: st.imm.iter().rev().cloned().collect(),
-        version: Arc::clone(&st.version),
-    });
+    let sv = Arc::new(SuperVersion::new(
+        Arc::clone(&st.mem),
+        st.imm.iter().rev().cloned().collect(),
+        Arc::clone(&st.version),
+    ));
     inner.live_supers.lock().push(Arc::clone(&sv));
     *inner.super_version.write() = sv;
 }
@@ -189,9 +208,28 @@ pub(crate) fn find_at<T: Extract>(
     key: &[u8],
     seqno: SeqNo,
 ) -> Result<Option<T>> {
+    let Some((found, item)) = newest_live::<T>(inner, sv, keyspace, key, seqno)? else {
+        return Ok(None);
+    };
+    // Range tombstones are checked apart from the point lookup (a table's filter speaks
+    // only for its own point entries). A live newest version they cover is hidden, and
+    // so is every older one (a separated value among them is never read).
+    let range_dels = tombstones::for_read(inner, sv, keyspace)?;
+    Ok((!range_dels.deletes(key, found, seqno)).then_some(item))
+}
+
+/// The newest version of `key` with seqno `<= seqno` among the point entries of `sv`,
+/// with its seqno, if it is live (not a tombstone, not expired).
+fn newest_live<T: Extract>(
+    inner: &Inner,
+    sv: &SuperVersion,
+    keyspace: KeyspaceId,
+    key: &[u8],
+    seqno: SeqNo,
+) -> Result<Option<(SeqNo, T)>> {
     let now = inner.options.clock.now_ms();
-    let decide = |s: SeqNo, kind: Kind, stored: &[u8]| -> Result<Option<T>, Reason> {
-        Ok(entry::live(kind, stored, now)?.map(|view| T::extract(s, &view)))
+    let decide = |s: SeqNo, kind: Kind, stored: &[u8]| -> Result<Option<(SeqNo, T)>, Reason> {
+        Ok(entry::live(kind, stored, now)?.map(|view| (s, T::extract(s, &view))))
     };
     let found = std::iter::once(&sv.mem)
         .chain(sv.imm.iter())
@@ -284,7 +322,10 @@ pub(crate) fn count(
         lo: Bound::Unbounded,
         hi: Bound::Unbounded,
     };
-    Visible::<Head>::new(Box::new(cursor), seqno, inner.options.clock.now_ms(), all).count_forward()
+    let range_dels = tombstones::for_read(inner, &sv, keyspace)?;
+    Visible::<Head>::new(Box::new(cursor), seqno, inner.options.clock.now_ms(), all)
+        .with_range_tombstones(range_dels)
+        .count_forward()
 }
 
 /// Bytes of `keyspace` in the current super version: its table files, plus the bytes its
@@ -361,12 +402,16 @@ impl<T: Extract> Scan<T> {
         };
         if slot.is_none() {
             let cursor = merged(&self.inner, &self.sv, self.keyspace, false)?;
-            *slot = Some(Visible::new(
-                Box::new(cursor),
-                self.seqno,
-                self.now_ms,
-                self.bounds.clone(),
-            ));
+            let range_dels = tombstones::for_read(&self.inner, &self.sv, self.keyspace)?;
+            *slot = Some(
+                Visible::new(
+                    Box::new(cursor),
+                    self.seqno,
+                    self.now_ms,
+                    self.bounds.clone(),
+                )
+                .with_range_tombstones(range_dels),
+            );
         }
         match slot {
             Some(v) => Ok(v),

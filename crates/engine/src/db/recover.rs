@@ -150,26 +150,27 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
     // after a clean open.
     let manifest_id = next_file_id.fetch_add(1, Ordering::SeqCst);
     let wal_id = next_file_id.fetch_add(1, Ordering::SeqCst);
-    // A log cut short before any record was replayed (rule 7): the new WAL file becomes
-    // the first one to read, so the discarded tail is never replayed again. It is created
-    // before the manifest names it.
-    let skip_old_wal = replay.cut_short && replay.memtables.is_empty();
-    let early_writer = if skip_old_wal {
-        Some(wal::Writer::create(fs.as_ref(), dir, wal_id)?)
-    } else {
-        None
-    };
     let bump = Edit {
         next_file_id: Some(next_file_id.load(Ordering::SeqCst)),
-        wal_min_id: skip_old_wal.then_some(wal_id),
         ..Edit::default()
     };
     version = version.apply(&bump, dir, 0)?;
     let manifest = Manifest::create(Arc::clone(&fs), dir, manifest_id, &version)?;
-    let writer = match early_writer {
-        Some(w) => w,
-        None => wal::Writer::create(fs.as_ref(), dir, wal_id)?,
-    };
+    let writer = wal::Writer::create(fs.as_ref(), dir, wal_id)?;
+    // With nothing replayed, every older log file holds only flushed writes (or none):
+    // the new log is the first one needed. Recording that (only now that the new file
+    // exists, since a manifest must never name a missing log) lets the old files be
+    // deleted below instead of piling up, one per open. (This also covers a log cut
+    // short at its first record by a lost blob record, rule 7.)
+    let mut manifest = manifest;
+    if replay.memtables.is_empty() && !wal_ids.is_empty() {
+        let edit = Edit {
+            wal_min_id: Some(wal_id),
+            ..Edit::default()
+        };
+        manifest.append(&edit)?;
+        version = version.apply(&edit, dir, 0)?;
+    }
     let ids = Arc::clone(&next_file_id);
     let blob_writer = vlog::Writer::new(
         Arc::clone(&fs),
@@ -180,16 +181,13 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
         Box::new(move || ids.fetch_add(1, Ordering::SeqCst)),
     );
 
-    let mut memtables = replay.memtables;
-    // After a log cut short by a lost blob record, the replayed memtables are all flushed
-    // before the store opens (rule 7); the new memtable starts empty.
-    let mem = match memtables.pop() {
-        Some(m) if !replay.cut_short => m,
-        last => {
-            memtables.extend(last);
-            Arc::new(Memtable::new(wal_id))
-        }
-    };
+    // Replayed writes wait in immutable memtables, which the background flush turns into
+    // tables at once; new writes go to a fresh memtable over the new log. So the replayed
+    // log files are deleted soon after an open, and the next open replays nothing. After a
+    // log cut short by a lost blob record they are flushed before the store opens instead
+    // (rule 7, below).
+    let memtables = replay.memtables;
+    let mem = Arc::new(Memtable::new(wal_id));
     let version = Arc::new(version);
     let block_cache = Arc::new(BlockCache::new(options.block_cache_size));
     let state = State {
@@ -206,11 +204,11 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
         gc_due: true,
         next_expiry_check: std::time::Instant::now() + options.expiry_check_interval,
     };
-    let sv = Arc::new(read::SuperVersion {
+    let sv = Arc::new(read::SuperVersion::new(
         mem,
-        imm: state.imm.iter().rev().cloned().collect(),
+        state.imm.iter().rev().cloned().collect(),
         version,
-    });
+    ));
     let inner = Arc::new_cyclic(|me| Inner {
         me: me.clone(),
         dir: dir.to_path_buf(),
@@ -470,7 +468,7 @@ fn replay(
                         blob_refs.entry(h.file_id).or_insert(memtables.len() - 1);
                     }
                 }
-                mem.insert(ks, op.key(), seqno, op.kind(), op.stored());
+                mem.apply(seqno, &op);
             }
             mem.add_logged(logged);
             // Keep seqno accounting even for ops of dropped keyspaces.

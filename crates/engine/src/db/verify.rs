@@ -143,11 +143,11 @@ impl Db {
         }
         let fs = inner.fs.as_ref();
         let st = inner.state.lock();
-        let pin = Arc::new(SuperVersion {
-            mem: Arc::clone(&st.mem),
-            imm: st.imm.iter().rev().cloned().collect(),
-            version: Arc::clone(&st.version),
-        });
+        let pin = Arc::new(SuperVersion::new(
+            Arc::clone(&st.mem),
+            st.imm.iter().rev().cloned().collect(),
+            Arc::clone(&st.version),
+        ));
         inner.live_supers.lock().push(Arc::clone(&pin));
         let (wal_id, wal_len, _) = write::log_end(inner)?;
         let names = fs.list_dir(&inner.dir)?;

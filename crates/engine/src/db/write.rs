@@ -325,7 +325,7 @@ fn over_threshold(inner: &Inner, version: &Version, op: &Op<'_>) -> bool {
             Ok(Some(v)) => v.body.len(),
             _ => return false,
         },
-        Op::ValueHandle { .. } | Op::Delete { .. } => return false,
+        Op::ValueHandle { .. } | Op::Delete { .. } | Op::RangeDelete { .. } => return false,
     };
     inner
         .blob_threshold(version, op.keyspace())
@@ -739,10 +739,9 @@ fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<Result<Done>>> {
     }
     for (batch, first) in applied().zip(&firsts) {
         for (seqno, op) in batch.ops_with_seqno(SeqNo(*first))? {
-            let value = op.stored();
-            user_bytes += (op.key().len() + value.len()) as u64;
+            user_bytes += (op.key().len() + op.stored().len()) as u64;
             logged.add(op.keyspace(), WriteBatch::op_encoded_len(&op) as u64);
-            mem.insert(op.keyspace(), op.key(), seqno, op.kind(), value);
+            mem.apply(seqno, &op);
         }
     }
     mem.add_logged(logged);
@@ -890,8 +889,23 @@ pub(crate) fn log_thread(inner: Arc<Inner>) {
         if wal.poisoned.is_none() {
             if let Some(w) = wal.writer.as_ref() {
                 if w.len() >= wal.bg_synced_len + WAL_BYTES_PER_SYNC {
-                    let (id, path, len) = (w.id(), w.path(), w.len());
-                    // The blob records those WAL bytes reference become durable first.
+                    // Every record appended so far goes to the OS first, so the fsync
+                    // covers all of them and their seqnos can be published as durable.
+                    let target = wal.appended;
+                    let flushed = wal
+                        .writer
+                        .as_mut()
+                        .ok_or(Error::Poisoned)
+                        .and_then(|w| w.flush().map(|()| (w.id(), w.path(), w.len())));
+                    let (id, path, len) = match flushed {
+                        Ok(found) => found,
+                        Err(e) => {
+                            poison(&mut wal, &e);
+                            continue;
+                        }
+                    };
+                    // The blob records those WAL records reference become durable first
+                    // (records appended while the fsync runs are not published by it).
                     if let Err(e) = wal.sync_blobs() {
                         poison(&mut wal, &e);
                         continue;
@@ -903,7 +917,13 @@ pub(crate) fn log_thread(inner: Arc<Inner>) {
                     });
                     let same_file = wal.writer.as_ref().is_some_and(|w| w.id() == id);
                     match outcome {
-                        Ok(()) if same_file => wal.bg_synced_len = len,
+                        Ok(()) if same_file => {
+                            wal.bg_synced_len = len;
+                            if target > wal.synced {
+                                wal.synced = target;
+                            }
+                            inner.durable_seqno.fetch_max(target, Ordering::AcqRel);
+                        }
                         Ok(()) => {}
                         // A failed fsync leaves the file's tail unknown: stop writes.
                         Err(e) if same_file => poison(&mut wal, &e),

@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use super::{BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, MAGIC};
+use super::{BLOCK_TRAILER_LEN, FOOTER_LEN, FORMAT_VERSION, FORMAT_VERSION_PLAIN, MAGIC};
 use crate::checksum::Checksum;
 use crate::coding::{get_u32_le, get_u64_le, put_vlq, Cursor};
 use crate::error::{Error, FileKind, Reason, Result};
@@ -65,6 +65,8 @@ pub(crate) struct Footer {
     pub(crate) index: BlockHandle,
     /// The properties block.
     pub(crate) properties: BlockHandle,
+    /// The format version (1, or 2 for a table with a range-tombstone block).
+    pub(crate) version: u32,
 }
 
 /// Footer field offsets (FORMAT.md §4.6).
@@ -73,14 +75,14 @@ const CRC_AT: usize = 52;
 const MAGIC_AT: usize = 56;
 
 impl Footer {
-    /// The 64 footer bytes, written with [`FORMAT_VERSION`].
+    /// The 64 footer bytes.
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(FOOTER_LEN);
         for h in [self.filter, self.index, self.properties] {
             out.extend_from_slice(&h.offset.to_le_bytes());
             out.extend_from_slice(&h.size.to_le_bytes());
         }
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&self.version.to_le_bytes());
         let crc = Checksum::of(&out).masked();
         out.extend_from_slice(&crc.to_le_bytes());
         out.extend_from_slice(&MAGIC);
@@ -117,7 +119,7 @@ impl Footer {
             return Err(corrupt(Reason::Checksum { stored, computed }));
         }
         let version = word(VERSION_AT);
-        if version != FORMAT_VERSION {
+        if !(FORMAT_VERSION_PLAIN..=FORMAT_VERSION).contains(&version) {
             return Err(Error::UnsupportedVersion {
                 file: FileKind::Table,
                 path: path.to_path_buf(),
@@ -133,6 +135,7 @@ impl Footer {
             filter: handle(0),
             index: handle(1),
             properties: handle(2),
+            version,
         })
     }
 
@@ -192,6 +195,7 @@ mod tests {
                 offset: 160,
                 size: 40,
             },
+            version: FORMAT_VERSION_PLAIN,
         }
     }
 
@@ -238,15 +242,29 @@ mod tests {
     }
 
     #[test]
+    fn versions_1_and_2_are_read() {
+        let mut v2 = sample();
+        v2.version = FORMAT_VERSION;
+        let f = Footer::decode(&v2.encode(), Path::new("t"), 0).unwrap();
+        assert_eq!(f.version, 2);
+        assert_eq!(
+            Footer::decode(&sample().encode(), Path::new("t"), 0)
+                .unwrap()
+                .version,
+            1
+        );
+    }
+
+    #[test]
     fn unknown_version_is_unsupported_not_corrupt() {
         let mut bytes = sample().encode();
-        bytes[VERSION_AT..VERSION_AT + 4].copy_from_slice(&2u32.to_le_bytes());
+        bytes[VERSION_AT..VERSION_AT + 4].copy_from_slice(&3u32.to_le_bytes());
         let crc = Checksum::of(&bytes[..CRC_AT]).masked();
         bytes[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
         match Footer::decode(&bytes, Path::new("t"), 0) {
             Err(Error::UnsupportedVersion {
                 file: FileKind::Table,
-                major: 2,
+                major: 3,
                 minor: 0,
                 ..
             }) => {}

@@ -36,9 +36,12 @@ mod footer;
 mod iter;
 mod meta;
 mod properties;
+mod range_block;
 mod reader;
 mod writer;
 
+#[cfg(test)]
+mod range_tests;
 #[cfg(test)]
 mod tests;
 
@@ -57,8 +60,13 @@ pub(crate) use writer::Writer;
 
 use crate::error::{Error, Result};
 
-/// The format version this build writes and reads (footer and properties).
-pub(crate) const FORMAT_VERSION: u32 = 1;
+/// The newest format version this build writes and reads (footer and properties):
+/// version 2 adds the range-tombstone block. A table without range tombstones is written
+/// as [`FORMAT_VERSION_PLAIN`], so it stays readable by builds that only know version 1.
+pub(crate) const FORMAT_VERSION: u32 = 2;
+
+/// The format version of a table without range tombstones (version 1).
+pub(crate) const FORMAT_VERSION_PLAIN: u32 = 1;
 
 /// The last 8 bytes of every table file.
 pub(crate) const MAGIC: [u8; 8] = *b"CAIRNSST";

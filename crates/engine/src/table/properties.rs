@@ -4,26 +4,30 @@
 //! Encoding: a sequence of fields `tag: VLQ, len: VLQ, value[len]` with strictly
 //! increasing tags. Integer fields hold exactly one VLQ filling `value`; key fields hold
 //! an encoded internal key. Unknown tags are skipped, so a later writer may add
-//! informational fields without a version bump; every known tag up to 10 is required, and
-//! tag 11 (`blob_refs`, [`BlobRefs`]) is written only by a table that references blob
-//! files (absent means none).
+//! informational fields without a version bump; every known tag up to 10 is required.
 //!
 //! Tags 11 and 12 (entries with an expiry, the earliest expiry) are optional: a table
 //! with no expiring entry leaves them out, and a reader that predates them skips them.
+//! Tag 13 locates the range-tombstone block; it is present exactly in format-version-2
+//! tables (the version bump, not the tag, keeps older builds from ignoring the deletes).
+//! Tag 14 (`blob_refs`, [`BlobRefs`]) is written only by a table that references blob
+//! files (absent means none).
 //!
 //! Invariants checked by [`Properties::decode`]: every required field present once, tags
 //! increasing, `1 <= entries`, `tombstones <= entries`, `expiring <= entries`, the
 //! earliest expiry present exactly when `expiring > 0`, `1 <= data_blocks <= entries`,
 //! `min_seqno <= max_seqno <= SeqNo::MAX`, both keys decode as internal keys with
 //! `smallest <= largest`, a known compression, a creation version equal to the
-//! footer's, and no more blob references than entries.
+//! footer's (2 with a range-tombstone handle, else 1), and no more blob references than
+//! entries.
 //!
 //! Thread-safety: plain values and pure functions.
 
 use std::cmp::Ordering;
 
 use super::blob_refs::BlobRefs;
-use super::{Compression, TableMeta, FORMAT_VERSION};
+use super::footer::BlockHandle;
+use super::{Compression, TableMeta, FORMAT_VERSION, FORMAT_VERSION_PLAIN};
 use crate::coding::{put_vlq, Cursor};
 use crate::error::Reason;
 use crate::key::{compare_encoded, InternalKey, SeqNo};
@@ -47,7 +51,9 @@ mod tag {
     pub(super) const EARLIEST_EXPIRY: u64 = 12;
     /// Highest integer tag this build knows.
     pub(super) const KNOWN: u64 = 12;
-    // Tag 13: the location of the range-tombstone block.
+    /// The range-tombstone block's handle (`offset: VLQ, size: VLQ`): present exactly in
+    /// format-version-2 tables.
+    pub(super) const RANGE_TOMBSTONES: u64 = 13;
     /// Optional: the table's references into the value log.
     pub(super) const BLOB_REFS: u64 = 14;
 }
@@ -74,13 +80,16 @@ pub(crate) struct Properties {
     /// The compression the writer was asked for (a block that did not shrink enough is
     /// stored uncompressed regardless; its trailer says so).
     pub(crate) compression: Compression,
-    /// The format version the table was created with.
+    /// The format version the table was created with: 2 if it holds range tombstones,
+    /// else 1.
     pub(crate) format_version: u32,
     /// Entries that carry an expiry (expired or not).
     pub(crate) expiring: u64,
     /// The earliest expiry (Unix milliseconds) of any entry; `Some` exactly when
     /// `expiring > 0`.
     pub(crate) earliest_expiry: Option<u64>,
+    /// Where the range-tombstone block is (format version 2 only).
+    pub(crate) range_tombstones: Option<BlockHandle>,
     /// Per blob file, the value handles of this table that point into it and their bytes.
     pub(crate) blob_refs: BlobRefs,
 }
@@ -113,6 +122,11 @@ impl Properties {
             field(tag::EXPIRING, &vlq(self.expiring));
             field(tag::EARLIEST_EXPIRY, &vlq(earliest));
         }
+        if let Some(h) = self.range_tombstones {
+            let mut b = Vec::new();
+            h.encode_into(&mut b);
+            field(tag::RANGE_TOMBSTONES, &b);
+        }
         if !self.blob_refs.is_empty() {
             field(tag::BLOB_REFS, &self.blob_refs.encode());
         }
@@ -127,6 +141,7 @@ impl Properties {
     pub(crate) fn decode(raw: &[u8]) -> Result<Properties, Reason> {
         let mut ints = [None::<u64>; tag::KNOWN as usize + 1];
         let (mut smallest, mut largest) = (None, None);
+        let mut range_tombstones = None;
         let mut blob_refs = BlobRefs::default();
         let mut cur = Cursor::new(raw);
         let mut last_tag = 0u64;
@@ -141,6 +156,7 @@ impl Properties {
             match t {
                 tag::SMALLEST => smallest = Some(value.to_vec()),
                 tag::LARGEST => largest = Some(value.to_vec()),
+                tag::RANGE_TOMBSTONES => range_tombstones = Some(BlockHandle::decode(value)?),
                 tag::BLOB_REFS => blob_refs = BlobRefs::decode(value)?,
                 t if t <= tag::KNOWN => {
                     let mut v = Cursor::new(value);
@@ -182,6 +198,7 @@ impl Properties {
                 .map_err(|_| Reason::BadEntry("properties format version is out of range"))?,
             expiring: int(tag::EXPIRING).unwrap_or(0),
             earliest_expiry: int(tag::EARLIEST_EXPIRY).ok(),
+            range_tombstones,
             blob_refs,
         };
         props.check()?;
@@ -204,9 +221,14 @@ impl Properties {
         }
         InternalKey::decode(&self.smallest)?;
         InternalKey::decode(&self.largest)?;
-        if self.format_version != FORMAT_VERSION {
+        let expected = if self.range_tombstones.is_some() {
+            FORMAT_VERSION
+        } else {
+            FORMAT_VERSION_PLAIN
+        };
+        if self.format_version != expected {
             return Err(Reason::BadEntry(
-                "properties format version differs from the footer's",
+                "properties format version does not match the range-tombstone block",
             ));
         }
         Ok(())
@@ -246,11 +268,33 @@ mod tests {
             largest: key(b"c", 4),
             data_blocks: 2,
             compression: Compression::Lz4,
-            format_version: FORMAT_VERSION,
+            format_version: FORMAT_VERSION_PLAIN,
             expiring: 0,
             earliest_expiry: None,
+            range_tombstones: None,
             blob_refs: BlobRefs::default(),
         }
+    }
+
+    #[test]
+    fn a_range_tombstone_handle_means_version_2() {
+        let mut p = sample();
+        p.format_version = FORMAT_VERSION;
+        p.range_tombstones = Some(BlockHandle { offset: 7, size: 9 });
+        let raw = p.encode();
+        assert_eq!(Properties::decode(&raw), Ok(p.clone()));
+        // The handle is field 13, right after the required fields (which end with the
+        // format version, tag 10: `0a 01 02`).
+        let plain = sample().encode();
+        let n = plain.len();
+        assert_eq!(&raw[..n - 1], &plain[..n - 1]);
+        assert_eq!(&raw[n - 3..], &[10, 1, 2, 13, 2, 7, 9]);
+        // With every optional field, tags stay increasing: 11, 12, 13, 14.
+        p.expiring = 1;
+        p.earliest_expiry = Some(5);
+        p.blob_refs.add(3, 10);
+        let raw = p.encode();
+        assert_eq!(Properties::decode(&raw), Ok(p));
     }
 
     #[test]
@@ -290,14 +334,14 @@ mod tests {
         assert!(Properties::decode(&p.encode()).is_err());
         // A malformed reference list.
         let mut bad = sample().encode();
-        bad.extend_from_slice(&[11, 2, 0x01, 0x07]);
+        bad.extend_from_slice(&[14, 2, 0x01, 0x07]);
         assert!(Properties::decode(&bad).is_err());
     }
 
     #[test]
     fn inconsistent_or_malformed_properties_are_refused() {
         let mut bad = Vec::new();
-        let edits: [fn(&mut Properties); 9] = [
+        let edits: [fn(&mut Properties); 12] = [
             |p| {
                 p.expiring = 4;
                 p.earliest_expiry = Some(1);
@@ -314,6 +358,13 @@ mod tests {
             |p| std::mem::swap(&mut p.smallest, &mut p.largest),
             |p| p.smallest = vec![1, 2],
             |p| p.format_version = 2,
+            |p| p.format_version = 3,
+            |p| p.range_tombstones = Some(BlockHandle::default()),
+            |p| {
+                p.format_version = 2;
+                p.range_tombstones = Some(BlockHandle { offset: 1, size: 2 });
+                p.entries = 0;
+            },
         ];
         for edit in edits {
             let mut p = sample();

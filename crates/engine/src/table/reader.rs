@@ -31,11 +31,13 @@ use super::filter::Filter;
 use super::footer::{BlockHandle, Footer};
 use super::iter::TableIter;
 use super::properties::Properties;
+use super::range_block;
 use super::{TableMeta, FOOTER_LEN, MAX_BLOCK_LEN};
 use crate::cursor::Cursor;
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::fs::{read_exact_at, FileSystem, ReadableFile};
 use crate::key::{compare_encoded, split_encoded, Kind, SeqNo, MAX_KEY_LEN};
+use crate::rangedel::RangeTombstone;
 
 /// An open, validated table; see the module documentation.
 pub(crate) struct Reader {
@@ -48,6 +50,8 @@ pub(crate) struct Reader {
     footer: Footer,
     index: Arc<Block>,
     filter: Option<Filter>,
+    /// The range-tombstone block's contents (empty without one), read and checked at open.
+    range_tombstones: Vec<RangeTombstone>,
     data_end: u64,
 }
 
@@ -105,12 +109,39 @@ impl Reader {
         let mut bytes = [0u8; FOOTER_LEN];
         read_exact_at(file.as_ref(), footer_offset, &mut bytes)?;
         let footer = Footer::decode(&bytes, path, footer_offset)?;
-        let data_end = footer
+        let mut data_end = footer
             .data_end(footer_offset)
             .map_err(|r| corrupt(path, footer_offset, r))?;
         let raw = read_block(file.as_ref(), path, footer.properties)?;
         let properties =
             Properties::decode(&raw).map_err(|r| corrupt(path, footer.properties.offset, r))?;
+        if properties.format_version != footer.version {
+            return Err(corrupt(
+                path,
+                footer.properties.offset,
+                Reason::BadEntry("properties format version differs from the footer's"),
+            ));
+        }
+        // The range-tombstone block, if any, sits between the data blocks and the filter
+        // (or the index), so the data blocks end where it starts.
+        let range_tombstones = match properties.range_tombstones {
+            None => Vec::new(),
+            Some(h) => {
+                if h.end() != Some(data_end) {
+                    return Err(corrupt(
+                        path,
+                        footer.properties.offset,
+                        Reason::HeaderField {
+                            field: "range_tombstones handle",
+                            detail: format!("block at {} does not end at {data_end}", h.offset),
+                        },
+                    ));
+                }
+                data_end = h.offset;
+                let raw = read_block(file.as_ref(), path, h)?;
+                range_block::decode(&raw).map_err(|r| corrupt(path, h.offset, r))?
+            }
+        };
         let raw = read_block(file.as_ref(), path, footer.index)?;
         let index =
             Arc::new(Block::decode(raw).map_err(|r| corrupt(path, footer.index.offset, r))?);
@@ -120,16 +151,19 @@ impl Reader {
             let raw = read_block(file.as_ref(), path, footer.filter)?;
             Some(Filter::decode(raw).map_err(|r| corrupt(path, footer.filter.offset, r))?)
         };
+        let mut meta = properties.meta(id, file_len);
+        meta.extend_for_range_tombstones(&range_tombstones);
         let reader = Reader {
             id,
             path: Arc::from(path),
             file,
             cache,
-            meta: properties.meta(id, file_len),
+            meta,
             properties,
             footer,
             index,
             filter,
+            range_tombstones,
             data_end,
         };
         reader.check_index()?;
@@ -200,6 +234,19 @@ impl Reader {
     /// The table's summary, rebuilt from its properties block and file size.
     pub(crate) fn meta(&self) -> &TableMeta {
         &self.meta
+    }
+
+    /// The table's range tombstones (FORMAT.md §4.7), sorted by start, then seqno
+    /// descending. Point lookups never consult them: the read path applies every
+    /// tombstone of a keyspace separately, so a filter miss cannot hide one.
+    pub(crate) fn range_tombstones(&self) -> &[RangeTombstone] {
+        &self.range_tombstones
+    }
+
+    /// Where the range-tombstone block is, if the table has one.
+    #[cfg(test)]
+    pub(crate) fn properties_range_handle(&self) -> Option<BlockHandle> {
+        self.properties.range_tombstones
     }
 
     /// False if the table certainly holds no version of `user_key` (always true without a
@@ -284,13 +331,15 @@ impl Reader {
     /// Reads every data block from the file (not the cache), checks its checksum and
     /// decodes every entry: keys are valid internal keys in strictly increasing order,
     /// each block's keys lie between its separator and the previous one, the filter holds
-    /// every user key, and the counts, seqno range and key range match the properties.
-    /// Returns the number of entries.
+    /// every user key, and the counts, seqno range and key range match the properties;
+    /// reads the range-tombstone block again too (`verify_range_block`). Returns the
+    /// number of entries.
     ///
     /// # Errors
     /// `Corruption` at the offset of the first block (or of the properties block) found
     /// wrong; `Error::Io`.
     pub(crate) fn verify(&self) -> Result<u64> {
+        self.verify_range_block()?;
         let mut index = self.index_cursor();
         let mut tally = Properties {
             min_seqno: SeqNo::MAX,
@@ -324,6 +373,9 @@ impl Reader {
                 let seqno = SeqNo(trailer >> 8);
                 if user_key.len() > MAX_KEY_LEN {
                     return bad("user key longer than the key limit");
+                }
+                if kind == Kind::RangeDelete {
+                    return bad("a range tombstone among the point entries");
                 }
                 if tally.entries > 0 && compare_encoded(&tally.largest, key) != Ordering::Less {
                     return bad("keys do not increase");
@@ -366,6 +418,24 @@ impl Reader {
             ));
         }
         Ok(tally.entries)
+    }
+
+    /// Reads the range-tombstone block (if any) from the file again, checks its checksum
+    /// and encoding, and that it holds the tombstones the reader applies.
+    fn verify_range_block(&self) -> Result<()> {
+        let Some(h) = self.properties.range_tombstones else {
+            return Ok(());
+        };
+        let raw = read_block(self.file.as_ref(), &self.path, h)?;
+        let found = range_block::decode(&raw).map_err(|r| corrupt(&self.path, h.offset, r))?;
+        if found != self.range_tombstones {
+            return Err(corrupt(
+                &self.path,
+                h.offset,
+                Reason::BadEntry("the range-tombstone block changed since the table was opened"),
+            ));
+        }
+        Ok(())
     }
 
     pub(super) fn index_cursor(&self) -> BlockCursor {

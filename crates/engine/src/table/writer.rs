@@ -3,7 +3,7 @@
 //! Grammar of what it writes (FORMAT.md §3):
 //!
 //! ```text
-//! file        := data_block+ filter_block? index_block properties_block footer
+//! file        := data_block+ range_block? filter_block? index_block properties_block footer
 //! *_block     := body trailer          body: the raw block, or VLQ(raw_len) ++ codec output
 //! trailer     := compression:u8 crc:u32   masked CRC32C of body ++ compression
 //! footer      := filter_handle index_handle properties_handle (u64 offset, u64 size each)
@@ -35,10 +35,14 @@ use super::compression::Compressor;
 use super::filter::FilterBuilder;
 use super::footer::{BlockHandle, Footer};
 use super::properties::Properties;
-use super::{TableMeta, TableOptions, FORMAT_VERSION, MAX_BLOCK_LEN, MAX_VALUE_LEN};
+use super::range_block;
+use super::{
+    TableMeta, TableOptions, FORMAT_VERSION, FORMAT_VERSION_PLAIN, MAX_BLOCK_LEN, MAX_VALUE_LEN,
+};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, WritableFile};
-use crate::key::{check_key_len, compare_encoded, split_encoded, Kind, SeqNo};
+use crate::key::{check_key_len, compare_encoded, split_encoded, InternalKey, Kind, SeqNo};
+use crate::rangedel::RangeTombstone;
 
 /// Buffered bytes that trigger a write to the file (64 KiB).
 const BUFFER_LEN: usize = 64 << 10;
@@ -78,6 +82,8 @@ pub(crate) struct Writer {
     min_seqno: SeqNo,
     max_seqno: SeqNo,
     data_blocks: u64,
+    /// Range tombstones to store in the range-tombstone block.
+    range_tombstones: Vec<RangeTombstone>,
     blob_refs: BlobRefs,
     state: State,
 }
@@ -155,6 +161,7 @@ impl Writer {
             min_seqno: SeqNo::MAX,
             max_seqno: SeqNo::ZERO,
             data_blocks: 0,
+            range_tombstones: Vec::new(),
             blob_refs: BlobRefs::default(),
             state: State::Open,
         })
@@ -180,7 +187,7 @@ impl Writer {
                 "table key is shorter than an internal-key trailer".into(),
             );
         };
-        let Some(kind) = Kind::from_u8(trailer as u8) else {
+        let Some(kind) = Kind::from_u8(trailer as u8).filter(|k| *k != Kind::RangeDelete) else {
             return refuse(
                 self,
                 format!("table key has unknown kind {}", trailer as u8),
@@ -257,6 +264,12 @@ impl Writer {
         Ok(())
     }
 
+    /// Adds a range tombstone (any order); they are stored in the range-tombstone block
+    /// and make the table format version 2.
+    pub(crate) fn add_range_tombstone(&mut self, tombstone: RangeTombstone) {
+        self.range_tombstones.push(tombstone);
+    }
+
     /// Counts a value handle into blob file `file_id` for a value of `value_len` bytes, for
     /// the table's `blob_refs` property. [`Writer::add`] counts every `ValueHandle` entry
     /// itself; this is for tests of the property alone.
@@ -292,12 +305,30 @@ impl Writer {
     /// write or the sync fails; the state error of an earlier failure.
     pub(crate) fn finish(mut self) -> Result<TableMeta> {
         self.check_open()?;
+        range_block::sort(&mut self.range_tombstones);
         if self.entries == 0 {
-            return Err(Error::invalid("a table must hold at least one entry"));
+            // A table of range tombstones only gets one point tombstone at the first
+            // tombstone's start and seqno, which that tombstone already implies; so every
+            // table keeps at least one entry (FORMAT.md §4.7).
+            let Some(first) = self.range_tombstones.first() else {
+                return Err(Error::invalid("a table must hold at least one entry"));
+            };
+            let anchor =
+                InternalKey::new(first.start.clone(), first.seqno, Kind::Delete).encode()?;
+            self.add(&anchor, &[])?;
         }
         if !self.data.is_empty() {
             self.finish_data_block()?;
         }
+        let range_tombstones = if self.range_tombstones.is_empty() {
+            None
+        } else {
+            let raw = range_block::encode(&self.range_tombstones);
+            if raw.len() > MAX_BLOCK_LEN {
+                return Err(Error::invalid("a table's range tombstones exceed 64 MiB"));
+            }
+            Some(self.write_block(&raw)?)
+        };
         let largest = std::mem::take(&mut self.last_key);
         if let Some(handle) = self.pending.take() {
             self.add_index_entry(&largest, handle);
@@ -323,9 +354,14 @@ impl Writer {
             largest,
             data_blocks: self.data_blocks,
             compression: self.options.compression,
-            format_version: FORMAT_VERSION,
+            format_version: if range_tombstones.is_some() {
+                FORMAT_VERSION
+            } else {
+                FORMAT_VERSION_PLAIN
+            },
             expiring: self.expiring,
             earliest_expiry: self.earliest_expiry,
+            range_tombstones,
             blob_refs: std::mem::take(&mut self.blob_refs),
         };
         let properties = self.write_block(&props.encode())?;
@@ -333,6 +369,7 @@ impl Writer {
             filter,
             index,
             properties,
+            version: props.format_version,
         };
         self.buf.extend_from_slice(&footer.encode());
         self.offset += super::FOOTER_LEN as u64;
@@ -341,7 +378,9 @@ impl Writer {
             self.state = State::Poisoned;
             return Err(e);
         }
-        Ok(props.meta(self.id, self.offset))
+        let mut meta = props.meta(self.id, self.offset);
+        meta.extend_for_range_tombstones(&self.range_tombstones);
+        Ok(meta)
     }
 
     fn check_open(&self) -> Result<()> {

@@ -36,10 +36,12 @@ use crate::checksum::Checksum;
 pub(crate) const MAGIC: u32 = u32::from_le_bytes(*b"CWAL");
 
 /// The format version this build writes. Version 2 allows the batch kinds added after
-/// version 1 (`PutAttrs`, see `BATCH_FORMAT.md`); the record framing is unchanged.
+/// version 1 (RangeDelete and PutAttrs, see `BATCH_FORMAT.md`); the record framing is
+/// unchanged.
 pub(crate) const VERSION: u32 = 2;
 
-/// The oldest format version this build reads (every version up to [`VERSION`]).
+/// The oldest format version this build reads (every version up to [`VERSION`] is read:
+/// a version-1 log simply holds no op of a later kind).
 pub(crate) const MIN_READ_VERSION: u32 = 1;
 
 /// Bytes of the file header: magic, version, file id, header checksum.

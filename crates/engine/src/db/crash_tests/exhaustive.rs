@@ -44,6 +44,24 @@ fn workloads() -> Vec<(&'static str, Vec<Step>)> {
             ],
         ),
         (
+            "range-deletes",
+            vec![
+                Put("default", "a", "1"),
+                Put("default", "b", "2"),
+                Put("default", "c", "3"),
+                Incr("default", "n", 2),
+                Flush,
+                DelRange("default", "a", "c"),
+                Put("default", "b", "again"),
+                Flush,
+                Compact,
+                DelRange("default", "", "zz"),
+                Put("default", "d", "4"),
+                // The counter was removed with the range: it starts over.
+                Incr("default", "n", 1),
+            ],
+        ),
+        (
             "keyspaces",
             vec![
                 CreateKs("x"),

@@ -74,6 +74,8 @@ enum Step {
     /// A put with its own durability instead of the store's.
     PutWith(&'static str, &'static str, &'static str, Durability),
     Del(&'static str, &'static str),
+    /// `remove_range(start..end)`: one range tombstone.
+    DelRange(&'static str, &'static str, &'static str),
     /// `incr` of a counter; the model predicts the new value (or the refusal, after
     /// which nothing is written).
     Incr(&'static str, &'static str, i64),
@@ -100,6 +102,8 @@ struct Write {
     last_seqno: u64,
     /// (keyspace instance, key, value; `None` removes).
     ops: Vec<(usize, Vec<u8>, Option<Vec<u8>>)>,
+    /// A range remove instead of `ops`: (keyspace instance, start, end).
+    range: Option<(usize, Vec<u8>, Vec<u8>)>,
 }
 
 /// The expected state: writes and keyspace changes in the order they were issued.
@@ -152,6 +156,11 @@ impl Model {
             .map(|i| (i, BTreeMap::new()))
             .collect();
         for w in &self.writes[..writes] {
+            if let Some((inst, start, end)) = &w.range {
+                if let Some(map) = maps.get_mut(inst) {
+                    map.retain(|k, _| k < start || k >= end);
+                }
+            }
             for (inst, key, value) in &w.ops {
                 if let Some(map) = maps.get_mut(inst) {
                     match value {
@@ -309,6 +318,7 @@ impl Driver {
         self.model.writes.push(Write {
             last_seqno: predicted,
             ops: resolved,
+            range: None,
         });
         self.marks.started += 1;
         self.publish();
@@ -378,6 +388,7 @@ impl Driver {
                 key.as_bytes().to_vec(),
                 Some(value.to_string().into_bytes()),
             )],
+            range: None,
         });
         self.marks.started += 1;
         self.publish();
@@ -399,6 +410,24 @@ impl Driver {
             Durability::Async { .. } | Durability::None => {}
         }
         self.publish();
+    }
+
+    fn remove_range(&mut self, name: &str, start: &str, end: &str) -> Result<()> {
+        let inst = self.model.instance(name).unwrap();
+        let handle = self.handle(name)?;
+        let db = self.db()?.clone();
+        let predicted = db.last_seqno() + 1;
+        self.model.writes.push(Write {
+            last_seqno: predicted,
+            ops: Vec::new(),
+            range: Some((inst, start.as_bytes().to_vec(), end.as_bytes().to_vec())),
+        });
+        self.marks.started += 1;
+        self.publish();
+        handle.remove_range(start..end)?;
+        assert_eq!(db.last_seqno(), predicted, "seqnos are assigned in order");
+        self.acknowledged(None);
+        Ok(())
     }
 
     fn keyspace_change(&mut self, name: &str, create: bool) -> Result<()> {
@@ -443,6 +472,7 @@ impl Driver {
             Step::Put(ks, k, v) => self.write(&[(ks, k, Some(v))], None, false),
             Step::PutWith(ks, k, v, d) => self.write(&[(ks, k, Some(v))], Some(*d), false),
             Step::Del(ks, k) => self.write(&[(ks, k, None)], None, false),
+            Step::DelRange(ks, a, b) => self.remove_range(ks, a, b),
             Step::Batch(ops) => self.write(ops, None, true),
             Step::Incr(ks, k, d) => self.incr(ks, k, *d, None),
             Step::IncrWith(ks, k, d, dur) => self.incr(ks, k, *d, Some(*dur)),
