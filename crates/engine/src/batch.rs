@@ -835,6 +835,41 @@ mod tests {
     }
 
     #[test]
+    fn value_handle_ops_match_the_worked_example_and_damage_is_corruption() {
+        // BATCH_FORMAT.md §5b: no attributes, blob file 7, offset 20, 5 bytes.
+        let handle = crate::vlog::ValueHandle {
+            file_id: 7,
+            offset: 20,
+            value_len: 5,
+            check: 0xdbe0_5e84,
+        };
+        let stored = crate::entry::encode_separated(&Attrs::default(), &handle);
+        assert_eq!(
+            stored,
+            [0x00, 0x00, 0x07, 0x14, 0x05, 0x84, 0x5e, 0xe0, 0xdb]
+        );
+        let mut b = WriteBatch::new();
+        b.push_stored(Kind::ValueHandle, KeyspaceId(1), b"k", &stored)
+            .unwrap();
+        let got = decode(b.encoded()).unwrap();
+        assert_eq!(got, b);
+        let op = got.ops().next().unwrap();
+        assert_eq!(op.kind(), Kind::ValueHandle);
+        assert_eq!(op.stored(), stored.as_slice());
+        // A handle with a flag bit, cut short, or followed by a byte.
+        for bad in [
+            vec![0x00, 0x01, 0x07, 0x14, 0x05, 0x84, 0x5e, 0xe0, 0xdb],
+            vec![0x00, 0x00, 0x07, 0x14, 0x05, 0x84, 0x5e],
+            vec![0x00, 0x00, 0x07, 0x14, 0x05, 0x84, 0x5e, 0xe0, 0xdb, 0x00],
+        ] {
+            let mut b = WriteBatch::new();
+            b.push_stored(Kind::ValueHandle, KeyspaceId(1), b"k", &bad)
+                .unwrap();
+            assert!(decode(b.encoded()).unwrap_err().is_corruption(), "{bad:?}");
+        }
+    }
+
+    #[test]
     fn range_deletes_round_trip_and_refuse_empty_ranges() {
         let mut b = WriteBatch::new();
         b.remove_range(KeyspaceId(2), b"a", b"c").unwrap();

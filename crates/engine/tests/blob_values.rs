@@ -131,19 +131,29 @@ fn a_backup_of_a_store_with_blob_files_opens_and_verifies() {
     db.backup(&target).unwrap();
     let report = cairn::verify(&target).unwrap();
     assert!(report.files.iter().any(|f| f.kind == FileKind::Blob));
-    let copy = Db::open(&target, options).unwrap();
-    let got: BTreeMap<_, _> = collect(copy.keyspace("default").unwrap().iter())
-        .into_iter()
-        .collect();
-    assert_eq!(got, expected);
-    assert!(
-        copy.keyspace("default")
-            .unwrap()
-            .head("k000")
-            .unwrap()
-            .unwrap()
-            .separated
-    );
+    // A pack carries them too.
+    let packed = dest.path().join("store.pack");
+    db.pack(&packed).unwrap();
+    let unpacked = dest.path().join("unpacked");
+    cairn::pack::unpack(&packed, &unpacked).unwrap();
+    cairn::verify(&unpacked).unwrap();
+    for copy in [target, unpacked] {
+        let copy = Db::open(&copy, options.clone()).unwrap();
+        let ks = copy.keyspace("default").unwrap();
+        let got: BTreeMap<_, _> = collect(ks.iter()).into_iter().collect();
+        assert_eq!(got, expected);
+        assert!(ks.head("k000").unwrap().unwrap().separated);
+        // The copy's unflushed values go to tables of its own, and it still verifies.
+        copy.flush().unwrap();
+        assert_eq!(
+            ks.get("k001").unwrap().as_ref(),
+            expected.get(b"k001".as_slice())
+        );
+        drop(ks);
+        let path = copy.path().to_path_buf();
+        copy.close().unwrap();
+        cairn::verify(&path).unwrap_or_else(|e| panic!("{e}"));
+    }
 }
 
 #[test]
@@ -245,4 +255,44 @@ fn removed_after(db: &Db) {
             break;
         }
     }
+}
+
+#[test]
+fn range_deletes_hide_separated_values_and_gc_reclaims_them() {
+    let dir = mem_tempdir();
+    let options = Options {
+        blob_threshold: Some(0),
+        blob_file_size: 4096,
+        ..tiny(4 << 10, 256)
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    let ks = db.keyspace("default").unwrap();
+    for i in 0..100u32 {
+        ks.insert(format!("k{i:03}"), value(i, 0, 200)).unwrap();
+    }
+    db.flush().unwrap();
+    let before = db.space_stats().unwrap();
+    assert_eq!(before.garbage_blob_bytes, 0);
+    ks.remove_range("k010".."k090").unwrap();
+    // Hidden at once, in the memtable's range tombstone.
+    assert_eq!(ks.get("k050").unwrap(), None);
+    assert_eq!(ks.head("k050").unwrap(), None);
+    assert_eq!(ks.len().unwrap(), 20);
+    assert_eq!(collect(ks.range("k005".."k015")).len(), 5);
+    // And once compaction has dropped the covered values, their bytes are garbage and
+    // GC reclaims the files that held only them.
+    for round in 0..3 {
+        ks.insert(format!("z{round}"), "x").unwrap();
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+    }
+    db.collect_garbage().unwrap();
+    let after = db.space_stats().unwrap();
+    assert!(
+        after.blob_bytes < before.blob_bytes,
+        "before {before:?}, after {after:?}"
+    );
+    assert_eq!(ks.get("k005").unwrap(), Some(value(5, 0, 200)));
+    assert_eq!(ks.get("k095").unwrap(), Some(value(95, 0, 200)));
+    assert_eq!(ks.get("k050").unwrap(), None);
 }
