@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::Db;
-use crate::fs::{FileSystem, MemFs};
+use crate::fs::{CrashOptions, FileSystem, MemFs};
 use crate::options::{Durability, KeyspaceOptions, Options};
 
 fn open(fs: &MemFs, options: Options) -> Db {
@@ -201,4 +201,104 @@ fn a_blob_file_of_empty_values_is_kept_while_referenced() {
     db.wait_for_compactions().unwrap();
     drop(ks);
     db.close().unwrap();
+}
+
+#[test]
+fn a_logged_write_whose_blob_was_lost_ends_the_log_and_later_writes_survive() {
+    let fs = MemFs::new();
+    let db = open(&fs, options());
+    let ks = db
+        .keyspace_with("b", KeyspaceOptions::separated(0))
+        .unwrap();
+    ks.insert_with("a", value(1), Some(Durability::Sync))
+        .unwrap();
+    db.flush().unwrap(); // "a" is in a table and a listed blob file
+    ks.insert_with("a2", value(2), Some(Durability::Sync))
+        .unwrap();
+    ks.insert("b", value(3)).unwrap(); // Buffered: log and blob reach the OS only
+    ks.insert("c", value(4)).unwrap();
+    // A crash that kept the log but lost the unsynced end of the active blob file: the
+    // records of "b" and "c" (16-byte header, 1-byte key, value, one chunk checksum).
+    let image = fs.crash_with(CrashOptions::KeepAll);
+    drop(ks);
+    drop(db);
+    let active = image
+        .list_dir(Path::new("/db"))
+        .unwrap()
+        .into_iter()
+        .filter_map(|n| crate::vlog::parse_file_name(&n))
+        .max()
+        .unwrap();
+    let path = Path::new("/db").join(crate::vlog::file_name(active));
+    let bytes = crate::fs::read_all(&image, &path).unwrap();
+    let keep = bytes.len() - (16 + 1 + 103 + 4) - (16 + 1 + 104 + 4);
+    image.remove(&path).unwrap();
+    let mut f = image.create(&path).unwrap();
+    f.append(&bytes[..keep]).unwrap();
+    f.sync_data().unwrap();
+    drop(f);
+
+    let db = open(&image, options());
+    // The replayed prefix was flushed before the open returned: the log it came from,
+    // whose tail is discarded, is never read again.
+    assert!(db.inner.state.lock().imm.is_empty());
+    let ks = db.keyspace("b").unwrap();
+    assert_eq!(ks.get("a").unwrap(), Some(value(1)));
+    assert_eq!(ks.get("a2").unwrap(), Some(value(2)));
+    assert_eq!(
+        ks.get("b").unwrap(),
+        None,
+        "the log ends before the lost value"
+    );
+    assert_eq!(ks.get("c").unwrap(), None, "and nothing after it is kept");
+    assert_eq!(db.last_seqno(), 2);
+    // A write after that recovery survives a power loss.
+    ks.insert_with("d", value(5), Some(Durability::Sync))
+        .unwrap();
+    let after = image.crash();
+    drop(ks);
+    drop(db);
+    let db = open(&after, options());
+    let ks = db.keyspace("b").unwrap();
+    assert_eq!(ks.get("a2").unwrap(), Some(value(2)));
+    assert_eq!(ks.get("b").unwrap(), None);
+    assert_eq!(ks.get("d").unwrap(), Some(value(5)));
+    assert_eq!(db.last_seqno(), 3);
+    drop(ks);
+    db.close().unwrap();
+}
+
+#[test]
+fn a_damaged_value_reads_as_corruption_and_its_head_still_answers() {
+    let fs = MemFs::new();
+    let db = open(&fs, options());
+    let ks = db
+        .keyspace_with("b", KeyspaceOptions::separated(0))
+        .unwrap();
+    ks.insert("a", value(1)).unwrap();
+    db.flush().unwrap();
+    drop(ks);
+    db.close().unwrap();
+    let blob = fs
+        .list_dir(Path::new("/db"))
+        .unwrap()
+        .into_iter()
+        .find(|n| crate::vlog::parse_file_name(n).is_some())
+        .unwrap();
+    let path = Path::new("/db").join(&blob);
+    let mut bytes = crate::fs::read_all(&fs, &path).unwrap();
+    let at = bytes.len() - 50; // inside the record's value
+    bytes[at] ^= 0x40;
+    fs.remove(&path).unwrap();
+    let mut f = fs.create(&path).unwrap();
+    f.append(&bytes).unwrap();
+    f.sync_data().unwrap();
+    drop(f);
+    let db = open(&fs, options());
+    let ks = db.keyspace("b").unwrap();
+    let err = ks.get("a").unwrap_err();
+    assert!(err.is_corruption(), "{err}");
+    assert_eq!(ks.head("a").unwrap().unwrap().value_len, 101);
+    let report = db.verify_report().unwrap();
+    assert!(!report.problems.is_empty(), "{report:?}");
 }

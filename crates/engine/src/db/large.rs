@@ -121,7 +121,7 @@ pub(crate) fn insert_from(
     })?;
     let attrs_now = inner.options.clock.now_ms();
     let attrs = options.attrs(attrs_now)?;
-    let version = Arc::clone(&inner.state.lock().version);
+    let version = Arc::clone(&inner.super_version.read().version);
     let separates = inner
         .blob_threshold(&version, keyspace)
         .is_some_and(|t| len >= t);

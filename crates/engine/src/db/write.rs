@@ -268,7 +268,7 @@ pub(crate) fn write_with_blobs(
     if batch.is_empty() {
         return Ok(SeqNo(inner.visible_seqno.load(Ordering::Acquire)));
     }
-    let version = Arc::clone(&inner.state.lock().version);
+    let version = Arc::clone(&inner.super_version.read().version);
     // The log record holds handles in place of the values the leader separates.
     let mut logged = batch.encoded_len();
     for op in batch.ops() {
@@ -341,7 +341,7 @@ fn over_threshold(inner: &Inner, version: &Version, op: &Op<'_>) -> bool {
 /// # Errors
 /// A failed blob append (the log is poisoned: writes stop).
 fn separate(inner: &Inner, members: &mut [Member<'_>], mem: &Memtable) -> Result<()> {
-    let version = Arc::clone(&inner.state.lock().version);
+    let version = Arc::clone(&inner.super_version.read().version);
     let needed = members.iter().any(|m| match m {
         Member::Apply { batch, .. } => batch.ops().any(|op| separates(inner, &version, &op)),
         Member::Refused(_) => false,
