@@ -302,6 +302,27 @@ mod tests {
                 },
                 "zstd",
             ),
+            (
+                Options {
+                    blob_file_size: 100,
+                    ..Options::default()
+                },
+                "blob_file_size",
+            ),
+            (
+                Options {
+                    blob_gc_garbage_percent: 0,
+                    ..Options::default()
+                },
+                "blob_gc_garbage_percent",
+            ),
+            (
+                Options {
+                    max_open_blob_files: 0,
+                    ..Options::default()
+                },
+                "max_open_blob_files",
+            ),
         ];
         for (options, needle) in cases {
             let msg = options.validate().err().map(|e| e.to_string());
