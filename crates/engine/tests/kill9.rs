@@ -6,7 +6,8 @@
 //!
 //! The child (one writer thread) writes single puts, single deletes and batches spanning
 //! both keyspaces `a` and `b`. Each write is an *op* with a global id; every value is
-//! derived from `(op id, keyspace, key)`, so a value read back names the op that wrote it.
+//! derived from `(op id, keyspace, key)`, so a value read back names the op that wrote it;
+//! one value in ten is long enough to be separated into the value log (blob files).
 //! Before each op the child appends `pending <id> <mode> <entries>` to the expected-state
 //! log and after it returns `acked <id> last=<last_seqno> durable=<durable_seqno> t=<µs>`.
 //! Plain appends to the OS are enough: the parent, not the disk, must survive.

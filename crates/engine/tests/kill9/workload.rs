@@ -119,9 +119,13 @@ impl Crash {
     }
 }
 
-/// Small sizes so that every cycle flushes and compacts.
+/// Small sizes so that every cycle flushes and compacts; the long values (one in ten, see
+/// [`value`]) are separated into the value log, so kills also land between a blob append
+/// and its log record, in blob syncs and rotations, and in value-log GC.
 pub(crate) fn options(mode: Mode) -> Options {
     Options {
+        blob_threshold: Some(512),
+        blob_file_size: 64 << 10,
         durability: mode.durability(),
         memtable_size: 32 << 10,
         max_immutable_memtables: 2,
