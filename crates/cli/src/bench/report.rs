@@ -54,8 +54,12 @@ pub struct WriteCost {
     pub flush_bytes: u64,
     /// Bytes of tables written by compactions.
     pub compaction_bytes: u64,
+    /// Key and value bytes written to blob files (separated values, GC moves).
+    pub blob_written: u64,
     /// Bytes of all table files at the end (the store's space on disk, without the log).
     pub table_bytes: u64,
+    /// Bytes of blob files at the end (flushed or not; 0 without value separation).
+    pub blob_bytes: u64,
     /// Times writers were slowed or held back for background work.
     pub stalls: u64,
 }
@@ -76,7 +80,11 @@ impl WriteCost {
             compaction_bytes: after
                 .compaction_bytes_written
                 .saturating_sub(before.compaction_bytes_written),
+            blob_written: after
+                .blob_bytes_written
+                .saturating_sub(before.blob_bytes_written),
             table_bytes: after.table_bytes,
+            blob_bytes: after.blob_bytes,
             stalls: after.write_stalls.saturating_sub(before.write_stalls),
         }
     }
@@ -84,7 +92,7 @@ impl WriteCost {
     /// Bytes written to files per byte of user data, if any user data was written.
     pub fn amplification(&self) -> Option<f64> {
         (self.user_bytes > 0).then(|| {
-            (self.wal_bytes + self.flush_bytes + self.compaction_bytes) as f64
+            (self.wal_bytes + self.flush_bytes + self.compaction_bytes + self.blob_written) as f64
                 / self.user_bytes as f64
         })
     }
@@ -180,11 +188,21 @@ impl Outcome {
             let amp = cost
                 .amplification()
                 .map_or_else(|| "-".to_string(), |a| format!("{a:.2}"));
-            text.push_str(&format!(
-                "    write-amp {amp} (wal+flush+compaction bytes / user bytes)  space {:.1} MB (table bytes)  stalls {}\n",
-                cost.table_bytes as f64 / 1_048_576.0,
-                cost.stalls
-            ));
+            if cost.blob_written == 0 && cost.blob_bytes == 0 {
+                text.push_str(&format!(
+                    "    write-amp {amp} (wal+flush+compaction bytes / user bytes)  space {:.1} MB (table bytes)  stalls {}\n",
+                    cost.table_bytes as f64 / 1_048_576.0,
+                    cost.stalls
+                ));
+            } else {
+                text.push_str(&format!(
+                    "    write-amp {amp} (wal+flush+compaction+blob bytes / user bytes)  space {:.1} MB (tables {:.1} + blob files {:.1})  stalls {}\n",
+                    (cost.table_bytes + cost.blob_bytes) as f64 / 1_048_576.0,
+                    cost.table_bytes as f64 / 1_048_576.0,
+                    cost.blob_bytes as f64 / 1_048_576.0,
+                    cost.stalls
+                ));
+            }
         }
         text
     }
@@ -233,7 +251,9 @@ impl Outcome {
                     "wal_bytes": c.wal_bytes,
                     "flush_bytes": c.flush_bytes,
                     "compaction_bytes": c.compaction_bytes,
+                    "blob_written": c.blob_written,
                     "table_bytes": c.table_bytes,
+                    "blob_bytes": c.blob_bytes,
                     "stalls": c.stalls,
                 })
             }),
@@ -418,6 +438,8 @@ mod tests {
             flush_bytes: 60,
             compaction_bytes: 15,
             table_bytes: 3 << 20,
+            blob_written: 0,
+            blob_bytes: 0,
             stalls: 2,
         });
         let text = o.text(true);

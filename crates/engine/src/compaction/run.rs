@@ -125,6 +125,10 @@ impl<'a> Relocation<'a> {
         // Streamed: one chunk in memory whatever the value's size.
         let mut source = inner.blobs.open_value(&old)?;
         let handle = writer.append_from(self.keyspace, user, old.value_len, &mut source)?;
+        self.inner.stats.blob_bytes.fetch_add(
+            user.len() as u64 + u64::from(old.value_len),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         Ok(Cow::Owned(entry::encode_separated(&view.attrs, &handle)))
     }
 

@@ -32,6 +32,8 @@ pub(crate) struct Counters {
     pub(crate) compactions: AtomicU64,
     pub(crate) flush_bytes: AtomicU64,
     pub(crate) compaction_bytes: AtomicU64,
+    /// Key and value bytes appended to blob files (separated writes, GC relocations).
+    pub(crate) blob_bytes: AtomicU64,
 }
 
 /// Starts the log thread and the flush/compaction threads.
@@ -396,6 +398,7 @@ pub(crate) fn stats(inner: &Inner) -> Stats {
             table_bytes += files.iter().map(|f| f.file_size).sum::<u64>();
         }
     }
+    let blob_bytes = st.version.blob_files().values().map(|b| b.file_size).sum();
     let memtable_bytes = std::iter::once(&st.mem)
         .chain(st.imm.iter())
         .map(|m| m.size() as u64)
@@ -411,6 +414,8 @@ pub(crate) fn stats(inner: &Inner) -> Stats {
         wal_bytes_written: inner.write.wal_bytes_written(),
         flush_bytes_written: c.flush_bytes.load(Ordering::Relaxed),
         compaction_bytes_written: c.compaction_bytes.load(Ordering::Relaxed),
+        blob_bytes_written: c.blob_bytes.load(Ordering::Relaxed),
+        blob_bytes,
         user_bytes_written: inner.write.user_bytes.load(Ordering::Relaxed),
         flushes: c.flushes.load(Ordering::Relaxed),
         compactions: c.compactions.load(Ordering::Relaxed),

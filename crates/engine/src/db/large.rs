@@ -166,6 +166,10 @@ pub(crate) fn insert_from(
         .append_from(keyspace, key, value_len, source)
         .and_then(|handle| {
             writer.rotate()?;
+            inner.stats.blob_bytes.fetch_add(
+                key.len() as u64 + u64::from(value_len),
+                std::sync::atomic::Ordering::Relaxed,
+            );
             Ok(handle)
         });
     let handle = match written {

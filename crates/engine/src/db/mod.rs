@@ -180,6 +180,12 @@ pub struct Stats {
     pub flush_bytes_written: u64,
     /// Bytes written to tables by compactions.
     pub compaction_bytes_written: u64,
+    /// Key and value bytes written to blob files: separated values as they are written,
+    /// and values moved by value-log garbage collection.
+    pub blob_bytes_written: u64,
+    /// Bytes of the blob files the current version lists (flushed separated values, live
+    /// and garbage; see [`Db::space_stats`]).
+    pub blob_bytes: u64,
     /// Bytes of user keys and values written (the denominator of write amplification).
     pub user_bytes_written: u64,
     /// Flushes completed.

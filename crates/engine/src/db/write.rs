@@ -383,6 +383,10 @@ fn separate(inner: &Inner, members: &mut [Member<'_>], mem: &Memtable) -> Result
                 }
             };
             wal.blob_unsynced = true;
+            inner
+                .stats
+                .blob_bytes
+                .fetch_add((op.key().len() + value.len()) as u64, Ordering::Relaxed);
             let stored = entry::encode_separated(&view.attrs, &handle);
             out.push_stored(Kind::ValueHandle, op.keyspace(), op.key(), &stored)?;
         }
