@@ -117,6 +117,10 @@ pub(crate) struct Memtable {
     /// value-log GC and file deletion leave these files alone while the memtable is alive.
     blob_min: AtomicU64,
     blob_max: AtomicU64,
+    /// Bytes of the separated values its entries point to: the value log this memtable
+    /// keeps unflushed (GC cannot see those files before the flush, and recovery reads
+    /// them all), so it counts toward the switch like the WAL does.
+    blob_bytes: AtomicU64,
 }
 
 /// Bytes of writes per keyspace, gathered while a group of writes is inserted and added
@@ -155,6 +159,7 @@ impl Memtable {
             blob_files: Mutex::new(Vec::new()),
             blob_min: AtomicU64::new(u64::MAX),
             blob_max: AtomicU64::new(0),
+            blob_bytes: AtomicU64::new(0),
         }
     }
 
@@ -168,6 +173,11 @@ impl Memtable {
     /// The blob files attached so far.
     pub(crate) fn blob_files(&self) -> Vec<BlobFileMeta> {
         self.blob_files.lock().clone()
+    }
+
+    /// Bytes of the separated values its entries point to.
+    pub(crate) fn blob_bytes(&self) -> u64 {
+        self.blob_bytes.load(AtomicOrdering::Relaxed)
     }
 
     /// The smallest and largest blob file id its entries reference, if any.
@@ -207,6 +217,8 @@ impl Memtable {
             {
                 self.blob_min.fetch_min(h.file_id, AtomicOrdering::AcqRel);
                 self.blob_max.fetch_max(h.file_id, AtomicOrdering::AcqRel);
+                self.blob_bytes
+                    .fetch_add(u64::from(h.value_len), AtomicOrdering::Relaxed);
             }
         }
     }

@@ -74,7 +74,10 @@ pub struct Options {
     pub memtable_size: usize,
     /// Memtables that may wait to be flushed before writers are held back. Default: 2.
     pub max_immutable_memtables: usize,
-    /// Log bytes that force a memtable flush, bounding recovery time. Default: 256 MiB.
+    /// Log bytes that force a memtable flush, bounding recovery time. Separated values
+    /// written since the last flush count too (recovery validates them, and value-log GC
+    /// only sees flushed blob files), so this also bounds the unflushed value log.
+    /// Default: 256 MiB.
     pub max_wal_size: u64,
     /// Bytes of decoded table blocks kept in memory. Default: 64 MiB.
     pub block_cache_size: usize,

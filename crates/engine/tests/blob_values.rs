@@ -296,3 +296,40 @@ fn range_deletes_hide_separated_values_and_gc_reclaims_them() {
     assert_eq!(ks.get("k095").unwrap(), Some(value(95, 0, 200)));
     assert_eq!(ks.get("k050").unwrap(), None);
 }
+
+/// Separated values count toward the log limit that forces a flush: overwriting a few keys
+/// with large values flushes (so GC can see the blob files) and the value log stays within
+/// a bound of the live data, with no explicit flush or GC call.
+#[test]
+fn unflushed_separated_values_force_flushes_and_gc_bounds_the_value_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        blob_threshold: Some(0),
+        max_wal_size: 1 << 20,
+        blob_file_size: 1 << 20,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path().join("db"), options).unwrap();
+    let ks = db.keyspace("big").unwrap();
+    // 4 keys x 100 rounds of 64 KiB: 25 MiB written, 256 KiB live.
+    for round in 0..100u32 {
+        for key in 0..4u32 {
+            ks.insert(format!("k{key}"), value(key, round, 64 << 10))
+                .unwrap();
+        }
+    }
+    assert!(db.stats().flushes >= 10, "{:?}", db.stats());
+    db.wait_for_compactions().unwrap();
+    let space = db.space_stats().unwrap();
+    let blob = space.blob_bytes + space.unflushed_blob_bytes;
+    assert!(
+        blob < 8 << 20,
+        "{blob} bytes of blob files for 256 KiB live: {space:?}"
+    );
+    for key in 0..4u32 {
+        assert_eq!(
+            ks.get(format!("k{key}")).unwrap(),
+            Some(value(key, 99, 64 << 10))
+        );
+    }
+}

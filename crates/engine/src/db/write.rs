@@ -743,7 +743,13 @@ fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<Result<Done>>> {
     }
     for (batch, first) in applied().zip(&firsts) {
         for (seqno, op) in batch.ops_with_seqno(SeqNo(*first))? {
-            user_bytes += (op.key().len() + op.stored().len()) as u64;
+            // A separated value counts with its full length (the user wrote it), not the
+            // length of its handle.
+            let value_len = match entry::view(op.kind(), op.stored()) {
+                Ok(Some(view)) => view.body.len(),
+                _ => op.stored().len() as u64,
+            };
+            user_bytes += op.key().len() as u64 + value_len;
             logged.add(op.keyspace(), WriteBatch::op_encoded_len(&op) as u64);
             mem.apply(seqno, &op);
         }
@@ -1024,7 +1030,10 @@ fn make_room(inner: &Inner, force: bool) -> Result<()> {
             continue;
         }
         let wal_len = inner.write.wal_len.load(Ordering::Relaxed);
-        let full = st.mem.size() >= opts.memtable_size || wal_len >= opts.max_wal_size;
+        // Separated values count like log bytes: the memtable's blob files are part of
+        // its unflushed state (replayed and validated by recovery, invisible to GC).
+        let full = st.mem.size() >= opts.memtable_size
+            || wal_len.saturating_add(st.mem.blob_bytes()) >= opts.max_wal_size;
         if !(full || force) || (force && st.mem.is_empty()) {
             return Ok(());
         }
