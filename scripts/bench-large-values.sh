@@ -8,7 +8,8 @@
 #
 # For each value size: NUM = DATA / size keys (16-byte keys; DATA defaults to 256 MiB),
 # fillrandom, then overwrite (the same number of random writes again, so on average every
-# key is written twice), then readrandom over NUM lookups (and, for Cairn, headrandom: the
+# key is written twice), then compact (flush, full compaction, and for Cairn value-log GC:
+# the space the store settles at), then readrandom over NUM lookups (and, for Cairn, headrandom: the
 # same lookups of the entry's head, without the value). Values compress to half, LZ4, a
 # 64 MiB block cache, no fsync (Cairn --durability buffered, db_bench --sync=0). Blob
 # thresholds: 4096 bytes for both stores. "space" is the store directory's size once
@@ -47,13 +48,13 @@ for size in $sizes; do
             extra=()
             [ "$store" = cairn-vlog ] && extra=(--blob-threshold 4096)
             "$cairn" bench ordered --num "$num" --reads "$num" --value-size "$size" --key-size 16 \
-                --benchmarks fillrandom,overwrite,readrandom,headrandom --compression lz4 \
+                --benchmarks fillrandom,overwrite,compact,readrandom,headrandom --compression lz4 \
                 --cache-size 67108864 --durability buffered --dir "$dir/store" "${extra[@]}" >"$out"
             ;;
         rocksdb | rocksdb-blob)
             extra=()
             [ "$store" = rocksdb-blob ] && extra=(--enable_blob_files=true --min_blob_size=4096 --enable_blob_garbage_collection=true)
-            db_bench --benchmarks=fillrandom,overwrite,readrandom --num="$num" --reads="$num" \
+            db_bench --benchmarks=fillrandom,overwrite,compact,readrandom --num="$num" --reads="$num" \
                 --key_size=16 --value_size="$size" --compression_type=lz4 --cache_size=67108864 \
                 --bloom_bits=10 --sync=0 --threads=1 --compression_ratio=0.5 --db="$dir/store" \
                 --statistics=0 "${extra[@]}" >"$out" 2>&1

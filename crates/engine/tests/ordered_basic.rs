@@ -235,3 +235,45 @@ fn log_files_do_not_pile_up_across_opens() {
     assert_eq!(ks.len().unwrap(), 30);
     db.close().unwrap();
 }
+
+/// `Db::compact` merges every level into one, dropping overwritten versions and
+/// tombstones: the table bytes fall to those of the live data, and reads are unchanged.
+#[test]
+fn compact_merges_everything_into_one_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path().join("db"), small()).unwrap();
+    let ks = db.keyspace("k").unwrap();
+    for round in 0..3u32 {
+        for i in 0..2000u32 {
+            ks.insert(format!("k{i:05}"), format!("{round}:{i:0>200}"))
+                .unwrap();
+        }
+        db.flush().unwrap();
+    }
+    for i in 0..1000u32 {
+        ks.remove(format!("k{i:05}")).unwrap();
+    }
+    let before = db.stats().table_bytes;
+    db.compact().unwrap();
+    let stats = db.stats();
+    let levels: Vec<usize> = stats
+        .tables_per_level
+        .iter()
+        .copied()
+        .filter(|&n| n > 0)
+        .collect();
+    assert_eq!(levels.len(), 1, "{:?}", stats.tables_per_level);
+    assert_eq!(stats.tables_per_level[0], 0);
+    assert!(
+        stats.table_bytes * 2 < before,
+        "{} -> {}",
+        before,
+        stats.table_bytes
+    );
+    assert_eq!(ks.len().unwrap(), 1000);
+    assert_eq!(
+        ks.get("k01500").unwrap(),
+        Some(format!("2:{:0>200}", 1500).into_bytes())
+    );
+    assert_eq!(ks.get("k00500").unwrap(), None);
+}

@@ -48,7 +48,8 @@ const DEFAULT_BENCHMARKS: &str =
 /// random deletes), readwhilewriting (readrandom on --threads threads while one more
 /// thread writes random keys), readrandomwriterandom (random reads and writes,
 /// --readwritepercent of them reads), count (Keyspace::len once: the exact number of
-/// keys; ops are the keys counted). fillseq runs on one thread; the random writes
+/// keys; ops are the keys counted), compact (flush, compactions and value-log garbage
+/// collection until the store settles; reports its space). fillseq runs on one thread; the random writes
 /// split --num writes over --threads threads, the reads and the mix split --reads
 /// operations over them.
 #[derive(Debug, clap::Args)]
@@ -146,6 +147,9 @@ pub enum Benchmark {
     Readrandomwriterandom,
     /// Count the keys once (`Keyspace::len`); ops are the keys counted.
     Count,
+    /// Flush, finish compactions and collect value-log garbage (db_bench's `compact`
+    /// compacts everything): the space the store settles at.
+    Compact,
 }
 
 impl Benchmark {
@@ -163,6 +167,7 @@ impl Benchmark {
             Benchmark::Readwhilewriting => "readwhilewriting",
             Benchmark::Readrandomwriterandom => "readrandomwriterandom",
             Benchmark::Count => "count",
+            Benchmark::Compact => "compact",
         }
     }
 
@@ -192,6 +197,7 @@ impl Benchmark {
                 | Benchmark::Deleterandom
                 | Benchmark::Readwhilewriting
                 | Benchmark::Readrandomwriterandom
+                | Benchmark::Compact
         )
     }
 }
@@ -474,6 +480,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
             Benchmark::Readwhilewriting => workloads::read_while_writing(&w),
             Benchmark::Readrandomwriterandom => workloads::mix(&w),
             Benchmark::Count => workloads::count(&w),
+            Benchmark::Compact => workloads::compact(&w),
         };
         bar.finish_and_clear();
         let mut outcome: Outcome = result?;

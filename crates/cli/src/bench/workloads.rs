@@ -532,3 +532,21 @@ pub fn count(w: &Workload<'_>) -> CliResult<Outcome> {
     let ops = tally.ops;
     combine("count", vec![tally.finish()], Counts::Plain, ops.max(1))
 }
+
+/// `compact`: compacts the whole store (`Db::compact`: flush, then every keyspace merged
+/// into one level), then collects value-log garbage until a round removes no blob file (at most 10 rounds); one op.
+pub fn compact(w: &Workload<'_>) -> CliResult<Outcome> {
+    let mut tally = Tally::start()?;
+    w.db.compact()?;
+    for _ in 0..10 {
+        let removed = w.db.collect_garbage()?;
+        w.db.wait_for_compactions()?;
+        if removed == 0 {
+            break;
+        }
+    }
+    tally.ops = 1;
+    tally.record();
+    w.bar.inc(1);
+    combine("compact", vec![tally.finish()], Counts::Plain, 1)
+}

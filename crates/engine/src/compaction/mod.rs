@@ -107,6 +107,33 @@ fn disjoint(tables: &[Arc<TableMeta>]) -> bool {
         .all(|w| matches!(w, [a, b] if user_key(&a.largest) < user_key(&b.smallest)))
 }
 
+/// A step of a full compaction (`Db::compact`): in the first keyspace not in `busy` whose
+/// data spans more than one level, a compaction (never a move) of its shallowest non-empty
+/// level into the next; `None` once every keyspace's data is in a single level of 1 or
+/// deeper. Repeated until `None`, it rewrites every table at least once, so every version
+/// no snapshot needs, every tombstone at the bottom and every expired entry is dropped.
+pub(crate) fn pick_full(version: &Version, busy: &[KeyspaceId]) -> Option<Choice> {
+    for (id, ks) in version.keyspaces() {
+        if busy.contains(&id) {
+            continue;
+        }
+        let non_empty: Vec<usize> = (0..ks.levels.len())
+            .filter(|&l| ks.levels.get(l).is_some_and(|t| !t.is_empty()))
+            .collect();
+        let (Some(&first), Some(&last)) = (non_empty.first(), non_empty.last()) else {
+            continue;
+        };
+        if first == last && first > 0 {
+            continue;
+        }
+        if first + 1 >= NUM_LEVELS {
+            continue;
+        }
+        return choose(id, ks, first, u64::MAX);
+    }
+    None
+}
+
 /// The tables of `below` (a sorted, disjoint level) right before and right after the key
 /// range `lo..=hi` that no table of `below` overlaps, if they are smaller than
 /// `min_move_bytes`: merged with the inputs, they grow instead of staying tiny (sequential

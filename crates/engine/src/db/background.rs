@@ -181,6 +181,33 @@ pub(crate) fn compact_expired(inner: &Inner) -> Result<usize> {
     }
 }
 
+/// Flushes, then compacts every keyspace down to a single level (see
+/// `compaction::pick_full`); returns the number of compactions run.
+pub(crate) fn compact_all(inner: &Inner) -> Result<usize> {
+    flush_and_wait(inner)?;
+    let mut runs = 0;
+    loop {
+        inner.check_writable()?;
+        let mut st = inner.state.lock();
+        match compaction::pick_full(&st.version, &st.compacting) {
+            Some(choice) => {
+                st = run_compaction(inner, st, &choice);
+                if let Some((during, e)) = &st.bg_error {
+                    return Err(Error::Stopped {
+                        during,
+                        cause: Box::new(e.duplicate()),
+                    });
+                }
+                runs += 1;
+            }
+            None if st.compacting.is_empty() => return Ok(runs),
+            None => {
+                inner.stall_cv.wait_for(&mut st, Duration::from_millis(20));
+            }
+        }
+    }
+}
+
 fn check_name(name: &str) -> Result<()> {
     if name.is_empty() || name.len() > MAX_KEYSPACE_NAME_LEN {
         return Err(Error::invalid(format!(

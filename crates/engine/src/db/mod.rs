@@ -398,6 +398,19 @@ impl Db {
         space::space_stats(&self.inner)
     }
 
+    /// Compacts the whole store now, like RocksDB's `CompactRange` over everything: flushes
+    /// the memtable, then merges each keyspace's levels until its data sits in one level,
+    /// rewriting every table. Versions no snapshot needs, tombstones and expired entries
+    /// are dropped, and values the dropped versions held in blob files become garbage that
+    /// [`Db::collect_garbage`] reclaims. Returns the number of compactions run. Writers and
+    /// readers keep going meanwhile; background compactions run beside it.
+    ///
+    /// # Errors
+    /// The background error, if one stopped writes; errors of the flush or compactions.
+    pub fn compact(&self) -> Result<usize> {
+        background::compact_all(&self.inner)
+    }
+
     /// Runs value-log garbage collection now: blob files no table references any more
     /// are removed (their files deleted once no snapshot or iterator can read them), and
     /// files whose garbage share reaches `Options::blob_gc_garbage_percent` have their
