@@ -25,7 +25,8 @@
 //!    is fsynced at the end). They are not atomic: after an error the batches committed
 //!    before it stay.
 //! 3. An export appears at its final names only complete and synced (see [`export`]).
-//! 4. Every write goes through [`stage`], the one seam for entry attributes.
+//! 4. Every write goes through [`stage`], the one place that turns an entry (with its tag,
+//!    metadata and expiry) into a write.
 
 mod cbor;
 mod entry;

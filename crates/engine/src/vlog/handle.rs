@@ -13,7 +13,7 @@
 //! keyspace, the key and the value length. A reader that finds the same checksum at the
 //! handle's place has found exactly the record the handle was made for.
 //!
-//! The attributes seam: the attrs encoding (owned by the entry-attributes module) is
+//! Attributes: the attrs encoding (owned by `entry.rs`) is
 //! self-delimiting, as it must be for kind 6 (`attrs ‖ value`, where the value is opaque).
 //! So [`decode_entry_value`] takes the attrs length the attrs decoder found and decodes the
 //! rest as a handle; this module never interprets attrs bytes.
