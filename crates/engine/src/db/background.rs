@@ -156,20 +156,40 @@ fn run_compaction<'a>(
 
 /// Rewrites every table whose earliest expiry has passed; returns the compactions run.
 pub(crate) fn compact_expired(inner: &Inner) -> Result<usize> {
+    run_until_none(
+        inner,
+        || inner.tables.learn_expiry(inner),
+        |st| pick_expired_now(inner, st),
+    )
+}
+
+/// Flushes, then compacts every keyspace down to a single level (see
+/// `compaction::pick_full`); returns the number of compactions run.
+pub(crate) fn compact_all(inner: &Inner) -> Result<usize> {
+    flush_and_wait(inner)?;
+    run_until_none(
+        inner,
+        || Ok(()),
+        |st| compaction::pick_full(&st.version, &st.compacting),
+    )
+}
+
+/// Runs, in the caller's thread, the compactions `pick` chooses (after `prepare`, each
+/// time outside the state lock) until it chooses none while no other compaction holds a
+/// keyspace back; returns the number run.
+fn run_until_none(
+    inner: &Inner,
+    mut prepare: impl FnMut() -> Result<()>,
+    mut pick: impl FnMut(&super::State) -> Option<compaction::Choice>,
+) -> Result<usize> {
     let mut runs = 0;
     loop {
         inner.check_writable()?;
-        inner.tables.learn_expiry(inner)?;
+        prepare()?;
         let mut st = inner.state.lock();
-        match pick_expired_now(inner, &st) {
+        match pick(&st) {
             Some(choice) => {
-                st = run_compaction(inner, st, &choice);
-                if let Some((during, e)) = &st.bg_error {
-                    return Err(Error::Stopped {
-                        during,
-                        cause: Box::new(e.duplicate()),
-                    });
-                }
+                run_now(inner, st, &choice)?;
                 runs += 1;
             }
             // Nothing left, unless a running compaction holds a keyspace back.
@@ -181,30 +201,20 @@ pub(crate) fn compact_expired(inner: &Inner) -> Result<usize> {
     }
 }
 
-/// Flushes, then compacts every keyspace down to a single level (see
-/// `compaction::pick_full`); returns the number of compactions run.
-pub(crate) fn compact_all(inner: &Inner) -> Result<usize> {
-    flush_and_wait(inner)?;
-    let mut runs = 0;
-    loop {
-        inner.check_writable()?;
-        let mut st = inner.state.lock();
-        match compaction::pick_full(&st.version, &st.compacting) {
-            Some(choice) => {
-                st = run_compaction(inner, st, &choice);
-                if let Some((during, e)) = &st.bg_error {
-                    return Err(Error::Stopped {
-                        during,
-                        cause: Box::new(e.duplicate()),
-                    });
-                }
-                runs += 1;
-            }
-            None if st.compacting.is_empty() => return Ok(runs),
-            None => {
-                inner.stall_cv.wait_for(&mut st, Duration::from_millis(20));
-            }
-        }
+/// [`run_compaction`] for a caller waiting on it: a failure (recorded as the background
+/// error) comes back as `Stopped`. Releases the state lock.
+fn run_now(
+    inner: &Inner,
+    st: MutexGuard<'_, super::State>,
+    choice: &compaction::Choice,
+) -> Result<()> {
+    let st = run_compaction(inner, st, choice);
+    match &st.bg_error {
+        Some((during, e)) => Err(Error::Stopped {
+            during,
+            cause: Box::new(e.duplicate()),
+        }),
+        None => Ok(()),
     }
 }
 
@@ -291,13 +301,7 @@ pub(crate) fn relocate(inner: &Inner, files: &[u64]) -> Result<bool> {
         });
         match choice {
             Some(choice) => {
-                st = run_compaction(inner, st, &choice);
-                if let Some((during, e)) = &st.bg_error {
-                    return Err(Error::Stopped {
-                        during,
-                        cause: Box::new(e.duplicate()),
-                    });
-                }
+                run_now(inner, st, &choice)?;
                 ran = true;
             }
             None => {

@@ -473,140 +473,83 @@ impl<T: Extract> Scan<T> {
     }
 }
 
-/// A double-ended iterator over the pairs of a keyspace in a key range, at one snapshot.
-///
-/// Yields `Result<(key, value)>`; after an `Err` it yields nothing more. The front and the
-/// back may be consumed alternately; they never cross or repeat a key. Entries that
-/// expired before the scan began are skipped (and hide older versions of their key).
-pub struct Iter {
-    scan: Scan<Lazy>,
-}
-
-impl std::fmt::Debug for Iter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Iter")
-            .field("keyspace", &self.scan.keyspace)
-            .field("seqno", &self.scan.seqno)
-            .field("done", &self.scan.done)
-            .finish()
-    }
-}
-
-impl Iter {
-    pub(crate) fn new(
-        inner: &Arc<Inner>,
-        keyspace: KeyspaceId,
-        lo: Bound<Vec<u8>>,
-        hi: Bound<Vec<u8>>,
-        snapshot: Option<SeqNo>,
-    ) -> Iter {
-        Iter {
-            scan: Scan::new(inner, keyspace, lo, hi, snapshot),
+/// Defines a public, double-ended scan iterator over a [`Scan`] that extracts `$extract`:
+/// its `Debug`, its constructor, and `next`/`next_back`, which turn each scanned item into
+/// the public item with `$map`.
+macro_rules! scan_iter {
+    ($(#[$doc:meta])* $name:ident, $extract:ty, $item:ty, $map:expr) => {
+        $(#[$doc])*
+        pub struct $name {
+            scan: Scan<$extract>,
         }
-    }
-}
 
-impl Iterator for Iter {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.scan.step(true)
-    }
-}
-
-impl DoubleEndedIterator for Iter {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        self.scan.step(false)
-    }
-}
-
-/// A double-ended iterator over the [`Head`]s of a keyspace in a key range, at one
-/// snapshot: like [`Iter`], but it never copies values (only keys and metadata).
-pub struct HeadIter {
-    scan: Scan<Head>,
-}
-
-impl std::fmt::Debug for HeadIter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HeadIter")
-            .field("keyspace", &self.scan.keyspace)
-            .field("seqno", &self.scan.seqno)
-            .field("done", &self.scan.done)
-            .finish()
-    }
-}
-
-impl HeadIter {
-    pub(crate) fn new(
-        inner: &Arc<Inner>,
-        keyspace: KeyspaceId,
-        lo: Bound<Vec<u8>>,
-        hi: Bound<Vec<u8>>,
-        snapshot: Option<SeqNo>,
-    ) -> HeadIter {
-        HeadIter {
-            scan: Scan::new(inner, keyspace, lo, hi, snapshot),
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("keyspace", &self.scan.keyspace)
+                    .field("seqno", &self.scan.seqno)
+                    .field("done", &self.scan.done)
+                    .finish()
+            }
         }
-    }
-}
 
-impl Iterator for HeadIter {
-    type Item = Result<(Vec<u8>, Head)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.scan.step(true)
-    }
-}
-
-impl DoubleEndedIterator for HeadIter {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        self.scan.step(false)
-    }
-}
-
-/// A double-ended iterator over whole entries of a keyspace in a key range, at one
-/// snapshot: each item is the key, the value and its [`Head`] (tag, metadata, expiry,
-/// seqno). Used where an entry must be copied with its attributes (dump, export).
-pub struct EntryIter {
-    scan: Scan<(Lazy, Head)>,
-}
-
-impl std::fmt::Debug for EntryIter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EntryIter")
-            .field("keyspace", &self.scan.keyspace)
-            .field("seqno", &self.scan.seqno)
-            .field("done", &self.scan.done)
-            .finish()
-    }
-}
-
-impl EntryIter {
-    pub(crate) fn new(
-        inner: &Arc<Inner>,
-        keyspace: KeyspaceId,
-        lo: Bound<Vec<u8>>,
-        hi: Bound<Vec<u8>>,
-        snapshot: Option<SeqNo>,
-    ) -> EntryIter {
-        EntryIter {
-            scan: Scan::new(inner, keyspace, lo, hi, snapshot),
+        impl $name {
+            pub(crate) fn new(
+                inner: &Arc<Inner>,
+                keyspace: KeyspaceId,
+                lo: Bound<Vec<u8>>,
+                hi: Bound<Vec<u8>>,
+                snapshot: Option<SeqNo>,
+            ) -> $name {
+                $name {
+                    scan: Scan::new(inner, keyspace, lo, hi, snapshot),
+                }
+            }
         }
-    }
+
+        impl Iterator for $name {
+            type Item = Result<$item>;
+
+            fn next(&mut self) -> Option<Self::Item> {
+                self.scan.step(true).map(|r| r.map($map))
+            }
+        }
+
+        impl DoubleEndedIterator for $name {
+            fn next_back(&mut self) -> Option<Self::Item> {
+                self.scan.step(false).map(|r| r.map($map))
+            }
+        }
+    };
 }
 
-impl Iterator for EntryIter {
-    type Item = Result<(Vec<u8>, Vec<u8>, Head)>;
+scan_iter!(
+    /// A double-ended iterator over the pairs of a keyspace in a key range, at one snapshot.
+    ///
+    /// Yields `Result<(key, value)>`; after an `Err` it yields nothing more. The front and
+    /// the back may be consumed alternately; they never cross or repeat a key. Entries that
+    /// expired before the scan began are skipped (and hide older versions of their key).
+    Iter,
+    Lazy,
+    (Vec<u8>, Vec<u8>),
+    std::convert::identity
+);
 
-    fn next(&mut self) -> Option<Self::Item> {
-        self.scan.step(true).map(|r| r.map(|(k, (v, h))| (k, v, h)))
-    }
-}
+scan_iter!(
+    /// A double-ended iterator over the [`Head`]s of a keyspace in a key range, at one
+    /// snapshot: like [`Iter`], but it never copies values (only keys and metadata).
+    HeadIter,
+    Head,
+    (Vec<u8>, Head),
+    std::convert::identity
+);
 
-impl DoubleEndedIterator for EntryIter {
-    fn next_back(&mut self) -> Option<Self::Item> {
-        self.scan
-            .step(false)
-            .map(|r| r.map(|(k, (v, h))| (k, v, h)))
-    }
-}
+scan_iter!(
+    /// A double-ended iterator over whole entries of a keyspace in a key range, at one
+    /// snapshot: each item is the key, the value and its [`Head`] (tag, metadata, expiry,
+    /// seqno). Used where an entry must be copied with its attributes (dump, export).
+    EntryIter,
+    (Lazy, Head),
+    (Vec<u8>, Vec<u8>, Head),
+    |(k, (v, h))| (k, v, h)
+);

@@ -745,8 +745,11 @@ fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<Result<Done>>> {
         for (seqno, op) in batch.ops_with_seqno(SeqNo(*first))? {
             // A separated value counts with its full length (the user wrote it), not the
             // length of its handle.
-            let value_len = match entry::view(op.kind(), op.stored()) {
-                Ok(Some(view)) => view.body.len(),
+            let value_len = match op.kind() {
+                Kind::ValueHandle => match entry::view(op.kind(), op.stored()) {
+                    Ok(Some(view)) => view.body.len(),
+                    _ => op.stored().len() as u64,
+                },
                 _ => op.stored().len() as u64,
             };
             user_bytes += op.key().len() as u64 + value_len;
