@@ -10,10 +10,12 @@ use std::path::Path;
 use std::str::FromStr;
 
 pub mod cairn;
+pub mod cdb2;
 pub mod sparkey_c;
 pub mod tinycdb;
 
 pub use self::cairn::Cairn;
+pub use self::cdb2::Cdb2;
 pub use sparkey_c::SparkeyC;
 pub use tinycdb::TinyCdb;
 

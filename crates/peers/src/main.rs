@@ -1,0 +1,401 @@
+//! `cairn-peers`: Cairn side by side with other embedded stores, in one run.
+//!
+//! The same workloads (see [`workload`]) run on Cairn and on every peer, one store at a
+//! time on a fresh directory, and the rows go to a Markdown report, a JSON file and an
+//! SVG chart of Cairn's ratio to each peer. The Go stores (pebble, badger, bbolt) run in
+//! the Go driver (`go/`), which prints rows of the same shape; the constant stores run
+//! through `cairn-bench`'s peers.
+
+use std::io::IsTerminal as _;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::Context as _;
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
+
+mod constant;
+mod data;
+mod go;
+mod plot;
+mod report;
+mod row;
+mod stores;
+mod workload;
+
+use data::ValueSource;
+use row::{Labels, Row};
+use stores::{Config, Kind};
+use workload::{Plan, Workload};
+
+/// Cairn and its peers, the same workloads in one run, with a report of the ratios.
+#[derive(Parser, Debug)]
+#[command(name = "cairn-peers", version)]
+struct Args {
+    /// Keys of the ordered workloads (16-byte keys).
+    #[arg(long, default_value_t = 1_000_000)]
+    num: u64,
+    /// Operations of readrandom and the read/write mixes (default: --num).
+    #[arg(long)]
+    reads: Option<u64>,
+    /// Bytes of every value of the ordered workloads.
+    #[arg(long, default_value_t = 100)]
+    value_size: usize,
+    /// Thread counts to run every ordered workload with.
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 2])]
+    threads: Vec<usize>,
+    /// Writes per batch of the batched writes.
+    #[arg(long, default_value_t = 1000)]
+    batch: usize,
+    /// Block or page cache of every store that has one, MiB.
+    #[arg(long, default_value_t = 64)]
+    cache_mb: usize,
+    /// Rust stores: cairn, rocksdb, rocksdb-tuned, fjall, redb, lmdb, sled.
+    #[arg(long, value_delimiter = ',', default_values = ["cairn", "rocksdb", "rocksdb-tuned", "fjall", "redb", "lmdb", "sled"])]
+    stores: Vec<String>,
+    /// Go stores, run by the Go driver: pebble, badger, bbolt (none without --go-driver).
+    #[arg(long, value_delimiter = ',', default_values = ["pebble", "badger", "bbolt"])]
+    go_stores: Vec<String>,
+    /// The Go driver's binary (built by install-peers.sh as target/cairn-peers-go); the Go
+    /// stores are skipped, and the report says so, when it is missing.
+    #[arg(long, default_value = "target/cairn-peers-go")]
+    go_driver: PathBuf,
+    /// Ordered workloads to run (default: all, in their fixed order).
+    #[arg(long, value_delimiter = ',')]
+    workloads: Vec<String>,
+    /// Value sizes of the large-value workloads (empty: skip them).
+    #[arg(long, value_delimiter = ',', default_values_t = [4096usize, 65536, 1048576])]
+    large_sizes: Vec<usize>,
+    /// Bytes of values written per large-value size.
+    #[arg(long, default_value_t = 256 << 20)]
+    large_bytes: u64,
+    /// Entry counts of the constant-store benchmark (empty: skip it).
+    #[arg(long, value_delimiter = ',', default_values_t = [1_000_000u64])]
+    constant_sizes: Vec<u64>,
+    /// Random lookups per constant store.
+    #[arg(long, default_value_t = 1_000_000)]
+    constant_lookups: u64,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Scratch directory for the stores (default: a fresh one under the temp dir).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Where the report goes: `<out>.md`, `<out>.json` and `<out>.svg`.
+    #[arg(long, default_value = "docs/bench/peers")]
+    out: PathBuf,
+    /// Do not run anything: re-render the report from an earlier run's JSON file.
+    #[arg(long)]
+    from_json: Option<PathBuf>,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let report = match &args.from_json {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?
+        }
+        None => run(&args)?,
+    };
+    report::write(&report, &args.out)?;
+    eprintln!(
+        "report: {}.md, {}.json, {}.svg",
+        args.out.display(),
+        args.out.display(),
+        args.out.display()
+    );
+    Ok(())
+}
+
+fn run(args: &Args) -> anyhow::Result<report::Report> {
+    let kinds = args
+        .stores
+        .iter()
+        .map(|s| Kind::parse(s).with_context(|| format!("unknown store {s:?}")))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let workloads = if args.workloads.is_empty() {
+        Workload::ORDERED.to_vec()
+    } else {
+        args.workloads
+            .iter()
+            .map(|s| Workload::parse(s).with_context(|| format!("unknown workload {s:?}")))
+            .collect::<anyhow::Result<Vec<_>>>()?
+    };
+    let scratch = match &args.dir {
+        Some(d) => {
+            std::fs::create_dir_all(d)?;
+            tempfile::Builder::new()
+                .prefix("cairn-peers-")
+                .tempdir_in(d)?
+        }
+        None => tempfile::Builder::new().prefix("cairn-peers-").tempdir()?,
+    };
+    let config = Config {
+        cache_bytes: args.cache_mb << 20,
+    };
+    let go = go::Driver::find(&args.go_driver, &args.go_stores);
+    let mut report = report::Report::new(args_line(), args.num, args.cache_mb, go.note());
+
+    for &threads in &args.threads {
+        let plan = Plan {
+            num: args.num,
+            threads,
+            batch: args.batch,
+            reads: args.reads.unwrap_or(args.num),
+            seed: args.seed,
+        };
+        for &kind in &kinds {
+            let rows = ordered(
+                kind,
+                &plan,
+                args.value_size,
+                &workloads,
+                config,
+                scratch.path(),
+            )
+            .with_context(|| format!("{} with {threads} thread(s)", kind.name()))?;
+            report.rows.extend(rows);
+        }
+        for store in go.stores() {
+            let names: Vec<String> = workloads.iter().map(|w| w.name()).collect();
+            let rows = go.ordered(
+                store,
+                &plan,
+                args.value_size,
+                &names,
+                args.cache_mb,
+                scratch.path(),
+            )?;
+            report.rows.extend(rows);
+        }
+    }
+    for &size in &args.large_sizes {
+        for &kind in &kinds {
+            let rows = large(kind, size, args, config, scratch.path())
+                .with_context(|| format!("{} with {size}-byte values", kind.name()))?;
+            report.rows.extend(rows);
+        }
+    }
+    if !args.large_sizes.is_empty() {
+        for store in go.stores() {
+            let rows = go.large(store, args, scratch.path())?;
+            report.rows.extend(rows);
+        }
+    }
+    if !args.constant_sizes.is_empty() {
+        report.constant = constant::run(
+            &args.constant_sizes,
+            args.constant_lookups,
+            args.seed,
+            scratch.path(),
+        )?;
+    }
+    Ok(report)
+}
+
+fn args_line() -> String {
+    let mut line = String::from("cairn-peers");
+    for a in std::env::args().skip(1) {
+        line.push(' ');
+        line.push_str(&a);
+    }
+    line
+}
+
+fn bar(label: String, total: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        eprintln!("{label}");
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total);
+    let style = ProgressStyle::with_template(
+        "{msg:<40} [{bar:30}] {human_pos}/{human_len} {per_sec} eta {eta}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar())
+    .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_message(label);
+    bar
+}
+
+/// Runs the ordered workloads on one store: `fillseq` on a fresh store of its own, the
+/// rest on one store that `fillrandom` fills first (run even when not asked for, unrecorded,
+/// when a later workload needs the keys).
+fn ordered(
+    kind: Kind,
+    plan: &Plan,
+    value_size: usize,
+    workloads: &[Workload],
+    config: Config,
+    scratch: &Path,
+) -> anyhow::Result<Vec<Row>> {
+    let values = ValueSource::new(value_size, plan.seed);
+    let mut rows = Vec::new();
+    let labels = |w: Workload| Labels {
+        suite: "ordered",
+        store: kind.name(),
+        config: kind.config(),
+        durability: kind.durability(),
+        workload: w.name(),
+        threads: plan.threads,
+        num: plan.num,
+        value_size,
+        batch: plan.batch,
+    };
+    if workloads.contains(&Workload::FillSeq) {
+        let dir = fresh_dir(scratch, kind.name())?;
+        let store = kind.open(&dir, config)?;
+        let outcome = timed(&*store, Workload::FillSeq, plan, &values, 0, kind)?;
+        store.settle()?;
+        rows.push(Row::new(
+            labels(Workload::FillSeq),
+            &outcome,
+            Some(dir_size(&dir)),
+        ));
+        drop(store);
+        std::fs::remove_dir_all(&dir)?;
+    }
+    let rest: Vec<Workload> = workloads
+        .iter()
+        .copied()
+        .filter(|&w| w != Workload::FillSeq)
+        .collect();
+    if rest.is_empty() {
+        return Ok(rows);
+    }
+    let dir = fresh_dir(scratch, kind.name())?;
+    let store = kind.open(&dir, config)?;
+    let mut filled = false;
+    for (index, &w) in Workload::ORDERED.iter().enumerate() {
+        let wanted = rest.contains(&w);
+        let needed = w == Workload::FillRandom && !filled;
+        if !wanted && !needed {
+            continue;
+        }
+        let outcome = timed(&*store, w, plan, &values, index as u64, kind)
+            .map_err(|e| e.context(format!("{} failed", w.name())))?;
+        if w.writes() {
+            store.settle()?;
+        }
+        if w == Workload::FillRandom {
+            filled = true;
+        }
+        if wanted {
+            rows.push(Row::new(labels(w), &outcome, Some(dir_size(&dir))));
+        }
+    }
+    drop(store);
+    std::fs::remove_dir_all(&dir)?;
+    Ok(rows)
+}
+
+fn timed(
+    store: &dyn stores::Store,
+    w: Workload,
+    plan: &Plan,
+    values: &ValueSource,
+    index: u64,
+    kind: Kind,
+) -> anyhow::Result<workload::Outcome> {
+    // Keys must all be there from the end of fillrandom until deleterandom.
+    let must_find = !matches!(
+        w,
+        Workload::FillSeq | Workload::FillRandom | Workload::DeleteRandom
+    );
+    let entries = plan.num;
+    let bar = bar(
+        format!("{} {} t={}", kind.name(), w.name(), plan.threads),
+        workload::total_ops(w, plan, entries),
+    );
+    let outcome = workload::run(store, w, plan, values, index, must_find, &bar)?;
+    bar.finish_and_clear();
+    eprintln!(
+        "  {:<14} {:<13} t={} {:>12.0} ops/s  p99.9 {:>9.1} us",
+        kind.name(),
+        w.name(),
+        plan.threads,
+        outcome.ops as f64 / outcome.elapsed.as_secs_f64().max(1e-9),
+        outcome.latency.value_at_quantile(0.999) as f64 / 1000.0
+    );
+    Ok(outcome)
+}
+
+/// Large values on one store: a fresh store per size, `fillrandom` of `large_bytes` of
+/// values, then `readrandom` of as many gets as there are keys.
+fn large(
+    kind: Kind,
+    size: usize,
+    args: &Args,
+    config: Config,
+    scratch: &Path,
+) -> anyhow::Result<Vec<Row>> {
+    let num = (args.large_bytes / size.max(1) as u64).max(1);
+    let batch = (args.batch).min((4usize << 20) / size.max(1)).max(1);
+    let plan = Plan {
+        num,
+        threads: 1,
+        batch,
+        reads: num,
+        seed: args.seed,
+    };
+    let values = ValueSource::new(size, args.seed);
+    let dir = fresh_dir(scratch, kind.name())?;
+    let store = kind.open(&dir, config)?;
+    let mut rows = Vec::new();
+    for (index, w) in [Workload::FillRandom, Workload::ReadRandom]
+        .into_iter()
+        .enumerate()
+    {
+        let outcome = timed(&*store, w, &plan, &values, index as u64, kind)?;
+        if w.writes() {
+            store.settle()?;
+        }
+        let labels = Labels {
+            suite: "large",
+            store: kind.name(),
+            config: kind.config(),
+            durability: kind.durability(),
+            workload: w.name(),
+            threads: 1,
+            num,
+            value_size: size,
+            batch,
+        };
+        rows.push(Row::new(labels, &outcome, Some(dir_size(&dir))));
+    }
+    drop(store);
+    std::fs::remove_dir_all(&dir)?;
+    Ok(rows)
+}
+
+/// A new empty directory for one store. Every call gets a new name: some stores (LMDB)
+/// refuse to open a path they have open already, even after it was removed.
+fn fresh_dir(scratch: &Path, name: &str) -> anyhow::Result<PathBuf> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = scratch.join(format!("{name}-{}", NEXT.fetch_add(1, Ordering::Relaxed)));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// Bytes of every file under `dir` (0 for what cannot be read): for each file the smaller
+/// of its length and its allocated blocks, so preallocated or sparse files (write-ahead
+/// logs, memory-mapped files) count what they hold, as the Go driver counts them.
+pub fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&e.path()),
+            Ok(m) => m.len().min(m.blocks().saturating_mul(512)),
+            Err(_) => 0,
+        })
+        .sum()
+}

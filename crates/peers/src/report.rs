@@ -1,0 +1,544 @@
+//! The report of a run: a JSON file of every row (re-renderable with `--from-json`), a
+//! Markdown page with one table per part and Cairn's ratio to each peer, the targets and
+//! whether they were met, and an SVG chart of the ratios.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+
+use crate::plot;
+use crate::row::Row;
+
+/// Everything one run measured.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Report {
+    /// The command line that produced it.
+    pub command: String,
+    /// The machine: CPU model and count.
+    pub machine: String,
+    /// Keys of the ordered workloads.
+    pub num: u64,
+    /// Cache of every store that has one, MiB.
+    pub cache_mb: usize,
+    /// Whether the Go stores ran.
+    pub go_note: String,
+    /// Ordered and large-value rows.
+    pub rows: Vec<Row>,
+    /// Constant-store rows.
+    pub constant: Vec<cairn_bench::Row>,
+}
+
+impl Report {
+    /// An empty report of a run.
+    pub fn new(command: String, num: u64, cache_mb: usize, go_note: String) -> Report {
+        Report {
+            command,
+            machine: machine(),
+            num,
+            cache_mb,
+            go_note,
+            rows: Vec::new(),
+            constant: Vec::new(),
+        }
+    }
+}
+
+fn machine() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    format!("{cpus} × {model}")
+}
+
+/// Writes `<out>.json`, `<out>.md` and `<out>.svg`.
+pub fn write(report: &Report, out: &Path) -> anyhow::Result<()> {
+    if let Some(parent) = out.parent() {
+        if !parent.as_os_str().is_empty() {
+            std::fs::create_dir_all(parent)?;
+        }
+    }
+    let with = |ext: &str| out.with_extension(ext);
+    let json = serde_json::to_string_pretty(report)?;
+    std::fs::write(with("json"), json + "\n").context("writing the JSON report")?;
+    std::fs::write(with("md"), markdown(report)).context("writing the Markdown report")?;
+    std::fs::write(with("svg"), plot::ratios(report)).context("writing the chart")?;
+    Ok(())
+}
+
+/// `1234567.8` -> `1,234,568`.
+pub fn thousands(x: f64) -> String {
+    let s = format!("{:.0}", x.max(0.0));
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// The stores of `rows` in first-seen order.
+pub fn stores(rows: &[&Row]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for r in rows {
+        if !names.contains(&r.store) {
+            names.push(r.store.clone());
+        }
+    }
+    names
+}
+
+/// The row of `store` for `workload` among `rows`.
+pub fn find<'a>(rows: &[&'a Row], store: &str, workload: &str) -> Option<&'a Row> {
+    rows.iter()
+        .copied()
+        .find(|r| r.store == store && r.workload == workload)
+}
+
+/// Rows of a suite with a thread count (`None`: any) and value size (`None`: any).
+pub fn select<'a>(
+    report: &'a Report,
+    suite: &str,
+    threads: Option<usize>,
+    value_size: Option<usize>,
+) -> Vec<&'a Row> {
+    report
+        .rows
+        .iter()
+        .filter(|r| {
+            r.suite == suite
+                && threads.is_none_or(|t| r.threads == t)
+                && value_size.is_none_or(|v| r.value_size == v)
+        })
+        .collect()
+}
+
+/// The workloads of `rows` in first-seen order.
+fn workloads(rows: &[&Row]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for r in rows {
+        if !names.contains(&r.workload) {
+            names.push(r.workload.clone());
+        }
+    }
+    names
+}
+
+/// Cairn's figure over the best peer's, for a metric where more is better.
+fn best_peer<'a>(
+    rows: &[&'a Row],
+    workload: &str,
+    metric: fn(&Row) -> f64,
+) -> Option<(&'a Row, &'a Row)> {
+    let cairn = find(rows, "cairn", workload)?;
+    let best = rows
+        .iter()
+        .copied()
+        .filter(|r| r.workload == workload && r.store != "cairn")
+        .max_by(|a, b| metric(a).total_cmp(&metric(b)))?;
+    Some((cairn, best))
+}
+
+fn ratio(a: f64, b: f64) -> String {
+    if b > 0.0 {
+        format!("{:.2}×", a / b)
+    } else {
+        "–".to_owned()
+    }
+}
+
+fn markdown(report: &Report) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# Cairn and its peers\n");
+    let _ = writeln!(md, "- Command: `{}`", report.command);
+    let _ = writeln!(md, "- Machine: {}", report.machine);
+    let _ = writeln!(
+        md,
+        "- Every store gets a cache of {} MiB where it has one, 16-byte keys, values that compress to half, and commits that reach the OS without an fsync (see the durability column).",
+        report.cache_mb
+    );
+    let _ = writeln!(md, "- {}", report.go_note);
+    let _ = writeln!(md);
+    targets(&mut md, report);
+    stores_table(&mut md, report);
+    ordered_tables(&mut md, report);
+    large_tables(&mut md, report);
+    constant_table(&mut md, report);
+    md
+}
+
+fn stores_table(md: &mut String, report: &Report) {
+    let all: Vec<&Row> = report.rows.iter().collect();
+    if all.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "## Stores\n");
+    let _ = writeln!(md, "| store | configuration | durability of a commit |");
+    let _ = writeln!(md, "|---|---|---|");
+    for name in stores(&all) {
+        if let Some(r) = all.iter().find(|r| r.store == name) {
+            let _ = writeln!(md, "| {} | {} | {} |", r.store, r.config, r.durability);
+        }
+    }
+    let _ = writeln!(md);
+}
+
+fn ordered_tables(md: &mut String, report: &Report) {
+    let mut threads: Vec<usize> = report
+        .rows
+        .iter()
+        .filter(|r| r.suite == "ordered")
+        .map(|r| r.threads)
+        .collect();
+    threads.sort_unstable();
+    threads.dedup();
+    for t in threads {
+        let rows = select(report, "ordered", Some(t), None);
+        let names = stores(&rows);
+        let Some(first) = rows.first() else { continue };
+        let _ = writeln!(
+            md,
+            "## Ordered workloads, {} thread{} ({} keys, {}-byte values, batches of {})\n",
+            t,
+            if t == 1 { "" } else { "s" },
+            thousands(first.num as f64),
+            first.value_size,
+            first.batch
+        );
+        let _ = writeln!(md, "Operations per second (scans: entries per second).\n");
+        let _ = write!(md, "| workload |");
+        for n in &names {
+            let _ = write!(md, " {n} |");
+        }
+        let _ = writeln!(md, " Cairn ÷ best peer |");
+        let _ = write!(md, "|---|");
+        for _ in &names {
+            let _ = write!(md, "--:|");
+        }
+        let _ = writeln!(md, "---|");
+        for w in workloads(&rows) {
+            let _ = write!(md, "| {w} |");
+            for n in &names {
+                let cell =
+                    find(&rows, n, &w).map_or("–".to_owned(), |r| thousands(r.ops_per_sec));
+                let _ = write!(md, " {cell} |");
+            }
+            let cell = best_peer(&rows, &w, |r| r.ops_per_sec)
+                .map_or("–".to_owned(), |(c, b)| {
+                    format!("{} ({})", ratio(c.ops_per_sec, b.ops_per_sec), b.store)
+                });
+            let _ = writeln!(md, " {cell} |");
+        }
+        let _ = writeln!(md);
+        let _ = writeln!(
+            md,
+            "Latency in µs, p50 / p99 / p99.9 (a batch of writes is one operation; scans: time per entry).\n"
+        );
+        let _ = write!(md, "| workload |");
+        for n in &names {
+            let _ = write!(md, " {n} |");
+        }
+        let _ = writeln!(md);
+        let _ = write!(md, "|---|");
+        for _ in &names {
+            let _ = write!(md, "--:|");
+        }
+        let _ = writeln!(md);
+        for w in workloads(&rows) {
+            let _ = write!(md, "| {w} |");
+            for n in &names {
+                let cell = find(&rows, n, &w).map_or("–".to_owned(), |r| {
+                    format!("{:.1} / {:.1} / {:.1}", r.p50_us, r.p99_us, r.p999_us)
+                });
+                let _ = write!(md, " {cell} |");
+            }
+            let _ = writeln!(md);
+        }
+        let _ = writeln!(md);
+        let _ = writeln!(md, "Space after each workload, MB (10^6 bytes).\n");
+        let _ = write!(md, "| after |");
+        for n in &names {
+            let _ = write!(md, " {n} |");
+        }
+        let _ = writeln!(md);
+        let _ = write!(md, "|---|");
+        for _ in &names {
+            let _ = write!(md, "--:|");
+        }
+        let _ = writeln!(md);
+        for w in [
+            "fillseq",
+            "fillrandom",
+            "overwrite",
+            "putrandom",
+            "deleterandom",
+        ] {
+            if !rows.iter().any(|r| r.workload == w) {
+                continue;
+            }
+            let _ = write!(md, "| {w} |");
+            for n in &names {
+                let cell = find(&rows, n, w)
+                    .and_then(|r| r.disk_bytes)
+                    .map_or("–".to_owned(), |b| format!("{:.1}", b as f64 / 1e6));
+                let _ = write!(md, " {cell} |");
+            }
+            let _ = writeln!(md);
+        }
+        let _ = writeln!(md);
+    }
+}
+
+fn large_tables(md: &mut String, report: &Report) {
+    let rows = select(report, "large", None, None);
+    if rows.is_empty() {
+        return;
+    }
+    let names = stores(&rows);
+    let mut sizes: Vec<usize> = rows.iter().map(|r| r.value_size).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let _ = writeln!(md, "## Large values\n");
+    let _ = writeln!(
+        md,
+        "A fresh store per size; `fillrandom` writes the keys once in random order, `readrandom` reads as many random keys. MB/s of keys and values.\n"
+    );
+    let _ = write!(md, "| value size | workload |");
+    for n in &names {
+        let _ = write!(md, " {n} |");
+    }
+    let _ = writeln!(md, " Cairn ÷ best peer | Cairn ÷ rocksdb |");
+    let _ = write!(md, "|---|---|");
+    for _ in &names {
+        let _ = write!(md, "--:|");
+    }
+    let _ = writeln!(md, "---|--:|");
+    for size in sizes {
+        let at: Vec<&Row> = rows
+            .iter()
+            .copied()
+            .filter(|r| r.value_size == size)
+            .collect();
+        for w in workloads(&at) {
+            let _ = write!(md, "| {} | {w} |", human_size(size));
+            for n in &names {
+                let cell =
+                    find(&at, n, &w).map_or("–".to_owned(), |r| format!("{:.1}", r.mb_per_sec));
+                let _ = write!(md, " {cell} |");
+            }
+            let best = best_peer(&at, &w, |r| r.mb_per_sec).map_or("–".to_owned(), |(c, b)| {
+                format!("{} ({})", ratio(c.mb_per_sec, b.mb_per_sec), b.store)
+            });
+            let rocks = match (find(&at, "cairn", &w), find(&at, "rocksdb", &w)) {
+                (Some(c), Some(r)) => ratio(c.mb_per_sec, r.mb_per_sec),
+                _ => "–".to_owned(),
+            };
+            let _ = writeln!(md, " {best} | {rocks} |");
+        }
+    }
+    let _ = writeln!(md);
+}
+
+/// `65536` -> `64 KiB`.
+pub fn human_size(bytes: usize) -> String {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
+        format!("{} KiB", bytes >> 10)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+fn constant_table(md: &mut String, report: &Report) {
+    if report.constant.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "## Constant stores\n");
+    let _ = writeln!(
+        md,
+        "`n` entries `key_<i> -> value_<i>` written in order, then 1M random lookups with every value checked (the time includes opening the store), as Sparkey's `bench.c`. Per CPU-second of this process.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| store | variant | n | puts/cpu-s | lookups/cpu-s | file MB |"
+    );
+    let _ = writeln!(md, "|---|---|--:|--:|--:|--:|");
+    for r in &report.constant {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {:.1} |",
+            r.store,
+            r.variant,
+            thousands(r.n as f64),
+            thousands(r.puts_per_cpu_s),
+            thousands(r.lookups_per_cpu_s),
+            r.file_bytes as f64 / 1e6
+        );
+    }
+    let _ = writeln!(md);
+}
+
+/// One target: what is compared, the two figures, the goal, and whether it was met.
+pub struct Target {
+    /// What is compared.
+    pub what: String,
+    /// Cairn's figure over the peer's (for latency: Cairn's over the peer's too).
+    pub ratio: f64,
+    /// The goal for `ratio`.
+    pub goal: f64,
+    /// True when smaller is better (latency).
+    pub lower_is_better: bool,
+    /// Cairn's figure and the peer's, formatted.
+    pub figures: String,
+}
+
+impl Target {
+    fn met(&self) -> bool {
+        if self.lower_is_better {
+            self.ratio <= self.goal
+        } else {
+            self.ratio >= self.goal
+        }
+    }
+}
+
+/// The targets the rows allow checking.
+pub fn compute_targets(report: &Report) -> Vec<Target> {
+    let mut out = Vec::new();
+    let mut threads: Vec<usize> = report.rows.iter().map(|r| r.threads).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    for t in threads {
+        let rows = select(report, "ordered", Some(t), None);
+        for (w, what) in [("fillrandom", "load"), ("fillseq", "sequential load")] {
+            if let Some((c, b)) = best_peer(&rows, w, |r| r.ops_per_sec) {
+                out.push(Target {
+                    what: format!("{what} ({w}, {t} thr) vs fastest peer ({})", b.store),
+                    ratio: c.ops_per_sec / b.ops_per_sec.max(f64::MIN_POSITIVE),
+                    goal: 1.2,
+                    lower_is_better: false,
+                    figures: format!(
+                        "{} vs {} ops/s",
+                        thousands(c.ops_per_sec),
+                        thousands(b.ops_per_sec)
+                    ),
+                });
+            }
+        }
+        for (w, what) in [("readrandom", "random reads"), ("readseq", "scan")] {
+            if let (Some(c), Some(l)) = (find(&rows, "cairn", w), find(&rows, "lmdb", w)) {
+                out.push(Target {
+                    what: format!("{what} ({w}, {t} thr) vs lmdb"),
+                    ratio: c.ops_per_sec / l.ops_per_sec.max(f64::MIN_POSITIVE),
+                    goal: 1.0,
+                    lower_is_better: false,
+                    figures: format!(
+                        "{} vs {} ops/s",
+                        thousands(c.ops_per_sec),
+                        thousands(l.ops_per_sec)
+                    ),
+                });
+            }
+        }
+        if let (Some(c), Some(r)) = (
+            find(&rows, "cairn", "putrandom"),
+            find(&rows, "rocksdb", "putrandom"),
+        ) {
+            out.push(Target {
+                what: format!("p99.9 of sustained single puts (putrandom, {t} thr) vs rocksdb"),
+                ratio: c.p999_us / r.p999_us.max(f64::MIN_POSITIVE),
+                goal: 0.5,
+                lower_is_better: true,
+                figures: format!("{:.1} vs {:.1} µs", c.p999_us, r.p999_us),
+            });
+        }
+    }
+    let large = select(report, "large", None, None);
+    let mut sizes: Vec<usize> = large.iter().map(|r| r.value_size).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    for size in sizes {
+        let at: Vec<&Row> = large
+            .iter()
+            .copied()
+            .filter(|r| r.value_size == size)
+            .collect();
+        if let (Some(c), Some(r)) = (
+            find(&at, "cairn", "fillrandom"),
+            find(&at, "rocksdb", "fillrandom"),
+        ) {
+            out.push(Target {
+                what: format!("{} value writes vs rocksdb", human_size(size)),
+                ratio: c.mb_per_sec / r.mb_per_sec.max(f64::MIN_POSITIVE),
+                goal: 2.0,
+                lower_is_better: false,
+                figures: format!("{:.1} vs {:.1} MB/s", c.mb_per_sec, r.mb_per_sec),
+            });
+        }
+    }
+    let largest = report.constant.iter().map(|r| r.n).max();
+    let at_n = |store: &str, variant: &str| {
+        report
+            .constant
+            .iter()
+            .find(|r| Some(r.n) == largest && r.store == store && r.variant == variant)
+    };
+    for (peer, goal) in [("tinycdb", 1.5), ("sparkey-c", 2.0)] {
+        let peer_variant = if peer == "tinycdb" { "-" } else { "none" };
+        if let (Some(c), Some(p)) = (at_n("cairn", "none"), at_n(peer, peer_variant)) {
+            out.push(Target {
+                what: format!(
+                    "constant-store lookups (n = {}) vs {peer}",
+                    thousands(c.n as f64)
+                ),
+                ratio: c.lookups_per_cpu_s / p.lookups_per_cpu_s.max(f64::MIN_POSITIVE),
+                goal,
+                lower_is_better: false,
+                figures: format!(
+                    "{} vs {} lookups/cpu-s",
+                    thousands(c.lookups_per_cpu_s),
+                    thousands(p.lookups_per_cpu_s)
+                ),
+            });
+        }
+    }
+    out
+}
+
+fn targets(md: &mut String, report: &Report) {
+    let targets = compute_targets(report);
+    if targets.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "## Targets\n");
+    let _ = writeln!(md, "| target | Cairn vs peer | ratio | goal | met |");
+    let _ = writeln!(md, "|---|---|--:|--:|---|");
+    for t in &targets {
+        let goal = if t.lower_is_better {
+            format!("≤ {:.2}×", t.goal)
+        } else {
+            format!("≥ {:.2}×", t.goal)
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {:.2}× | {} | {} |",
+            t.what,
+            t.figures,
+            t.ratio,
+            goal,
+            if t.met() { "yes" } else { "**no**" }
+        );
+    }
+    let _ = writeln!(md);
+}

@@ -1,0 +1,125 @@
+//! One result row: a workload on a store, as the report, the JSON file and the Go driver
+//! all spell it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::data::KEY_LEN;
+use crate::workload::Outcome;
+
+/// One workload's result on one store.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Row {
+    /// `ordered` (100-byte values, `--num` keys) or `large` (large values).
+    #[serde(default)]
+    pub suite: String,
+    /// Store and configuration name, e.g. `rocksdb-tuned`.
+    pub store: String,
+    /// How the store was configured.
+    pub config: String,
+    /// What a committed write survives.
+    pub durability: String,
+    /// Workload name.
+    pub workload: String,
+    /// Threads.
+    pub threads: usize,
+    /// Keys of the workload's key space.
+    pub num: u64,
+    /// Bytes of every value.
+    pub value_size: usize,
+    /// Writes per batch of the batched writes.
+    pub batch: usize,
+    /// Operations done.
+    pub ops: u64,
+    /// Wall time.
+    pub seconds: f64,
+    /// Operations per second.
+    pub ops_per_sec: f64,
+    /// Key and value megabytes (10^6) per second.
+    pub mb_per_sec: f64,
+    /// Reads that found their key, or entries seeks visited.
+    pub found: Option<u64>,
+    /// Median latency, microseconds.
+    pub p50_us: f64,
+    /// 99th percentile latency, microseconds.
+    pub p99_us: f64,
+    /// 99.9th percentile latency, microseconds.
+    pub p999_us: f64,
+    /// Largest latency, microseconds.
+    pub max_us: f64,
+    /// 99th percentile latency of a mix's writes, microseconds.
+    pub write_p99_us: Option<f64>,
+    /// 99.9th percentile latency of a mix's writes, microseconds.
+    pub write_p999_us: Option<f64>,
+    /// Bytes of the store's directory after the workload.
+    pub disk_bytes: Option<u64>,
+}
+
+/// What a row is about, besides its measurements.
+pub struct Labels<'a> {
+    /// `ordered` or `large`.
+    pub suite: &'a str,
+    /// Store and configuration name.
+    pub store: &'a str,
+    /// Configuration.
+    pub config: &'a str,
+    /// Durability.
+    pub durability: &'a str,
+    /// Workload name.
+    pub workload: String,
+    /// Threads.
+    pub threads: usize,
+    /// Keys.
+    pub num: u64,
+    /// Value bytes.
+    pub value_size: usize,
+    /// Batch size.
+    pub batch: usize,
+}
+
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+impl Row {
+    /// The row of `outcome`.
+    pub fn new(labels: Labels<'_>, outcome: &Outcome, disk_bytes: Option<u64>) -> Row {
+        let seconds = outcome.elapsed.as_secs_f64();
+        let rate = if seconds > 0.0 {
+            outcome.ops as f64 / seconds
+        } else {
+            0.0
+        };
+        let h = &outcome.latency;
+        Row {
+            suite: labels.suite.to_owned(),
+            store: labels.store.to_owned(),
+            config: labels.config.to_owned(),
+            durability: labels.durability.to_owned(),
+            workload: labels.workload,
+            threads: labels.threads,
+            num: labels.num,
+            value_size: labels.value_size,
+            batch: labels.batch,
+            ops: outcome.ops,
+            seconds,
+            ops_per_sec: rate,
+            mb_per_sec: rate * (KEY_LEN + labels.value_size) as f64 / 1e6,
+            found: outcome.found,
+            p50_us: us(h.value_at_quantile(0.5)),
+            p99_us: us(h.value_at_quantile(0.99)),
+            p999_us: us(h.value_at_quantile(0.999)),
+            max_us: us(h.max()),
+            write_p99_us: outcome
+                .write_latency
+                .as_ref()
+                .filter(|w| !w.is_empty())
+                .map(|w| us(w.value_at_quantile(0.99))),
+            write_p999_us: outcome
+                .write_latency
+                .as_ref()
+                .filter(|w| !w.is_empty())
+                .map(|w| us(w.value_at_quantile(0.999))),
+            disk_bytes,
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! Cairn's ordered store: `Durability::Buffered` (every commit's log record is written to
+//! the OS before the call returns, not fsynced), a block cache of `--cache-mb`, and the
+//! value log for values of 4 KiB and more (the README's recommended setting; 100-byte
+//! values stay inline). Everything else is `Options::default()`.
+
+use std::path::Path;
+
+use cairn::{Db, Durability, Keyspace, Options};
+
+use super::{Config, Op, Store};
+
+/// Configuration, for the report.
+pub const CONFIG: &str = "defaults; block cache --cache-mb; value log for values >= 4 KiB";
+/// Durability, for the report.
+pub const DURABILITY: &str = "Durability::Buffered: log written to the OS per commit, no fsync";
+
+/// An open Cairn store and its one keyspace.
+pub struct CairnStore {
+    db: Db,
+    ks: Keyspace,
+}
+
+impl CairnStore {
+    /// Creates the store in `dir`.
+    pub fn open(dir: &Path, config: Config) -> anyhow::Result<CairnStore> {
+        let options = Options {
+            durability: Durability::Buffered,
+            block_cache_size: config.cache_bytes,
+            blob_threshold: Some(4 << 10),
+            ..Options::default()
+        };
+        let db = Db::open(dir, options)?;
+        let ks = db.keyspace("bench")?;
+        Ok(CairnStore { db, ks })
+    }
+}
+
+impl Store for CairnStore {
+    fn write(&self, ops: &[Op<'_>]) -> anyhow::Result<()> {
+        if let [op] = ops {
+            match *op {
+                Op::Put(k, v) => self.ks.insert(k, v)?,
+                Op::Delete(k) => self.ks.remove(k)?,
+            }
+            return Ok(());
+        }
+        let mut batch = self.db.batch();
+        for op in ops {
+            match *op {
+                Op::Put(k, v) => batch.insert(&self.ks, k, v),
+                Op::Delete(k) => batch.remove(&self.ks, k),
+            }
+        }
+        batch.commit()?;
+        Ok(())
+    }
+
+    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> anyhow::Result<bool> {
+        match self.ks.get(key)? {
+            Some(v) => {
+                *out = v;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn scan(&self, reverse: bool, visit: &mut dyn FnMut(&[u8], &[u8])) -> anyhow::Result<u64> {
+        let mut n = 0;
+        let mut iter = self.ks.iter();
+        loop {
+            let item = if reverse {
+                iter.next_back()
+            } else {
+                iter.next()
+            };
+            let Some(item) = item else { break };
+            let (k, v) = item?;
+            visit(&k, &v);
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    fn seek(
+        &self,
+        key: &[u8],
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> anyhow::Result<usize> {
+        let mut n = 0;
+        for item in self.ks.range(key..).take(limit) {
+            let (k, v) = item?;
+            visit(&k, &v);
+            n += 1;
+        }
+        Ok(n)
+    }
+}

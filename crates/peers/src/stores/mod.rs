@@ -1,0 +1,145 @@
+//! The ordered stores under benchmark, behind one small trait.
+//!
+//! Every store is opened with the same promise to the writer: a committed batch has been
+//! handed to the operating system (its log or pages written, not fsynced), so it survives
+//! a crash of the process but not of the machine. Each store's module says which of its
+//! options gives that, and [`Store::durability`] reports it in every row.
+//!
+//! Block caches are all sized to `--cache-mb`; stores that read through the page cache
+//! (LMDB, and redb's and sled's own caches aside) get the whole machine's page cache, as
+//! every store does for its files: nothing is opened with `O_DIRECT`.
+
+use std::path::Path;
+
+pub mod cairn;
+pub mod fjall;
+pub mod lmdb;
+pub mod redb;
+pub mod rocks;
+pub mod sled;
+
+/// One write of a batch.
+#[derive(Debug, Clone, Copy)]
+pub enum Op<'a> {
+    /// Set `key` to `value`.
+    Put(&'a [u8], &'a [u8]),
+    /// Remove `key`.
+    Delete(&'a [u8]),
+}
+
+/// Settings every store is opened with.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    /// Bytes of the store's own block or page cache.
+    pub cache_bytes: usize,
+}
+
+/// An open ordered store. Shared by the benchmark's threads.
+pub trait Store: Send + Sync {
+    /// Applies `ops` as one atomic batch (one transaction), without fsync.
+    fn write(&self, ops: &[Op<'_>]) -> anyhow::Result<()>;
+    /// Copies the value of `key` into `out`; false if absent.
+    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> anyhow::Result<bool>;
+    /// Visits every entry in key order (backwards with `reverse`); returns how many.
+    fn scan(&self, reverse: bool, visit: &mut dyn FnMut(&[u8], &[u8])) -> anyhow::Result<u64>;
+    /// Visits up to `limit` entries from the first key at or after `key`; returns how many.
+    fn seek(
+        &self,
+        key: &[u8],
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> anyhow::Result<usize>;
+    /// Untimed work between workloads that the store needs to stay healthy (redb: a
+    /// durable commit, without which it cannot reuse freed pages). Default: nothing.
+    fn settle(&self) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+/// A store that can be opened: its name, configuration and durability, for the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Cairn's ordered store.
+    Cairn,
+    /// RocksDB with the library's defaults.
+    RocksDb,
+    /// RocksDB with a bloom filter, a block cache of `--cache-mb` and LZ4.
+    RocksDbTuned,
+    /// fjall.
+    Fjall,
+    /// redb.
+    Redb,
+    /// LMDB (heed).
+    Lmdb,
+    /// sled.
+    Sled,
+}
+
+impl Kind {
+    /// Every store, in report order.
+    pub const ALL: [Kind; 7] = [
+        Kind::Cairn,
+        Kind::RocksDb,
+        Kind::RocksDbTuned,
+        Kind::Fjall,
+        Kind::Redb,
+        Kind::Lmdb,
+        Kind::Sled,
+    ];
+
+    /// The name used on the command line and in the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Cairn => "cairn",
+            Kind::RocksDb => "rocksdb",
+            Kind::RocksDbTuned => "rocksdb-tuned",
+            Kind::Fjall => "fjall",
+            Kind::Redb => "redb",
+            Kind::Lmdb => "lmdb",
+            Kind::Sled => "sled",
+        }
+    }
+
+    /// The kind named `name`.
+    pub fn parse(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// How the store is configured, for the report.
+    pub fn config(self) -> &'static str {
+        match self {
+            Kind::Cairn => cairn::CONFIG,
+            Kind::RocksDb => rocks::CONFIG_DEFAULT,
+            Kind::RocksDbTuned => rocks::CONFIG_TUNED,
+            Kind::Fjall => fjall::CONFIG,
+            Kind::Redb => redb::CONFIG,
+            Kind::Lmdb => lmdb::CONFIG,
+            Kind::Sled => sled::CONFIG,
+        }
+    }
+
+    /// What a committed write survives, for the report.
+    pub fn durability(self) -> &'static str {
+        match self {
+            Kind::Cairn => cairn::DURABILITY,
+            Kind::RocksDb | Kind::RocksDbTuned => rocks::DURABILITY,
+            Kind::Fjall => fjall::DURABILITY,
+            Kind::Redb => redb::DURABILITY,
+            Kind::Lmdb => lmdb::DURABILITY,
+            Kind::Sled => sled::DURABILITY,
+        }
+    }
+
+    /// Opens (creating) the store in the empty directory `dir`.
+    pub fn open(self, dir: &Path, config: Config) -> anyhow::Result<Box<dyn Store>> {
+        Ok(match self {
+            Kind::Cairn => Box::new(cairn::CairnStore::open(dir, config)?),
+            Kind::RocksDb => Box::new(rocks::Rocks::open(dir, config, false)?),
+            Kind::RocksDbTuned => Box::new(rocks::Rocks::open(dir, config, true)?),
+            Kind::Fjall => Box::new(fjall::FjallStore::open(dir, config)?),
+            Kind::Redb => Box::new(redb::RedbStore::open(dir, config)?),
+            Kind::Lmdb => Box::new(lmdb::Lmdb::open(dir, config)?),
+            Kind::Sled => Box::new(sled::SledStore::open(dir, config)?),
+        })
+    }
+}

@@ -1,0 +1,117 @@
+//! redb 4.5: one table of `&[u8] -> &[u8]` in one file, a cache of `--cache-mb`, every
+//! batch one write transaction committed with `Durability::None` (not fsynced, and not
+//! persisted at all until a later durable commit). Between workloads [`Store::settle`]
+//! makes one `Durability::Immediate` commit, untimed, without which redb cannot reuse
+//! the pages earlier transactions freed.
+
+use std::path::Path;
+
+use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
+
+use super::{Config, Op, Store};
+
+/// Configuration, for the report.
+pub const CONFIG: &str =
+    "defaults; cache --cache-mb; one durable commit between workloads (untimed)";
+/// Durability, for the report.
+pub const DURABILITY: &str =
+    "Durability::None per commit: no fsync, persisted only by a later durable commit";
+
+const TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("bench");
+
+/// An open redb database.
+pub struct RedbStore {
+    db: Database,
+}
+
+impl RedbStore {
+    /// Creates the store in `dir`.
+    pub fn open(dir: &Path, config: Config) -> anyhow::Result<RedbStore> {
+        let db = Database::builder()
+            .set_cache_size(config.cache_bytes)
+            .create(dir.join("bench.redb"))?;
+        let tx = db.begin_write()?;
+        tx.open_table(TABLE)?;
+        tx.commit()?;
+        Ok(RedbStore { db })
+    }
+
+    fn commit(&self, ops: &[Op<'_>], durability: Durability) -> anyhow::Result<()> {
+        let mut tx = self.db.begin_write()?;
+        tx.set_durability(durability)?;
+        {
+            let mut table = tx.open_table(TABLE)?;
+            for op in ops {
+                match *op {
+                    Op::Put(k, v) => {
+                        table.insert(k, v)?;
+                    }
+                    Op::Delete(k) => {
+                        table.remove(k)?;
+                    }
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+impl Store for RedbStore {
+    fn write(&self, ops: &[Op<'_>]) -> anyhow::Result<()> {
+        self.commit(ops, Durability::None)
+    }
+
+    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> anyhow::Result<bool> {
+        let tx = self.db.begin_read()?;
+        let table = tx.open_table(TABLE)?;
+        match table.get(key)? {
+            Some(v) => {
+                out.clear();
+                out.extend_from_slice(v.value());
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn scan(&self, reverse: bool, visit: &mut dyn FnMut(&[u8], &[u8])) -> anyhow::Result<u64> {
+        let tx = self.db.begin_read()?;
+        let table = tx.open_table(TABLE)?;
+        let mut iter = table.iter()?;
+        let mut n = 0;
+        loop {
+            let item = if reverse {
+                iter.next_back()
+            } else {
+                iter.next()
+            };
+            let Some(item) = item else { break };
+            let (k, v) = item?;
+            visit(k.value(), v.value());
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    fn seek(
+        &self,
+        key: &[u8],
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> anyhow::Result<usize> {
+        let tx = self.db.begin_read()?;
+        let table = tx.open_table(TABLE)?;
+        let mut n = 0;
+        for item in table.range(key..)?.take(limit) {
+            let (k, v) = item?;
+            visit(k.value(), v.value());
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    fn settle(&self) -> anyhow::Result<()> {
+        self.commit(&[], Durability::Immediate)
+    }
+}

@@ -1,0 +1,124 @@
+//! RocksDB 7.8.3 (Debian's `librocksdb`, through the `rocksdb` crate 0.21), in two
+//! configurations:
+//! - default: `Options::default()` with `create_if_missing`, as a new user gets it;
+//! - tuned: a bloom filter (10 bits per key), a block cache of `--cache-mb`, index and
+//!   filter blocks in that cache, LZ4, 2 background jobs, dynamic level sizes, and BlobDB
+//!   for values of 4 KiB and more (as Cairn's value log).
+//!
+//! Both write with `WriteOptions::default()`: `sync = false`, the WAL written to the OS per
+//! commit, not fsynced — Cairn's `Buffered`.
+
+use std::path::Path;
+
+use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, WriteBatch, WriteOptions, DB};
+
+use super::{Config, Op, Store};
+
+/// Default configuration, for the report.
+pub const CONFIG_DEFAULT: &str = "library defaults (8 MiB block cache, no bloom filter, snappy)";
+/// Tuned configuration, for the report.
+pub const CONFIG_TUNED: &str =
+    "bloom 10 bits/key; block cache --cache-mb (index+filters in it); LZ4; 2 background jobs; dynamic levels; BlobDB for values >= 4 KiB";
+/// Durability, for the report.
+pub const DURABILITY: &str = "WriteOptions sync=false: WAL written to the OS per commit, no fsync";
+
+/// An open RocksDB.
+pub struct Rocks {
+    db: DB,
+    write_options: WriteOptions,
+}
+
+impl Rocks {
+    /// Creates the store in `dir`, with the default or the tuned configuration.
+    pub fn open(dir: &Path, config: Config, tuned: bool) -> anyhow::Result<Rocks> {
+        let mut options = Options::default();
+        options.create_if_missing(true);
+        if tuned {
+            let mut table = BlockBasedOptions::default();
+            table.set_bloom_filter(10.0, false);
+            let cache = Cache::new_lru_cache(config.cache_bytes);
+            table.set_block_cache(&cache);
+            table.set_cache_index_and_filter_blocks(true);
+            table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+            options.set_block_based_table_factory(&table);
+            options.set_compression_type(DBCompressionType::Lz4);
+            options.set_max_background_jobs(2);
+            options.set_level_compaction_dynamic_level_bytes(true);
+            options.set_enable_blob_files(true);
+            options.set_min_blob_size(4 << 10);
+            options.set_enable_blob_gc(true);
+        }
+        let db = DB::open(&options, dir)?;
+        Ok(Rocks {
+            db,
+            write_options: WriteOptions::default(),
+        })
+    }
+}
+
+impl Store for Rocks {
+    fn write(&self, ops: &[Op<'_>]) -> anyhow::Result<()> {
+        let mut batch = WriteBatch::default();
+        for op in ops {
+            match *op {
+                Op::Put(k, v) => batch.put(k, v),
+                Op::Delete(k) => batch.delete(k),
+            }
+        }
+        self.db.write_opt(batch, &self.write_options)?;
+        Ok(())
+    }
+
+    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> anyhow::Result<bool> {
+        match self.db.get_pinned(key)? {
+            Some(v) => {
+                out.clear();
+                out.extend_from_slice(&v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn scan(&self, reverse: bool, visit: &mut dyn FnMut(&[u8], &[u8])) -> anyhow::Result<u64> {
+        let mut iter = self.db.raw_iterator();
+        if reverse {
+            iter.seek_to_last();
+        } else {
+            iter.seek_to_first();
+        }
+        let mut n = 0;
+        while let (Some(k), Some(v)) = (iter.key(), iter.value()) {
+            visit(k, v);
+            n += 1;
+            if reverse {
+                iter.prev();
+            } else {
+                iter.next();
+            }
+        }
+        iter.status()?;
+        Ok(n)
+    }
+
+    fn seek(
+        &self,
+        key: &[u8],
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> anyhow::Result<usize> {
+        let mut iter = self.db.raw_iterator();
+        iter.seek(key);
+        let mut n = 0;
+        while n < limit {
+            let (Some(k), Some(v)) = (iter.key(), iter.value()) else {
+                break;
+            };
+            visit(k, v);
+            n += 1;
+            iter.next();
+        }
+        iter.status()?;
+        Ok(n)
+    }
+}
