@@ -64,18 +64,24 @@ struct Args {
     /// Ordered workloads to run (default: all, in their fixed order).
     #[arg(long, value_delimiter = ',')]
     workloads: Vec<String>,
-    /// Value sizes of the large-value workloads (empty: skip them).
+    /// Value sizes of the large-value workloads.
     #[arg(long, value_delimiter = ',', default_values_t = [4096usize, 65536, 1048576])]
     large_sizes: Vec<usize>,
     /// Bytes of values written per large-value size.
     #[arg(long, default_value_t = 256 << 20)]
     large_bytes: u64,
-    /// Entry counts of the constant-store benchmark (empty: skip it).
+    /// Entry counts of the constant-store benchmark.
     #[arg(long, value_delimiter = ',', default_values_t = [1_000_000u64])]
     constant_sizes: Vec<u64>,
     /// Random lookups per constant store.
     #[arg(long, default_value_t = 1_000_000)]
     constant_lookups: u64,
+    /// Skip the large-value workloads.
+    #[arg(long)]
+    no_large: bool,
+    /// Skip the constant-store benchmark.
+    #[arg(long)]
+    no_constant: bool,
     /// Seed of every random choice.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -172,20 +178,25 @@ fn run(args: &Args) -> anyhow::Result<report::Report> {
             report.rows.extend(rows);
         }
     }
-    for &size in &args.large_sizes {
+    let large_sizes: &[usize] = if args.no_large {
+        &[]
+    } else {
+        &args.large_sizes
+    };
+    for &size in large_sizes {
         for &kind in &kinds {
             let rows = large(kind, size, args, config, scratch.path())
                 .with_context(|| format!("{} with {size}-byte values", kind.name()))?;
             report.rows.extend(rows);
         }
     }
-    if !args.large_sizes.is_empty() {
+    if !large_sizes.is_empty() {
         for store in go.stores() {
             let rows = go.large(store, args, scratch.path())?;
             report.rows.extend(rows);
         }
     }
-    if !args.constant_sizes.is_empty() {
+    if !args.no_constant {
         report.constant = constant::run(
             &args.constant_sizes,
             args.constant_lookups,
