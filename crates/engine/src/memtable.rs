@@ -30,6 +30,7 @@ use std::sync::Arc;
 
 use crossbeam_skiplist::SkipMap;
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 
 use crate::cursor::Cursor;
 use crate::entry::{self, Body, EntryView};
@@ -41,12 +42,19 @@ use crate::vlog::BlobFileMeta;
 /// Bytes charged per entry beyond its key and value: skip-list node, boxes, lengths.
 const ENTRY_OVERHEAD: usize = 80;
 
+/// User keys up to this many bytes are stored inside the skip-list node itself.
+const INLINE_KEY: usize = 24;
+
+/// A user key in a memtable key: inline when short, so comparing a probe against a node
+/// during a search reads only the node (no second cache miss for the key's bytes).
+type UserKey = SmallVec<[u8; INLINE_KEY]>;
+
 /// A memtable key: the keyspace, the user key and the trailer `(seqno << 8) | kind`, kept
 /// apart so comparing two keys decodes nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct MemKey {
     keyspace: u32,
-    user: Box<[u8]>,
+    user: UserKey,
     trailer: u64,
 }
 
@@ -72,7 +80,7 @@ impl MemKey {
         let (user, trailer) = split_encoded(ikey).unwrap_or((ikey, 0));
         MemKey {
             keyspace,
-            user: user.into(),
+            user: UserKey::from_slice(user),
             trailer,
         }
     }
@@ -89,7 +97,7 @@ impl MemKey {
 fn first_of(keyspace: KeyspaceId) -> MemKey {
     MemKey {
         keyspace: keyspace.0,
-        user: Box::default(),
+        user: UserKey::new(),
         trailer: u64::MAX,
     }
 }
@@ -202,7 +210,7 @@ impl Memtable {
         self.map.insert(
             MemKey {
                 keyspace: keyspace.0,
-                user: user_key.into(),
+                user: UserKey::from_slice(user_key),
                 trailer: (seqno.0 << 8) | u64::from(kind.as_u8()),
             },
             value.into(),
@@ -292,7 +300,7 @@ impl Memtable {
     ) -> Option<R> {
         let probe = MemKey {
             keyspace: keyspace.0,
-            user: user_key.into(),
+            user: UserKey::from_slice(user_key),
             trailer: (snapshot.0.min(SeqNo::MAX.0) << 8) | 0xff,
         };
         let entry = self.map.lower_bound(Bound::Included(&probe))?;
