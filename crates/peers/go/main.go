@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // opts are the command-line options.
@@ -89,11 +90,14 @@ type runner struct {
 }
 
 // fresh opens an empty store in a new subdirectory of --dir; done closes and removes it.
+// It first writes every dirty page of the machine out (sync), so the store does not start
+// while the kernel is still writing back what an earlier store left behind.
 func (r *runner) fresh(sub string) (st store, path string, done func() error, err error) {
 	path = filepath.Join(r.o.dir, r.info.name+"-"+sub)
 	if err := os.RemoveAll(path); err != nil {
 		return nil, "", nil, err
 	}
+	syscall.Sync()
 	st, err = r.info.open(path, r.o.cacheMB)
 	if err != nil {
 		return nil, "", nil, err

@@ -103,6 +103,7 @@ impl Driver {
         flags.push(format!("--store={store}"));
         flags.push(format!("--dir={}", dir.display()));
         eprintln!("  {store} (Go driver): {suite}");
+        crate::flush_os();
         let output = Command::new(path)
             .args(&flags)
             .stdin(Stdio::null())
