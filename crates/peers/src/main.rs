@@ -1,12 +1,13 @@
 //! `cairn-peers`: Cairn side by side with other embedded stores, in one run.
 //!
 //! The same workloads (see [`workload`]) run on Cairn and on every peer, one store at a
-//! time on a fresh directory, and the rows go to a Markdown report, a JSON file and an
-//! SVG chart of Cairn's ratio to each peer. The Go stores (pebble, badger, bbolt) run in
+//! time on a fresh directory and in a fresh process of this program (`--worker`), so no
+//! store inherits another's heap, threads or mappings; the rows go to a Markdown report,
+//! a JSON file and an SVG chart of Cairn's ratio to each peer. The Go stores (pebble, badger, bbolt) run in
 //! the Go driver (`go/`), which prints rows of the same shape; the constant stores run
 //! through `cairn-bench`'s peers.
 
-use std::io::IsTerminal as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -94,10 +95,23 @@ struct Args {
     /// Do not run anything: re-render the report from an earlier run's JSON file.
     #[arg(long)]
     from_json: Option<PathBuf>,
+    /// Internal: run this one store's part in this process, in `--dir`, and print its
+    /// rows as JSON lines (every store runs in a fresh process of its own).
+    #[arg(long, hide = true)]
+    worker: Option<String>,
+    /// Internal: the worker's thread count (ordered workloads).
+    #[arg(long, hide = true, default_value_t = 1)]
+    worker_threads: usize,
+    /// Internal: the worker's large-value size (absent: the ordered workloads).
+    #[arg(long, hide = true)]
+    worker_size: Option<usize>,
 }
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let Some(store) = &args.worker {
+        return worker(&args, store);
+    }
     let report = match &args.from_json {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -116,20 +130,100 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The selected ordered workloads, in their fixed order.
+fn selected_workloads(args: &Args) -> anyhow::Result<Vec<Workload>> {
+    if args.workloads.is_empty() {
+        return Ok(Workload::ORDERED.to_vec());
+    }
+    args.workloads
+        .iter()
+        .map(|s| Workload::parse(s).with_context(|| format!("unknown workload {s:?}")))
+        .collect()
+}
+
+/// Runs one store's part in this process and prints its rows, one JSON object a line.
+fn worker(args: &Args, store: &str) -> anyhow::Result<()> {
+    let kind = Kind::parse(store).with_context(|| format!("unknown store {store:?}"))?;
+    let scratch = args.dir.clone().context("a worker needs --dir")?;
+    let config = Config {
+        cache_bytes: args.cache_mb << 20,
+    };
+    let rows = match args.worker_size {
+        Some(size) => large(kind, size, args, config, &scratch)?,
+        None => {
+            let plan = Plan {
+                num: args.num,
+                threads: args.worker_threads,
+                batch: args.batch,
+                reads: args.reads.unwrap_or(args.num),
+                seed: args.seed,
+            };
+            let workloads = selected_workloads(args)?;
+            ordered(kind, &plan, args.value_size, &workloads, config, &scratch)?
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    for row in rows {
+        serde_json::to_writer(&mut out, &row)?;
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// Runs one store's part in a fresh process of this program, so no store inherits
+/// another's heap, threads or mappings, and returns its rows.
+fn in_worker(
+    args: &Args,
+    kind: Kind,
+    threads: usize,
+    size: Option<usize>,
+    scratch: &Path,
+) -> anyhow::Result<Vec<Row>> {
+    let exe = std::env::current_exe().context("finding this program")?;
+    let dir = scratch.join(format!("worker-{}", kind.name()));
+    std::fs::create_dir_all(&dir)?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg(format!("--worker={}", kind.name()))
+        .arg(format!("--worker-threads={threads}"))
+        .arg(format!("--num={}", args.num))
+        .arg(format!("--value-size={}", args.value_size))
+        .arg(format!("--batch={}", args.batch))
+        .arg(format!("--cache-mb={}", args.cache_mb))
+        .arg(format!("--seed={}", args.seed))
+        .arg(format!("--large-bytes={}", args.large_bytes))
+        .arg(format!("--dir={}", dir.display()));
+    if let Some(reads) = args.reads {
+        cmd.arg(format!("--reads={reads}"));
+    }
+    if let Some(size) = size {
+        cmd.arg(format!("--worker-size={size}"));
+    }
+    if !args.workloads.is_empty() {
+        cmd.arg(format!("--workloads={}", args.workloads.join(",")));
+    }
+    let output = cmd
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("running a worker")?;
+    let _ = std::fs::remove_dir_all(&dir);
+    if !output.status.success() {
+        anyhow::bail!("the worker for {} failed: {}", kind.name(), output.status);
+    }
+    let text = String::from_utf8(output.stdout).context("a worker's output")?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).with_context(|| format!("a worker's row: {l}")))
+        .collect()
+}
+
 fn run(args: &Args) -> anyhow::Result<report::Report> {
     let kinds = args
         .stores
         .iter()
         .map(|s| Kind::parse(s).with_context(|| format!("unknown store {s:?}")))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let workloads = if args.workloads.is_empty() {
-        Workload::ORDERED.to_vec()
-    } else {
-        args.workloads
-            .iter()
-            .map(|s| Workload::parse(s).with_context(|| format!("unknown workload {s:?}")))
-            .collect::<anyhow::Result<Vec<_>>>()?
-    };
+    let workloads = selected_workloads(args)?;
     let scratch = match &args.dir {
         Some(d) => {
             std::fs::create_dir_all(d)?;
@@ -138,9 +232,6 @@ fn run(args: &Args) -> anyhow::Result<report::Report> {
                 .tempdir_in(d)?
         }
         None => tempfile::Builder::new().prefix("cairn-peers-").tempdir()?,
-    };
-    let config = Config {
-        cache_bytes: args.cache_mb << 20,
     };
     let go = go::Driver::find(&args.go_driver, &args.go_stores);
     let mut report = report::Report::new(args_line(), args.num, args.cache_mb, go.note());
@@ -154,15 +245,8 @@ fn run(args: &Args) -> anyhow::Result<report::Report> {
             seed: args.seed,
         };
         for &kind in &kinds {
-            let rows = ordered(
-                kind,
-                &plan,
-                args.value_size,
-                &workloads,
-                config,
-                scratch.path(),
-            )
-            .with_context(|| format!("{} with {threads} thread(s)", kind.name()))?;
+            let rows = in_worker(args, kind, threads, None, scratch.path())
+                .with_context(|| format!("{} with {threads} thread(s)", kind.name()))?;
             report.rows.extend(rows);
         }
         for store in go.stores() {
@@ -185,7 +269,7 @@ fn run(args: &Args) -> anyhow::Result<report::Report> {
     };
     for &size in large_sizes {
         for &kind in &kinds {
-            let rows = large(kind, size, args, config, scratch.path())
+            let rows = in_worker(args, kind, 1, Some(size), scratch.path())
                 .with_context(|| format!("{} with {size}-byte values", kind.name()))?;
             report.rows.extend(rows);
         }
