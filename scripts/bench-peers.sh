@@ -3,7 +3,7 @@
 # the peers (crates/peers/install-peers.sh), then runs cairn-peers and writes the report
 # to docs/bench/peers.{md,json,svg}. Extra arguments go to cairn-peers, e.g.
 #   scripts/bench-peers.sh --num 10000000 --threads 1 --out docs/bench/peers-10m
-# Takes about 40 minutes with the defaults on a 2-core machine.
+# Takes about 30 minutes with the defaults on a 2-core machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash crates/peers/install-peers.sh

@@ -5,7 +5,9 @@
 //! slowing down while compaction is behind), assigns seqnos, appends one WAL record per
 //! batch, makes the group as durable as its most demanding member asks, inserts the
 //! batches into the memtable, publishes their seqnos and wakes the others. Concurrent
-//! `Sync` writers therefore share one fsync.
+//! `Sync` writers therefore share one fsync. A leader then commits, once, the group that
+//! queued while it led, so that small writes from a few threads do not pay a wake-up of a
+//! sleeping writer per group.
 //!
 //! Counter operations ([`incr`]) queue like writes. The leader resolves each one into a
 //! Put before it assigns seqnos: with every earlier group in the memtable, it reads the
