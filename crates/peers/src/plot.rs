@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::report::{find, human_size, select, stores, Report};
+use crate::report::{find, human_size, select, stores, workloads, Report};
 use crate::row::Row;
 
 const PALETTE: [&str; 10] = [
@@ -36,13 +36,7 @@ fn groups(report: &Report, peers: &[String]) -> Vec<Group> {
         out.push(Group { label, ratios });
     };
     let ordered = select(report, "ordered", Some(1), None);
-    let mut seen: Vec<String> = Vec::new();
-    for r in &ordered {
-        if !seen.contains(&r.workload) {
-            seen.push(r.workload.clone());
-        }
-    }
-    for w in &seen {
+    for w in &workloads(&ordered) {
         push(w.clone(), &ordered, w, |r| r.ops_per_sec);
     }
     let large = select(report, "large", None, None);

@@ -124,7 +124,7 @@ pub fn select<'a>(
 }
 
 /// The workloads of `rows` in first-seen order.
-fn workloads(rows: &[&Row]) -> Vec<String> {
+pub fn workloads(rows: &[&Row]) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for r in rows {
         if !names.contains(&r.workload) {
@@ -216,16 +216,7 @@ fn ordered_tables(md: &mut String, report: &Report) {
             first.batch
         );
         let _ = writeln!(md, "Operations per second (scans: entries per second).\n");
-        let _ = write!(md, "| workload |");
-        for n in &names {
-            let _ = write!(md, " {n} |");
-        }
-        let _ = writeln!(md, " Cairn ÷ best peer |");
-        let _ = write!(md, "|---|");
-        for _ in &names {
-            let _ = write!(md, "--:|");
-        }
-        let _ = writeln!(md, "---|");
+        table_header(md, &["workload"], &names, &[("Cairn ÷ best peer", "---")]);
         for w in workloads(&rows) {
             let _ = write!(md, "| {w} |");
             for n in &names {
@@ -244,16 +235,7 @@ fn ordered_tables(md: &mut String, report: &Report) {
             md,
             "Latency in µs, p50 / p99 / p99.9 (a batch of writes is one operation; scans: time per entry).\n"
         );
-        let _ = write!(md, "| workload |");
-        for n in &names {
-            let _ = write!(md, " {n} |");
-        }
-        let _ = writeln!(md);
-        let _ = write!(md, "|---|");
-        for _ in &names {
-            let _ = write!(md, "--:|");
-        }
-        let _ = writeln!(md);
+        table_header(md, &["workload"], &names, &[]);
         for w in workloads(&rows) {
             let _ = write!(md, "| {w} |");
             for n in &names {
@@ -266,16 +248,7 @@ fn ordered_tables(md: &mut String, report: &Report) {
         }
         let _ = writeln!(md);
         let _ = writeln!(md, "Space after each workload, MB (10^6 bytes).\n");
-        let _ = write!(md, "| after |");
-        for n in &names {
-            let _ = write!(md, " {n} |");
-        }
-        let _ = writeln!(md);
-        let _ = write!(md, "|---|");
-        for _ in &names {
-            let _ = write!(md, "--:|");
-        }
-        let _ = writeln!(md);
+        table_header(md, &["after"], &names, &[]);
         for w in [
             "fillseq",
             "fillrandom",
@@ -313,16 +286,12 @@ fn large_tables(md: &mut String, report: &Report) {
         md,
         "A fresh store per size; `fillrandom` writes the keys once in random order, `readrandom` reads as many random keys. MB/s of keys and values.\n"
     );
-    let _ = write!(md, "| value size | workload |");
-    for n in &names {
-        let _ = write!(md, " {n} |");
-    }
-    let _ = writeln!(md, " Cairn ÷ best peer | Cairn ÷ rocksdb |");
-    let _ = write!(md, "|---|---|");
-    for _ in &names {
-        let _ = write!(md, "--:|");
-    }
-    let _ = writeln!(md, "---|--:|");
+    table_header(
+        md,
+        &["value size", "workload"],
+        &names,
+        &[("Cairn ÷ best peer", "---"), ("Cairn ÷ rocksdb", "--:")],
+    );
     for size in sizes {
         let at: Vec<&Row> = rows
             .iter()
@@ -347,6 +316,23 @@ fn large_tables(md: &mut String, report: &Report) {
         }
     }
     let _ = writeln!(md);
+}
+
+/// Writes a table's header row and its alignment row: the `lead` columns left-aligned,
+/// one right-aligned column per store, then the `tail` columns (name, alignment cell).
+fn table_header(md: &mut String, lead: &[&str], names: &[String], tail: &[(&str, &str)]) {
+    let cells = lead
+        .iter()
+        .copied()
+        .chain(names.iter().map(String::as_str))
+        .chain(tail.iter().map(|(name, _)| *name));
+    let _ = writeln!(md, "| {} |", cells.collect::<Vec<_>>().join(" | "));
+    let align = lead
+        .iter()
+        .map(|_| "---")
+        .chain(names.iter().map(|_| "--:"))
+        .chain(tail.iter().map(|(_, align)| *align));
+    let _ = writeln!(md, "|{}|", align.collect::<Vec<_>>().join("|"));
 }
 
 /// `65536` -> `64 KiB`.

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use cairn::{Db, Durability, Keyspace, Options};
 
-use super::{Config, Op, Store};
+use super::{walk, Config, Op, Store};
 
 /// Configuration, for the report.
 pub const CONFIG: &str = "defaults; block cache --cache-mb; value log for values >= 4 KiB";
@@ -66,20 +66,11 @@ impl Store for CairnStore {
     }
 
     fn scan(&self, reverse: bool, visit: &mut dyn FnMut(&[u8], &[u8])) -> anyhow::Result<u64> {
-        let mut n = 0;
-        let mut iter = self.ks.iter();
-        loop {
-            let item = if reverse {
-                iter.next_back()
-            } else {
-                iter.next()
-            };
-            let Some(item) = item else { break };
+        walk(self.ks.iter(), reverse, |item| {
             let (k, v) = item?;
             visit(&k, &v);
-            n += 1;
-        }
-        Ok(n)
+            Ok(())
+        })
     }
 
     fn seek(

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions};
 
-use super::{Config, Op, Store};
+use super::{walk, Config, Op, Store};
 
 /// Configuration, for the report.
 pub const CONFIG: &str = "defaults (LZ4); cache --cache-mb";
@@ -64,20 +64,11 @@ impl Store for FjallStore {
     }
 
     fn scan(&self, reverse: bool, visit: &mut dyn FnMut(&[u8], &[u8])) -> anyhow::Result<u64> {
-        let mut n = 0;
-        let mut iter = self.ks.iter();
-        loop {
-            let item = if reverse {
-                iter.next_back()
-            } else {
-                iter.next()
-            };
-            let Some(item) = item else { break };
+        walk(self.ks.iter(), reverse, |item| {
             let (k, v) = item.into_inner()?;
             visit(&k, &v);
-            n += 1;
-        }
-        Ok(n)
+            Ok(())
+        })
     }
 
     fn seek(

@@ -56,6 +56,25 @@ pub trait Store: Send + Sync {
     }
 }
 
+/// Drives a double-ended iterator to its end, forwards or (with `reverse`) backwards,
+/// calling `each` on every item; returns how many there were. The stores' scans share it.
+pub fn walk<I: DoubleEndedIterator>(
+    mut iter: I,
+    reverse: bool,
+    mut each: impl FnMut(I::Item) -> anyhow::Result<()>,
+) -> anyhow::Result<u64> {
+    let mut n = 0;
+    while let Some(item) = if reverse {
+        iter.next_back()
+    } else {
+        iter.next()
+    } {
+        each(item)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
 /// A store that can be opened: its name, configuration and durability, for the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {

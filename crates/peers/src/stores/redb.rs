@@ -8,7 +8,7 @@ use std::path::Path;
 
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
 
-use super::{Config, Op, Store};
+use super::{walk, Config, Op, Store};
 
 /// Configuration, for the report.
 pub const CONFIG: &str =
@@ -78,20 +78,11 @@ impl Store for RedbStore {
     fn scan(&self, reverse: bool, visit: &mut dyn FnMut(&[u8], &[u8])) -> anyhow::Result<u64> {
         let tx = self.db.begin_read()?;
         let table = tx.open_table(TABLE)?;
-        let mut iter = table.iter()?;
-        let mut n = 0;
-        loop {
-            let item = if reverse {
-                iter.next_back()
-            } else {
-                iter.next()
-            };
-            let Some(item) = item else { break };
+        walk(table.iter()?, reverse, |item| {
             let (k, v) = item?;
             visit(k.value(), v.value());
-            n += 1;
-        }
-        Ok(n)
+            Ok(())
+        })
     }
 
     fn seek(

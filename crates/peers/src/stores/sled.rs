@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::{Config, Op, Store};
+use super::{walk, Config, Op, Store};
 
 /// Configuration, for the report.
 pub const CONFIG: &str = "defaults; cache --cache-mb";
@@ -65,20 +65,11 @@ impl Store for SledStore {
     }
 
     fn scan(&self, reverse: bool, visit: &mut dyn FnMut(&[u8], &[u8])) -> anyhow::Result<u64> {
-        let mut n = 0;
-        let mut iter = self.db.iter();
-        loop {
-            let item = if reverse {
-                iter.next_back()
-            } else {
-                iter.next()
-            };
-            let Some(item) = item else { break };
+        walk(self.db.iter(), reverse, |item| {
             let (k, v) = item?;
             visit(&k, &v);
-            n += 1;
-        }
-        Ok(n)
+            Ok(())
+        })
     }
 
     fn seek(
