@@ -302,3 +302,77 @@ fn a_damaged_value_reads_as_corruption_and_its_head_still_answers() {
     let report = db.verify_report().unwrap();
     assert!(!report.problems.is_empty(), "{report:?}");
 }
+
+/// The value a key holds in round `round`: its key and round, padded to a length that
+/// varies with both, so a reader can check what it got without knowing the round.
+fn round_value(key: u32, round: u32) -> Vec<u8> {
+    let mut v = format!("{key}:{round}:").into_bytes();
+    v.resize(60 + ((key * 13 + round * 7) % 90) as usize, b'.');
+    v
+}
+
+#[test]
+fn point_reads_racing_relocation_and_gc_always_find_their_value() {
+    // A point read finds a handle, then reads the blob file it names. Value-log GC may
+    // relocate that value and delete the file at any moment; the read must still answer.
+    let fs = MemFs::new();
+    let db = open(
+        &fs,
+        Options {
+            blob_file_size: 4 << 10,
+            blob_gc_garbage_percent: 10,
+            background_threads: 2,
+            ..options()
+        },
+    );
+    let ks = db
+        .keyspace_with("b", KeyspaceOptions::separated(0))
+        .unwrap();
+    const KEYS: u32 = 24;
+    for k in 0..KEYS {
+        ks.insert(format!("k{k:02}"), round_value(k, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|t| {
+            let ks = ks.clone();
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut reads = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    for k in (0..KEYS).skip(t) {
+                        let got = ks
+                            .get(format!("k{k:02}"))
+                            .unwrap_or_else(|e| panic!("get k{k:02} after {reads} reads: {e}"))
+                            .unwrap_or_else(|| panic!("k{k:02} missing"));
+                        let text = String::from_utf8_lossy(&got);
+                        let round: u32 = text
+                            .strip_prefix(&format!("{k}:"))
+                            .and_then(|r| r.split(':').next())
+                            .and_then(|r| r.parse().ok())
+                            .unwrap_or_else(|| panic!("k{k:02} holds {text:?}"));
+                        assert_eq!(got, round_value(k, round));
+                        reads += 1;
+                    }
+                }
+                reads
+            })
+        })
+        .collect();
+    let mut removed = 0;
+    for round in 1..=300u32 {
+        for k in (0..KEYS).filter(|k| (k + round) % 3 != 0) {
+            ks.insert(format!("k{k:02}"), round_value(k, round))
+                .unwrap();
+        }
+        db.flush().unwrap();
+        removed += db.collect_garbage().unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reads: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
+    assert!(removed > 0, "GC removed files while the readers ran");
+    assert!(reads > 0);
+    drop(ks);
+    db.close().unwrap();
+}

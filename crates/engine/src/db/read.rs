@@ -183,24 +183,19 @@ pub(crate) fn lookup<T: Extract>(
     key: &[u8],
     snapshot: Option<SeqNo>,
 ) -> Result<Option<T::Out>> {
-    match find::<T>(inner, keyspace, key, snapshot)? {
-        Some(item) => item.resolve(&inner.blobs).map(Some),
-        None => Ok(None),
-    }
-}
-
-/// As [`lookup`], but the item is not resolved: a separated value stays a handle.
-pub(crate) fn find<T: Extract>(
-    inner: &Inner,
-    keyspace: KeyspaceId,
-    key: &[u8],
-    snapshot: Option<SeqNo>,
-) -> Result<Option<T>> {
+    // The super version stays pinned until the value is read: it keeps listing the blob
+    // file the handle names, so GC cannot delete that file between the find and the read
+    // (a relocation may move the value meanwhile; the old copy stays readable).
     let (sv, seqno) = acquire(inner, snapshot);
-    find_at(inner, &sv, keyspace, key, seqno)
+    let found = find_at::<T>(inner, &sv, keyspace, key, seqno)?;
+    let out = found.map(|item| item.resolve(&inner.blobs)).transpose();
+    drop(sv);
+    out
 }
 
-/// As [`find`], in a super version the caller holds, at `seqno`.
+/// The item [`lookup`] would build, unresolved (a separated value stays a handle), in a
+/// super version the caller holds, at `seqno`. The caller keeps `sv` until it has read
+/// any handle it got.
 pub(crate) fn find_at<T: Extract>(
     inner: &Inner,
     sv: &SuperVersion,
