@@ -84,13 +84,6 @@ impl MemKey {
             trailer,
         }
     }
-
-    /// Writes the encoded internal key into `out` (replacing its contents).
-    fn encode_into(&self, out: &mut Vec<u8>) {
-        out.clear();
-        out.extend_from_slice(&self.user);
-        out.extend_from_slice(&self.trailer.to_le_bytes());
-    }
 }
 
 /// The probe that sorts before every entry of `keyspace`: empty user key, largest trailer.
@@ -384,10 +377,13 @@ impl Memtable {
         MemCursor {
             table: Arc::clone(self),
             keyspace: keyspace.0,
-            current: None,
-            ikey: Vec::new(),
-            value: Vec::new(),
             keys_only: false,
+            buf: Vec::new(),
+            items: Vec::new(),
+            pos: 0,
+            forward: true,
+            at_end: true,
+            batch: MIN_BATCH,
         }
     }
 
@@ -402,108 +398,227 @@ impl Memtable {
     }
 }
 
-/// A [`Cursor`] over one keyspace of a memtable. It keeps a copy of the current entry and
-/// re-seeks the skip list to move, so it never holds a reference into the map and stays
-/// valid while writers insert.
+/// Entries a cursor copies in its first batch after a seek (a short range read pays for
+/// little more than it reads).
+const MIN_BATCH: usize = 4;
+
+/// Entries a cursor copies per batch at most; each batch doubles the previous one.
+const MAX_BATCH: usize = 256;
+
+/// Bytes of keys and values after which a batch stops early (large values).
+const MAX_BATCH_BYTES: usize = 64 << 10;
+
+/// One entry of a cursor's batch: `(start, len)` of its encoded key and of its value in
+/// the batch buffer.
+#[derive(Debug, Clone, Copy)]
+struct Copied {
+    key: (usize, usize),
+    value: (usize, usize),
+}
+
+/// A [`Cursor`] over one keyspace of a memtable.
+///
+/// It copies the entries it walks in batches: one skip-list search positions a range
+/// walk, which copies up to a batch of consecutive entries (keys and values) into a
+/// buffer the cursor owns; moving within the batch is an index step, and moving past its
+/// end searches again from the last key copied. The cursor therefore never holds a
+/// reference into the map, and stays valid while writers insert. An entry inserted after
+/// a batch was copied may be missed by it; that is harmless, as readers only use entries
+/// whose seqno was published before their cursor was made, which were all in the map
+/// already (invariant 3). Batches start small after a seek and double up to
+/// [`MAX_BATCH`], so short range reads copy little and long scans search rarely.
 #[derive(Debug)]
 pub(crate) struct MemCursor {
     table: Arc<Memtable>,
     keyspace: u32,
-    /// The current entry's key, or `None` when not positioned.
-    current: Option<MemKey>,
-    /// The current entry's encoded internal key and value (buffers reused between moves).
-    ikey: Vec<u8>,
-    value: Vec<u8>,
-    /// Set by [`Memtable::key_cursor`]: values are not copied (`value` stays empty).
+    /// Set by [`Memtable::key_cursor`]: values of plain puts are not copied.
     keys_only: bool,
+    /// The keys and values of the batch.
+    buf: Vec<u8>,
+    /// The batch, in the order it was walked (`forward` or backward).
+    items: Vec<Copied>,
+    /// The current entry's index in `items`; the cursor is valid while it is in range.
+    pos: usize,
+    /// The direction the batch was walked in.
+    forward: bool,
+    /// The batch ends where the keyspace ends (in its direction): no entry follows it.
+    at_end: bool,
+    /// Entries to copy in the next batch.
+    batch: usize,
 }
 
 impl MemCursor {
-    fn set(&mut self, entry: Option<crossbeam_skiplist::map::Entry<'_, MemKey, Box<[u8]>>>) {
-        match entry.filter(|e| e.key().keyspace == self.keyspace) {
-            Some(e) => {
-                e.key().encode_into(&mut self.ikey);
-                // A keys-only walk still needs the attributes of an entry that has them
-                // (its expiry decides whether the key is live), so only plain puts skip
-                // the copy.
-                self.value.clear();
-                if !self.keys_only || (e.key().trailer & 0xff) != u64::from(Kind::Put as u8) {
-                    self.value.extend_from_slice(e.value());
-                }
-                self.current = Some(e.key().clone());
+    fn current(&self) -> Option<&Copied> {
+        self.items.get(self.pos)
+    }
+
+    fn bytes(&self, (start, len): (usize, usize)) -> &[u8] {
+        self.buf.get(start..start + len).unwrap_or(&[])
+    }
+
+    /// The probe sorting before every entry of the keyspace after this one, if any.
+    fn end_probe(&self) -> Option<MemKey> {
+        self.keyspace
+            .checked_add(1)
+            .map(|k| first_of(KeyspaceId(k)))
+    }
+
+    /// Copies one entry into the batch; false once the batch is full.
+    fn push(&mut self, key: &MemKey, value: &[u8]) -> bool {
+        let start = self.buf.len();
+        self.buf.extend_from_slice(&key.user);
+        self.buf.extend_from_slice(&key.trailer.to_le_bytes());
+        let key_range = (start, self.buf.len() - start);
+        let value_start = self.buf.len();
+        // A keys-only walk still needs the attributes of an entry that has them (its
+        // expiry decides whether the key is live), so only plain puts skip the copy.
+        if !self.keys_only || (key.trailer & 0xff) != u64::from(Kind::Put as u8) {
+            self.buf.extend_from_slice(value);
+        }
+        self.items.push(Copied {
+            key: key_range,
+            value: (value_start, self.buf.len() - value_start),
+        });
+        self.items.len() < self.batch && self.buf.len() < MAX_BATCH_BYTES
+    }
+
+    /// Refills the batch walking forward from `from` (within the keyspace).
+    fn fill_forward(&mut self, from: Bound<&MemKey>) {
+        let table = Arc::clone(&self.table);
+        let end = self.end_probe();
+        let hi = end.as_ref().map_or(Bound::Unbounded, Bound::Excluded);
+        self.start_batch(true);
+        let mut full = false;
+        for e in table.map.range::<MemKey, _>((from, hi)) {
+            if !self.push(e.key(), e.value()) {
+                full = true;
+                break;
             }
-            None => self.current = None,
+        }
+        self.at_end = !full;
+    }
+
+    /// Refills the batch walking backward from `from` (within the keyspace).
+    fn fill_backward(&mut self, from: Bound<&MemKey>) {
+        let table = Arc::clone(&self.table);
+        let first = first_of(KeyspaceId(self.keyspace));
+        self.start_batch(false);
+        let mut full = false;
+        for e in table
+            .map
+            .range::<MemKey, _>((Bound::Included(&first), from))
+            .rev()
+        {
+            if !self.push(e.key(), e.value()) {
+                full = true;
+                break;
+            }
+        }
+        self.at_end = !full;
+    }
+
+    fn start_batch(&mut self, forward: bool) {
+        self.buf.clear();
+        self.items.clear();
+        self.pos = 0;
+        self.forward = forward;
+    }
+
+    /// After a seek: the next batch is small again.
+    fn reset_batch(&mut self) {
+        self.batch = MIN_BATCH;
+    }
+
+    /// The next batch is twice the size of this one, up to [`MAX_BATCH`].
+    fn grow_batch(&mut self) {
+        self.batch = (self.batch * 2).min(MAX_BATCH);
+    }
+
+    /// The current entry's key as a probe.
+    fn current_probe(&self) -> Option<MemKey> {
+        self.current()
+            .map(|c| MemKey::from_encoded(self.keyspace, self.bytes(c.key)))
+    }
+
+    /// Moves one entry in direction `forward`.
+    fn step(&mut self, forward: bool) {
+        if self.current().is_none() {
+            return;
+        }
+        if self.forward == forward && self.pos + 1 < self.items.len() {
+            self.pos += 1;
+            return;
+        }
+        if self.forward == forward && self.at_end {
+            self.pos = self.items.len();
+            return;
+        }
+        let Some(probe) = self.current_probe() else {
+            return;
+        };
+        if self.forward == forward {
+            self.grow_batch();
+        } else {
+            self.reset_batch();
+        }
+        if forward {
+            self.fill_forward(Bound::Excluded(&probe));
+        } else {
+            self.fill_backward(Bound::Excluded(&probe));
         }
     }
 }
 
 impl Cursor for MemCursor {
     fn valid(&self) -> bool {
-        self.current.is_some()
+        self.current().is_some()
     }
 
     fn key(&self) -> &[u8] {
-        if self.current.is_some() {
-            &self.ikey
-        } else {
-            &[]
-        }
+        self.current().map_or(&[], |c| self.bytes(c.key))
     }
 
     fn value(&self) -> &[u8] {
-        if self.current.is_some() {
-            &self.value
-        } else {
-            &[]
-        }
+        self.current().map_or(&[], |c| self.bytes(c.value))
     }
 
     fn seek_to_first(&mut self) -> Result<()> {
-        let table = Arc::clone(&self.table);
-        let probe = first_of(KeyspaceId(self.keyspace));
-        self.set(table.map.lower_bound(Bound::Included(&probe)));
+        self.reset_batch();
+        let first = first_of(KeyspaceId(self.keyspace));
+        self.fill_forward(Bound::Included(&first));
         Ok(())
     }
 
     fn seek_to_last(&mut self) -> Result<()> {
-        let table = Arc::clone(&self.table);
-        let entry = match self.keyspace.checked_add(1) {
-            Some(next) => table
-                .map
-                .upper_bound(Bound::Excluded(&first_of(KeyspaceId(next)))),
-            None => table.map.back(),
-        };
-        self.set(entry);
+        self.reset_batch();
+        match self.end_probe() {
+            Some(end) => self.fill_backward(Bound::Excluded(&end)),
+            None => self.fill_backward(Bound::Unbounded),
+        }
         Ok(())
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        let table = Arc::clone(&self.table);
+        self.reset_batch();
         let probe = MemKey::from_encoded(self.keyspace, target);
-        self.set(table.map.lower_bound(Bound::Included(&probe)));
+        self.fill_forward(Bound::Included(&probe));
         Ok(())
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
-        let table = Arc::clone(&self.table);
+        self.reset_batch();
         let probe = MemKey::from_encoded(self.keyspace, target);
-        self.set(table.map.upper_bound(Bound::Included(&probe)));
+        self.fill_backward(Bound::Included(&probe));
         Ok(())
     }
 
     fn next(&mut self) -> Result<()> {
-        if let Some(key) = self.current.take() {
-            let table = Arc::clone(&self.table);
-            self.set(table.map.lower_bound(Bound::Excluded(&key)));
-        }
+        self.step(true);
         Ok(())
     }
 
     fn prev(&mut self) -> Result<()> {
-        if let Some(key) = self.current.take() {
-            let table = Arc::clone(&self.table);
-            self.set(table.map.upper_bound(Bound::Excluded(&key)));
-        }
+        self.step(false);
         Ok(())
     }
 }
@@ -664,5 +779,109 @@ mod tests {
         let all = user_keys(&mut m.cursor(KeyspaceId(0)), true);
         assert_eq!(all.len(), 8_000);
         assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+
+    /// A cursor's moves (seeks, long walks, direction changes across batch ends and
+    /// keyspace ends, values of every size) agree with a sorted model of the keyspace.
+    #[test]
+    fn cursor_moves_agree_with_a_sorted_model() {
+        use crate::key::compare_encoded;
+        let encode_key = |user: &[u8], seqno: SeqNo, kind: Kind| {
+            let mut k = user.to_vec();
+            k.extend_from_slice(&((seqno.0 << 8) | u64::from(kind as u8)).to_le_bytes());
+            k
+        };
+        let m = Arc::new(Memtable::new(1));
+        let ks = KeyspaceId(5);
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rand = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        // Neighbouring keyspaces, so walks must stop at both ends of this one.
+        m.insert(KeyspaceId(4), b"zz", SeqNo(1), Kind::Put, b"before");
+        m.insert(KeyspaceId(6), b"", SeqNo(2), Kind::Put, b"after");
+        let mut model: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        for seqno in 3..1500u64 {
+            let user = format!("k{:03}", rand() % 600).into_bytes();
+            let kind = if rand() % 5 == 0 {
+                Kind::Delete
+            } else {
+                Kind::Put
+            };
+            let len = match rand() % 50 {
+                0 => 70_000, // larger than a batch's byte budget
+                n => (n * 7) as usize,
+            };
+            let value = if kind == Kind::Put {
+                vec![(seqno % 251) as u8; len]
+            } else {
+                Vec::new()
+            };
+            m.insert(ks, &user, SeqNo(seqno), kind, &value);
+            model.push((encode_key(&user, SeqNo(seqno), kind), value));
+        }
+        model.sort_by(|a, b| compare_encoded(&a.0, &b.0));
+        let at = |c: &MemCursor| -> Option<usize> {
+            c.valid().then(|| {
+                model
+                    .binary_search_by(|(k, _)| compare_encoded(k, c.key()))
+                    .unwrap()
+            })
+        };
+        let mut c = m.cursor(ks);
+        let mut expect: Option<usize> = None;
+        for step in 0..20_000u32 {
+            let target = encode_key(
+                format!("k{:03}", rand() % 620).as_bytes(),
+                SeqNo(rand() % 1600),
+                Kind::Put,
+            );
+            match rand() % 16 {
+                0 => {
+                    c.seek_to_first().unwrap();
+                    expect = (!model.is_empty()).then_some(0);
+                }
+                1 => {
+                    c.seek_to_last().unwrap();
+                    expect = model.len().checked_sub(1);
+                }
+                2 => {
+                    c.seek(&target).unwrap();
+                    let i = model.partition_point(|(k, _)| compare_encoded(k, &target).is_lt());
+                    expect = (i < model.len()).then_some(i);
+                }
+                3 => {
+                    c.seek_for_prev(&target).unwrap();
+                    let i = model.partition_point(|(k, _)| compare_encoded(k, &target).is_le());
+                    expect = i.checked_sub(1);
+                }
+                4..=10 => {
+                    c.next().unwrap();
+                    expect = expect.map(|i| i + 1).filter(|&i| i < model.len());
+                }
+                _ => {
+                    c.prev().unwrap();
+                    expect = expect.and_then(|i| i.checked_sub(1));
+                }
+            }
+            assert_eq!(at(&c), expect, "step {step}");
+            if let Some(i) = expect {
+                assert_eq!(c.value(), model[i].1.as_slice(), "step {step}");
+            }
+            if expect.is_none() {
+                // An invalid cursor stays put until the next seek.
+                c.seek_to_first().unwrap();
+                expect = Some(0);
+            }
+        }
+        // A whole walk each way sees every entry once, in order.
+        let forward = user_keys(&mut m.cursor(ks), true);
+        let mut backward = user_keys(&mut m.cursor(ks), false);
+        backward.reverse();
+        assert_eq!(forward.len(), model.len());
+        assert_eq!(forward, backward);
     }
 }
