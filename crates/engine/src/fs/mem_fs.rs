@@ -58,6 +58,8 @@ pub(crate) enum Op {
     Rename,
     /// `FileSystem::remove` and `remove_dir`.
     Remove,
+    /// `ReadableFile::read_at`: counted only (no fault is injected into reads).
+    Read,
 }
 
 /// How an injected fault fails.
@@ -715,7 +717,8 @@ impl WritableFile for MemWritable {
 
 impl ReadableFile for MemReadable {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
-        let st = self.state.lock();
+        let mut st = self.state.lock();
+        *st.counts.entry(Op::Read).or_insert(0) += 1;
         let data = st.inodes.get(&self.ino).map_or(&[][..], |n| &n.data[..]);
         let start = usize::try_from(offset).unwrap_or(usize::MAX);
         let Some(avail) = data.get(start..) else {

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use super::block::BlockCursor;
-use super::reader::Reader;
+use super::reader::{Readahead, Reader};
 use crate::cursor::Cursor;
 use crate::error::Result;
 
@@ -24,6 +24,8 @@ pub(crate) struct TableIter {
     data: Option<BlockCursor>,
     /// How many more blocks read from the file may enter the cache.
     fill_budget: u32,
+    /// Reads ahead of a run of sequential block reads.
+    readahead: Readahead,
 }
 
 impl TableIter {
@@ -36,6 +38,7 @@ impl TableIter {
             index,
             data: None,
             fill_budget,
+            readahead: Readahead::default(),
         }
     }
 
@@ -48,7 +51,9 @@ impl TableIter {
         let handle = self.reader.handle(&self.index)?;
         if self.data.as_ref().map(BlockCursor::file_offset) != Some(handle.offset) {
             let fill = self.fill_budget > 0;
-            let (cursor, from_file) = self.reader.data_cursor_counted(&self.index, fill)?;
+            let (cursor, from_file) =
+                self.reader
+                    .data_cursor_counted(&self.index, fill, Some(&mut self.readahead))?;
             if from_file {
                 self.fill_budget = self.fill_budget.saturating_sub(1);
             }

@@ -69,6 +69,53 @@ fn corrupt(path: &Path, offset: u64, reason: Reason) -> Error {
     Error::corruption(FileKind::Table, path, offset, reason)
 }
 
+/// Sequential block reads in a row after which a cursor reads ahead.
+const READAHEAD_AFTER: u32 = 2;
+
+/// The first read-ahead of a run of sequential reads; each next one doubles, up to
+/// [`READAHEAD_MAX`].
+const READAHEAD_MIN: usize = 32 << 10;
+
+/// The largest read-ahead.
+const READAHEAD_MAX: usize = 256 << 10;
+
+/// The read-ahead state of one table cursor. A cursor that reads data blocks from the
+/// file one after the other (a scan, a compaction) reads the file ahead of the block it
+/// needs, into a buffer it owns, and serves the next blocks from it: one `pread` per
+/// buffer instead of one per block. A block from the buffer is checked and decoded as one
+/// from the file; a read that is not sequential ends the run.
+#[derive(Debug, Default)]
+pub(crate) struct Readahead {
+    /// File bytes `start..start + buf.len()`.
+    buf: Vec<u8>,
+    start: u64,
+    /// Where the last block the cursor needed ends: a block starting there is sequential.
+    last_end: u64,
+    /// Sequential blocks in a row.
+    run: u32,
+}
+
+impl Readahead {
+    /// The stored bytes of the block at `offset`, `len` bytes long, if the buffer holds
+    /// all of them.
+    fn slice(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        let from = usize::try_from(offset.checked_sub(self.start)?).ok()?;
+        self.buf.get(from..from.checked_add(len)?)
+    }
+
+    /// Notes that the cursor needs the block `offset..end`; true if it continues a run
+    /// long enough to read ahead.
+    fn note(&mut self, offset: u64, end: u64) -> bool {
+        self.run = if offset == self.last_end && self.run < u32::MAX {
+            self.run + 1
+        } else {
+            0
+        };
+        self.last_end = end;
+        self.run >= READAHEAD_AFTER
+    }
+}
+
 /// Reads and unseals the stored block at `handle`.
 fn read_block(file: &dyn ReadableFile, path: &Path, handle: BlockHandle) -> Result<Vec<u8>> {
     let len = usize::try_from(handle.size)
@@ -458,22 +505,32 @@ impl Reader {
 
     /// A cursor over the data block of the current index entry, from the cache or the file.
     pub(super) fn data_cursor(&self, index: &BlockCursor, fill_cache: bool) -> Result<BlockCursor> {
-        self.data_cursor_counted(index, fill_cache).map(|(c, _)| c)
+        self.data_cursor_counted(index, fill_cache, None)
+            .map(|(c, _)| c)
     }
 
-    /// As [`Reader::data_cursor`], also telling whether the block was read from the file.
+    /// As [`Reader::data_cursor`], also telling whether the block was read from the file;
+    /// with `readahead`, sequential reads from the file go through it.
     pub(super) fn data_cursor_counted(
         &self,
         index: &BlockCursor,
         fill_cache: bool,
+        readahead: Option<&mut Readahead>,
     ) -> Result<(BlockCursor, bool)> {
         let handle = self.handle(index)?;
+        let sequential = match (readahead.as_ref(), handle.end()) {
+            (Some(_), Some(end)) => readahead.map(|ra| (ra.note(handle.offset, end), ra)),
+            _ => None,
+        };
         let mut from_file = false;
         let block = match self.cache.get(self.id, handle.offset) {
             Some(block) => block,
             None => {
                 from_file = true;
-                let raw = read_block(self.file.as_ref(), &self.path, handle)?;
+                let raw = match sequential {
+                    Some((ahead, ra)) => self.read_block_ahead(handle, ahead, ra)?,
+                    None => read_block(self.file.as_ref(), &self.path, handle)?,
+                };
                 let block =
                     Block::decode(raw).map_err(|r| corrupt(&self.path, handle.offset, r))?;
                 let block = Arc::new(block);
@@ -488,5 +545,44 @@ impl Reader {
             BlockCursor::new(block, Arc::clone(&self.path), handle.offset),
             from_file,
         ))
+    }
+
+    /// Reads and unseals the block at `handle` through `ra`: from its buffer if it holds
+    /// the block, else, when `ahead`, after refilling the buffer from the block's start
+    /// (twice the last refill, up to [`READAHEAD_MAX`], never past the data blocks), else
+    /// straight from the file.
+    fn read_block_ahead(
+        &self,
+        handle: BlockHandle,
+        ahead: bool,
+        ra: &mut Readahead,
+    ) -> Result<Vec<u8>> {
+        let stored_len = usize::try_from(handle.size)
+            .ok()
+            .filter(|&n| n <= MAX_BLOCK_LEN)
+            .map(|n| n + super::BLOCK_TRAILER_LEN)
+            .ok_or_else(|| corrupt(&self.path, handle.offset, Reason::LengthOutOfRange))?;
+        if ra.slice(handle.offset, stored_len).is_none() {
+            if !ahead {
+                return read_block(self.file.as_ref(), &self.path, handle);
+            }
+            let rest =
+                usize::try_from(self.data_end.saturating_sub(handle.offset)).unwrap_or(usize::MAX);
+            let len = (ra.buf.len() * 2)
+                .clamp(READAHEAD_MIN, READAHEAD_MAX)
+                .min(rest)
+                .max(stored_len);
+            ra.buf.clear();
+            ra.buf.resize(len, 0);
+            if let Err(e) = read_exact_at(self.file.as_ref(), handle.offset, &mut ra.buf) {
+                ra.buf.clear();
+                return Err(e);
+            }
+            ra.start = handle.offset;
+        }
+        let stored = ra
+            .slice(handle.offset, stored_len)
+            .ok_or_else(|| corrupt(&self.path, handle.offset, Reason::Truncated))?;
+        unseal(stored).map_err(|r| corrupt(&self.path, handle.offset, r))
     }
 }

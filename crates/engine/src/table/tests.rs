@@ -16,7 +16,7 @@ use super::*;
 use crate::checksum::Checksum;
 use crate::cursor::Cursor;
 use crate::error::{FileKind, Reason};
-use crate::fs::{read_all, FileSystem, MemFs, StdFs};
+use crate::fs::{read_all, FileSystem, MemFs, Op, StdFs};
 use crate::key::{compare_encoded, split_encoded, InternalKey, Kind, SeqNo};
 
 type Entry = (Vec<u8>, Vec<u8>);
@@ -480,4 +480,61 @@ fn blob_references_are_recorded_in_the_properties() {
     w.finish().unwrap();
     let r = Reader::open(&fs, &plain, 8, Arc::new(BlockCache::new(0))).unwrap();
     assert!(r.blob_refs().is_empty());
+}
+
+#[test]
+fn a_long_scan_reads_ahead_and_still_checks_every_block() {
+    let fs = MemFs::new();
+    let options = TableOptions {
+        block_size: 256,
+        compression: Compression::Lz4,
+        ..TableOptions::default()
+    };
+    let model = sample(3000);
+    write(&fs, &table_path(), &options, &model);
+    let reader = open(&fs, &table_path(), 0).unwrap();
+    let mut index = reader.index_cursor();
+    index.seek_to_first().unwrap();
+    let mut blocks = Vec::new();
+    while index.valid() {
+        blocks.push(reader.handle(&index).unwrap());
+        index.next().unwrap();
+    }
+    assert!(blocks.len() > 100, "{} blocks", blocks.len());
+
+    // A forward scan returns every entry, with far fewer reads than blocks.
+    let before = fs.op_count(Op::Read);
+    let mut it = reader.iter_no_fill();
+    it.seek_to_first().unwrap();
+    let mut forward = Vec::new();
+    while let Some(e) = current(&it) {
+        forward.push(e);
+        it.next().unwrap();
+    }
+    let reads = fs.op_count(Op::Read) - before;
+    assert_eq!(forward, model);
+    assert!(
+        reads * 4 < blocks.len() as u64,
+        "{reads} reads for {} blocks",
+        blocks.len()
+    );
+    // Scans both ways and seeks agree with the model as before.
+    assert_eq!(scan(&reader, false).unwrap(), model);
+
+    // A damaged block deep in the read-ahead buffer is still reported, at its offset.
+    let bad = blocks[blocks.len() / 2];
+    fs.corrupt(&table_path(), bad.offset as usize + 3, 0x40)
+        .unwrap();
+    let reader = open(&fs, &table_path(), 0).unwrap();
+    let mut it = reader.iter_no_fill();
+    it.seek_to_first().unwrap();
+    let err = loop {
+        match it.next() {
+            Ok(()) => assert!(it.valid(), "the scan ended without reaching the damage"),
+            Err(e) => break e,
+        }
+    };
+    let c = err.as_corruption().unwrap();
+    assert_eq!(c.offset, bad.offset, "{err}");
+    assert!(!it.valid());
 }
