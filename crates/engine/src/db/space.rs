@@ -8,10 +8,12 @@
 //! 2. leaves alone the files a live memtable may reference (after recovery, a blob file
 //!    can be listed while a memtable not yet flushed still points into it);
 //! 3. removes files with no live byte from the version (one manifest edit) and deletes
-//!    them once no reader can reach them (`flush::blob_deletable`): a snapshot or an
-//!    iterator keeps the tables it reads, which reference the files it needs, so a file no
-//!    table of the current version references is needed only by super versions that list
-//!    it or hold a memtable pointing into it;
+//!    them once no reader can reach them (`flush::blob_deletable`): every reader holds a
+//!    super version from the moment it finds a handle until it has read or opened the
+//!    value (an iterator for its whole life, a point read and `get_reader` until the
+//!    read), and that super version lists the file or holds the memtable pointing into
+//!    it, so a file no table of the current version references is needed only by the
+//!    live super versions that do;
 //! 4. rewrites files over the garbage threshold (`Options::blob_gc_garbage_percent`) by
 //!    compacting the tables that reference them in place, moving their live values into
 //!    a new blob file (`compaction::relocate`); the old file then has no live byte and
