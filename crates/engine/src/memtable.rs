@@ -487,41 +487,29 @@ impl MemCursor {
         let table = Arc::clone(&self.table);
         let end = self.end_probe();
         let hi = end.as_ref().map_or(Bound::Unbounded, Bound::Excluded);
-        self.start_batch(true);
-        let mut full = false;
-        for e in table.map.range::<MemKey, _>((from, hi)) {
-            if !self.push(e.key(), e.value()) {
-                full = true;
-                break;
-            }
-        }
-        self.at_end = !full;
+        self.fill(true, table.map.range::<MemKey, _>((from, hi)));
     }
 
     /// Refills the batch walking backward from `from` (within the keyspace).
     fn fill_backward(&mut self, from: Bound<&MemKey>) {
         let table = Arc::clone(&self.table);
         let first = first_of(KeyspaceId(self.keyspace));
-        self.start_batch(false);
-        let mut full = false;
-        for e in table
-            .map
-            .range::<MemKey, _>((Bound::Included(&first), from))
-            .rev()
-        {
-            if !self.push(e.key(), e.value()) {
-                full = true;
-                break;
-            }
-        }
-        self.at_end = !full;
+        let lo = Bound::Included(&first);
+        self.fill(false, table.map.range::<MemKey, _>((lo, from)).rev());
     }
 
-    fn start_batch(&mut self, forward: bool) {
+    /// Replaces the batch with the first entries of `entries`, walked in direction
+    /// `forward`, until the batch is full; `at_end` if `entries` ran out first.
+    fn fill<'a>(
+        &mut self,
+        forward: bool,
+        mut entries: impl Iterator<Item = crossbeam_skiplist::map::Entry<'a, MemKey, Box<[u8]>>>,
+    ) {
         self.buf.clear();
         self.items.clear();
         self.pos = 0;
         self.forward = forward;
+        self.at_end = entries.all(|e| self.push(e.key(), e.value()));
     }
 
     /// After a seek: the next batch is small again.
@@ -591,10 +579,8 @@ impl Cursor for MemCursor {
 
     fn seek_to_last(&mut self) -> Result<()> {
         self.reset_batch();
-        match self.end_probe() {
-            Some(end) => self.fill_backward(Bound::Excluded(&end)),
-            None => self.fill_backward(Bound::Unbounded),
-        }
+        let end = self.end_probe();
+        self.fill_backward(end.as_ref().map_or(Bound::Unbounded, Bound::Excluded));
         Ok(())
     }
 

@@ -3,9 +3,9 @@
 //! The same workloads (see [`workload`]) run on Cairn and on every peer, one store at a
 //! time on a fresh directory and in a fresh process of this program (`--worker`), so no
 //! store inherits another's heap, threads or mappings; the rows go to a Markdown report,
-//! a JSON file and an SVG chart of Cairn's ratio to each peer. The Go stores (pebble, badger, bbolt) run in
-//! the Go driver (`go/`), which prints rows of the same shape; the constant stores run
-//! through `cairn-bench`'s peers.
+//! a JSON file and an SVG chart of Cairn's ratio to each peer. The Go stores (pebble,
+//! badger, bbolt) run in the Go driver (`go/`), which prints rows of the same shape; the
+//! constant stores run through `cairn-bench`'s peers.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::os::unix::fs::MetadataExt as _;

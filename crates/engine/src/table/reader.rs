@@ -116,13 +116,19 @@ impl Readahead {
     }
 }
 
-/// Reads and unseals the stored block at `handle`.
-fn read_block(file: &dyn ReadableFile, path: &Path, handle: BlockHandle) -> Result<Vec<u8>> {
-    let len = usize::try_from(handle.size)
+/// Bytes the block at `handle` takes in the file (body and trailer), refused if the body
+/// is longer than a block may be.
+fn stored_len(path: &Path, handle: BlockHandle) -> Result<usize> {
+    usize::try_from(handle.size)
         .ok()
         .filter(|&n| n <= MAX_BLOCK_LEN)
-        .ok_or_else(|| corrupt(path, handle.offset, Reason::LengthOutOfRange))?;
-    let mut stored = vec![0u8; len + super::BLOCK_TRAILER_LEN];
+        .map(|n| n + super::BLOCK_TRAILER_LEN)
+        .ok_or_else(|| corrupt(path, handle.offset, Reason::LengthOutOfRange))
+}
+
+/// Reads and unseals the stored block at `handle`.
+fn read_block(file: &dyn ReadableFile, path: &Path, handle: BlockHandle) -> Result<Vec<u8>> {
+    let mut stored = vec![0u8; stored_len(path, handle)?];
     read_exact_at(file, handle.offset, &mut stored)?;
     unseal(&stored).map_err(|r| corrupt(path, handle.offset, r))
 }
@@ -518,8 +524,8 @@ impl Reader {
         readahead: Option<&mut Readahead>,
     ) -> Result<(BlockCursor, bool)> {
         let handle = self.handle(index)?;
-        let sequential = match (readahead.as_ref(), handle.end()) {
-            (Some(_), Some(end)) => readahead.map(|ra| (ra.note(handle.offset, end), ra)),
+        let sequential = match (readahead, handle.end()) {
+            (Some(ra), Some(end)) => Some((ra.note(handle.offset, end), ra)),
             _ => None,
         };
         let mut from_file = false;
@@ -557,11 +563,7 @@ impl Reader {
         ahead: bool,
         ra: &mut Readahead,
     ) -> Result<Vec<u8>> {
-        let stored_len = usize::try_from(handle.size)
-            .ok()
-            .filter(|&n| n <= MAX_BLOCK_LEN)
-            .map(|n| n + super::BLOCK_TRAILER_LEN)
-            .ok_or_else(|| corrupt(&self.path, handle.offset, Reason::LengthOutOfRange))?;
+        let stored_len = stored_len(&self.path, handle)?;
         if ra.slice(handle.offset, stored_len).is_none() {
             if !ahead {
                 return read_block(self.file.as_ref(), &self.path, handle);
