@@ -70,7 +70,9 @@ pub struct Options {
     pub durability: Durability,
     /// Create the store if the directory holds none. Default: true.
     pub create_if_missing: bool,
-    /// Memtable bytes that trigger a flush to a table. Default: 64 MiB.
+    /// Memtable bytes that trigger a flush to a table. Default: 64 MiB. Each memtable also
+    /// holds a bloom filter of its keys of about 1.4 % of this (10 bits per smallest
+    /// possible entry), so point lookups skip memtables that cannot hold their key.
     pub memtable_size: usize,
     /// Memtables that may wait to be flushed before writers are held back. Default: 2.
     pub max_immutable_memtables: usize,

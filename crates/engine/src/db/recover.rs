@@ -187,7 +187,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
     // log cut short by a lost blob record they are flushed before the store opens instead
     // (rule 7, below).
     let memtables = replay.memtables;
-    let mem = Arc::new(Memtable::new(wal_id));
+    let mem = Arc::new(Memtable::new(wal_id, options.memtable_size));
     let version = Arc::new(version);
     let block_cache = Arc::new(BlockCache::new(options.block_cache_size));
     let state = State {
@@ -443,7 +443,7 @@ fn replay(
                 .last()
                 .is_none_or(|m| m.size() >= options.memtable_size);
             if needs_new {
-                memtables.push(Arc::new(Memtable::new(id)));
+                memtables.push(Arc::new(Memtable::new(id, options.memtable_size)));
             }
             let Some(mem) = memtables.last() else {
                 continue;

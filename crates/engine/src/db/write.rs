@@ -1106,7 +1106,10 @@ fn switch_memtable(inner: &Inner, st: &mut State) -> Result<()> {
             }
         }
     }
-    let old = std::mem::replace(&mut st.mem, Arc::new(Memtable::new(id)));
+    let old = std::mem::replace(
+        &mut st.mem,
+        Arc::new(Memtable::new(id, inner.options.memtable_size)),
+    );
     st.imm.push(old);
     super::read::install(inner, st);
     inner.bg_cv.notify_all();

@@ -25,6 +25,7 @@
 //! Thread-safety: a [`Block`] is immutable and shared through `Arc`; a cursor has one owner.
 
 use std::cmp::Ordering;
+use std::ops::Deref;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -32,6 +33,8 @@ use crate::coding::{get_u32_le, put_vlq, Cursor as ByteCursor};
 use crate::cursor::Cursor;
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::key::{compare_encoded, TRAILER_LEN};
+
+use super::fences::Fences;
 
 /// Encodes one block; see the module documentation.
 #[derive(Debug)]
@@ -167,6 +170,23 @@ impl Block {
             .map_or(self.restarts_offset, |r| r as usize)
     }
 
+    /// Restart points in the block (at least 1).
+    pub(crate) fn restart_count(&self) -> usize {
+        self.restart_count
+    }
+
+    /// The full key stored at restart point `i`.
+    ///
+    /// # Errors
+    /// `BadEntry` if the entry there shares a prefix; the framing errors of a damaged entry.
+    pub(crate) fn restart_key_at(&self, i: usize) -> std::result::Result<&[u8], Reason> {
+        let entry = self.entry_at(self.restart(i))?;
+        if entry.shared != 0 {
+            return Err(Reason::BadEntry("block restart entry shares a prefix"));
+        }
+        Ok(self.bytes(entry.delta))
+    }
+
     /// Decodes the entry framing at `off`.
     fn entry_at(&self, off: usize) -> std::result::Result<Entry, Reason> {
         let region = self
@@ -223,10 +243,13 @@ struct Entry {
 
 /// A [`Cursor`] over one block. Errors name `path` and `file_offset` (the block's offset in
 /// its table file, since offsets inside a compressed block mean nothing on disk).
+///
+/// Cursors that outlive a call own their block and path (`Arc`s, the defaults); a point
+/// lookup borrows both, so it touches no shared reference count.
 #[derive(Debug)]
-pub(crate) struct BlockCursor {
-    block: Arc<Block>,
-    path: Arc<Path>,
+pub(crate) struct BlockCursor<B = Arc<Block>, P = Arc<Path>> {
+    block: B,
+    path: P,
     file_offset: u64,
     /// Offset of the current entry (meaningful while `valid`).
     current: usize,
@@ -239,9 +262,9 @@ pub(crate) struct BlockCursor {
     valid: bool,
 }
 
-impl BlockCursor {
+impl<B: Deref<Target = Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
     /// An unpositioned cursor over `block`, which was read from `path` at `file_offset`.
-    pub(crate) fn new(block: Arc<Block>, path: Arc<Path>, file_offset: u64) -> BlockCursor {
+    pub(crate) fn new(block: B, path: P, file_offset: u64) -> BlockCursor<B, P> {
         BlockCursor {
             block,
             path,
@@ -275,13 +298,17 @@ impl BlockCursor {
 
     /// Decodes the entry at `next`; `Ok(false)` (and invalid) at the end of the block.
     fn parse_next(&mut self) -> Result<bool> {
-        let block = Arc::clone(&self.block);
+        let block: &Block = &self.block;
         if self.next >= block.restarts_offset {
             self.valid = false;
             self.current = block.restarts_offset;
             return Ok(false);
         }
-        let entry = block.entry_at(self.next).map_err(|r| self.corrupt(r))?;
+        let entry = match block.entry_at(self.next) {
+            Ok(entry) => entry,
+            Err(r) => return Err(self.corrupt(r)),
+        };
+        let block: &Block = &self.block;
         let at_restart = if self.key.is_empty() && self.next == block.restart(self.restart_index) {
             true
         } else if self.restart_index + 1 < block.restart_count {
@@ -302,7 +329,7 @@ impl BlockCursor {
             )));
         }
         self.key.truncate(entry.shared);
-        self.key.extend_from_slice(block.bytes(entry.delta));
+        self.key.extend_from_slice(self.block.bytes(entry.delta));
         if self.key.len() < TRAILER_LEN {
             return Err(self.corrupt(Reason::BadEntry("block key is shorter than a key trailer")));
         }
@@ -313,20 +340,44 @@ impl BlockCursor {
         Ok(true)
     }
 
-    /// The full key stored at restart point `i`.
-    fn restart_key(&mut self, i: usize) -> Result<&[u8]> {
-        let block = Arc::clone(&self.block);
-        let entry = block
-            .entry_at(block.restart(i))
-            .map_err(|r| self.corrupt(r))?;
-        if entry.shared != 0 {
-            return Err(self.corrupt(Reason::BadEntry("block restart entry shares a prefix")));
+    /// Whether the key at restart point `i` sorts before `target`.
+    fn restart_below(&mut self, i: usize, target: &[u8]) -> Result<bool> {
+        match self.block.restart_key_at(i) {
+            Ok(key) => Ok(compare_encoded(key, target) == Ordering::Less),
+            Err(r) => Err(self.corrupt(r)),
         }
-        Ok(self.block.bytes(entry.delta))
+    }
+
+    /// Seeks to the first entry `>= target`, given that the last restart point whose key
+    /// is `< target` (or restart 0 if none is) lies in `lo..=hi`.
+    fn seek_between(&mut self, target: &[u8], mut lo: usize, mut hi: usize) -> Result<()> {
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if self.restart_below(mid, target)? {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        self.seek_restart(lo);
+        while self.parse_next()? {
+            if compare_encoded(&self.key, target) != Ordering::Less {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// As [`Cursor::seek`], narrowing the search with `fences`, which must have been built
+    /// from this cursor's block.
+    pub(crate) fn seek_with(&mut self, target: &[u8], fences: &Fences) -> Result<()> {
+        let (lo, hi) = fences.candidates(target);
+        let last = self.block.restart_count.saturating_sub(1);
+        self.seek_between(target, lo.min(last), hi.min(last))
     }
 }
 
-impl Cursor for BlockCursor {
+impl<B: Deref<Target = Block> + Send, P: Deref<Target = Path> + Send> Cursor for BlockCursor<B, P> {
     fn valid(&self) -> bool {
         self.valid
     }
@@ -360,22 +411,8 @@ impl Cursor for BlockCursor {
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         // The last restart point whose key is < target; the answer is at or after it.
-        let (mut lo, mut hi) = (0usize, self.block.restart_count.saturating_sub(1));
-        while lo < hi {
-            let mid = lo + (hi - lo).div_ceil(2);
-            if compare_encoded(self.restart_key(mid)?, target) == Ordering::Less {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        self.seek_restart(lo);
-        while self.parse_next()? {
-            if compare_encoded(&self.key, target) != Ordering::Less {
-                break;
-            }
-        }
-        Ok(())
+        let last = self.block.restart_count.saturating_sub(1);
+        self.seek_between(target, 0, last)
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {

@@ -93,7 +93,7 @@ impl TableIter {
     }
 
     fn try_seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
-        self.index.seek(target)?;
+        self.reader.seek_index(&mut self.index, target)?;
         if !self.index.valid() {
             return self.seek_to_last();
         }
@@ -141,7 +141,7 @@ impl Cursor for TableIter {
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         let r = (|| {
-            self.index.seek(target)?;
+            self.reader.seek_index(&mut self.index, target)?;
             if let Some(d) = self.load()? {
                 d.seek(target)?;
             }

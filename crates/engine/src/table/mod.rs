@@ -31,6 +31,7 @@ mod blob_refs;
 mod block;
 mod cache;
 mod compression;
+mod fences;
 mod filter;
 mod footer;
 mod iter;

@@ -27,6 +27,7 @@ use super::blob_refs::BlobRefs;
 use super::block::{Block, BlockCursor};
 use super::cache::BlockCache;
 use super::compression::unseal;
+use super::fences::Fences;
 use super::filter::Filter;
 use super::footer::{BlockHandle, Footer};
 use super::iter::TableIter;
@@ -49,6 +50,8 @@ pub(crate) struct Reader {
     properties: Properties,
     footer: Footer,
     index: Arc<Block>,
+    /// The index block's fences, so seeks search a small array first.
+    index_fences: Fences,
     filter: Option<Filter>,
     /// The range-tombstone block's contents (empty without one), read and checked at open.
     range_tombstones: Vec<RangeTombstone>,
@@ -126,11 +129,30 @@ fn stored_len(path: &Path, handle: BlockHandle) -> Result<usize> {
         .ok_or_else(|| corrupt(path, handle.offset, Reason::LengthOutOfRange))
 }
 
+/// Stored blocks up to this size are read into a buffer each thread keeps, so a block
+/// read allocates only the decoded block.
+const SCRATCH_MAX: usize = 256 << 10;
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Reads and unseals the stored block at `handle`.
 fn read_block(file: &dyn ReadableFile, path: &Path, handle: BlockHandle) -> Result<Vec<u8>> {
-    let mut stored = vec![0u8; stored_len(path, handle)?];
-    read_exact_at(file, handle.offset, &mut stored)?;
-    unseal(&stored).map_err(|r| corrupt(path, handle.offset, r))
+    let len = stored_len(path, handle)?;
+    let read = |stored: &mut Vec<u8>| {
+        stored.resize(len, 0);
+        read_exact_at(file, handle.offset, stored)?;
+        unseal(stored).map_err(|r| corrupt(path, handle.offset, r))
+    };
+    if len > SCRATCH_MAX {
+        return read(&mut Vec::new());
+    }
+    // A nested read on this thread (none today) would find the buffer taken and allocate.
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => read(&mut scratch),
+        Err(_) => read(&mut Vec::new()),
+    })
 }
 
 impl Reader {
@@ -198,6 +220,8 @@ impl Reader {
         let raw = read_block(file.as_ref(), path, footer.index)?;
         let index =
             Arc::new(Block::decode(raw).map_err(|r| corrupt(path, footer.index.offset, r))?);
+        let index_fences =
+            Fences::build(&index).map_err(|r| corrupt(path, footer.index.offset, r))?;
         let filter = if footer.filter.size == 0 {
             None
         } else {
@@ -215,6 +239,7 @@ impl Reader {
             properties,
             footer,
             index,
+            index_fences,
             filter,
             range_tombstones,
             data_end,
@@ -340,14 +365,17 @@ impl Reader {
         target.extend_from_slice(user_key);
         let trailer = (snapshot.min(SeqNo::MAX).0 << 8) | 0xff;
         target.extend_from_slice(&trailer.to_le_bytes());
-        let mut index = self.index_cursor();
-        index.seek(&target)?;
+        // Borrowed cursors: a lookup clones no shared reference count but the data block's.
+        let mut index = BlockCursor::new(&*self.index, &*self.path, self.footer.index.offset);
+        index.seek_with(&target, &self.index_fences)?;
         // The block the index points at, then (if it ends before the target) the next one.
         for _ in 0..2 {
             if !index.valid() {
                 return Ok(None);
             }
-            let mut data = self.data_cursor(&index, true)?;
+            let handle = self.handle(&index)?;
+            let mut data =
+                BlockCursor::new(self.data_block(handle, true)?.0, &*self.path, handle.offset);
             data.seek(&target)?;
             if data.valid() {
                 let found = split_encoded(data.key()).filter(|(u, _)| *u == user_key);
@@ -499,8 +527,18 @@ impl Reader {
         )
     }
 
+    /// Positions `index` (a cursor from [`Reader::index_cursor`]) at the first entry
+    /// `>= target`, searching the fences first.
+    pub(super) fn seek_index(&self, index: &mut BlockCursor, target: &[u8]) -> Result<()> {
+        index.seek_with(target, &self.index_fences)
+    }
+
     /// The handle in the current index entry, checked against the data region.
-    pub(super) fn handle(&self, index: &BlockCursor) -> Result<BlockHandle> {
+    pub(super) fn handle<B, P>(&self, index: &BlockCursor<B, P>) -> Result<BlockHandle>
+    where
+        B: std::ops::Deref<Target = Block> + Send,
+        P: std::ops::Deref<Target = Path> + Send,
+    {
         let at = self.footer.index.offset;
         let handle = BlockHandle::decode(index.value()).map_err(|r| corrupt(&self.path, at, r))?;
         if handle.end().is_none_or(|e| e > self.data_end) {
@@ -524,33 +562,46 @@ impl Reader {
         readahead: Option<&mut Readahead>,
     ) -> Result<(BlockCursor, bool)> {
         let handle = self.handle(index)?;
-        let sequential = match (readahead, handle.end()) {
-            (Some(ra), Some(end)) => Some((ra.note(handle.offset, end), ra)),
-            _ => None,
-        };
-        let mut from_file = false;
-        let block = match self.cache.get(self.id, handle.offset) {
-            Some(block) => block,
-            None => {
-                from_file = true;
-                let raw = match sequential {
-                    Some((ahead, ra)) => self.read_block_ahead(handle, ahead, ra)?,
-                    None => read_block(self.file.as_ref(), &self.path, handle)?,
-                };
-                let block =
-                    Block::decode(raw).map_err(|r| corrupt(&self.path, handle.offset, r))?;
-                let block = Arc::new(block);
-                if fill_cache {
-                    self.cache
-                        .insert(self.id, handle.offset, Arc::clone(&block));
-                }
-                block
-            }
-        };
+        let (block, from_file) = self.data_block_ahead(handle, fill_cache, readahead)?;
         Ok((
             BlockCursor::new(block, Arc::clone(&self.path), handle.offset),
             from_file,
         ))
+    }
+
+    /// The data block at `handle`, from the cache or the file, and whether it came from
+    /// the file; a block read from the file enters the cache if `fill_cache`.
+    fn data_block(&self, handle: BlockHandle, fill_cache: bool) -> Result<(Arc<Block>, bool)> {
+        self.data_block_ahead(handle, fill_cache, None)
+    }
+
+    /// As [`Reader::data_block`]; with `readahead`, sequential reads from the file go
+    /// through it.
+    fn data_block_ahead(
+        &self,
+        handle: BlockHandle,
+        fill_cache: bool,
+        readahead: Option<&mut Readahead>,
+    ) -> Result<(Arc<Block>, bool)> {
+        // Noted before the cache is asked, so cached blocks keep a sequential run going.
+        let sequential = match (readahead, handle.end()) {
+            (Some(ra), Some(end)) => Some((ra.note(handle.offset, end), ra)),
+            _ => None,
+        };
+        if let Some(block) = self.cache.get(self.id, handle.offset) {
+            return Ok((block, false));
+        }
+        let raw = match sequential {
+            Some((ahead, ra)) => self.read_block_ahead(handle, ahead, ra)?,
+            None => read_block(self.file.as_ref(), &self.path, handle)?,
+        };
+        let block = Block::decode(raw).map_err(|r| corrupt(&self.path, handle.offset, r))?;
+        let block = Arc::new(block);
+        if fill_cache {
+            self.cache
+                .insert(self.id, handle.offset, Arc::clone(&block));
+        }
+        Ok((block, true))
     }
 
     /// Reads and unseals the block at `handle` through `ra`: from its buffer if it holds

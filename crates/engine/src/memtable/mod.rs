@@ -20,7 +20,12 @@
 //!    keyspace with only range tombstones still counts as written ([`Memtable::keyspaces`])
 //!    so a flush writes them out.
 //!
+//! 5. Every user key inserted is first added to the memtable's bloom filter ([`filter`]),
+//!    so a point lookup that the filter rules out skips the skip-list search.
+//!
 //! Thread-safety: `Send + Sync`; shared through `Arc`.
+
+mod filter;
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -38,6 +43,8 @@ use crate::error::Result;
 use crate::key::{split_encoded, KeyspaceId, Kind, SeqNo, TRAILER_LEN};
 use crate::rangedel::RangeTombstone;
 use crate::vlog::BlobFileMeta;
+
+use filter::MemFilter;
 
 /// Bytes charged per entry beyond its key and value: skip-list node, boxes, lengths.
 const ENTRY_OVERHEAD: usize = 80;
@@ -99,6 +106,8 @@ fn first_of(keyspace: KeyspaceId) -> MemKey {
 #[derive(Debug)]
 pub(crate) struct Memtable {
     map: SkipMap<MemKey, Box<[u8]>>,
+    /// The user keys of `map` (invariant 5).
+    filter: MemFilter,
     /// Range tombstones, in insertion order (invariant 4); `range_count` mirrors the
     /// length so readers skip the lock when there are none.
     range_tombstones: Mutex<Vec<(KeyspaceId, RangeTombstone)>>,
@@ -147,10 +156,12 @@ impl KeyspaceBytes {
 }
 
 impl Memtable {
-    /// An empty memtable whose writes are logged from WAL file `wal_id` on.
-    pub(crate) fn new(wal_id: u64) -> Memtable {
+    /// An empty memtable whose writes are logged from WAL file `wal_id` on, with a filter
+    /// sized for `budget` bytes of entries (the store's `memtable_size`).
+    pub(crate) fn new(wal_id: u64, budget: usize) -> Memtable {
         Memtable {
             map: SkipMap::new(),
+            filter: MemFilter::new(budget, TRAILER_LEN + ENTRY_OVERHEAD),
             range_tombstones: Mutex::new(Vec::new()),
             range_count: AtomicUsize::new(0),
             size: AtomicUsize::new(0),
@@ -200,6 +211,7 @@ impl Memtable {
         value: &[u8],
     ) {
         let charge = user_key.len() + TRAILER_LEN + value.len() + ENTRY_OVERHEAD;
+        self.filter.insert(user_key);
         self.map.insert(
             MemKey {
                 keyspace: keyspace.0,
@@ -291,6 +303,9 @@ impl Memtable {
         snapshot: SeqNo,
         f: impl FnOnce(SeqNo, Kind, &[u8]) -> R,
     ) -> Option<R> {
+        if !self.filter.may_contain(user_key) {
+            return None;
+        }
         let probe = MemKey {
             keyspace: keyspace.0,
             user: UserKey::from_slice(user_key),
@@ -636,7 +651,7 @@ mod tests {
 
     #[test]
     fn versions_sort_newest_first_and_keyspaces_stay_apart() {
-        let m = Arc::new(Memtable::new(7));
+        let m = Arc::new(Memtable::new(7, 1 << 20));
         let (a, b) = (KeyspaceId(1), KeyspaceId(2));
         m.insert(a, b"k", SeqNo(1), Kind::Put, b"v1");
         m.insert(a, b"k", SeqNo(3), Kind::Delete, b"");
@@ -677,7 +692,7 @@ mod tests {
 
     #[test]
     fn a_key_cursor_walks_the_same_keys_without_values() {
-        let m = Arc::new(Memtable::new(1));
+        let m = Arc::new(Memtable::new(1, 1 << 20));
         let ks = KeyspaceId(3);
         m.insert(ks, b"a", SeqNo(1), Kind::Put, b"value-a");
         m.insert(ks, b"a", SeqNo(2), Kind::Delete, b"");
@@ -703,7 +718,7 @@ mod tests {
 
     #[test]
     fn logged_bytes_add_up_per_keyspace() {
-        let m = Memtable::new(1);
+        let m = Memtable::new(1, 1 << 20);
         let (a, b, c) = (KeyspaceId(1), KeyspaceId(2), KeyspaceId(3));
         let mut group = KeyspaceBytes::default();
         for (ks, n) in [(a, 10), (a, 5), (b, 7), (a, 1), (c, 2), (c, 2)] {
@@ -721,7 +736,7 @@ mod tests {
 
     #[test]
     fn seeks_land_on_the_visible_version() {
-        let m = Arc::new(Memtable::new(1));
+        let m = Arc::new(Memtable::new(1, 1 << 20));
         let ks = KeyspaceId(0);
         for (i, key) in [b"a", b"b", b"c"].iter().enumerate() {
             m.insert(ks, *key, SeqNo(i as u64 + 1), Kind::Put, *key);
@@ -742,7 +757,7 @@ mod tests {
 
     #[test]
     fn concurrent_inserts_and_reads_agree() {
-        let m = Arc::new(Memtable::new(1));
+        let m = Arc::new(Memtable::new(1, 1 << 20));
         std::thread::scope(|s| {
             for t in 0..4u64 {
                 let m = Arc::clone(&m);
@@ -777,7 +792,7 @@ mod tests {
             k.extend_from_slice(&((seqno.0 << 8) | u64::from(kind as u8)).to_le_bytes());
             k
         };
-        let m = Arc::new(Memtable::new(1));
+        let m = Arc::new(Memtable::new(1, 1 << 20));
         let ks = KeyspaceId(5);
         let mut rng = 0x9e37_79b9_7f4a_7c15u64;
         let mut rand = move || {

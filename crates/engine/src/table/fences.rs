@@ -1,0 +1,101 @@
+//! [`Fences`]: an in-memory search aid for a table's index block, built when the table is
+//! opened, so a seek touches one small contiguous array instead of decoding a restart key
+//! (two cache misses: the restart array, then the entry) at every step of a binary search.
+//!
+//! For every restart point `i` of the block, `fence[i]` is the 8 bytes of the restart key's
+//! user key that follow `common`, the prefix shared by the block's first and last user
+//! keys, zero-padded and read big-endian. User keys are taken as
+//! [`compare_encoded`](crate::key::compare_encoded) takes them (an encoded key shorter than
+//! a trailer is all user key), so the fences agree with the block's order.
+//!
+//! Invariants:
+//! 1. Every user key of the block starts with `common`: it sorts between the first and
+//!    the last, which both start with it.
+//! 2. For user keys `a` and `b` that start with `common`, `fence(a) < fence(b)` implies
+//!    `a < b`. Zero padding keeps this true for keys shorter than `common + 8` bytes: a
+//!    padded zero can only be below, never above, a real byte of the other key. So fences
+//!    narrow a search, and only keys with equal fences need a full comparison.
+//! 3. Fences never decide an answer alone: [`Fences::candidates`] returns a range of
+//!    restart points that the caller still searches by full keys, so a fence that a
+//!    damaged block would make wrong costs time, never a wrong answer beyond what the
+//!    block's own (checksummed) order gives.
+//!
+//! Thread-safety: immutable after [`Fences::build`]; `Send + Sync`.
+
+use super::block::Block;
+use crate::error::Reason;
+use crate::key::split_encoded;
+
+/// The user-key part of an encoded key, as `compare_encoded` splits it.
+fn user_part(encoded: &[u8]) -> &[u8] {
+    split_encoded(encoded).map_or(encoded, |(user, _)| user)
+}
+
+/// The 8 bytes of `user` after `skip` bytes, zero-padded, big-endian.
+fn fence_of(user: &[u8], skip: usize) -> u64 {
+    let mut bytes = [0u8; 8];
+    for (dst, src) in bytes.iter_mut().zip(user.iter().skip(skip)) {
+        *dst = *src;
+    }
+    u64::from_be_bytes(bytes)
+}
+
+/// The fences of one block's restart points; see the module documentation.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Fences {
+    common: Vec<u8>,
+    fences: Vec<u64>,
+}
+
+impl Fences {
+    /// The fences of every restart point of `block`.
+    ///
+    /// # Errors
+    /// The block's own decoding errors, for a restart entry that does not decode.
+    pub(crate) fn build(block: &Block) -> Result<Fences, Reason> {
+        let count = block.restart_count();
+        let first = user_part(block.restart_key_at(0)?).to_vec();
+        let last = user_part(block.restart_key_at(count.saturating_sub(1))?);
+        let shared = first.iter().zip(last).take_while(|(a, b)| a == b).count();
+        let mut common = first;
+        common.truncate(shared);
+        let mut fences = Vec::with_capacity(count);
+        for i in 0..count {
+            let user = user_part(block.restart_key_at(i)?);
+            fences.push(fence_of(user, common.len()));
+        }
+        Ok(Fences { common, fences })
+    }
+
+    /// The restart points `[lo, hi]` that can hold the last restart key below `target` (an
+    /// encoded key or seek probe), or restart 0 when no restart key is below it: every
+    /// restart before `lo` has a user key below `target`'s, and every one after `hi` a user
+    /// key above it.
+    pub(crate) fn candidates(&self, target: &[u8]) -> (usize, usize) {
+        let last = self.fences.len().saturating_sub(1);
+        let user = user_part(target);
+        let (below, not_above) = match user.strip_prefix(self.common.as_slice()) {
+            Some(_) => {
+                let t = fence_of(user, self.common.len());
+                let below = self.fences.partition_point(|&f| f < t);
+                // A second search only when some fence equals the target's.
+                let not_above = if self.fences.get(below) == Some(&t) {
+                    self.fences.partition_point(|&f| f <= t)
+                } else {
+                    below
+                };
+                (below, not_above)
+            }
+            // Not starting with `common`: below every key of the block, or above all.
+            None if user < self.common.as_slice() => (0, 0),
+            None => (self.fences.len(), self.fences.len()),
+        };
+        let lo = below.saturating_sub(1).min(last);
+        let hi = not_above.saturating_sub(1).clamp(lo, last);
+        (lo, hi)
+    }
+}
+
+#[cfg(test)]
+#[path = "fences_tests.rs"]
+mod tests;

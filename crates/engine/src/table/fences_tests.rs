@@ -1,0 +1,136 @@
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::cursor::Cursor;
+use crate::key::{seek_key, InternalKey, Kind, SeqNo};
+use crate::table::block::{BlockBuilder, BlockCursor};
+
+fn ik(user: &[u8], seqno: u64) -> Vec<u8> {
+    InternalKey::new(user, SeqNo(seqno), Kind::Put)
+        .encode()
+        .unwrap()
+}
+
+/// A block of `keys` (user keys, sorted and distinct) with a restart every `interval`.
+fn block_of(keys: &[Vec<u8>], interval: usize) -> Block {
+    let mut b = BlockBuilder::new(interval);
+    for (i, k) in keys.iter().enumerate() {
+        b.add(&ik(k, 100), &(i as u32).to_le_bytes());
+    }
+    Block::decode(b.finish()).unwrap()
+}
+
+/// Where a plain seek and a fenced seek land, as `(valid, key)`.
+fn both_seeks(block: &Block, fences: &Fences, target: &[u8]) -> ((bool, Vec<u8>), (bool, Vec<u8>)) {
+    let path: &Path = Path::new("t.sst");
+    let mut plain = BlockCursor::new(block, path, 0);
+    plain.seek(target).unwrap();
+    let mut fenced = BlockCursor::new(block, path, 0);
+    fenced.seek_with(target, fences).unwrap();
+    (
+        (plain.valid(), plain.key().to_vec()),
+        (fenced.valid(), fenced.key().to_vec()),
+    )
+}
+
+#[test]
+fn fences_skip_the_common_prefix_and_order_like_the_keys() {
+    let keys: Vec<Vec<u8>> = (0..100u32)
+        .map(|i| format!("user:{:08}", i * 7).into_bytes())
+        .collect();
+    let block = block_of(&keys, 1);
+    let fences = Fences::build(&block).unwrap();
+    assert_eq!(fences.common, b"user:00000".to_vec());
+    assert!(fences.fences.windows(2).all(|w| w[0] < w[1]));
+    // Exact keys, keys between, and keys outside the block's range.
+    let mut targets: Vec<Vec<u8>> = keys.iter().map(|k| seek_key(k, SeqNo(200))).collect();
+    targets.push(seek_key(b"user:00000350", SeqNo(5)));
+    targets.push(seek_key(b"a", SeqNo(5)));
+    targets.push(seek_key(b"user:", SeqNo(5)));
+    targets.push(seek_key(b"zzz", SeqNo(5)));
+    targets.push(seek_key(b"user:1", SeqNo(5)));
+    for t in &targets {
+        let (plain, fenced) = both_seeks(&block, &fences, t);
+        assert_eq!(plain, fenced, "target {t:?}");
+    }
+}
+
+#[test]
+fn candidates_bound_the_search_tightly_for_distinct_prefixes() {
+    let keys: Vec<Vec<u8>> = (0..1000u64)
+        .map(|i| (i * 1000).to_be_bytes().to_vec())
+        .collect();
+    let block = block_of(&keys, 1);
+    let fences = Fences::build(&block).unwrap();
+    let (lo, hi) = fences.candidates(&seek_key(&500_500u64.to_be_bytes(), SeqNo(1)));
+    assert_eq!((lo, hi), (500, 500));
+    // An exact hit leaves its own restart and the one before it.
+    let (lo, hi) = fences.candidates(&seek_key(&500_000u64.to_be_bytes(), SeqNo(1)));
+    assert_eq!((lo, hi), (499, 500));
+    assert_eq!(fences.candidates(&seek_key(b"", SeqNo(1))), (0, 0));
+    assert_eq!(
+        fences.candidates(&seek_key(&[0xff; 9], SeqNo(1))),
+        (999, 999)
+    );
+}
+
+#[test]
+fn one_key_blocks_and_short_keys_work() {
+    let block = block_of(&[b"k".to_vec()], 16);
+    let fences = Fences::build(&block).unwrap();
+    for t in [&b""[..], b"j", b"k", b"k\0", b"l"] {
+        let (plain, fenced) = both_seeks(&block, &fences, &seek_key(t, SeqNo(200)));
+        assert_eq!(plain, fenced);
+    }
+    // Keys that are prefixes of each other and keys with zero bytes (the padding value).
+    let keys: Vec<Vec<u8>> = vec![
+        b"a".to_vec(),
+        b"a\0".to_vec(),
+        b"a\0\0".to_vec(),
+        b"a\0\x01".to_vec(),
+        b"ab".to_vec(),
+        b"abcdefghij".to_vec(),
+        b"abcdefghijk".to_vec(),
+        b"b".to_vec(),
+    ];
+    let block = block_of(&keys, 1);
+    let fences = Fences::build(&block).unwrap();
+    for k in &keys {
+        for seq in [0, 100, 200] {
+            let (plain, fenced) = both_seeks(&block, &fences, &seek_key(k, SeqNo(seq)));
+            assert_eq!(plain, fenced, "target {k:?} at {seq}");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// A fenced seek lands where a plain seek does, for any keys, restart interval and
+    /// target (keys drawn from a small alphabet so prefixes and equal fences are common).
+    #[test]
+    fn fenced_seeks_agree_with_plain_seeks(
+        mut keys in prop::collection::vec(prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(b'a'), Just(0xffu8)], 0..12), 1..200),
+        interval in 1usize..20,
+        targets in prop::collection::vec((prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(b'a'), Just(0xffu8)], 0..13), 0u64..300), 1..50),
+    ) {
+        keys.sort();
+        keys.dedup();
+        let block = block_of(&keys, interval);
+        let fences = Fences::build(&block).unwrap();
+        let arc = Arc::new(block);
+        for (user, seq) in &targets {
+            let t = seek_key(user, SeqNo(*seq));
+            let (plain, fenced) = both_seeks(&arc, &fences, &t);
+            prop_assert_eq!(plain, fenced);
+            // Raw probes shorter than a trailer are user keys for compare_encoded.
+            let (plain, fenced) = both_seeks(&arc, &fences, user);
+            prop_assert_eq!(plain, fenced);
+        }
+    }
+}
