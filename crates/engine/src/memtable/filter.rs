@@ -119,11 +119,11 @@ mod tests {
         let f = MemFilter::new(10_000_000, 100);
         assert_eq!(f.heap_bytes(), 1_000_000usize.div_ceil(512) * 64);
         for i in 0..100_000u64 {
-            f.insert(&i.to_be_bytes());
+            f.insert(&i.to_le_bytes());
         }
-        assert!((0..100_000u64).all(|i| f.may_contain(&i.to_be_bytes())));
+        assert!((0..100_000u64).all(|i| f.may_contain(&i.to_le_bytes())));
         let false_positives = (100_000..300_000u64)
-            .filter(|i| f.may_contain(&i.to_be_bytes()))
+            .filter(|i| f.may_contain(&i.to_le_bytes()))
             .count();
         // About 1.2 % for 512-bit blocks at 10 bits per key and 6 probes.
         assert!(

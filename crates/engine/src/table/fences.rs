@@ -32,6 +32,7 @@ fn user_part(encoded: &[u8]) -> &[u8] {
 }
 
 /// The 8 bytes of `user` after `skip` bytes, zero-padded, big-endian.
+#[allow(clippy::big_endian_bytes)] // big-endian, so integer order is byte order; never stored
 fn fence_of(user: &[u8], skip: usize) -> u64 {
     let mut bytes = [0u8; 8];
     for (dst, src) in bytes.iter_mut().zip(user.iter().skip(skip)) {

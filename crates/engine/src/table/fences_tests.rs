@@ -1,4 +1,8 @@
-#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::big_endian_bytes
+)] // big-endian keys sort as integers
 
 use std::path::Path;
 use std::sync::Arc;

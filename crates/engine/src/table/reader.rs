@@ -547,13 +547,8 @@ impl Reader {
         Ok(handle)
     }
 
-    /// A cursor over the data block of the current index entry, from the cache or the file.
-    pub(super) fn data_cursor(&self, index: &BlockCursor, fill_cache: bool) -> Result<BlockCursor> {
-        self.data_cursor_counted(index, fill_cache, None)
-            .map(|(c, _)| c)
-    }
-
-    /// As [`Reader::data_cursor`], also telling whether the block was read from the file;
+    /// A cursor over the data block of the current index entry, from the cache or the
+    /// file, and whether the block was read from the file;
     /// with `readahead`, sequential reads from the file go through it.
     pub(super) fn data_cursor_counted(
         &self,
