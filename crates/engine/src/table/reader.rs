@@ -374,8 +374,8 @@ impl Reader {
                 return Ok(None);
             }
             let handle = self.handle(&index)?;
-            let mut data =
-                BlockCursor::new(self.data_block(handle, true)?.0, &*self.path, handle.offset);
+            let (block, _) = self.data_block_ahead(handle, true, None)?;
+            let mut data = BlockCursor::new(block, &*self.path, handle.offset);
             data.seek(&target)?;
             if data.valid() {
                 let found = split_encoded(data.key()).filter(|(u, _)| *u == user_key);
@@ -565,13 +565,8 @@ impl Reader {
     }
 
     /// The data block at `handle`, from the cache or the file, and whether it came from
-    /// the file; a block read from the file enters the cache if `fill_cache`.
-    fn data_block(&self, handle: BlockHandle, fill_cache: bool) -> Result<(Arc<Block>, bool)> {
-        self.data_block_ahead(handle, fill_cache, None)
-    }
-
-    /// As [`Reader::data_block`]; with `readahead`, sequential reads from the file go
-    /// through it.
+    /// the file; a block read from the file enters the cache if `fill_cache`. With
+    /// `readahead`, sequential reads from the file go through it.
     fn data_block_ahead(
         &self,
         handle: BlockHandle,
