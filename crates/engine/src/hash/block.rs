@@ -103,12 +103,12 @@ fn nth_entry_start(data: &[u8], index: u64) -> Option<usize> {
     let mut pos = 0usize;
     let mut i = 0u64;
     while pos < data.len() {
-        let rest = data.get(pos..)?;
-        let (a, n1) = get_vlq(rest).ok()?;
-        let (b, n2) = get_vlq(rest.get(n1..)?).ok()?;
         if i == index {
             return Some(pos);
         }
+        let rest = data.get(pos..)?;
+        let (a, n1) = get_vlq(rest).ok()?;
+        let (b, n2) = get_vlq(rest.get(n1..)?).ok()?;
         let body = if a == 0 { b } else { (a - 1).saturating_add(b) };
         let len = ((n1 + n2) as u64).saturating_add(body);
         pos = usize::try_from(len).ok().and_then(|l| pos.checked_add(l))?;
@@ -118,19 +118,21 @@ fn nth_entry_start(data: &[u8], index: u64) -> Option<usize> {
 }
 
 /// Start offsets of the entries that begin in `data`, found by walking from the start of
-/// the block as the format defines in-block entry indexes. Stops at an entry that
-/// continues past the block (the last one starting here) or at an undecodable header.
+/// the block as the format defines in-block entry indexes: every byte position the walk
+/// reaches before the end of the block starts an entry, even one whose header continues
+/// into the next block (sequential reads decode it, so an index may name it). Stops after
+/// an entry that continues past the block or whose header cannot be decoded here.
 fn entry_starts(data: &[u8]) -> Vec<u32> {
     let mut starts = Vec::new();
     let mut pos = 0usize;
     while pos < data.len() {
         let Ok(start) = u32::try_from(pos) else { break };
+        starts.push(start);
         let rest = data.get(pos..).unwrap_or(&[]);
         let Ok((a, n1)) = get_vlq(rest) else { break };
         let Ok((b, n2)) = get_vlq(rest.get(n1..).unwrap_or(&[])) else {
             break;
         };
-        starts.push(start);
         let body = if a == 0 { b } else { (a - 1).saturating_add(b) };
         let len = ((n1 + n2) as u64).saturating_add(body);
         match usize::try_from(len).ok().and_then(|l| pos.checked_add(l)) {
@@ -434,5 +436,29 @@ impl BlockCache {
     /// Bytes of decoded blocks currently held.
     pub fn used_bytes(&self) -> usize {
         self.shards.iter().map(|s| s.lock().bytes).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Entry starts found by the table and by the walk agree, including an entry whose
+    /// header the block cuts (it starts here; sequential reads decode it across blocks).
+    #[test]
+    fn entry_starts_count_an_entry_whose_header_the_block_cuts() {
+        // PUT "ab" -> "c" (5 bytes), PUT "x" -> "" (3 bytes), then the first byte of a
+        // two-byte A VLQ (0x83 0x01 would follow in the next block).
+        let data = [3u8, 1, b'a', b'b', b'c', 2, 0, b'x', 0x83];
+        assert_eq!(entry_starts(&data), vec![0, 5, 8]);
+        for (i, want) in [Some(0), Some(5), Some(8), None].into_iter().enumerate() {
+            assert_eq!(nth_entry_start(&data, i as u64), want, "entry {i}");
+        }
+        // An entry whose body runs past the block is the last one starting in it.
+        let data = [3u8, 9, b'a', b'b', b'c'];
+        assert_eq!(entry_starts(&data), vec![0]);
+        assert_eq!(nth_entry_start(&data, 1), None);
+        assert_eq!(entry_starts(&[]), Vec::<u32>::new());
+        assert_eq!(nth_entry_start(&[], 0), None);
     }
 }
