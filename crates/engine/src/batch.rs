@@ -193,6 +193,24 @@ impl WriteBatch {
         }
     }
 
+    /// An empty batch with room for one op carrying `payload` bytes of key and value
+    /// (plus attributes), so a single write fills it without growing it.
+    pub(crate) fn for_one(payload: usize) -> WriteBatch {
+        // Kind byte, keyspace, key and value lengths (VLQs of at most 10 bytes each).
+        const OP_OVERHEAD: usize = 1 + 3 * 10;
+        let mut rep = Vec::with_capacity(
+            HEADER_LEN
+                .saturating_add(OP_OVERHEAD)
+                .saturating_add(payload),
+        );
+        rep.resize(HEADER_LEN, 0);
+        WriteBatch {
+            rep,
+            ops: Vec::with_capacity(1),
+            data_len: 0,
+        }
+    }
+
     /// Adds "set `key` to `value` in `keyspace`".
     ///
     /// # Errors
@@ -572,6 +590,29 @@ mod tests {
                 (c.offset, c.reason)
             }
             other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    /// A batch sized for one op holds it without growing, and encodes exactly as a batch
+    /// that grew to hold it.
+    #[test]
+    fn a_batch_for_one_op_does_not_grow() {
+        let key = vec![7u8; 300]; // lengths with two-byte VLQs
+        let value = vec![9u8; 200_000]; // and a three-byte one
+        for (kind, payload) in [(0, key.len() + value.len()), (1, key.len())] {
+            let mut sized = WriteBatch::for_one(payload);
+            let mut grown = WriteBatch::new();
+            for b in [&mut sized, &mut grown] {
+                match kind {
+                    0 => b.put(KeyspaceId(70_000), &key, &value).unwrap(),
+                    _ => b.remove(KeyspaceId(70_000), &key).unwrap(),
+                }
+            }
+            let room = WriteBatch::for_one(payload).rep.capacity();
+            assert_eq!(sized.rep.capacity(), room, "the op fit the room reserved");
+            assert_eq!(sized.ops.capacity(), 1);
+            assert_eq!(sized.encoded(), grown.encoded());
+            assert_eq!(sized, grown);
         }
     }
 

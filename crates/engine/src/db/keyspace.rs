@@ -101,8 +101,9 @@ impl Keyspace {
         value: impl AsRef<[u8]>,
         durability: Option<Durability>,
     ) -> Result<()> {
-        let mut batch = WriteBatch::new();
-        batch.put(self.id, key.as_ref(), value.as_ref())?;
+        let (key, value) = (key.as_ref(), value.as_ref());
+        let mut batch = WriteBatch::for_one(key.len().saturating_add(value.len()));
+        batch.put(self.id, key, value)?;
         self.commit(batch, durability)
     }
 
@@ -141,9 +142,12 @@ impl Keyspace {
         value: impl AsRef<[u8]>,
         options: &EntryOptions,
     ) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        let (key, value) = (key.as_ref(), value.as_ref());
         let now = self.db.inner.options.clock.now_ms();
-        batch.put_attrs(self.id, key.as_ref(), &options.attrs(now)?, value.as_ref())?;
+        let attrs = options.attrs(now)?;
+        let payload = key.len() + value.len() + attrs.encoded_len();
+        let mut batch = WriteBatch::for_one(payload);
+        batch.put_attrs(self.id, key, &attrs, value)?;
         self.commit(batch, options.durability)
     }
 
@@ -187,8 +191,9 @@ impl Keyspace {
     /// # Errors
     /// As [`Keyspace::insert`].
     pub fn remove_with(&self, key: impl AsRef<[u8]>, durability: Option<Durability>) -> Result<()> {
-        let mut batch = WriteBatch::new();
-        batch.remove(self.id, key.as_ref())?;
+        let key = key.as_ref();
+        let mut batch = WriteBatch::for_one(key.len());
+        batch.remove(self.id, key)?;
         self.commit(batch, durability)
     }
 

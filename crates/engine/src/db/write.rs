@@ -38,6 +38,7 @@ use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
+use smallvec::SmallVec;
 
 use super::counter::Overlay;
 use super::{counter, Inner, State};
@@ -130,6 +131,17 @@ struct Pending {
     job: Job,
     thread: ThreadId,
 }
+
+/// Per-group lists live inline up to this many members, so a small group (most are one
+/// or two writes) costs the leader no allocation: every allocation the write path saves
+/// is one fewer chance to wait on the allocator's lock while a flush frees a memtable.
+const GROUP_INLINE: usize = 4;
+
+/// A write group, in queue order.
+type Group = SmallVec<[Pending; GROUP_INLINE]>;
+
+/// One outcome per member of a group, in order.
+type Outcomes = SmallVec<[Result<Done>; GROUP_INLINE]>;
 
 #[derive(Default)]
 struct Queue {
@@ -476,7 +488,7 @@ fn run(inner: &Inner, job: Job) -> Result<Done> {
             break;
         }
         gather_syncers(wp, &mut q);
-        let mut group = Vec::new();
+        let mut group = Group::new();
         let mut bytes = 0usize;
         while let Some(front) = q.waiting.front() {
             let size = front.job.size();
@@ -554,7 +566,7 @@ fn gather_syncers(wp: &WritePath, q: &mut MutexGuard<'_, Queue>) {
 /// Turns the group's jobs into what the leader applies: writes as they are, increments
 /// resolved into Puts (see the module documentation). Must run after every earlier group
 /// is in the memtable and before this group is.
-fn resolve<'a>(inner: &Inner, group: &'a [Pending]) -> Vec<Member<'a>> {
+fn resolve<'a>(inner: &Inner, group: &'a [Pending]) -> SmallVec<[Member<'a>; GROUP_INLINE]> {
     let counters = group.iter().filter_map(|p| match &p.job {
         Job::Incr { keyspace, key, .. } => Some((*keyspace, key.as_slice())),
         _ => None,
@@ -616,7 +628,7 @@ fn resolve<'a>(inner: &Inner, group: &'a [Pending]) -> Vec<Member<'a>> {
 }
 
 /// The leader's work for one group; returns each member's outcome, in order.
-fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<Result<Done>>> {
+fn lead(inner: &Inner, group: &[Pending]) -> Result<Outcomes> {
     // A group led after `close` began could append after its final log sync and be lost
     // though acknowledged; `close` waits for the group led before (`wait_for_leader`).
     if inner.closed.load(Ordering::Acquire) {
@@ -625,7 +637,7 @@ fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<Result<Done>>> {
     if group.iter().any(|p| matches!(p.job, Job::Rotate)) {
         make_room(inner, true)?;
         let seqno = SeqNo(inner.visible_seqno.load(Ordering::Acquire));
-        return Ok(vec![Ok(Done { seqno, counter: 0 })]);
+        return Ok(smallvec::smallvec![Ok(Done { seqno, counter: 0 })]);
     }
     make_room(inner, false)?;
     let wp = &inner.write;
@@ -642,8 +654,8 @@ fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<Result<Done>>> {
     };
 
     // Seqnos and the strongest durability asked for.
-    let mut firsts = Vec::with_capacity(group.len());
-    let mut lasts = Vec::with_capacity(group.len());
+    let mut firsts: SmallVec<[u64; GROUP_INLINE]> = SmallVec::with_capacity(group.len());
+    let mut lasts: SmallVec<[SeqNo; GROUP_INLINE]> = SmallVec::with_capacity(group.len());
     let mut next = base;
     let (mut sync, mut to_os, mut all_async) = (false, false, true);
     let mut periodic: Option<Duration> = None;
@@ -776,7 +788,7 @@ fn lead(inner: &Inner, group: &[Pending]) -> Result<Vec<Result<Done>>> {
 }
 
 /// Each member's outcome; `lasts` holds the last seqno of each applied member, in order.
-fn outcomes(members: Vec<Member<'_>>, lasts: &[SeqNo]) -> Vec<Result<Done>> {
+fn outcomes(members: SmallVec<[Member<'_>; GROUP_INLINE]>, lasts: &[SeqNo]) -> Outcomes {
     let mut lasts = lasts.iter();
     members
         .into_iter()
