@@ -7,7 +7,11 @@
 //! batches into the memtable, publishes their seqnos and wakes the others. Concurrent
 //! `Sync` writers therefore share one fsync. A leader then commits, once, the group that
 //! queued while it led, so that small writes from a few threads do not pay a wake-up of a
-//! sleeping writer per group.
+//! sleeping writer per group. A writer queued behind a leader first watches, without the
+//! queue lock and for at most [`SPIN_WAIT`], for its outcome to be posted (tickets finish
+//! in queue order) or for the leader to step down; only then does it sleep on the
+//! queue's condition variable. The watch is never relied on: the queue, under its lock,
+//! decides.
 //!
 //! Counter operations ([`incr`]) queue like writes. The leader resolves each one into a
 //! Put before it assigns seqnos: with every earlier group in the memtable, it reads the
