@@ -194,15 +194,19 @@ impl WriteBatch {
     }
 
     /// An empty batch with room for one op carrying `payload` bytes of key and value
-    /// (plus attributes), so a single write fills it without growing it.
+    /// (plus attributes), so a single write fills it without growing it. A payload larger
+    /// than any op may carry gets no room: the op will be refused, and must not cost an
+    /// allocation of its size first.
     pub(crate) fn for_one(payload: usize) -> WriteBatch {
         // Kind byte, keyspace, key and value lengths (VLQs of at most 10 bytes each).
         const OP_OVERHEAD: usize = 1 + 3 * 10;
-        let mut rep = Vec::with_capacity(
-            HEADER_LEN
-                .saturating_add(OP_OVERHEAD)
-                .saturating_add(payload),
-        );
+        const MAX_PAYLOAD: usize = MAX_KEY_LEN + MAX_VALUE_LEN + MAX_ATTRS_LEN;
+        let room = if payload <= MAX_PAYLOAD {
+            OP_OVERHEAD + payload
+        } else {
+            0
+        };
+        let mut rep = Vec::with_capacity(HEADER_LEN + room);
         rep.resize(HEADER_LEN, 0);
         WriteBatch {
             rep,
@@ -613,6 +617,22 @@ mod tests {
             assert_eq!(sized.ops.capacity(), 1);
             assert_eq!(sized.encoded(), grown.encoded());
             assert_eq!(sized, grown);
+        }
+    }
+
+    /// A payload no op may carry (the put will be refused) reserves nothing for it, so an
+    /// oversized value is refused without first allocating its size again.
+    #[test]
+    fn a_batch_for_an_oversized_op_reserves_nothing() {
+        for payload in [MAX_KEY_LEN + MAX_VALUE_LEN + MAX_ATTRS_LEN + 1, usize::MAX] {
+            let b = WriteBatch::for_one(payload);
+            assert!(
+                b.rep.capacity() < 1 << 10,
+                "{payload}: {}",
+                b.rep.capacity()
+            );
+            assert!(b.is_empty());
+            assert_eq!(b.encoded(), WriteBatch::new().encoded());
         }
     }
 

@@ -144,6 +144,9 @@ const GROUP_INLINE: usize = 4;
 /// A write group, in queue order.
 type Group = SmallVec<[Pending; GROUP_INLINE]>;
 
+/// What the leader applies for each member of a group, in order (see [`resolve`]).
+type Members<'a> = SmallVec<[Member<'a>; GROUP_INLINE]>;
+
 /// One outcome per member of a group, in order.
 type Outcomes = SmallVec<[Result<Done>; GROUP_INLINE]>;
 
@@ -619,7 +622,7 @@ fn gather_syncers(wp: &WritePath, q: &mut MutexGuard<'_, Queue>) {
 /// Turns the group's jobs into what the leader applies: writes as they are, increments
 /// resolved into Puts (see the module documentation). Must run after every earlier group
 /// is in the memtable and before this group is.
-fn resolve<'a>(inner: &Inner, group: &'a [Pending]) -> SmallVec<[Member<'a>; GROUP_INLINE]> {
+fn resolve<'a>(inner: &Inner, group: &'a [Pending]) -> Members<'a> {
     let counters = group.iter().filter_map(|p| match &p.job {
         Job::Incr { keyspace, key, .. } => Some((*keyspace, key.as_slice())),
         _ => None,
@@ -841,7 +844,7 @@ fn lead(inner: &Inner, group: &[Pending]) -> Result<Outcomes> {
 }
 
 /// Each member's outcome; `lasts` holds the last seqno of each applied member, in order.
-fn outcomes(members: SmallVec<[Member<'_>; GROUP_INLINE]>, lasts: &[SeqNo]) -> Outcomes {
+fn outcomes(members: Members<'_>, lasts: &[SeqNo]) -> Outcomes {
     let mut lasts = lasts.iter();
     members
         .into_iter()
