@@ -7,6 +7,7 @@
 #   2. every Rust test of the workspace (unit, integration, doc tests)
 #   3. interoperability with sparkey-java, an independent Sparkey implementation
 #   4. a short fuzzing run of every decoder (FUZZ_SECONDS each, default 30)
+#   5. the tests of the memtable's unsafe skip list under Miri
 # Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,5 +32,8 @@ bash interop/run.sh target/release/cairn
 
 step "fuzz smoke run"
 bash scripts/fuzz-smoke.sh
+
+step "Miri (the memtable's unsafe code)"
+bash scripts/miri.sh
 
 step "all checks passed"

@@ -11,9 +11,9 @@
 //!    keyspace is one contiguous run and the newest version of a user key comes first.
 //! 2. An internal key is inserted at most once (seqnos are unique per op), so an insert
 //!    never replaces an entry a reader may be looking at.
-//! 3. Inserts and reads may run concurrently (lock-free skip list); the write path inserts
-//!    a batch's entries before it publishes the batch's seqnos, so readers never see part
-//!    of a batch.
+//! 3. Inserts and reads may run concurrently: inserts take turns on the skip list's lock,
+//!    reads take none ([`skiplist`]). The write path inserts a batch's entries before it
+//!    publishes the batch's seqnos, so readers never see part of a batch.
 //!
 //! 4. Range tombstones are kept beside the skip list, in an append-only list per memtable
 //!    (`range_tombstones`), inserted like entries before their seqno is published. A
@@ -26,16 +26,13 @@
 //! Thread-safety: `Send + Sync`; shared through `Arc`.
 
 mod filter;
+mod skiplist;
 
-use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
-use crossbeam_skiplist::SkipMap;
 use parking_lot::Mutex;
-use smallvec::SmallVec;
 
 use crate::cursor::Cursor;
 use crate::entry::{self, Body, EntryView};
@@ -45,59 +42,28 @@ use crate::rangedel::RangeTombstone;
 use crate::vlog::BlobFileMeta;
 
 use filter::MemFilter;
+use skiplist::{Entry, Position, Probe, SkipList};
 
-/// Bytes charged per entry beyond its key and value: skip-list node, boxes, lengths.
+/// Bytes charged per entry beyond its key and value: an estimate of a node's header and
+/// links, its share of arena chunk slack and of the filter, on the safe side.
 const ENTRY_OVERHEAD: usize = 80;
 
-/// User keys up to this many bytes are stored inside the skip-list node itself.
-const INLINE_KEY: usize = 24;
-
-/// A user key in a memtable key: inline when short, so comparing a probe against a node
-/// during a search reads only the node (no second cache miss for the key's bytes).
-type UserKey = SmallVec<[u8; INLINE_KEY]>;
-
-/// A memtable key: the keyspace, the user key and the trailer `(seqno << 8) | kind`, kept
-/// apart so comparing two keys decodes nothing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct MemKey {
-    keyspace: u32,
-    user: UserKey,
-    trailer: u64,
-}
-
-impl Ord for MemKey {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.keyspace
-            .cmp(&other.keyspace)
-            .then_with(|| self.user.cmp(&other.user))
-            .then_with(|| other.trailer.cmp(&self.trailer))
-    }
-}
-
-impl PartialOrd for MemKey {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl MemKey {
-    /// The key for an encoded internal key (or seek probe) in `keyspace`. A probe shorter
-    /// than a trailer is treated as a user key with trailer 0, as `compare_encoded` does.
-    fn from_encoded(keyspace: u32, ikey: &[u8]) -> MemKey {
-        let (user, trailer) = split_encoded(ikey).unwrap_or((ikey, 0));
-        MemKey {
-            keyspace,
-            user: UserKey::from_slice(user),
-            trailer,
-        }
+/// The probe for an encoded internal key (or seek target) in `keyspace`. A target shorter
+/// than a trailer is a user key with trailer 0, as `compare_encoded` reads it.
+fn probe_of(keyspace: u32, ikey: &[u8]) -> Probe<'_> {
+    let (user, trailer) = split_encoded(ikey).unwrap_or((ikey, 0));
+    Probe {
+        keyspace,
+        user,
+        trailer,
     }
 }
 
 /// The probe that sorts before every entry of `keyspace`: empty user key, largest trailer.
-fn first_of(keyspace: KeyspaceId) -> MemKey {
-    MemKey {
-        keyspace: keyspace.0,
-        user: UserKey::new(),
+fn first_of(keyspace: u32) -> Probe<'static> {
+    Probe {
+        keyspace,
+        user: &[],
         trailer: u64::MAX,
     }
 }
@@ -105,8 +71,9 @@ fn first_of(keyspace: KeyspaceId) -> MemKey {
 /// A sorted in-memory table of recent writes.
 #[derive(Debug)]
 pub(crate) struct Memtable {
-    map: SkipMap<MemKey, Box<[u8]>>,
-    /// The user keys of `map` (invariant 5).
+    /// The entries, in the memtable's order (invariant 1).
+    list: Arc<SkipList>,
+    /// The user keys of `list` (invariant 5).
     filter: MemFilter,
     /// Range tombstones, in insertion order (invariant 4); `range_count` mirrors the
     /// length so readers skip the lock when there are none.
@@ -160,7 +127,7 @@ impl Memtable {
     /// sized for `budget` bytes of entries (the store's `memtable_size`).
     pub(crate) fn new(wal_id: u64, budget: usize) -> Memtable {
         Memtable {
-            map: SkipMap::new(),
+            list: Arc::new(SkipList::new()),
             filter: MemFilter::new(budget, TRAILER_LEN + ENTRY_OVERHEAD),
             range_tombstones: Mutex::new(Vec::new()),
             range_count: AtomicUsize::new(0),
@@ -212,13 +179,11 @@ impl Memtable {
     ) {
         let charge = user_key.len() + TRAILER_LEN + value.len() + ENTRY_OVERHEAD;
         self.filter.insert(user_key);
-        self.map.insert(
-            MemKey {
-                keyspace: keyspace.0,
-                user: UserKey::from_slice(user_key),
-                trailer: (seqno.0 << 8) | u64::from(kind.as_u8()),
-            },
-            value.into(),
+        self.list.insert(
+            keyspace.0,
+            user_key,
+            (seqno.0 << 8) | u64::from(kind.as_u8()),
+            value,
         );
         self.size.fetch_add(charge, AtomicOrdering::Relaxed);
         self.max_seqno.fetch_max(seqno.0, AtomicOrdering::Relaxed);
@@ -306,18 +271,17 @@ impl Memtable {
         if !self.filter.may_contain(user_key) {
             return None;
         }
-        let probe = MemKey {
+        let entry = self.list.seek_ge(&Probe {
             keyspace: keyspace.0,
-            user: UserKey::from_slice(user_key),
+            user: user_key,
             trailer: (snapshot.0.min(SeqNo::MAX.0) << 8) | 0xff,
-        };
-        let entry = self.map.lower_bound(Bound::Included(&probe))?;
-        let key = entry.key();
-        if key.keyspace != keyspace.0 || *key.user != *user_key {
+        })?;
+        if entry.keyspace() != keyspace.0 || entry.user_key() != user_key {
             return None;
         }
-        let kind = Kind::from_u8((key.trailer & 0xff) as u8)?;
-        Some(f(SeqNo(key.trailer >> 8), kind, entry.value()))
+        let trailer = entry.trailer();
+        let kind = Kind::from_u8((trailer & 0xff) as u8)?;
+        Some(f(SeqNo(trailer >> 8), kind, entry.value()))
     }
 
     /// Records that writes up to `seqno` went through this memtable even if none of them
@@ -346,13 +310,13 @@ impl Memtable {
 
     /// True if nothing was inserted.
     pub(crate) fn is_empty(&self) -> bool {
-        self.map.is_empty() && !self.has_range_tombstones()
+        self.list.is_empty() && !self.has_range_tombstones()
     }
 
     /// Number of entries (all versions, all keyspaces).
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.map.len()
+        self.list.len()
     }
 
     /// The largest seqno inserted (0 if empty).
@@ -371,16 +335,13 @@ impl Memtable {
         if self.has_range_tombstones() {
             out.extend(self.range_tombstones.lock().iter().map(|(ks, _)| *ks));
         }
-        let mut next = self.map.front();
+        let mut next = self.list.first();
         while let Some(entry) = next {
-            let ks = entry.key().keyspace;
+            let ks = entry.keyspace();
             out.push(KeyspaceId(ks));
-            next = match ks.checked_add(1) {
-                Some(following) => self
-                    .map
-                    .lower_bound(Bound::Included(&first_of(KeyspaceId(following)))),
-                None => None,
-            };
+            next = ks
+                .checked_add(1)
+                .and_then(|following| self.list.seek_ge(&first_of(following)));
         }
         out.sort();
         out.dedup();
@@ -388,24 +349,18 @@ impl Memtable {
     }
 
     /// A cursor over the entries of `keyspace`.
-    pub(crate) fn cursor(self: &Arc<Self>, keyspace: KeyspaceId) -> MemCursor {
+    pub(crate) fn cursor(&self, keyspace: KeyspaceId) -> MemCursor {
         MemCursor {
-            table: Arc::clone(self),
+            pos: Position::new(Arc::clone(&self.list)),
             keyspace: keyspace.0,
             keys_only: false,
-            buf: Vec::new(),
-            items: Vec::new(),
-            pos: 0,
-            forward: true,
-            at_end: true,
-            batch: MIN_BATCH,
         }
     }
 
-    /// A cursor over the entries of `keyspace` that never copies the value of a plain put
-    /// (its `value()` is empty); entries with attributes keep theirs, since their expiry
-    /// decides whether they are live. For walks that only look at keys (counting).
-    pub(crate) fn key_cursor(self: &Arc<Self>, keyspace: KeyspaceId) -> MemCursor {
+    /// A cursor over the entries of `keyspace` whose `value()` is empty for plain puts;
+    /// entries with attributes keep theirs, since their expiry decides whether they are
+    /// live. For walks that only look at keys (counting).
+    pub(crate) fn key_cursor(&self, keyspace: KeyspaceId) -> MemCursor {
         MemCursor {
             keys_only: true,
             ..self.cursor(keyspace)
@@ -413,162 +368,27 @@ impl Memtable {
     }
 }
 
-/// Entries a cursor copies in its first batch after a seek (a short range read pays for
-/// little more than it reads).
-const MIN_BATCH: usize = 4;
-
-/// Entries a cursor copies per batch at most; each batch doubles the previous one.
-const MAX_BATCH: usize = 256;
-
-/// Bytes of keys and values after which a batch stops early (large values).
-const MAX_BATCH_BYTES: usize = 64 << 10;
-
-/// One entry of a cursor's batch: `(start, len)` of its encoded key and of its value in
-/// the batch buffer.
-#[derive(Debug, Clone, Copy)]
-struct Copied {
-    key: (usize, usize),
-    value: (usize, usize),
-}
-
 /// A [`Cursor`] over one keyspace of a memtable.
 ///
-/// It copies the entries it walks in batches: one skip-list search positions a range
-/// walk, which copies up to a batch of consecutive entries (keys and values) into a
-/// buffer the cursor owns; moving within the batch is an index step, and moving past its
-/// end searches again from the last key copied. The cursor therefore never holds a
-/// reference into the map, and stays valid while writers insert. An entry inserted after
-/// a batch was copied may be missed by it; that is harmless, as readers only use entries
-/// whose seqno was published before their cursor was made, which were all in the map
-/// already (invariant 3). Batches start small after a seek and double up to
-/// [`MAX_BATCH`], so short range reads copy little and long scans search rarely.
+/// It stands on a node of the skip list, which its [`Position`] keeps alive, and hands out
+/// the node's key and value without copying them. Forward steps follow a link, backward
+/// steps the level-0 back link, and seeks search. It stays valid while writers insert: an
+/// entry inserted after the cursor was made may be seen or missed, which is harmless, as
+/// readers only use entries whose seqno was published before their cursor was made, and
+/// those were all in the list already (invariant 3). Once it steps off its keyspace it is
+/// invalid, and stays so until the next seek.
 #[derive(Debug)]
 pub(crate) struct MemCursor {
-    table: Arc<Memtable>,
+    pos: Position,
     keyspace: u32,
-    /// Set by [`Memtable::key_cursor`]: values of plain puts are not copied.
+    /// Set by [`Memtable::key_cursor`]: values of plain puts read as empty.
     keys_only: bool,
-    /// The keys and values of the batch.
-    buf: Vec<u8>,
-    /// The batch, in the order it was walked (`forward` or backward).
-    items: Vec<Copied>,
-    /// The current entry's index in `items`; the cursor is valid while it is in range.
-    pos: usize,
-    /// The direction the batch was walked in.
-    forward: bool,
-    /// The batch ends where the keyspace ends (in its direction): no entry follows it.
-    at_end: bool,
-    /// Entries to copy in the next batch.
-    batch: usize,
 }
 
 impl MemCursor {
-    fn current(&self) -> Option<&Copied> {
-        self.items.get(self.pos)
-    }
-
-    fn bytes(&self, (start, len): (usize, usize)) -> &[u8] {
-        self.buf.get(start..start + len).unwrap_or(&[])
-    }
-
-    /// The probe sorting before every entry of the keyspace after this one, if any.
-    fn end_probe(&self) -> Option<MemKey> {
-        self.keyspace
-            .checked_add(1)
-            .map(|k| first_of(KeyspaceId(k)))
-    }
-
-    /// Copies one entry into the batch; false once the batch is full.
-    fn push(&mut self, key: &MemKey, value: &[u8]) -> bool {
-        let start = self.buf.len();
-        self.buf.extend_from_slice(&key.user);
-        self.buf.extend_from_slice(&key.trailer.to_le_bytes());
-        let key_range = (start, self.buf.len() - start);
-        let value_start = self.buf.len();
-        // A keys-only walk still needs the attributes of an entry that has them (its
-        // expiry decides whether the key is live), so only plain puts skip the copy.
-        if !self.keys_only || (key.trailer & 0xff) != u64::from(Kind::Put as u8) {
-            self.buf.extend_from_slice(value);
-        }
-        self.items.push(Copied {
-            key: key_range,
-            value: (value_start, self.buf.len() - value_start),
-        });
-        self.items.len() < self.batch && self.buf.len() < MAX_BATCH_BYTES
-    }
-
-    /// Refills the batch walking forward from `from` (within the keyspace).
-    fn fill_forward(&mut self, from: Bound<&MemKey>) {
-        let table = Arc::clone(&self.table);
-        let end = self.end_probe();
-        let hi = end.as_ref().map_or(Bound::Unbounded, Bound::Excluded);
-        self.fill(true, table.map.range::<MemKey, _>((from, hi)));
-    }
-
-    /// Refills the batch walking backward from `from` (within the keyspace).
-    fn fill_backward(&mut self, from: Bound<&MemKey>) {
-        let table = Arc::clone(&self.table);
-        let first = first_of(KeyspaceId(self.keyspace));
-        let lo = Bound::Included(&first);
-        self.fill(false, table.map.range::<MemKey, _>((lo, from)).rev());
-    }
-
-    /// Replaces the batch with the first entries of `entries`, walked in direction
-    /// `forward`, until the batch is full; `at_end` if `entries` ran out first.
-    fn fill<'a>(
-        &mut self,
-        forward: bool,
-        mut entries: impl Iterator<Item = crossbeam_skiplist::map::Entry<'a, MemKey, Box<[u8]>>>,
-    ) {
-        self.buf.clear();
-        self.items.clear();
-        self.pos = 0;
-        self.forward = forward;
-        self.at_end = entries.all(|e| self.push(e.key(), e.value()));
-    }
-
-    /// After a seek: the next batch is small again.
-    fn reset_batch(&mut self) {
-        self.batch = MIN_BATCH;
-    }
-
-    /// The next batch is twice the size of this one, up to [`MAX_BATCH`].
-    fn grow_batch(&mut self) {
-        self.batch = (self.batch * 2).min(MAX_BATCH);
-    }
-
-    /// The current entry's key as a probe.
-    fn current_probe(&self) -> Option<MemKey> {
-        self.current()
-            .map(|c| MemKey::from_encoded(self.keyspace, self.bytes(c.key)))
-    }
-
-    /// Moves one entry in direction `forward`.
-    fn step(&mut self, forward: bool) {
-        if self.current().is_none() {
-            return;
-        }
-        if self.forward == forward && self.pos + 1 < self.items.len() {
-            self.pos += 1;
-            return;
-        }
-        if self.forward == forward && self.at_end {
-            self.pos = self.items.len();
-            return;
-        }
-        let Some(probe) = self.current_probe() else {
-            return;
-        };
-        if self.forward == forward {
-            self.grow_batch();
-        } else {
-            self.reset_batch();
-        }
-        if forward {
-            self.fill_forward(Bound::Excluded(&probe));
-        } else {
-            self.fill_backward(Bound::Excluded(&probe));
-        }
+    /// The entry the cursor is on, if it is in the cursor's keyspace.
+    fn current(&self) -> Option<Entry<'_>> {
+        self.pos.entry().filter(|e| e.keyspace() == self.keyspace)
     }
 }
 
@@ -578,48 +398,52 @@ impl Cursor for MemCursor {
     }
 
     fn key(&self) -> &[u8] {
-        self.current().map_or(&[], |c| self.bytes(c.key))
+        self.current().map_or(&[], |e| e.key())
     }
 
     fn value(&self) -> &[u8] {
-        self.current().map_or(&[], |c| self.bytes(c.value))
+        match self.current() {
+            Some(e) if !(self.keys_only && (e.trailer() & 0xff) == u64::from(Kind::Put as u8)) => {
+                e.value()
+            }
+            _ => &[],
+        }
     }
 
     fn seek_to_first(&mut self) -> Result<()> {
-        self.reset_batch();
-        let first = first_of(KeyspaceId(self.keyspace));
-        self.fill_forward(Bound::Included(&first));
+        self.pos.seek_ge(&first_of(self.keyspace));
         Ok(())
     }
 
     fn seek_to_last(&mut self) -> Result<()> {
-        self.reset_batch();
-        let end = self.end_probe();
-        self.fill_backward(end.as_ref().map_or(Bound::Unbounded, Bound::Excluded));
+        match self.keyspace.checked_add(1) {
+            Some(next) => self.pos.seek_lt(&first_of(next)),
+            None => self.pos.seek_last(),
+        }
         Ok(())
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        self.reset_batch();
-        let probe = MemKey::from_encoded(self.keyspace, target);
-        self.fill_forward(Bound::Included(&probe));
+        self.pos.seek_ge(&probe_of(self.keyspace, target));
         Ok(())
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
-        self.reset_batch();
-        let probe = MemKey::from_encoded(self.keyspace, target);
-        self.fill_backward(Bound::Included(&probe));
+        self.pos.seek_le(&probe_of(self.keyspace, target));
         Ok(())
     }
 
     fn next(&mut self) -> Result<()> {
-        self.step(true);
+        if self.valid() {
+            self.pos.next();
+        }
         Ok(())
     }
 
     fn prev(&mut self) -> Result<()> {
-        self.step(false);
+        if self.valid() {
+            self.pos.prev();
+        }
         Ok(())
     }
 }

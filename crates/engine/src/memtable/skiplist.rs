@@ -1,0 +1,859 @@
+//! The memtable's ordered index: an insert-only skip list whose nodes live in an arena the
+//! list owns.
+//!
+//! A node is one bump allocation in a chunk of memory: a fixed header, a tower of forward
+//! links (one per level the node is on), the encoded key (user key, then the 8-byte
+//! little-endian trailer), then the value. Inserting copies key and value into the node, so
+//! an insert costs no allocator call except when a chunk fills (every [`CHUNK_SIZE`] bytes),
+//! and dropping the list frees its chunks, not its entries one by one. Nodes sort by
+//! keyspace, then user key ascending, then trailer descending (the memtable's order).
+//!
+//! This module contains the memtable's `unsafe` code (listed in `UNSAFE.md`); everything it
+//! exports is safe to use.
+//!
+//! Invariants:
+//! 1. One writer at a time: [`SkipList::insert`] holds the `arena` lock from its search to
+//!    its last link, so links change only under that lock and the splice an insert found
+//!    is still the splice when it links the node.
+//! 2. A node is written in full (header, key, value and its own links) before the
+//!    `Release` store that links it at level 0 publishes it; readers load links with
+//!    `Acquire`, so every node a reader reaches is initialised. Once published, a node's
+//!    header, key and value never change; only its links do, and only atomically.
+//! 3. Level 0 is linked both ways. A node's `prev` is its predecessor, except while an
+//!    insert is linking a new node right before it: then `prev` still names the node
+//!    before the new one, for as long as that insert holds the lock. A backward step may
+//!    therefore skip a node whose insert has not returned, as a forward step that loaded
+//!    the link earlier would; the memtable publishes an entry's seqno only after its
+//!    insert returns, so no reader needs such a node (memtable invariant 3).
+//! 4. Chunks are freed only when the list is dropped. An [`Entry`] borrows the list and a
+//!    [`Position`] holds an `Arc` of it, so no reference into a node outlives the node.
+//! 5. Nodes are 8-byte aligned, and so is every header field and link inside one.
+//!
+//! Thread-safety: `Send + Sync`; inserts serialize on the arena lock, reads take no lock.
+
+#![allow(unsafe_code)]
+
+use std::alloc::{self, Layout};
+use std::cmp::Ordering;
+use std::marker::PhantomData;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as Mo};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::key::TRAILER_LEN;
+
+/// Most levels a node can be on. With [`BRANCHING`] 4, twelve levels index 4^12 (16M)
+/// entries at full speed; a memtable holds far fewer.
+pub(crate) const MAX_HEIGHT: usize = 12;
+
+/// One node in `BRANCHING` on a level is also on the level above.
+const BRANCHING: u64 = 4;
+
+/// Bytes per arena chunk.
+pub(crate) const CHUNK_SIZE: usize = 1 << 20;
+
+/// Nodes larger than this get a chunk of their own, so a large value never wastes the
+/// rest of a shared chunk.
+const OWN_CHUNK_ABOVE: usize = CHUNK_SIZE / 4;
+
+/// Alignment of chunks and nodes.
+const ALIGN: usize = 8;
+
+// The node layout: byte offsets from a node's start.
+/// `AtomicPtr`: the level-0 predecessor (null for the first node).
+const PREV: usize = 0;
+/// `u32`: the keyspace id.
+const KEYSPACE: usize = 8;
+/// `u32`: the number of levels the node is on, `1..=MAX_HEIGHT`.
+const HEIGHT: usize = 12;
+/// `u64`: bytes of the encoded key (user key and trailer); at least [`TRAILER_LEN`].
+const KEY_LEN: usize = 16;
+/// `u64`: bytes of the value.
+const VALUE_LEN: usize = 24;
+/// `height` × `AtomicPtr`: the forward links, level 0 first; then the key and the value.
+const TOWER: usize = 32;
+
+const LINK: usize = std::mem::size_of::<Link>();
+
+type Link = AtomicPtr<u8>;
+
+/// A position in the order: the node with these fields, or the place one would go. A probe
+/// shorter than a trailer is a user key with trailer 0, as [`crate::key::compare_encoded`]
+/// reads it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Probe<'a> {
+    pub(crate) keyspace: u32,
+    pub(crate) user: &'a [u8],
+    pub(crate) trailer: u64,
+}
+
+/// A pointer to a node's first byte, derived from its chunk's allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Node(NonNull<u8>);
+
+impl Node {
+    /// The node a link points to, if any.
+    fn from_link(p: *mut u8) -> Option<Node> {
+        NonNull::new(p).map(Node)
+    }
+
+    fn as_link(node: Option<Node>) -> *mut u8 {
+        node.map_or(ptr::null_mut(), |n| n.0.as_ptr())
+    }
+
+    // SAFETY (all accessors below): `self` points to a node that `SkipList::insert`
+    // initialised in a chunk of a list that is still alive (invariants 2 and 4), so the
+    // header, tower, key and value lie inside that chunk, aligned (invariant 5), and the
+    // header, key and value are not written again. Callers bound the returned references
+    // by a borrow of the list.
+
+    fn keyspace(self) -> u32 {
+        // SAFETY: see above; a u32 at an aligned offset of the header.
+        unsafe { self.0.as_ptr().add(KEYSPACE).cast::<u32>().read() }
+    }
+
+    fn height(self) -> usize {
+        // SAFETY: see above.
+        unsafe { self.0.as_ptr().add(HEIGHT).cast::<u32>().read() as usize }
+    }
+
+    fn key_len(self) -> usize {
+        // SAFETY: see above.
+        unsafe { self.0.as_ptr().add(KEY_LEN).cast::<u64>().read() as usize }
+    }
+
+    fn value_len(self) -> usize {
+        // SAFETY: see above.
+        unsafe { self.0.as_ptr().add(VALUE_LEN).cast::<u64>().read() as usize }
+    }
+
+    /// The forward link on `level`, if the node is on that level.
+    fn link<'a>(self, level: usize) -> Option<&'a Link> {
+        (level < self.height()).then(|| {
+            // SAFETY: see above; the tower holds `height` initialised links and `level` is
+            // below it. An `AtomicPtr` may be shared across threads.
+            unsafe { &*self.0.as_ptr().add(TOWER + level * LINK).cast::<Link>() }
+        })
+    }
+
+    fn prev_link<'a>(self) -> &'a Link {
+        // SAFETY: see above.
+        unsafe { &*self.0.as_ptr().add(PREV).cast::<Link>() }
+    }
+
+    fn key<'a>(self) -> &'a [u8] {
+        // SAFETY: see above; `key_len` initialised bytes follow the tower.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.0.as_ptr().add(TOWER + self.height() * LINK),
+                self.key_len(),
+            )
+        }
+    }
+
+    fn value<'a>(self) -> &'a [u8] {
+        // SAFETY: see above; `value_len` initialised bytes follow the key.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.0
+                    .as_ptr()
+                    .add(TOWER + self.height() * LINK + self.key_len()),
+                self.value_len(),
+            )
+        }
+    }
+
+    /// How this node sorts against `probe`.
+    fn cmp(self, probe: &Probe<'_>) -> Ordering {
+        self.keyspace().cmp(&probe.keyspace).then_with(|| {
+            let (user, trailer) = split(self.key());
+            user.cmp(probe.user)
+                .then_with(|| probe.trailer.cmp(&trailer))
+        })
+    }
+}
+
+/// A node's key as `(user key, trailer)`; every node's key holds a trailer.
+fn split(key: &[u8]) -> (&[u8], u64) {
+    let (user, trailer) = key.split_at(key.len().saturating_sub(TRAILER_LEN));
+    let mut t = [0u8; TRAILER_LEN];
+    if let Some(dst) = t.get_mut(..trailer.len()) {
+        dst.copy_from_slice(trailer);
+    }
+    (user, u64::from_le_bytes(t))
+}
+
+/// A chunk of node memory: allocated with `layout`, freed when the list drops.
+#[derive(Debug)]
+struct Chunk {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+/// The writer's side of the list: the chunks, where the next node goes, and the source of
+/// node heights. Behind the lock that serializes inserts (invariant 1).
+#[derive(Debug)]
+struct Arena {
+    chunks: Vec<Chunk>,
+    /// The chunk nodes are carved from and how many of its bytes are used.
+    current: Option<NonNull<u8>>,
+    used: usize,
+    rng: u64,
+}
+
+// SAFETY: the arena owns its chunks exclusively (nothing else frees them), and the raw
+// pointers it holds are only addresses of that memory; moving it to another thread moves
+// that ownership.
+unsafe impl Send for Arena {}
+
+impl Arena {
+    /// A chunk of `size` bytes (`size > 0`), recorded for freeing.
+    fn chunk(&mut self, size: usize) -> NonNull<u8> {
+        // A node never approaches `isize::MAX` bytes (keys are at most 64 KiB and values
+        // 4 GiB); should a size ever be unrepresentable, fail as a failed allocation does.
+        let layout = match Layout::from_size_align(size, ALIGN) {
+            Ok(layout) => layout,
+            Err(_) => alloc::handle_alloc_error(Layout::new::<u64>()),
+        };
+        // SAFETY: `layout` has a non-zero size (callers pass `size > 0`).
+        let raw = unsafe { alloc::alloc(layout) };
+        let Some(ptr) = NonNull::new(raw) else {
+            alloc::handle_alloc_error(layout)
+        };
+        self.chunks.push(Chunk { ptr, layout });
+        ptr
+    }
+
+    /// `size` bytes (a multiple of [`ALIGN`]) that nothing else uses, aligned to [`ALIGN`].
+    fn alloc(&mut self, size: usize) -> NonNull<u8> {
+        if size > OWN_CHUNK_ABOVE {
+            return self.chunk(size);
+        }
+        let base = match self.current {
+            Some(base) if self.used + size <= CHUNK_SIZE => base,
+            _ => {
+                let base = self.chunk(CHUNK_SIZE);
+                self.current = Some(base);
+                self.used = 0;
+                base
+            }
+        };
+        // SAFETY: `used + size <= CHUNK_SIZE`, so the result and the `size` bytes after it
+        // lie inside the chunk; `used` is a multiple of ALIGN, as every size is.
+        let ptr = unsafe { base.add(self.used) };
+        self.used += size;
+        ptr
+    }
+
+    /// A random height: level `i + 1` with probability `BRANCHING^-i`.
+    fn height(&mut self) -> usize {
+        let mut h = 1;
+        while h < MAX_HEIGHT {
+            // xorshift64
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            if !self.rng.is_multiple_of(BRANCHING) {
+                break;
+            }
+            h += 1;
+        }
+        h
+    }
+}
+
+/// An insert-only, sorted skip list of `(keyspace, encoded key) → value`.
+#[derive(Debug)]
+pub(crate) struct SkipList {
+    /// The first node of each level.
+    head: [Link; MAX_HEIGHT],
+    /// Levels in use (at least 1); may lag behind a taller node being linked, which only
+    /// makes a search start lower.
+    height: AtomicUsize,
+    len: AtomicUsize,
+    arena: Mutex<Arena>,
+}
+
+impl Drop for SkipList {
+    fn drop(&mut self) {
+        for chunk in self.arena.get_mut().chunks.drain(..) {
+            // SAFETY: the chunk was allocated by `Arena::chunk` with this layout and is
+            // freed once; `&mut self` means no `Entry` or `Position` refers into it.
+            unsafe { alloc::dealloc(chunk.ptr.as_ptr(), chunk.layout) };
+        }
+    }
+}
+
+impl Default for SkipList {
+    fn default() -> Self {
+        SkipList::new()
+    }
+}
+
+impl SkipList {
+    pub(crate) fn new() -> SkipList {
+        SkipList {
+            head: std::array::from_fn(|_| Link::new(ptr::null_mut())),
+            height: AtomicUsize::new(1),
+            len: AtomicUsize::new(0),
+            arena: Mutex::new(Arena {
+                chunks: Vec::new(),
+                current: None,
+                used: 0,
+                rng: 0x2545_f491_4f6c_dd1d,
+            }),
+        }
+    }
+
+    /// Number of entries.
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Mo::Acquire)
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes of memory the arena holds.
+    #[cfg(test)]
+    fn allocated(&self) -> usize {
+        self.arena
+            .lock()
+            .chunks
+            .iter()
+            .map(|c| c.layout.size())
+            .sum()
+    }
+
+    /// The link on `level` after `at` (the head if `None`), if `at` is on that level.
+    fn link_after(&self, at: Option<Node>, level: usize) -> Option<&Link> {
+        match at {
+            Some(node) => node.link(level),
+            None => self.head.get(level),
+        }
+    }
+
+    fn next(&self, at: Option<Node>, level: usize) -> Option<Node> {
+        self.link_after(at, level)
+            .and_then(|link| Node::from_link(link.load(Mo::Acquire)))
+    }
+
+    /// Descends from the top level to level 0, moving right past every node that is
+    /// `before` the probe; `splice[level]` records where it left each level. Returns the
+    /// last node it moved to on level 0 (`None`: the head) and the node after it that
+    /// stopped it (`None`: the end), as read during this descent.
+    ///
+    /// The two are returned together because a concurrent insert may link a new node
+    /// between them right after the descent read the link: reading `after` again could
+    /// return that node, which may also be `before` the probe.
+    fn descend(
+        &self,
+        mut before: impl FnMut(Node) -> bool,
+        mut splice: Option<&mut [Option<Node>; MAX_HEIGHT]>,
+    ) -> (Option<Node>, Option<Node>) {
+        let mut at: Option<Node> = None;
+        let mut level = self.height.load(Mo::Relaxed).clamp(1, MAX_HEIGHT) - 1;
+        loop {
+            let next = self.next(at, level);
+            match next {
+                Some(n) if before(n) => at = Some(n),
+                _ => {
+                    if let Some(slot) = splice.as_deref_mut().and_then(|s| s.get_mut(level)) {
+                        *slot = at;
+                    }
+                    if level == 0 {
+                        return (at, next);
+                    }
+                    level -= 1;
+                }
+            }
+        }
+    }
+
+    /// The first entry at or after `probe`.
+    pub(crate) fn seek_ge(&self, probe: &Probe<'_>) -> Option<Entry<'_>> {
+        self.entry(self.descend(|n| n.cmp(probe) == Ordering::Less, None).1)
+    }
+
+    /// The last entry at or before `probe`.
+    pub(crate) fn seek_le(&self, probe: &Probe<'_>) -> Option<Entry<'_>> {
+        self.entry(self.descend(|n| n.cmp(probe) != Ordering::Greater, None).0)
+    }
+
+    /// The last entry before `probe`.
+    pub(crate) fn seek_lt(&self, probe: &Probe<'_>) -> Option<Entry<'_>> {
+        self.entry(self.descend(|n| n.cmp(probe) == Ordering::Less, None).0)
+    }
+
+    /// The first entry.
+    pub(crate) fn first(&self) -> Option<Entry<'_>> {
+        self.entry(self.next(None, 0))
+    }
+
+    /// The last entry.
+    pub(crate) fn last(&self) -> Option<Entry<'_>> {
+        self.entry(self.descend(|_| true, None).0)
+    }
+
+    fn entry(&self, node: Option<Node>) -> Option<Entry<'_>> {
+        node.map(|node| Entry {
+            node,
+            _list: PhantomData,
+        })
+    }
+
+    /// Inserts `(keyspace, user ++ trailer) → value`. An equal key already present stays,
+    /// after the new one; the memtable never inserts one (its invariant 2).
+    pub(crate) fn insert(&self, keyspace: u32, user: &[u8], trailer: u64, value: &[u8]) {
+        let mut arena = self.arena.lock();
+        let probe = Probe {
+            keyspace,
+            user,
+            trailer,
+        };
+        let mut splice = [None; MAX_HEIGHT];
+        let (prev, succ) = self.descend(|n| n.cmp(&probe) == Ordering::Less, Some(&mut splice));
+        let height = arena.height();
+        let key_len = user.len() + TRAILER_LEN;
+        let unaligned = TOWER + height * LINK + key_len + value.len();
+        let size = unaligned.saturating_add(ALIGN - 1) & !(ALIGN - 1);
+        let node = Node(arena.alloc(size));
+        let base = node.0.as_ptr();
+        // SAFETY: `base` starts `size` bytes of fresh, aligned arena memory that nothing
+        // else can reach until it is linked below (invariant 2): the header fields, the
+        // `height` links and the key and value bytes written here lie inside those bytes
+        // (`size >= unaligned`), at aligned offsets for the typed writes.
+        unsafe {
+            base.add(PREV)
+                .cast::<Link>()
+                .write(Link::new(Node::as_link(prev)));
+            base.add(KEYSPACE).cast::<u32>().write(keyspace);
+            base.add(HEIGHT).cast::<u32>().write(height as u32);
+            base.add(KEY_LEN).cast::<u64>().write(key_len as u64);
+            base.add(VALUE_LEN).cast::<u64>().write(value.len() as u64);
+            for (level, at) in splice.iter().enumerate().take(height) {
+                let next = Node::as_link(self.next(*at, level));
+                base.add(TOWER + level * LINK)
+                    .cast::<Link>()
+                    .write(Link::new(next));
+            }
+            let key = base.add(TOWER + height * LINK);
+            ptr::copy_nonoverlapping(user.as_ptr(), key, user.len());
+            ptr::copy_nonoverlapping(
+                trailer.to_le_bytes().as_ptr(),
+                key.add(user.len()),
+                TRAILER_LEN,
+            );
+            ptr::copy_nonoverlapping(value.as_ptr(), key.add(key_len), value.len());
+        }
+        if height > self.height.load(Mo::Relaxed) {
+            self.height.store(height, Mo::Relaxed);
+        }
+        // Publish bottom-up: a reader that finds the node on a level finds it on level 0.
+        for (level, at) in splice.iter().enumerate().take(height) {
+            if let Some(link) = self.link_after(*at, level) {
+                link.store(node.0.as_ptr(), Mo::Release);
+            }
+        }
+        if let Some(succ) = succ {
+            succ.prev_link().store(node.0.as_ptr(), Mo::Release);
+        }
+        self.len.fetch_add(1, Mo::Release);
+        drop(arena);
+    }
+}
+
+/// An entry of a [`SkipList`], borrowed from it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Entry<'a> {
+    node: Node,
+    _list: PhantomData<&'a SkipList>,
+}
+
+impl<'a> Entry<'a> {
+    pub(crate) fn keyspace(&self) -> u32 {
+        self.node.keyspace()
+    }
+
+    /// The encoded key: user key, then the trailer (little-endian).
+    pub(crate) fn key(&self) -> &'a [u8] {
+        self.node.key()
+    }
+
+    pub(crate) fn user_key(&self) -> &'a [u8] {
+        split(self.node.key()).0
+    }
+
+    pub(crate) fn trailer(&self) -> u64 {
+        split(self.node.key()).1
+    }
+
+    pub(crate) fn value(&self) -> &'a [u8] {
+        self.node.value()
+    }
+
+    /// The entry after this one.
+    pub(crate) fn next(&self) -> Option<Entry<'a>> {
+        let next = self
+            .node
+            .link(0)
+            .map_or(ptr::null_mut(), |l| l.load(Mo::Acquire));
+        Node::from_link(next).map(|node| Entry {
+            node,
+            _list: PhantomData,
+        })
+    }
+
+    /// The entry before this one (invariant 3).
+    pub(crate) fn prev(&self) -> Option<Entry<'a>> {
+        Node::from_link(self.node.prev_link().load(Mo::Acquire)).map(|node| Entry {
+            node,
+            _list: PhantomData,
+        })
+    }
+}
+
+/// A place in a list that owns a share of it: an [`Entry`] that can be kept in a struct.
+#[derive(Debug)]
+pub(crate) struct Position {
+    list: Arc<SkipList>,
+    /// A node of `list`, or none (not on an entry).
+    node: Option<Node>,
+}
+
+// SAFETY: `node` only ever points into `list`, which the `Arc` keeps alive, and is only read
+// through (invariants 2 and 4); a `SkipList` is `Send + Sync`.
+unsafe impl Send for Position {}
+// SAFETY: as above; `&Position` gives only reads of published nodes.
+unsafe impl Sync for Position {}
+
+impl Position {
+    /// A position on no entry of `list`.
+    pub(crate) fn new(list: Arc<SkipList>) -> Position {
+        Position { list, node: None }
+    }
+
+    /// The entry the position is on.
+    pub(crate) fn entry(&self) -> Option<Entry<'_>> {
+        self.list.entry(self.node)
+    }
+
+    fn set(&mut self, to: impl FnOnce(&SkipList) -> Option<Entry<'_>>) {
+        self.node = to(&self.list).map(|e| e.node);
+    }
+
+    pub(crate) fn seek_ge(&mut self, probe: &Probe<'_>) {
+        self.set(|l| l.seek_ge(probe));
+    }
+
+    pub(crate) fn seek_le(&mut self, probe: &Probe<'_>) {
+        self.set(|l| l.seek_le(probe));
+    }
+
+    pub(crate) fn seek_lt(&mut self, probe: &Probe<'_>) {
+        self.set(|l| l.seek_lt(probe));
+    }
+
+    pub(crate) fn seek_last(&mut self) {
+        self.set(SkipList::last);
+    }
+
+    /// Moves to the next entry (off every entry after the last).
+    pub(crate) fn next(&mut self) {
+        let node = self.node;
+        self.set(|l| l.entry(node).and_then(|e| e.next()));
+    }
+
+    /// Moves to the previous entry (off every entry before the first).
+    pub(crate) fn prev(&mut self) {
+        let node = self.node;
+        self.set(|l| l.entry(node).and_then(|e| e.prev()));
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// The memtable's order as a sortable key.
+    type ModelKey = (u32, Vec<u8>, std::cmp::Reverse<u64>);
+
+    fn walk_forward(list: &SkipList) -> Vec<(u32, Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut e = list.first();
+        while let Some(entry) = e {
+            out.push((
+                entry.keyspace(),
+                entry.key().to_vec(),
+                entry.value().to_vec(),
+            ));
+            e = entry.next();
+        }
+        out
+    }
+
+    fn walk_backward(list: &SkipList) -> Vec<(u32, Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut e = list.last();
+        while let Some(entry) = e {
+            out.push((
+                entry.keyspace(),
+                entry.key().to_vec(),
+                entry.value().to_vec(),
+            ));
+            e = entry.prev();
+        }
+        out.reverse();
+        out
+    }
+
+    fn encoded(user: &[u8], trailer: u64) -> Vec<u8> {
+        let mut k = user.to_vec();
+        k.extend_from_slice(&trailer.to_le_bytes());
+        k
+    }
+
+    #[test]
+    fn entries_sort_by_keyspace_user_key_then_newest_first() {
+        let list = SkipList::new();
+        assert!(list.is_empty() && list.first().is_none() && list.last().is_none());
+        list.insert(2, b"a", 5, b"x");
+        list.insert(1, b"b", 7, b"");
+        list.insert(1, b"b", 9, b"newer");
+        list.insert(1, b"", 1, b"empty key");
+        let all = walk_forward(&list);
+        let keys: Vec<(u32, Vec<u8>)> = all.iter().map(|(k, e, _)| (*k, e.clone())).collect();
+        assert_eq!(
+            keys,
+            vec![
+                (1, encoded(b"", 1)),
+                (1, encoded(b"b", 9)),
+                (1, encoded(b"b", 7)),
+                (2, encoded(b"a", 5)),
+            ]
+        );
+        assert_eq!(all[1].2, b"newer");
+        assert_eq!(walk_backward(&list), all);
+        assert_eq!(list.len(), 4);
+
+        let probe = |keyspace, user: &'static [u8], trailer| Probe {
+            keyspace,
+            user,
+            trailer,
+        };
+        let e = list.seek_ge(&probe(1, b"b", 8)).unwrap();
+        assert_eq!((e.user_key(), e.trailer()), (&b"b"[..], 7));
+        let e = list.seek_le(&probe(1, b"b", 8)).unwrap();
+        assert_eq!(e.trailer(), 9);
+        let e = list.seek_lt(&probe(1, b"b", 9)).unwrap();
+        assert_eq!(e.user_key(), b"");
+        assert!(list.seek_lt(&probe(1, b"", u64::MAX)).is_none());
+        assert!(list.seek_ge(&probe(2, b"b", u64::MAX)).is_none());
+        assert_eq!(
+            list.seek_le(&probe(u32::MAX, b"", 0)).unwrap().keyspace(),
+            2
+        );
+    }
+
+    #[test]
+    fn large_values_get_a_chunk_of_their_own_and_small_ones_share() {
+        let list = SkipList::new();
+        let big = vec![7u8; OWN_CHUNK_ABOVE + 1];
+        list.insert(0, b"big", 1, &big);
+        for i in 0..100u32 {
+            list.insert(0, format!("{i:08}").as_bytes(), 2, b"small");
+        }
+        assert!(list.allocated() >= big.len() + CHUNK_SIZE);
+        assert!(list.allocated() < big.len() + 2 * CHUNK_SIZE);
+        let e = list.seek_ge(&Probe {
+            keyspace: 0,
+            user: b"big",
+            trailer: u64::MAX,
+        });
+        assert_eq!(e.unwrap().value(), big.as_slice());
+    }
+
+    #[test]
+    fn inserts_in_any_order_match_a_sorted_model() {
+        let list = SkipList::new();
+        let mut model: BTreeMap<ModelKey, Vec<u8>> = BTreeMap::new();
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let n = if cfg!(miri) { 300 } else { 5_000 };
+        for i in 0..n {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let keyspace = (rng % 3) as u32;
+            let user = format!("{:x}", rng % 700).into_bytes();
+            let trailer = i << 8 | (rng >> 60);
+            let value = vec![(i % 251) as u8; (rng % 40) as usize];
+            list.insert(keyspace, &user, trailer, &value);
+            model.insert((keyspace, user, std::cmp::Reverse(trailer)), value);
+        }
+        let expect: Vec<(u32, Vec<u8>, Vec<u8>)> = model
+            .iter()
+            .map(|((ks, user, t), v)| (*ks, encoded(user, t.0), v.clone()))
+            .collect();
+        assert_eq!(walk_forward(&list), expect);
+        assert_eq!(walk_backward(&list), expect);
+        // Seeks land where the model's range queries do.
+        for (ks, user, trailer) in [(1u32, &b"1f"[..], 5u64 << 8), (0, b"", 0), (2, b"zz", 0)] {
+            let key: ModelKey = (ks, user.to_vec(), std::cmp::Reverse(trailer));
+            let probe = Probe {
+                keyspace: ks,
+                user,
+                trailer,
+            };
+            let ge = model.range(key.clone()..).next().map(|(k, _)| k.clone());
+            let got = list.seek_ge(&probe).map(|e| {
+                (
+                    e.keyspace(),
+                    e.user_key().to_vec(),
+                    std::cmp::Reverse(e.trailer()),
+                )
+            });
+            assert_eq!(got, ge);
+            let lt = model.range(..key).next_back().map(|(k, _)| k.clone());
+            let got = list.seek_lt(&probe).map(|e| {
+                (
+                    e.keyspace(),
+                    e.user_key().to_vec(),
+                    std::cmp::Reverse(e.trailer()),
+                )
+            });
+            assert_eq!(got, lt);
+        }
+    }
+
+    #[test]
+    fn a_position_walks_both_ways_and_stops_off_the_ends() {
+        let list = Arc::new(SkipList::new());
+        for i in 0..50u8 {
+            list.insert(0, &[i], 1, &[i]);
+        }
+        let mut pos = Position::new(Arc::clone(&list));
+        assert!(pos.entry().is_none());
+        pos.seek_last();
+        let mut seen = Vec::new();
+        while let Some(e) = pos.entry() {
+            seen.push(e.value()[0]);
+            pos.prev();
+        }
+        assert_eq!(seen, (0..50u8).rev().collect::<Vec<_>>());
+        pos.seek_ge(&Probe {
+            keyspace: 0,
+            user: &[48],
+            trailer: u64::MAX,
+        });
+        pos.next();
+        assert_eq!(pos.entry().unwrap().value(), [49]);
+        pos.next();
+        assert!(pos.entry().is_none());
+        // The position keeps the list alive after every other owner is gone.
+        pos.seek_le(&Probe {
+            keyspace: 0,
+            user: &[10],
+            trailer: 0,
+        });
+        drop(list);
+        assert_eq!(pos.entry().unwrap().value(), [10]);
+    }
+
+    /// Seeks racing inserts right beside their target land on the target: a node linked
+    /// just before it while the seek descends is never returned in its place.
+    #[test]
+    fn seeks_beside_concurrent_inserts_land_on_their_target() {
+        let list = Arc::new(SkipList::new());
+        let n: u32 = if cfg!(miri) { 100 } else { 200_000 };
+        // Targets at even keys; the writer fills in the odd keys just before each.
+        for k in (0..n).step_by(2) {
+            list.insert(0, format!("{k:08}").as_bytes(), 1, b"target");
+        }
+        let done = AtomicUsize::new(0);
+        let misses = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for k in (1..n).step_by(2) {
+                    list.insert(0, format!("{k:08}").as_bytes(), 1, b"filler");
+                }
+                done.store(1, Mo::Release);
+            });
+            s.spawn(|| {
+                let mut k = 0u32;
+                while done.load(Mo::Acquire) == 0 {
+                    // Follow the writer closely: it inserts in ascending order.
+                    let target = (list.len() as u32 * 2).saturating_sub(n).min(n - 2) & !1;
+                    let last = (target + 6).min(n - 2);
+                    k = if k < target || k >= last {
+                        target
+                    } else {
+                        k + 2
+                    };
+                    let key = format!("{k:08}").into_bytes();
+                    let probe = Probe {
+                        keyspace: 0,
+                        user: &key,
+                        trailer: u64::MAX,
+                    };
+                    let ge = list.seek_ge(&probe).map(|e| e.user_key().to_vec());
+                    let le_probe = Probe {
+                        trailer: 0,
+                        ..probe
+                    };
+                    let le = list.seek_le(&le_probe).map(|e| e.user_key().to_vec());
+                    if ge.as_deref() != Some(&key[..]) || le.as_deref() != Some(&key[..]) {
+                        misses.fetch_add(1, Mo::Relaxed);
+                    }
+                }
+            });
+        });
+        assert_eq!(misses.load(Mo::Relaxed), 0);
+    }
+
+    /// Readers walking both ways while a writer inserts see a sorted sequence that holds
+    /// every entry inserted before the walk began.
+    #[test]
+    fn readers_see_sorted_complete_prefixes_while_a_writer_inserts() {
+        let list = Arc::new(SkipList::new());
+        let n: u32 = if cfg!(miri) { 200 } else { 20_000 };
+        let done = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                // Each key once, in a scattered order so inserts land everywhere (7919 is
+                // a prime that does not divide `n`).
+                for i in 0..n {
+                    let k = (u64::from(i) * 7919 % u64::from(n)) as u32;
+                    let key = format!("{k:08}");
+                    list.insert(0, key.as_bytes(), 1, key.as_bytes());
+                }
+                done.store(1, Mo::Release);
+            });
+            for backward in [false, true] {
+                let list = &list;
+                let done = &done;
+                s.spawn(move || loop {
+                    let finished = done.load(Mo::Acquire) == 1;
+                    let before = list.len();
+                    let walk = if backward {
+                        walk_backward(list)
+                    } else {
+                        walk_forward(list)
+                    };
+                    assert!(walk.len() >= before);
+                    assert!(walk.windows(2).all(|w| w[0].1 < w[1].1));
+                    for (_, key, value) in &walk {
+                        assert_eq!(key[..8], value[..]);
+                    }
+                    if finished {
+                        assert_eq!(walk.len(), n as usize);
+                        break;
+                    }
+                });
+            }
+        });
+    }
+}
