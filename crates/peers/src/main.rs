@@ -11,6 +11,7 @@ use std::io::{IsTerminal as _, Write as _};
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Parser;
@@ -19,6 +20,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 mod constant;
 mod data;
 mod go;
+mod noise;
 mod plot;
 mod report;
 mod row;
@@ -92,6 +94,12 @@ struct Args {
     /// Where the report goes: `<out>.md`, `<out>.json` and `<out>.svg`.
     #[arg(long, default_value = "docs/bench/peers")]
     out: PathBuf,
+    /// Seconds to measure the machine's latency floor before the stores run (0: skip).
+    #[arg(long, default_value_t = 5)]
+    noise_seconds: u64,
+    /// Only measure the machine's latency floor (`--noise-seconds`) and print it.
+    #[arg(long)]
+    noise_only: bool,
     /// Do not run anything: re-render the report from an earlier run's JSON file.
     #[arg(long)]
     from_json: Option<PathBuf>,
@@ -111,6 +119,11 @@ fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     if let Some(store) = &args.worker {
         return worker(&args, store);
+    }
+    if args.noise_only {
+        let noise = noise::measure(Duration::from_secs(args.noise_seconds.max(1)));
+        println!("{}", noise.describe());
+        return Ok(());
     }
     let report = match &args.from_json {
         Some(path) => {
@@ -235,6 +248,10 @@ fn run(args: &Args) -> anyhow::Result<report::Report> {
     };
     let go = go::Driver::find(&args.go_driver, &args.go_stores);
     let mut report = report::Report::new(args_line(), args.num, args.cache_mb, go.note());
+    if args.noise_seconds > 0 {
+        eprintln!("noise floor: {} s", args.noise_seconds);
+        report.noise = Some(noise::measure(Duration::from_secs(args.noise_seconds)));
+    }
 
     for &threads in &args.threads {
         let plan = Plan {

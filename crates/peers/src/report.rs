@@ -28,6 +28,10 @@ pub struct Report {
     pub rows: Vec<Row>,
     /// Constant-store rows.
     pub constant: Vec<cairn_bench::Row>,
+    /// The machine's latency floor, measured before the stores ran (absent in reports of
+    /// runs that did not measure it).
+    #[serde(default)]
+    pub noise: Option<crate::noise::Noise>,
 }
 
 impl Report {
@@ -41,6 +45,7 @@ impl Report {
             go_note,
             rows: Vec::new(),
             constant: Vec::new(),
+            noise: None,
         }
     }
 }
@@ -162,6 +167,13 @@ fn markdown(report: &Report) -> String {
     let _ = writeln!(md, "# Cairn and its peers\n");
     let _ = writeln!(md, "- Command: `{}`", report.command);
     let _ = writeln!(md, "- Machine: {}", report.machine);
+    if let Some(noise) = &report.noise {
+        let _ = writeln!(
+            md,
+            "- Latency floor, measured before the stores ran: {}. Every store's tail latencies include such gaps (see `noise.rs`).",
+            noise.describe()
+        );
+    }
     let _ = writeln!(
         md,
         "- Every store gets a cache of {} MiB where it has one, 16-byte keys, values that compress to half, and commits that reach the OS without an fsync (see the durability column).",
