@@ -94,6 +94,9 @@ struct Args {
     /// Where the report goes: `<out>.md`, `<out>.json` and `<out>.svg`.
     #[arg(long, default_value = "docs/bench/peers")]
     out: PathBuf,
+    /// Cairn's memtable size, MiB (default: Cairn's default, `Options::memtable_size`).
+    #[arg(long)]
+    cairn_memtable_mb: Option<usize>,
     /// Seconds to measure the machine's latency floor before the stores run (0: skip).
     #[arg(long, default_value_t = 5)]
     noise_seconds: u64,
@@ -160,6 +163,7 @@ fn worker(args: &Args, store: &str) -> anyhow::Result<()> {
     let scratch = args.dir.clone().context("a worker needs --dir")?;
     let config = Config {
         cache_bytes: args.cache_mb << 20,
+        cairn_memtable_bytes: args.cairn_memtable_mb.map(|mb| mb << 20),
     };
     let rows = match args.worker_size {
         Some(size) => large(kind, size, args, config, &scratch)?,
@@ -207,6 +211,9 @@ fn in_worker(
         .arg(format!("--dir={}", dir.display()));
     if let Some(reads) = args.reads {
         cmd.arg(format!("--reads={reads}"));
+    }
+    if let Some(mb) = args.cairn_memtable_mb {
+        cmd.arg(format!("--cairn-memtable-mb={mb}"));
     }
     if let Some(size) = size {
         cmd.arg(format!("--worker-size={size}"));
@@ -346,10 +353,11 @@ fn ordered(
 ) -> anyhow::Result<Vec<Row>> {
     let values = ValueSource::new(value_size, plan.seed);
     let mut rows = Vec::new();
+    let config_label = kind.config_label(&config);
     let labels = |w: Workload| Labels {
         suite: "ordered",
         store: kind.name(),
-        config: kind.config(),
+        config: &config_label,
         durability: kind.durability(),
         workload: w.name(),
         threads: plan.threads,
@@ -445,6 +453,7 @@ fn large(
     scratch: &Path,
 ) -> anyhow::Result<Vec<Row>> {
     let num = (args.large_bytes / size.max(1) as u64).max(1);
+    let config_label = kind.config_label(&config);
     let batch = (args.batch).min((4usize << 20) / size.max(1)).max(1);
     let plan = Plan {
         num,
@@ -468,7 +477,7 @@ fn large(
         let labels = Labels {
             suite: "large",
             store: kind.name(),
-            config: kind.config(),
+            config: &config_label,
             durability: kind.durability(),
             workload: w.name(),
             threads: 1,

@@ -1,7 +1,8 @@
 //! Cairn's ordered store: `Durability::Buffered` (every commit's log record is written to
 //! the OS before the call returns, not fsynced), a block cache of `--cache-mb`, and the
 //! value log for values of 4 KiB and more (the README's recommended setting; 100-byte
-//! values stay inline). Everything else is `Options::default()`.
+//! values stay inline). Everything else is `Options::default()`, except the memtable size
+//! when `--cairn-memtable-mb` sets it (the report's configuration column then says so).
 
 use std::path::Path;
 
@@ -27,6 +28,9 @@ impl CairnStore {
             durability: Durability::Buffered,
             block_cache_size: config.cache_bytes,
             blob_threshold: Some(4 << 10),
+            memtable_size: config
+                .cairn_memtable_bytes
+                .unwrap_or(Options::default().memtable_size),
             ..Options::default()
         };
         let db = Db::open(dir, options)?;

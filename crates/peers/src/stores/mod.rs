@@ -32,6 +32,8 @@ pub enum Op<'a> {
 pub struct Config {
     /// Bytes of the store's own block or page cache.
     pub cache_bytes: usize,
+    /// Cairn's memtable size in bytes, if not its default (`--cairn-memtable-mb`).
+    pub cairn_memtable_bytes: Option<usize>,
 }
 
 /// An open ordered store. Shared by the benchmark's threads.
@@ -134,6 +136,17 @@ impl Kind {
             Kind::Redb => redb::CONFIG,
             Kind::Lmdb => lmdb::CONFIG,
             Kind::Sled => sled::CONFIG,
+        }
+    }
+
+    /// How the store is configured in this run, for the report: [`Kind::config`] and the
+    /// settings `config` changes from it.
+    pub fn config_label(self, config: &Config) -> String {
+        match (self, config.cairn_memtable_bytes) {
+            (Kind::Cairn, Some(bytes)) => {
+                format!("{}; memtable {} MiB", self.config(), bytes >> 20)
+            }
+            _ => self.config().to_owned(),
         }
     }
 
