@@ -185,6 +185,17 @@ fn split(key: &[u8]) -> (&[u8], u64) {
     (user, u64::from_le_bytes(t))
 }
 
+/// Bytes of a node with `height` links, a user key of `user_len` bytes and a value of
+/// `value_len` bytes, rounded up to [`ALIGN`]; `None` if that overflows. A node never comes
+/// near that (keys are at most 64 KiB and values 4 GiB); an overflow is treated as a failed
+/// allocation.
+fn node_size(height: usize, user_len: usize, value_len: usize) -> Option<usize> {
+    (TOWER + height * LINK + TRAILER_LEN)
+        .checked_add(user_len)?
+        .checked_add(value_len)?
+        .checked_next_multiple_of(ALIGN)
+}
+
 /// A chunk of node memory: allocated with `layout`, freed when the list drops.
 #[derive(Debug)]
 struct Chunk {
@@ -211,8 +222,8 @@ unsafe impl Send for Arena {}
 impl Arena {
     /// A chunk of `size` bytes (`size > 0`), recorded for freeing.
     fn chunk(&mut self, size: usize) -> NonNull<u8> {
-        // A node never approaches `isize::MAX` bytes (keys are at most 64 KiB and values
-        // 4 GiB); should a size ever be unrepresentable, fail as a failed allocation does.
+        // A size `Layout` refuses (above `isize::MAX`) fails as a failed allocation does
+        // (see `node_size`).
         let layout = match Layout::from_size_align(size, ALIGN) {
             Ok(layout) => layout,
             Err(_) => alloc::handle_alloc_error(Layout::new::<u64>()),
@@ -417,14 +428,14 @@ impl SkipList {
         let (prev, succ) = self.descend(|n| n.cmp(&probe) == Ordering::Less, Some(&mut splice));
         let height = arena.height();
         let key_len = user.len() + TRAILER_LEN;
-        let unaligned = TOWER + height * LINK + key_len + value.len();
-        let size = unaligned.saturating_add(ALIGN - 1) & !(ALIGN - 1);
+        let size = node_size(height, user.len(), value.len())
+            .unwrap_or_else(|| alloc::handle_alloc_error(Layout::new::<u64>()));
         let node = Node(arena.alloc(size));
         let base = node.0.as_ptr();
         // SAFETY: `base` starts `size` bytes of fresh, aligned arena memory that nothing
         // else can reach until it is linked below (invariant 2): the header fields, the
         // `height` links and the key and value bytes written here lie inside those bytes
-        // (`size >= unaligned`), at aligned offsets for the typed writes.
+        // (`node_size`), at aligned offsets for the typed writes.
         unsafe {
             base.add(PREV)
                 .cast::<Link>()
@@ -657,6 +668,16 @@ mod tests {
             list.seek_le(&probe(u32::MAX, b"", 0)).unwrap().keyspace(),
             2
         );
+    }
+
+    #[test]
+    fn node_sizes_cover_every_field_and_stay_aligned() {
+        assert_eq!(node_size(1, 0, 0), Some(48));
+        assert_eq!(node_size(1, 3, 0), Some(56));
+        // 32 + 12 × 8 + (16 + 8) + 100 = 252 bytes, rounded up to 256.
+        assert_eq!(node_size(MAX_HEIGHT, 16, 100), Some(256));
+        assert_eq!(node_size(1, usize::MAX - 40, 0), None);
+        assert_eq!(node_size(1, 8, usize::MAX - 60), None);
     }
 
     #[test]
