@@ -269,9 +269,10 @@ fn run(args: &Args) -> anyhow::Result<report::Report> {
             seed: args.seed,
         };
         for &kind in &kinds {
-            let rows = in_worker(args, kind, threads, None, scratch.path())
-                .with_context(|| format!("{} with {threads} thread(s)", kind.name()))?;
-            report.rows.extend(rows);
+            match in_worker(args, kind, threads, None, scratch.path()) {
+                Ok(rows) => report.rows.extend(rows),
+                Err(e) => report.failed(format!("{} with {threads} thread(s): {e:#}", kind.name())),
+            }
         }
         for store in go.stores() {
             let names: Vec<String> = workloads.iter().map(|w| w.name()).collect();
@@ -293,9 +294,10 @@ fn run(args: &Args) -> anyhow::Result<report::Report> {
     };
     for &size in large_sizes {
         for &kind in &kinds {
-            let rows = in_worker(args, kind, 1, Some(size), scratch.path())
-                .with_context(|| format!("{} with {size}-byte values", kind.name()))?;
-            report.rows.extend(rows);
+            match in_worker(args, kind, 1, Some(size), scratch.path()) {
+                Ok(rows) => report.rows.extend(rows),
+                Err(e) => report.failed(format!("{} with {size}-byte values: {e:#}", kind.name())),
+            }
         }
     }
     if !large_sizes.is_empty() {

@@ -32,6 +32,10 @@ pub struct Report {
     /// runs that did not measure it).
     #[serde(default)]
     pub noise: Option<crate::noise::Noise>,
+    /// Store runs whose worker failed (crashed, killed, or returned an error): they have
+    /// no rows, and the run went on without them.
+    #[serde(default)]
+    pub failures: Vec<String>,
 }
 
 impl Report {
@@ -46,7 +50,14 @@ impl Report {
             rows: Vec::new(),
             constant: Vec::new(),
             noise: None,
+            failures: Vec::new(),
         }
+    }
+
+    /// Records that a store's run failed, and says so on stderr.
+    pub fn failed(&mut self, what: String) {
+        eprintln!("FAILED: {what}");
+        self.failures.push(what);
     }
 }
 
@@ -180,6 +191,9 @@ fn markdown(report: &Report) -> String {
         report.cache_mb
     );
     let _ = writeln!(md, "- {}", report.go_note);
+    for failure in &report.failures {
+        let _ = writeln!(md, "- **Failed, no rows:** {}", failure.replace('\n', " "));
+    }
     let _ = writeln!(md);
     targets(&mut md, report);
     stores_table(&mut md, report);
