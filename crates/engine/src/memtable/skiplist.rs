@@ -42,7 +42,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::key::TRAILER_LEN;
+use crate::key::{split_encoded, TRAILER_LEN};
 
 /// Most levels a node can be on. With [`BRANCHING`] 4, twelve levels index 4^12 (16M)
 /// entries at full speed; a memtable holds far fewer.
@@ -175,14 +175,10 @@ impl Node {
     }
 }
 
-/// A node's key as `(user key, trailer)`; every node's key holds a trailer.
+/// A node's key as `(user key, trailer)`. Every node's key holds a trailer (`insert`
+/// writes one), so the fallback never applies.
 fn split(key: &[u8]) -> (&[u8], u64) {
-    let (user, trailer) = key.split_at(key.len().saturating_sub(TRAILER_LEN));
-    let mut t = [0u8; TRAILER_LEN];
-    if let Some(dst) = t.get_mut(..trailer.len()) {
-        dst.copy_from_slice(trailer);
-    }
-    (user, u64::from_le_bytes(t))
+    split_encoded(key).unwrap_or((key, 0))
 }
 
 /// Bytes of a node with `height` links, a user key of `user_len` bytes and a value of
@@ -409,10 +405,7 @@ impl SkipList {
     }
 
     fn entry(&self, node: Option<Node>) -> Option<Entry<'_>> {
-        node.map(|node| Entry {
-            node,
-            _list: PhantomData,
-        })
+        Entry::at(node)
     }
 
     /// Inserts `(keyspace, user ++ trailer) → value`. An equal key already present stays,
@@ -505,24 +498,23 @@ impl<'a> Entry<'a> {
         self.node.value()
     }
 
-    /// The entry after this one.
-    pub(crate) fn next(&self) -> Option<Entry<'a>> {
-        let next = self
-            .node
-            .link(0)
-            .map_or(ptr::null_mut(), |l| l.load(Mo::Acquire));
-        Node::from_link(next).map(|node| Entry {
+    /// The entry on `node`, a node of a list borrowed for `'a`.
+    fn at(node: Option<Node>) -> Option<Entry<'a>> {
+        node.map(|node| Entry {
             node,
             _list: PhantomData,
         })
     }
 
+    /// The entry after this one.
+    pub(crate) fn next(&self) -> Option<Entry<'a>> {
+        let next = self.node.link(0).map(|l| l.load(Mo::Acquire));
+        Entry::at(next.and_then(Node::from_link))
+    }
+
     /// The entry before this one (invariant 3).
     pub(crate) fn prev(&self) -> Option<Entry<'a>> {
-        Node::from_link(self.node.prev_link().load(Mo::Acquire)).map(|node| Entry {
-            node,
-            _list: PhantomData,
-        })
+        Entry::at(Node::from_link(self.node.prev_link().load(Mo::Acquire)))
     }
 }
 
@@ -593,32 +585,22 @@ mod tests {
     /// The memtable's order as a sortable key.
     type ModelKey = (u32, Vec<u8>, std::cmp::Reverse<u64>);
 
-    fn walk_forward(list: &SkipList) -> Vec<(u32, Vec<u8>, Vec<u8>)> {
+    /// Every entry as `(keyspace, encoded key, value)`, in order, found by walking the
+    /// links forward from the first entry or backward from the last.
+    fn walk(list: &SkipList, backward: bool) -> Vec<(u32, Vec<u8>, Vec<u8>)> {
         let mut out = Vec::new();
-        let mut e = list.first();
+        let mut e = if backward { list.last() } else { list.first() };
         while let Some(entry) = e {
             out.push((
                 entry.keyspace(),
                 entry.key().to_vec(),
                 entry.value().to_vec(),
             ));
-            e = entry.next();
+            e = if backward { entry.prev() } else { entry.next() };
         }
-        out
-    }
-
-    fn walk_backward(list: &SkipList) -> Vec<(u32, Vec<u8>, Vec<u8>)> {
-        let mut out = Vec::new();
-        let mut e = list.last();
-        while let Some(entry) = e {
-            out.push((
-                entry.keyspace(),
-                entry.key().to_vec(),
-                entry.value().to_vec(),
-            ));
-            e = entry.prev();
+        if backward {
+            out.reverse();
         }
-        out.reverse();
         out
     }
 
@@ -636,7 +618,7 @@ mod tests {
         list.insert(1, b"b", 7, b"");
         list.insert(1, b"b", 9, b"newer");
         list.insert(1, b"", 1, b"empty key");
-        let all = walk_forward(&list);
+        let all = walk(&list, false);
         let keys: Vec<(u32, Vec<u8>)> = all.iter().map(|(k, e, _)| (*k, e.clone())).collect();
         assert_eq!(
             keys,
@@ -648,7 +630,7 @@ mod tests {
             ]
         );
         assert_eq!(all[1].2, b"newer");
-        assert_eq!(walk_backward(&list), all);
+        assert_eq!(walk(&list, true), all);
         assert_eq!(list.len(), 4);
 
         let probe = |keyspace, user: &'static [u8], trailer| Probe {
@@ -719,8 +701,8 @@ mod tests {
             .iter()
             .map(|((ks, user, t), v)| (*ks, encoded(user, t.0), v.clone()))
             .collect();
-        assert_eq!(walk_forward(&list), expect);
-        assert_eq!(walk_backward(&list), expect);
+        assert_eq!(walk(&list, false), expect);
+        assert_eq!(walk(&list, true), expect);
         // Seeks land where the model's range queries do.
         for (ks, user, trailer) in [(1u32, &b"1f"[..], 5u64 << 8), (0, b"", 0), (2, b"zz", 0)] {
             let key: ModelKey = (ks, user.to_vec(), std::cmp::Reverse(trailer));
@@ -859,18 +841,14 @@ mod tests {
                 s.spawn(move || loop {
                     let finished = done.load(Mo::Acquire) == 1;
                     let before = list.len();
-                    let walk = if backward {
-                        walk_backward(list)
-                    } else {
-                        walk_forward(list)
-                    };
-                    assert!(walk.len() >= before);
-                    assert!(walk.windows(2).all(|w| w[0].1 < w[1].1));
-                    for (_, key, value) in &walk {
+                    let seen = walk(list, backward);
+                    assert!(seen.len() >= before);
+                    assert!(seen.windows(2).all(|w| w[0].1 < w[1].1));
+                    for (_, key, value) in &seen {
                         assert_eq!(key[..8], value[..]);
                     }
                     if finished {
-                        assert_eq!(walk.len(), n as usize);
+                        assert_eq!(seen.len(), n as usize);
                         break;
                     }
                 });
