@@ -70,11 +70,20 @@ pub struct Options {
     pub durability: Durability,
     /// Create the store if the directory holds none. Default: true.
     pub create_if_missing: bool,
-    /// Memtable bytes that trigger a flush to a table. Default: 64 MiB. Each memtable also
-    /// holds a bloom filter of its keys of about 1.4 % of this (10 bits per smallest
-    /// possible entry), so point lookups skip memtables that cannot hold their key.
+    /// Bytes of entries after which the active memtable is sealed and a fresh one takes
+    /// the writes. Default: 16 MiB. A small memtable keeps inserts fast (a skip-list
+    /// search touches fewer cache lines); [`Options::memtables_per_flush`] keeps the
+    /// tables a flush writes large. Each memtable also holds a bloom filter of its keys of
+    /// about 1.4 % of this (10 bits per smallest possible entry), so point lookups skip
+    /// memtables that cannot hold their key.
     pub memtable_size: usize,
-    /// Memtables that may wait to be flushed before writers are held back. Default: 2.
+    /// Sealed memtables merged into one level-0 table per keyspace by a flush. A flush
+    /// starts once this many are sealed (or [`Options::max_immutable_memtables`], if
+    /// fewer), or at once when a log-size limit, [`crate::Db::flush`] or recovery asks
+    /// for it. Default: 4, so a flush writes about 64 MiB of entries.
+    pub memtables_per_flush: usize,
+    /// Sealed memtables that may wait to be flushed before writers are held back.
+    /// Default: 8. Memtable memory is bounded by `memtable_size` times one more than this.
     pub max_immutable_memtables: usize,
     /// Log bytes that force a memtable flush, bounding recovery time. Separated values
     /// written since the last flush count too (recovery validates them, and value-log GC
@@ -170,8 +179,9 @@ impl Default for Options {
         Options {
             durability: Durability::Sync,
             create_if_missing: true,
-            memtable_size: 64 << 20,
-            max_immutable_memtables: 2,
+            memtable_size: 16 << 20,
+            memtables_per_flush: 4,
+            max_immutable_memtables: 8,
             max_wal_size: 256 << 20,
             block_cache_size: 64 << 20,
             max_open_tables: 500,
@@ -198,6 +208,14 @@ impl Default for Options {
 }
 
 impl Options {
+    /// Sealed memtables that start a flush without being asked: `memtables_per_flush`,
+    /// or `max_immutable_memtables` if fewer (writers wait at that many).
+    pub(crate) fn memtables_to_flush(&self) -> usize {
+        self.memtables_per_flush
+            .min(self.max_immutable_memtables)
+            .max(1)
+    }
+
     /// Checks that the options can be run with.
     ///
     /// # Errors
@@ -217,6 +235,9 @@ impl Options {
         }
         if self.max_immutable_memtables == 0 {
             return bad("max_immutable_memtables must be at least 1");
+        }
+        if self.memtables_per_flush == 0 {
+            return bad("memtables_per_flush must be at least 1");
         }
         if self.max_wal_size < 4096 {
             return bad("max_wal_size must be at least 4 KiB");

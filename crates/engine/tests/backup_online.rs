@@ -251,6 +251,10 @@ fn a_backup_is_a_store_that_opens_and_takes_writes() {
     for i in 0..500u32 {
         ks.insert(format!("key{i:04}"), format!("value{i}"))
             .unwrap();
+        if i == 400 {
+            // Tables to link, and log files after them to copy.
+            db.flush().unwrap();
+        }
     }
     let dest = tmp.path().join("bk");
     let info = db.backup(&dest).unwrap();

@@ -389,6 +389,7 @@ fn option_errors_are_invalid_argument_naming_the_field() {
         }),
         ("memtable_size", |o| o.memtable_size = 1023),
         ("max_immutable_memtables", |o| o.max_immutable_memtables = 0),
+        ("memtables_per_flush", |o| o.memtables_per_flush = 0),
         ("max_wal_size", |o| o.max_wal_size = 4095),
         ("block_size", |o| o.block_size = 63),
         ("block_size", |o| o.block_size = (16 << 20) + 1),

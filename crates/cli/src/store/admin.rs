@@ -105,6 +105,8 @@ fn describe(db: &Db, options: &Options) -> CliResult<Value> {
         "options": {
             "durability": format!("{:?}", options.durability),
             "memtable_size": options.memtable_size,
+            "memtables_per_flush": options.memtables_per_flush,
+            "max_immutable_memtables": options.max_immutable_memtables,
             "max_wal_size": options.max_wal_size,
             "block_cache_size": options.block_cache_size,
             "block_size": options.block_size,

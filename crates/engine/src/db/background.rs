@@ -1,12 +1,14 @@
 //! Background work and store-wide changes: the flush/compaction threads, the log thread,
 //! keyspace creation and removal, waiting for work to settle, statistics and shutdown.
 //!
-//! Scheduling: a background thread flushes the oldest sealed memtable first (writers may
-//! be waiting on it), otherwise runs the most urgent compaction of a keyspace that has
-//! none running, otherwise — at most once per `Options::expiry_check_interval` — rewrites
-//! a table whose earliest expiry has passed (`compaction::pick_expired`), otherwise
-//! sleeps until woken or the next expiry check is due. At most one flush runs at a time and at
-//! most one compaction per keyspace, so edits never conflict.
+//! Scheduling: a background thread flushes the oldest sealed memtables first (writers may
+//! be waiting on them) once `memtables_per_flush` are sealed, a flush is asked for, or no
+//! memtable has been sealed for [`IDLE_FLUSH_AFTER`]; otherwise runs the most urgent
+//! compaction of a keyspace that has none running, otherwise — at most once per
+//! `Options::expiry_check_interval` — rewrites a table whose earliest expiry has passed
+//! (`compaction::pick_expired`), otherwise sleeps until woken, the next expiry check is
+//! due or sealed memtables have idled. At most one flush runs at a time and at most one
+//! compaction per keyspace, so edits never conflict.
 //!
 //! A failed flush or compaction records the store's background error: writes fail from
 //! then on (reads continue) and the store must be reopened, which recovers from the WAL
@@ -23,6 +25,10 @@ use crate::compaction;
 use crate::error::{Error, Result};
 use crate::key::KeyspaceId;
 use crate::version::{Edit, NUM_LEVELS};
+
+/// Time after the last memtable was sealed at which sealed memtables are flushed even if
+/// fewer than `memtables_per_flush` wait.
+pub(crate) const IDLE_FLUSH_AFTER: Duration = Duration::from_secs(1);
 
 /// Counters of background work.
 #[derive(Debug, Default)]
@@ -64,7 +70,7 @@ fn background_loop(inner: &Inner) {
         if st.shutting_down {
             return;
         }
-        if st.bg_error.is_none() && !st.imm.is_empty() && !st.flushing {
+        if st.bg_error.is_none() && flush::due(&st, &inner.options) && !st.flushing {
             st.flushing = true;
             drop(st);
             let outcome = flush::flush_oldest(inner);
@@ -116,9 +122,20 @@ fn background_loop(inner: &Inner) {
             st = inner.state.lock();
             continue;
         }
-        let due = st
+        let mut due = st
             .next_expiry_check
             .saturating_duration_since(Instant::now());
+        if !st.imm.is_empty() && !st.flush_requested {
+            // Sealed memtables wait for `memtables_per_flush` of them while writes go on;
+            // once writes pause, readers should not keep merging them.
+            let idle_at = st.last_seal + IDLE_FLUSH_AFTER;
+            let now = Instant::now();
+            if now >= idle_at {
+                st.flush_requested = true;
+                continue;
+            }
+            due = due.min(idle_at - now);
+        }
         inner
             .bg_cv
             .wait_for(&mut st, due.max(Duration::from_millis(1)));
@@ -406,8 +423,15 @@ pub(crate) fn flush_and_wait(inner: &Inner) -> Result<()> {
     wait_until(inner, |st| st.imm.is_empty() && !st.flushing)
 }
 
-/// Waits until nothing is left to flush or compact.
+/// Flushes every sealed memtable and waits until nothing is left to flush or compact.
 pub(crate) fn wait_idle(inner: &Inner) -> Result<()> {
+    {
+        let mut st = inner.state.lock();
+        if !st.imm.is_empty() {
+            st.flush_requested = true;
+            inner.bg_cv.notify_all();
+        }
+    }
     wait_until(inner, |st| {
         st.imm.is_empty()
             && !st.flushing

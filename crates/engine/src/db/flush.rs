@@ -1,6 +1,11 @@
-//! Flush: the oldest sealed memtable becomes one level-0 table per keyspace, recorded in
-//! the manifest in one edit together with the new WAL low-water mark; and the deletion of
-//! files no version and no reader needs any more.
+//! Flush: the oldest sealed memtables (up to `memtables_per_flush`, merged) become one
+//! level-0 table per keyspace, recorded in the manifest in one edit together with the new
+//! WAL low-water mark; and the deletion of files no version and no reader needs any more.
+//!
+//! Memtables are small so inserts stay fast, and flushed several at a time so level-0
+//! tables stay large: compaction's work per byte depends on the tables' size, not the
+//! memtables'. A flush waits for `memtables_per_flush` sealed memtables unless one is
+//! asked for (`State::flush_requested`: `Db::flush`, a log-size limit, recovery).
 //!
 //! Order of a flush (each step durable before the next):
 //! 1. write each table and fsync it (`table::Writer::finish`), then fsync the directory;
@@ -24,6 +29,7 @@ use std::sync::Arc;
 use super::{Inner, State, MAX_MANIFEST_SIZE};
 use crate::cursor::Cursor;
 use crate::error::Result;
+use crate::iter::merge::MergingCursor;
 use crate::options::{Compression, Options};
 use crate::table::{self, TableOptions};
 use crate::version::{self, Edit, Manifest};
@@ -70,22 +76,34 @@ pub(crate) fn log_and_apply(inner: &Inner, st: &mut State, mut edit: Edit) -> Re
     Ok(())
 }
 
-/// Flushes the oldest sealed memtable, if any. Runs on a background thread; flushes are
-/// serialized by the caller (`State::flushing`).
+/// True if the sealed memtables should be flushed now: `memtables_per_flush` of them
+/// are waiting (see [`Options::memtables_to_flush`]), or a flush of all was asked for.
+pub(crate) fn due(st: &State, options: &Options) -> bool {
+    !st.imm.is_empty() && (st.flush_requested || st.imm.len() >= options.memtables_to_flush())
+}
+
+/// Flushes the oldest sealed memtables, at most `memtables_per_flush` of them, merged into
+/// one level-0 table per keyspace; does nothing if none is sealed. Runs on a background
+/// thread (or during recovery); flushes are serialized by the caller (`State::flushing`).
 pub(crate) fn flush_oldest(inner: &Inner) -> Result<()> {
-    let (mem, next_wal_id, version) = {
+    let (mems, next_wal_id, version) = {
         let st = inner.state.lock();
-        let Some(mem) = st.imm.first().cloned() else {
+        let count = st.imm.len().min(inner.options.memtables_per_flush.max(1));
+        let Some(mems) = st.imm.get(..count).filter(|sealed| !sealed.is_empty()) else {
             return Ok(());
         };
-        let next_wal_id = st.imm.get(1).map_or(st.mem.wal_id(), |m| m.wal_id());
-        (mem, next_wal_id, Arc::clone(&st.version))
+        let mems = mems.to_vec();
+        let next_wal_id = st.imm.get(count).map_or(st.mem.wal_id(), |m| m.wal_id());
+        (mems, next_wal_id, Arc::clone(&st.version))
     };
     let topts = table_options(&inner.options);
     let mut added = Vec::new();
     let mut ids = Vec::new();
     let outcome = (|| -> Result<()> {
-        for ks in mem.keyspaces() {
+        let mut keyspaces: Vec<_> = mems.iter().flat_map(|m| m.keyspaces()).collect();
+        keyspaces.sort();
+        keyspaces.dedup();
+        for ks in keyspaces {
             if version.keyspace(ks).is_none() {
                 continue; // dropped: its writes go with it
             }
@@ -94,10 +112,16 @@ pub(crate) fn flush_oldest(inner: &Inner) -> Result<()> {
             ids.push(id);
             let path = inner.dir.join(table::file_name(id));
             let mut writer = table::Writer::create(inner.fs.as_ref(), &path, id, &topts)?;
-            for t in mem.range_tombstones(ks) {
+            for t in mems.iter().flat_map(|m| m.range_tombstones(ks)) {
                 writer.add_range_tombstone(t);
             }
-            let mut cursor = mem.cursor(ks);
+            // Seqnos are unique across memtables, so the merge yields every entry once,
+            // in internal-key order; versions stay for snapshots, compaction drops them.
+            let children = mems
+                .iter()
+                .map(|m| Box::new(m.cursor(ks)) as Box<dyn Cursor>)
+                .collect();
+            let mut cursor = MergingCursor::new(children);
             cursor.seek_to_first()?;
             while cursor.valid() {
                 writer.add(cursor.key(), cursor.value())?;
@@ -117,16 +141,17 @@ pub(crate) fn flush_oldest(inner: &Inner) -> Result<()> {
     })();
     let result = outcome.and_then(|()| {
         let mut st = inner.state.lock();
-        let flushed = mem.max_seqno().max(st.version.flushed_seqno());
+        let newest = mems.iter().map(|m| m.max_seqno()).max().unwrap_or_default();
+        let flushed = newest.max(st.version.flushed_seqno());
         let live: Vec<_> = added
             .drain(..)
             .filter(|(ks, _, _)| st.version.keyspace(*ks).is_some())
             .collect();
-        // The blob files this memtable's separated values point into, recorded with the
+        // The blob files these memtables' separated values point into, recorded with the
         // tables that reference them (no table ever names a blob file the manifest lacks).
-        let blobs = mem
-            .blob_files()
-            .into_iter()
+        let blobs = mems
+            .iter()
+            .flat_map(|m| m.blob_files())
             .filter(|b| !st.version.blob_files().contains_key(&b.id))
             .collect();
         let edit = Edit {
@@ -138,8 +163,12 @@ pub(crate) fn flush_oldest(inner: &Inner) -> Result<()> {
         };
         log_and_apply(inner, &mut st, edit)?;
         st.gc_due = true;
-        if !st.imm.is_empty() {
-            st.imm.remove(0);
+        // Only flushes remove sealed memtables, and they are serialized: the first
+        // `mems.len()` are still the ones flushed.
+        let flushed_count = mems.len().min(st.imm.len());
+        st.imm.drain(..flushed_count);
+        if st.imm.is_empty() {
+            st.flush_requested = false;
         }
         super::read::install(inner, &st);
         inner.durable_seqno.fetch_max(flushed.0, Ordering::AcqRel);

@@ -76,8 +76,14 @@ pub(crate) struct State {
     pub(crate) imm: Vec<Arc<Memtable>>,
     pub(crate) version: Arc<Version>,
     pub(crate) manifest: Manifest,
-    /// Set while a flush runs (flushes are serialized, oldest memtable first).
+    /// Set while a flush runs (flushes are serialized, oldest memtables first).
     pub(crate) flushing: bool,
+    /// Flush every sealed memtable now, without waiting for `memtables_per_flush` of
+    /// them (set by `Db::flush`, a log-size limit, recovery; cleared when `imm` empties).
+    pub(crate) flush_requested: bool,
+    /// When the last memtable was sealed: sealed memtables waiting for company are
+    /// flushed anyway once writes pause for `background::IDLE_FLUSH_AFTER`.
+    pub(crate) last_seal: std::time::Instant,
     /// Keyspaces with a compaction running.
     pub(crate) compacting: Vec<KeyspaceId>,
     /// The first background failure; writes return it (as `Error::Stopped`) from then on.
@@ -361,7 +367,8 @@ impl Db {
         write::flush_wal(&self.inner, sync)
     }
 
-    /// Flushes the memtable into tables and waits until it is done.
+    /// Seals the memtable, flushes it and every other sealed memtable into tables, and
+    /// waits until that is done.
     ///
     /// # Errors
     /// Any error of the flush.
@@ -369,7 +376,8 @@ impl Db {
         background::flush_and_wait(&self.inner)
     }
 
-    /// Waits until no flush or compaction is pending (every level within its target).
+    /// Flushes every sealed memtable (not the active one) and waits until no flush or
+    /// compaction is pending (every level within its target).
     ///
     /// # Errors
     /// The background error, if one stopped the work.

@@ -192,10 +192,13 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
     let block_cache = Arc::new(BlockCache::new(options.block_cache_size));
     let state = State {
         mem: Arc::clone(&mem),
-        imm: memtables,
         version: Arc::clone(&version),
         manifest,
         flushing: false,
+        // Replayed memtables are flushed at once, however few.
+        flush_requested: !memtables.is_empty(),
+        imm: memtables,
+        last_seal: std::time::Instant::now(),
         compacting: Vec::new(),
         bg_error: None,
         shutting_down: false,

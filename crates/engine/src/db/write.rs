@@ -1115,9 +1115,14 @@ fn make_room(inner: &Inner, force: bool) -> Result<()> {
         let wal_len = inner.write.wal_len.load(Ordering::Relaxed);
         // Separated values count like log bytes: the memtable's blob files are part of
         // its unflushed state (replayed and validated by recovery, invisible to GC).
-        let full = st.mem.size() >= opts.memtable_size
-            || wal_len.saturating_add(st.mem.blob_bytes()) >= opts.max_wal_size;
+        let log_full = wal_len.saturating_add(st.mem.blob_bytes()) >= opts.max_wal_size;
+        let full = st.mem.size() >= opts.memtable_size || log_full;
         if !(full || force) || (force && st.mem.is_empty()) {
+            if force && !st.imm.is_empty() {
+                // Nothing new to seal, but what is sealed must still be flushed.
+                st.flush_requested = true;
+                inner.bg_cv.notify_all();
+            }
             return Ok(());
         }
         if st.imm.len() >= opts.max_immutable_memtables {
@@ -1126,12 +1131,15 @@ fn make_room(inner: &Inner, force: bool) -> Result<()> {
             inner.stall_cv.wait_for(&mut st, STALL_WAIT);
             continue;
         }
-        return switch_memtable(inner, &mut st);
+        // A log-size limit bounds the unflushed log, not just the active file: the
+        // memtables it seals are flushed without waiting for `memtables_per_flush`.
+        return switch_memtable(inner, &mut st, force || log_full);
     }
 }
 
-/// Seals the log file (fsync) and the memtable, and starts new ones.
-fn switch_memtable(inner: &Inner, st: &mut State) -> Result<()> {
+/// Seals the log file (fsync) and the memtable, and starts new ones; with `flush_now`,
+/// asks for every sealed memtable to be flushed at once.
+fn switch_memtable(inner: &Inner, st: &mut State, flush_now: bool) -> Result<()> {
     let id = inner.new_file_id();
     {
         let mut wal = inner.write.wal.lock();
@@ -1179,6 +1187,8 @@ fn switch_memtable(inner: &Inner, st: &mut State) -> Result<()> {
         Arc::new(Memtable::new(id, inner.options.memtable_size)),
     );
     st.imm.push(old);
+    st.flush_requested |= flush_now;
+    st.last_seal = std::time::Instant::now();
     super::read::install(inner, st);
     inner.bg_cv.notify_all();
     Ok(())
