@@ -403,7 +403,7 @@ fn separate(inner: &Inner, members: &mut [Member<'_>], mem: &Memtable) -> Result
             let Some(value) = view.body.inline() else {
                 continue;
             };
-            let handle = match wal.blob.append(op.keyspace(), op.key(), value) {
+            let handle = match wal.blob.append_gathered(op.keyspace(), op.key(), value) {
                 Ok(h) => h,
                 Err(e) => {
                     if wal.blob.is_poisoned() {
@@ -421,6 +421,11 @@ fn separate(inner: &Inner, members: &mut [Member<'_>], mem: &Memtable) -> Result
             out.push_stored(Kind::ValueHandle, op.keyspace(), op.key(), &stored)?;
         }
         *batch = Cow::Owned(out);
+    }
+    // The group's values reach the OS in one write, before any WAL record naming them.
+    if let Err(e) = wal.blob.hand_over() {
+        poison(&mut wal, &e);
+        return Err(e);
     }
     mem.attach_blob_files(wal.blob.take_sealed());
     drop(wal);

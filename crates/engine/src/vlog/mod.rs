@@ -29,9 +29,11 @@
 //! 2. Every record is bound to its place: its header checksum covers the file id and the
 //!    record's offset, and each chunk checksum covers the header checksum and the chunk's
 //!    index. A reader therefore never accepts bytes that were written for another place.
-//! 3. **Ordering (the WAL relies on it):** [`Writer::append`] returns only after the
-//!    record is handed to the OS, and a blob file is fsynced up to a record before any WAL
-//!    fsync that covers a WAL record referencing it. So a WAL record that survived a crash
+//! 3. **Ordering (the WAL relies on it):** a record is handed to the OS before any WAL
+//!    record referencing it is ([`Writer::append`] returns only after that; records of
+//!    [`Writer::append_gathered`] go at [`Writer::hand_over`], which the `Db` calls before
+//!    writing the group's WAL records), and a blob file is fsynced up to a record before
+//!    any WAL fsync that covers a WAL record referencing it. So a WAL record that survived a crash
 //!    but whose value did not is always in the WAL's unsynced tail, and
 //!    [`Reader::validate_handle`] returning `false` marks the end of the recoverable log.
 //! 4. Nothing here panics or sizes a buffer from an unchecked length on any input; memory

@@ -7,11 +7,15 @@
 //! `fdatasync`), after which it is never written again. Sealed files are reported through
 //! [`Writer::take_sealed`] as [`BlobFileMeta`] for the manifest.
 //!
-//! Every append hands the whole record to the OS before it returns (no bytes are kept in
-//! a user-space buffer between calls), so a WAL record written after it never reaches the
-//! OS ahead of the value it references. [`Writer::sync`] makes every record durable; the
-//! `Db` calls it before the WAL fsync that covers the records' handles (invariant 3 of
-//! the module `vlog`).
+//! [`Writer::append`] and [`Writer::append_from`] hand the whole record to the OS before
+//! they return. [`Writer::append_gathered`] instead keeps small records in one bounded
+//! buffer (at most `WRITE_BUF_LEN` plus one record) and hands them over together at
+//! [`Writer::hand_over`], one write for a whole write group's values instead of one per
+//! value. Every other call hands gathered records over first, so records reach the file
+//! in handle order. The `Db` calls `hand_over` before writing any WAL record that
+//! references a gathered record, so a WAL record never reaches the OS ahead of the value
+//! it references. [`Writer::sync`] makes every record durable; the `Db` calls it before
+//! the WAL fsync that covers the records' handles (invariant 3 of the module `vlog`).
 //!
 //! Streaming: [`Writer::append_from`] copies a value of known length from any
 //! [`std::io::Read`] through one bounded buffer, so a value of hundreds of MiB never sits
@@ -94,6 +98,9 @@ pub(crate) struct Writer {
     active: Option<Active>,
     sealed: Vec<BlobFileMeta>,
     buf: Vec<u8>,
+    /// Whole records of the active file gathered by [`Writer::append_gathered`] and not
+    /// yet handed to the OS; counted in the active file's `len`.
+    held: Vec<u8>,
     poisoned: bool,
 }
 
@@ -130,6 +137,7 @@ impl Writer {
             active: None,
             sealed: Vec::new(),
             buf: Vec::new(),
+            held: Vec::new(),
             poisoned: false,
         }
     }
@@ -168,6 +176,7 @@ impl Writer {
     ) -> Result<ValueHandle> {
         self.check_poisoned()?;
         check_key_len(key)?;
+        self.hand_over()?;
         let len = record_len(key.len(), value_len);
         if let Some(a) = &self.active {
             if a.len > FILE_HEADER_LEN && a.len.saturating_add(len) > self.options.max_file_len {
@@ -195,6 +204,85 @@ impl Writer {
                 Err(e)
             }
         }
+    }
+
+    /// Appends a record holding `value` for `key` of `keyspace` to the gathered records;
+    /// returns its handle, which may be used only after [`Writer::hand_over`] (or any
+    /// other call that hands gathered records over). A value of [`WRITE_BUF_LEN`] or more
+    /// is handed over at once, as by [`Writer::append`].
+    ///
+    /// # Errors
+    /// As [`Writer::append`]; a failed hand-over poisons the writer.
+    pub(crate) fn append_gathered(
+        &mut self,
+        keyspace: KeyspaceId,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<ValueHandle> {
+        self.check_poisoned()?;
+        check_key_len(key)?;
+        if value.len() >= WRITE_BUF_LEN {
+            self.hand_over()?;
+            return self.append(keyspace, key, value);
+        }
+        let value_len = u32::try_from(value.len())
+            .map_err(|_| Error::invalid(format!("value of {} bytes is too long", value.len())))?;
+        let len = record_len(key.len(), value_len);
+        if let Some(a) = &self.active {
+            if a.len > FILE_HEADER_LEN && a.len.saturating_add(len) > self.options.max_file_len {
+                self.rotate()?;
+            }
+        }
+        let active = self.active_file()?;
+        let (id, offset) = (active.id, active.len);
+        let (r, raw) = RecordRef::new(id, offset, keyspace.0, key, value_len);
+        let start = self.held.len();
+        self.held.extend_from_slice(&raw);
+        self.held.extend_from_slice(key);
+        let mut rest = value;
+        for index in 0..r.chunk_count() {
+            let chunk_len = usize::try_from(r.chunk_len(index)).unwrap_or(usize::MAX);
+            let (chunk, after) = rest.split_at(chunk_len.min(rest.len()));
+            self.held.extend_from_slice(chunk);
+            let crc = chunk_crc(r.header_crc, index as u32, chunk);
+            self.held.extend_from_slice(&crc.to_le_bytes());
+            rest = after;
+        }
+        let added = (self.held.len() - start) as u64;
+        debug_assert_eq!(added, r.end() - offset);
+        if let Some(a) = self.active.as_mut() {
+            a.len += added;
+            a.record_count += 1;
+            a.value_bytes += u64::from(value_len);
+        }
+        if self.held.len() >= WRITE_BUF_LEN {
+            self.hand_over()?;
+        }
+        Ok(ValueHandle {
+            file_id: id,
+            offset,
+            value_len,
+            check: r.header_crc,
+        })
+    }
+
+    /// Hands every gathered record to the OS (one write); from then on their handles may
+    /// be used.
+    ///
+    /// # Errors
+    /// `Error::Poisoned`, or `Error::Io` (and the writer is poisoned).
+    pub(crate) fn hand_over(&mut self) -> Result<()> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        self.check_poisoned()?;
+        let result = match self.active.as_mut() {
+            Some(a) => a.file.append(&self.held),
+            None => Err(Error::Poisoned),
+        };
+        self.held.clear();
+        self.held.shrink_to(2 * WRITE_BUF_LEN);
+        result.inspect_err(|_| self.poisoned = true)
     }
 
     fn write_record(
@@ -291,6 +379,7 @@ impl Writer {
     /// `Error::Poisoned`, or `Error::Io` (and the writer is poisoned).
     pub(crate) fn sync(&mut self) -> Result<()> {
         self.check_poisoned()?;
+        self.hand_over()?;
         if let Some(a) = self.active.as_mut() {
             if a.synced_len < a.len {
                 if let Err(e) = a.file.sync_data() {
@@ -311,6 +400,7 @@ impl Writer {
     /// `Error::Poisoned`, or `Error::Io` (and the writer is poisoned).
     pub(crate) fn rotate(&mut self) -> Result<()> {
         self.check_poisoned()?;
+        self.hand_over()?;
         let Some(mut a) = self.active.take() else {
             return Ok(());
         };
@@ -634,6 +724,100 @@ mod tests {
     }
 
     #[test]
+    fn gathered_records_reach_the_file_when_handed_over() {
+        let fs = new_fs();
+        let mut w = writer(&fs, DEFAULT_MAX_FILE_LEN);
+        let path = dir().join(file_name(10));
+        let mut handles = Vec::new();
+        for i in 0..10u64 {
+            let v = value(i, 4096);
+            handles.push((w.append_gathered(KeyspaceId(0), b"k", &v).unwrap(), v));
+        }
+        // Gathered, not written: the file holds its header only, the writer counts them.
+        assert_eq!(fs.file_len(&path).unwrap(), FILE_HEADER_LEN);
+        assert!(w.active_len() > FILE_HEADER_LEN + 10 * 4096);
+        w.hand_over().unwrap();
+        assert_eq!(fs.file_len(&path).unwrap(), w.active_len());
+        // A direct append after gathered ones lands after them, where its handle says.
+        let v = value(99, 100);
+        let gathered = w.append_gathered(KeyspaceId(0), b"g", &v).unwrap();
+        let direct = w.append(KeyspaceId(0), b"d", b"direct").unwrap();
+        assert!(direct.offset > gathered.offset);
+        handles.push((gathered, v));
+        handles.push((direct, b"direct".to_vec()));
+        let reader = Reader::new(Arc::new(fs.clone()), &dir(), 2);
+        for (h, v) in &handles {
+            assert_eq!(&reader.read(h).unwrap(), v);
+        }
+    }
+
+    #[test]
+    fn gathered_records_are_bounded_in_memory() {
+        let fs = new_fs();
+        let mut w = writer(&fs, DEFAULT_MAX_FILE_LEN);
+        let path = dir().join(file_name(10));
+        for i in 0..600u64 {
+            w.append_gathered(KeyspaceId(0), b"k", &value(i, 4096))
+                .unwrap();
+            let held = w.active_len() - fs.file_len(&path).unwrap();
+            assert!(held < WRITE_BUF_LEN as u64, "{held} bytes held");
+        }
+        assert!(fs.file_len(&path).unwrap() > WRITE_BUF_LEN as u64);
+        // A value of the buffer's size or more is written at once.
+        w.append_gathered(KeyspaceId(0), b"big", &value(1, WRITE_BUF_LEN))
+            .unwrap();
+        assert_eq!(fs.file_len(&path).unwrap(), w.active_len());
+    }
+
+    #[test]
+    fn rotation_hands_gathered_records_to_the_sealed_file() {
+        let fs = new_fs();
+        let mut w = writer(&fs, 50_000);
+        let mut handles = Vec::new();
+        for i in 0..30u64 {
+            let v = value(i, 7_000);
+            handles.push((w.append_gathered(KeyspaceId(0), b"k", &v).unwrap(), v));
+        }
+        w.rotate().unwrap();
+        let sealed = w.take_sealed();
+        assert!(sealed.len() > 3, "{sealed:?}");
+        assert_eq!(sealed.iter().map(|m| m.record_count).sum::<u64>(), 30);
+        for m in &sealed {
+            let path = dir().join(file_name(m.id));
+            assert_eq!(fs.file_len(&path).unwrap(), m.file_size);
+            assert!(scan_path(&fs, &path, true).unwrap().footer.is_some());
+        }
+        let reader = Reader::new(Arc::new(fs.clone()), &dir(), 2);
+        for (h, v) in &handles {
+            assert_eq!(&reader.read(h).unwrap(), v);
+        }
+    }
+
+    #[test]
+    fn a_failed_hand_over_poisons() {
+        let fs = new_fs();
+        let mut w = writer(&fs, DEFAULT_MAX_FILE_LEN);
+        let h = w.append(KeyspaceId(0), b"k", b"synced").unwrap();
+        w.sync().unwrap();
+        w.append_gathered(KeyspaceId(0), b"k2", b"gathered").unwrap();
+        fs.inject(Fault {
+            op: Op::Write,
+            nth: fs.op_count(Op::Write) + 1,
+            kind: FaultKind::Eio,
+            forever: false,
+        });
+        assert!(matches!(w.hand_over(), Err(Error::Io { .. })));
+        assert!(w.is_poisoned());
+        assert!(matches!(
+            w.append_gathered(KeyspaceId(0), b"x", b"y"),
+            Err(Error::Poisoned)
+        ));
+        assert!(matches!(w.sync(), Err(Error::Poisoned)));
+        let reader = Reader::new(Arc::new(fs.crash()), &dir(), 2);
+        assert_eq!(reader.read(&h).unwrap(), b"synced");
+    }
+
+    #[test]
     fn failed_create_poisons() {
         let fs = new_fs();
         let mut w = writer(&fs, DEFAULT_MAX_FILE_LEN);
@@ -667,11 +851,12 @@ mod proptests {
         #![proptest_config(ProptestConfig::with_cases(24))]
 
         /// Random records (empty to multi-chunk values, keys up to 300 bytes, a small file
-        /// limit so files rotate) read back by handle and scan back, file by file, in order.
+        /// limit so files rotate), appended directly, gathered, or gathered and handed
+        /// over, read back by handle and scan back, file by file, in order.
         #[test]
         fn random_records_round_trip(
             records in prop::collection::vec(
-                (any::<u32>(), prop::collection::vec(any::<u8>(), 0..300), 0usize..150_000, any::<u8>()),
+                (any::<u32>(), prop::collection::vec(any::<u8>(), 0..300), 0usize..150_000, any::<u8>(), 0u8..3),
                 1..12,
             ),
             max_file_len in 50_000u64..400_000,
@@ -679,9 +864,16 @@ mod proptests {
             let fs = new_fs();
             let mut w = Writer::new(Arc::new(fs.clone()), &dir(), WriterOptions { max_file_len }, ids(1));
             let mut written = Vec::new();
-            for (ks, key, len, seed) in &records {
+            for (ks, key, len, seed, mode) in &records {
                 let value: Vec<u8> = (0..*len).map(|i| (i as u8).wrapping_mul(*seed)).collect();
-                let h = w.append(KeyspaceId(*ks), key, &value).unwrap();
+                let h = if *mode == 0 {
+                    w.append(KeyspaceId(*ks), key, &value).unwrap()
+                } else {
+                    w.append_gathered(KeyspaceId(*ks), key, &value).unwrap()
+                };
+                if *mode == 2 {
+                    w.hand_over().unwrap();
+                }
                 written.push((h, *ks, key.clone(), value));
             }
             w.rotate().unwrap();
