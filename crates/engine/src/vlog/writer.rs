@@ -799,7 +799,8 @@ mod tests {
         let mut w = writer(&fs, DEFAULT_MAX_FILE_LEN);
         let h = w.append(KeyspaceId(0), b"k", b"synced").unwrap();
         w.sync().unwrap();
-        w.append_gathered(KeyspaceId(0), b"k2", b"gathered").unwrap();
+        w.append_gathered(KeyspaceId(0), b"k2", b"gathered")
+            .unwrap();
         fs.inject(Fault {
             op: Op::Write,
             nth: fs.op_count(Op::Write) + 1,
