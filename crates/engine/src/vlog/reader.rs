@@ -13,7 +13,10 @@
 //! invariant 3; FORMAT.md §7).
 //!
 //! Open files: at most `max_open_files` stay open, the least recently used is closed
-//! first. The `Db` calls [`Reader::forget`] when it deletes a blob file.
+//! first. The `Db` calls [`Reader::forget`] when it deletes a blob file. Each open file
+//! keeps the length last learned from the file system; blob files only grow, so a record
+//! that ends within it is within the file, and only a record that seems to end past it
+//! makes the reader ask the file system again (the active file grows while it is read).
 //!
 //! Thread-safety: `Send + Sync`; reads take the cache lock only to find the file.
 
@@ -35,10 +38,17 @@ use crate::fs::{FileSystem, ReadableFile};
 /// Default number of blob files kept open.
 pub(crate) const DEFAULT_OPEN_FILES: usize = 64;
 
+/// An open blob file, when it was last used, and its length when last asked.
+struct Open {
+    file: Arc<dyn ReadableFile>,
+    used: u64,
+    len: u64,
+}
+
 struct FileCache {
     capacity: usize,
     clock: u64,
-    files: HashMap<u64, (Arc<dyn ReadableFile>, u64)>,
+    files: HashMap<u64, Open>,
 }
 
 /// Reads values from the blob files of one directory; see the module documentation.
@@ -81,33 +91,48 @@ impl Reader {
         self.dir.join(file_name(id))
     }
 
-    /// Blob file `id`, opened if it is not in the cache.
-    fn file(&self, id: u64) -> Result<Arc<dyn ReadableFile>> {
+    /// Blob file `id`, opened if it is not in the cache, and its known length.
+    fn file(&self, id: u64) -> Result<(Arc<dyn ReadableFile>, u64)> {
         {
             let mut cache = self.cache.lock();
             cache.clock += 1;
             let now = cache.clock;
-            if let Some((file, used)) = cache.files.get_mut(&id) {
-                *used = now;
-                return Ok(Arc::clone(file));
+            if let Some(open) = cache.files.get_mut(&id) {
+                open.used = now;
+                return Ok((Arc::clone(&open.file), open.len));
             }
         }
         // Open outside the lock; two racing opens of one file are harmless.
         let file: Arc<dyn ReadableFile> = Arc::from(self.fs.open_read(&self.path(id))?);
+        let len = file.len()?;
         let mut cache = self.cache.lock();
         if cache.files.len() >= cache.capacity && !cache.files.contains_key(&id) {
             let oldest = cache
                 .files
                 .iter()
-                .min_by_key(|(_, (_, used))| *used)
+                .min_by_key(|(_, open)| open.used)
                 .map(|(id, _)| *id);
             if let Some(oldest) = oldest {
                 cache.files.remove(&oldest);
             }
         }
-        let now = cache.clock;
-        cache.files.insert(id, (Arc::clone(&file), now));
-        Ok(file)
+        let used = cache.clock;
+        cache.files.insert(
+            id,
+            Open {
+                file: Arc::clone(&file),
+                used,
+                len,
+            },
+        );
+        Ok((file, len))
+    }
+
+    /// Records that blob file `id` is now `len` bytes long (it only grows).
+    fn note_len(&self, id: u64, len: u64) {
+        if let Some(open) = self.cache.lock().files.get_mut(&id) {
+            open.len = open.len.max(len);
+        }
     }
 
     /// Closes blob file `id` if it is open (before it is deleted, or after a GC).
@@ -135,9 +160,16 @@ impl Reader {
     )> {
         self.reads
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let file = self.file(handle.file_id)?;
-        let file_len = file.len()?;
-        let found = read_record(file.as_ref(), handle.file_id, handle.offset, file_len)?;
+        let (file, known_len) = self.file(handle.file_id)?;
+        let mut found = read_record(file.as_ref(), handle.file_id, handle.offset, known_len)?;
+        if matches!(found, Err(Reason::Truncated)) {
+            // Past the length last seen: the file may have grown since.
+            let file_len = file.len()?;
+            if file_len > known_len {
+                self.note_len(handle.file_id, file_len);
+                found = read_record(file.as_ref(), handle.file_id, handle.offset, file_len)?;
+            }
+        }
         let checked = found.and_then(|(r, _key)| {
             if r.header_crc == handle.check && r.value_len == handle.value_len {
                 Ok(r)
@@ -323,6 +355,34 @@ mod tests {
         assert_eq!(buf, v[..CHUNK_LEN as usize]);
         let e = s.read(&mut buf).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+    }
+
+    #[test]
+    fn records_appended_after_the_file_was_opened_are_read() {
+        let first = value(5_000);
+        let (fs, h) = setup(&[(1, first.clone())]);
+        let r = Reader::new(Arc::new(fs.clone()), Path::new("/db"), DEFAULT_OPEN_FILES);
+        assert_eq!(r.read(&h[0]).unwrap(), first); // opens the file, learns its length
+        let path = Path::new("/db").join(file_name(1));
+        let at = fs.file_len(&path).unwrap();
+        let second = value(9_000);
+        let mut bytes = Vec::new();
+        let rec = encode_record(&mut bytes, 1, at, 0, b"key2", &second);
+        let later = ValueHandle {
+            file_id: 1,
+            offset: at,
+            value_len: rec.value_len,
+            check: rec.header_crc,
+        };
+        // Part of the record reaches the file first: short, whatever length is known.
+        let mut file = fs.open_append(&path).unwrap();
+        file.append(&bytes[..40]).unwrap();
+        assert!(matches!(r.read(&later), Err(Error::Corruption(_))));
+        assert!(!r.validate_handle(&later).unwrap());
+        file.append(&bytes[40..]).unwrap();
+        assert_eq!(r.read(&later).unwrap(), second);
+        assert!(r.validate_handle(&later).unwrap());
+        assert_eq!(r.read(&h[0]).unwrap(), first);
     }
 
     #[test]
