@@ -79,8 +79,10 @@ pub struct Options {
     pub memtable_size: usize,
     /// Sealed memtables merged into one level-0 table per keyspace by a flush. A flush
     /// starts once this many are sealed (or [`Options::max_immutable_memtables`], if
-    /// fewer), or at once when a log-size limit, [`crate::Db::flush`] or recovery asks
-    /// for it. Default: 4, so a flush writes about 64 MiB of entries.
+    /// fewer), or at once for every sealed memtable when [`crate::Db::flush`],
+    /// [`crate::Db::wait_for_compactions`], the `max_wal_size` limit or recovery asks
+    /// for it, or when no memtable has been sealed for a second. Default: 4, so a flush
+    /// writes about 64 MiB of entries.
     pub memtables_per_flush: usize,
     /// Sealed memtables that may wait to be flushed before writers are held back.
     /// Default: 8. Memtable memory is bounded by `memtable_size` times one more than this.

@@ -25,7 +25,7 @@
 //!    is fsynced at the end). They are not atomic: after an error the batches committed
 //!    before it stay.
 //! 3. An export appears at its final names only complete and synced (see [`export`]).
-//! 4. Every write goes through [`stage`], the one place that turns an entry (with its tag,
+//! 4. Every write goes through `stage`, the one place that turns an entry (with its tag,
 //!    metadata and expiry) into a write.
 
 mod cbor;
@@ -397,7 +397,7 @@ pub(crate) fn stage(
 ///
 /// # Errors
 /// `BadInput` naming the line or record of malformed input; `InvalidArgument` for an
-/// entry with attributes (see [`stage`]) or one the store refuses (a value too large);
+/// entry with attributes (see `stage`) or one the store refuses (a value too large);
 /// `Io`, `Poisoned`, `Stopped` from the writes. Batches committed before the error stay.
 pub fn restore<R: BufRead>(
     db: &Db,
