@@ -177,12 +177,7 @@ impl Writer {
         self.check_poisoned()?;
         check_key_len(key)?;
         self.hand_over()?;
-        let len = record_len(key.len(), value_len);
-        if let Some(a) = &self.active {
-            if a.len > FILE_HEADER_LEN && a.len.saturating_add(len) > self.options.max_file_len {
-                self.rotate()?;
-            }
-        }
+        self.make_room(record_len(key.len(), value_len))?;
         let len_before = self.active_len();
         let result = self.write_record(keyspace, key, value_len, source);
         match result {
@@ -227,12 +222,7 @@ impl Writer {
         }
         let value_len = u32::try_from(value.len())
             .map_err(|_| Error::invalid(format!("value of {} bytes is too long", value.len())))?;
-        let len = record_len(key.len(), value_len);
-        if let Some(a) = &self.active {
-            if a.len > FILE_HEADER_LEN && a.len.saturating_add(len) > self.options.max_file_len {
-                self.rotate()?;
-            }
-        }
+        self.make_room(record_len(key.len(), value_len))?;
         let active = self.active_file()?;
         let (id, offset) = (active.id, active.len);
         let (r, raw) = RecordRef::new(id, offset, keyspace.0, key, value_len);
@@ -264,6 +254,17 @@ impl Writer {
             value_len,
             check: r.header_crc,
         })
+    }
+
+    /// Seals the active file if a record of `len` bytes would take it past the size limit
+    /// (a file holding no record yet takes any record).
+    fn make_room(&mut self, len: u64) -> Result<()> {
+        if let Some(a) = &self.active {
+            if a.len > FILE_HEADER_LEN && a.len.saturating_add(len) > self.options.max_file_len {
+                self.rotate()?;
+            }
+        }
+        Ok(())
     }
 
     /// Hands every gathered record to the OS (one write); from then on their handles may
@@ -500,6 +501,16 @@ mod tests {
         (0..len).map(|j| (i as usize * 31 + j * 7) as u8).collect()
     }
 
+    /// Makes the next `op` on `fs` fail with `kind`.
+    fn fail_next(fs: &MemFs, op: Op, kind: FaultKind) {
+        fs.inject(Fault {
+            op,
+            nth: fs.op_count(op) + 1,
+            kind,
+            forever: false,
+        });
+    }
+
     fn writer(fs: &MemFs, max_file_len: u64) -> Writer {
         Writer::new(
             Arc::new(fs.clone()),
@@ -694,12 +705,7 @@ mod tests {
         let mut w = writer(&fs, DEFAULT_MAX_FILE_LEN);
         let h = w.append(KeyspaceId(0), b"k", b"synced").unwrap();
         w.sync().unwrap();
-        fs.inject(Fault {
-            op,
-            nth: fs.op_count(op) + 1,
-            kind,
-            forever: false,
-        });
+        fail_next(&fs, op, kind);
         let r = w
             .append(KeyspaceId(0), b"k2", b"lost?")
             .and_then(|_| w.sync());
@@ -801,12 +807,7 @@ mod tests {
         w.sync().unwrap();
         w.append_gathered(KeyspaceId(0), b"k2", b"gathered")
             .unwrap();
-        fs.inject(Fault {
-            op: Op::Write,
-            nth: fs.op_count(Op::Write) + 1,
-            kind: FaultKind::Eio,
-            forever: false,
-        });
+        fail_next(&fs, Op::Write, FaultKind::Eio);
         assert!(matches!(w.hand_over(), Err(Error::Io { .. })));
         assert!(w.is_poisoned());
         assert!(matches!(
@@ -822,12 +823,7 @@ mod tests {
     fn failed_create_poisons() {
         let fs = new_fs();
         let mut w = writer(&fs, DEFAULT_MAX_FILE_LEN);
-        fs.inject(Fault {
-            op: Op::SyncDir,
-            nth: fs.op_count(Op::SyncDir) + 1,
-            kind: FaultKind::Eio,
-            forever: false,
-        });
+        fail_next(&fs, Op::SyncDir, FaultKind::Eio);
         assert!(matches!(
             w.append(KeyspaceId(0), b"k", b"v"),
             Err(Error::Io { .. })
