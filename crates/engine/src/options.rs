@@ -92,7 +92,11 @@ pub struct Options {
     /// only sees flushed blob files), so this also bounds the unflushed value log.
     /// Default: 256 MiB.
     pub max_wal_size: u64,
-    /// Bytes of decoded table blocks kept in memory. Default: 64 MiB.
+    /// Bytes of decoded table blocks kept in memory. Default: 64 MiB. While the cache has
+    /// room it keeps every block read; once full, it keeps a block only when the block is
+    /// missed a second time soon after the first (within a quarter of a cache's worth of
+    /// misses), so blocks read once evict nothing ([`Stats::cache_refused`](crate::Stats)
+    /// counts the others).
     pub block_cache_size: usize,
     /// Table files kept open (each holds a file descriptor); the least recently used is
     /// closed when another is needed. Default: 500, which fits the common 1,024-descriptor

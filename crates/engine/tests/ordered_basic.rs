@@ -290,3 +290,45 @@ fn compact_merges_everything_into_one_level() {
     );
     assert_eq!(ks.get("k00500").unwrap(), None);
 }
+
+/// A full block cache keeps a block missed twice in a row, refuses (and counts) blocks
+/// missed once, and every read returns the right value either way.
+#[test]
+fn a_full_block_cache_keeps_blocks_read_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        block_cache_size: 256 << 10,
+        durability: Durability::Buffered,
+        compression: cairn::Compression::None,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    let ks = db.keyspace("data").unwrap();
+    let key = |i: u32| format!("key{i:08}");
+    let value = |i: u32| format!("{i:0>200}");
+    for i in 0..20_000 {
+        ks.insert(key(i), value(i)).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    // One pass over 4 MB of blocks through a 256 KiB cache: it fills, then refuses.
+    for i in 0..20_000 {
+        assert_eq!(ks.get(key(i)).unwrap(), Some(value(i).into_bytes()));
+    }
+    let after_pass = db.stats();
+    assert!(after_pass.cache_refused > 0, "{after_pass:?}");
+    assert!(after_pass.cache_misses > after_pass.cache_refused);
+    // A key read twice in a row is cached by the second read: the third one hits.
+    let probe = 12_345;
+    for _ in 0..2 {
+        assert_eq!(ks.get(key(probe)).unwrap(), Some(value(probe).into_bytes()));
+    }
+    let before = db.stats();
+    assert_eq!(ks.get(key(probe)).unwrap(), Some(value(probe).into_bytes()));
+    let after = db.stats();
+    assert_eq!(
+        after.cache_misses, before.cache_misses,
+        "{before:?} {after:?}"
+    );
+    assert!(after.cache_hits > before.cache_hits);
+}

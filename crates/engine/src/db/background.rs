@@ -476,6 +476,7 @@ pub(crate) fn stats(inner: &Inner) -> Stats {
         compactions: c.compactions.load(Ordering::Relaxed),
         cache_hits: inner.block_cache.hits(),
         cache_misses: inner.block_cache.misses(),
+        cache_refused: inner.block_cache.refused(),
         write_stalls: c.stalls.load(Ordering::Relaxed),
     }
 }

@@ -202,6 +202,10 @@ pub struct Stats {
     pub cache_hits: u64,
     /// Block-cache misses.
     pub cache_misses: u64,
+    /// Missed blocks the block cache did not keep: a full cache keeps a block only when it
+    /// is missed again soon after (see `Options::block_cache_size`). Many refusals with a
+    /// low hit rate mean the data read is much larger than the cache.
+    pub cache_refused: u64,
     /// Times a writer was slowed or held for background work.
     pub write_stalls: u64,
 }

@@ -254,9 +254,10 @@ pub(crate) fn get(
     lookup::<Lazy>(inner, keyspace, key, snapshot)
 }
 
-/// Blocks a scan adds to the block cache per table, from the start of the scan: short
-/// range reads (a seek and a few entries) stay cached like point reads; the rest of a long
-/// scan does not evict the working set.
+/// Blocks a scan offers to the block cache per table, from the start of the scan: short
+/// range reads (a seek and a few entries) are cached like point reads (on their second
+/// miss once the cache is full, see `table::cache`); the rest of a long scan does not
+/// evict the working set.
 const SCAN_FILL_BLOCKS: u32 = 2;
 
 /// A merged cursor over every source of `keyspace` in `sv`. With `keys_only`, the

@@ -114,7 +114,8 @@ impl Doorkeeper {
     fn slot(&self, key: Key) -> (usize, u64) {
         let h = (key.0.wrapping_mul(0xD6E8_FEB8_6659_FD93) ^ key.1.rotate_left(17))
             .wrapping_mul(0x94D0_49BB_1331_11EB);
-        let bit = (h >> (64 - self.bits_log2)) as usize;
+        // The top `bits_log2` bits; none (bit 0 of no word) for an empty bitset.
+        let bit = h.checked_shr(64 - self.bits_log2).unwrap_or(0) as usize;
         (bit / 64, 1u64 << (bit % 64))
     }
 

@@ -392,18 +392,18 @@ impl Reader {
         Ok(None)
     }
 
-    /// A cursor over every entry; data blocks it reads are added to the cache.
+    /// A cursor over every entry; data blocks it reads are offered to the cache.
     pub(crate) fn iter(self: &Arc<Self>) -> TableIter {
         TableIter::new(Arc::clone(self), u32::MAX)
     }
 
-    /// A cursor over every entry that uses cached blocks but does not add the blocks it
+    /// A cursor over every entry that uses cached blocks but does not offer the blocks it
     /// reads (for long scans and compaction, which would evict the working set).
     pub(crate) fn iter_no_fill(self: &Arc<Self>) -> TableIter {
         TableIter::new(Arc::clone(self), 0)
     }
 
-    /// A cursor that adds only the first `blocks` blocks it reads from the file to the
+    /// A cursor that offers only the first `blocks` blocks it reads from the file to the
     /// cache: short range reads stay cached, a long scan does not evict the working set.
     pub(crate) fn iter_fill_first(self: &Arc<Self>, blocks: u32) -> TableIter {
         TableIter::new(Arc::clone(self), blocks)
@@ -565,7 +565,7 @@ impl Reader {
     }
 
     /// The data block at `handle`, from the cache or the file, and whether it came from
-    /// the file; a block read from the file enters the cache if `fill_cache`. With
+    /// the file; a block read from the file is offered to the cache if `fill_cache`. With
     /// `readahead`, sequential reads from the file go through it.
     fn data_block_ahead(
         &self,
