@@ -685,6 +685,12 @@ impl WritableFile for MemWritable {
         Ok(())
     }
 
+    /// One write of the concatenation, as `writev` is one write call: a fault injected on
+    /// the next write fails the whole of it.
+    fn append_parts(&mut self, parts: &[&[u8]]) -> Result<()> {
+        self.append(&parts.concat())
+    }
+
     fn sync_data(&mut self) -> Result<()> {
         let mut st = self.state.lock();
         match st.check(Op::Sync, &self.path, "fsync") {

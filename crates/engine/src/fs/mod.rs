@@ -123,6 +123,16 @@ pub(crate) trait WritableFile: Send + fmt::Debug {
     /// Appends all of `data` (handed to the OS; not durable until a sync).
     fn append(&mut self, data: &[u8]) -> Result<()>;
 
+    /// Appends the concatenation of `parts`, in order, as one [`WritableFile::append`] of
+    /// it would, without first copying the parts together. The default appends them one
+    /// by one; a file system that can hand them to the OS in one call (`writev`) does.
+    fn append_parts(&mut self, parts: &[&[u8]]) -> Result<()> {
+        for part in parts {
+            self.append(part)?;
+        }
+        Ok(())
+    }
+
     /// Makes the file's data (and the length needed to read it) durable: `fdatasync`.
     fn sync_data(&mut self) -> Result<()>;
 
