@@ -79,6 +79,9 @@ struct Args {
     /// Random lookups per constant store.
     #[arg(long, default_value_t = 1_000_000)]
     constant_lookups: u64,
+    /// Skip the ordered workloads (run only the large-value and constant-store ones).
+    #[arg(long)]
+    no_ordered: bool,
     /// Skip the large-value workloads.
     #[arg(long)]
     no_large: bool,
@@ -260,7 +263,8 @@ fn run(args: &Args) -> anyhow::Result<report::Report> {
         report.noise = Some(noise::measure(Duration::from_secs(args.noise_seconds)));
     }
 
-    for &threads in &args.threads {
+    let thread_counts: &[usize] = if args.no_ordered { &[] } else { &args.threads };
+    for &threads in thread_counts {
         let plan = Plan {
             num: args.num,
             threads,
