@@ -9,8 +9,9 @@
 //!
 //! [`Writer::append`] and [`Writer::append_from`] hand the whole record to the OS before
 //! they return; `append` hands an in-memory value's chunks over in place, between the
-//! header and the chunk checksums, with vectored appends (no copy of the value). [`Writer::append_gathered`] instead keeps small records in one bounded
-//! buffer (at most `WRITE_BUF_LEN` plus one record) and hands them over together at
+//! header and the chunk checksums, with vectored appends (no copy of the value).
+//! [`Writer::append_gathered`] instead keeps small records in one bounded buffer (at most
+//! `WRITE_BUF_LEN` plus one record) and hands them over together at
 //! [`Writer::hand_over`], one write for a whole write group's values instead of one per
 //! value. Every other call hands gathered records over first, so records reach the file
 //! in handle order. The `Db` calls `hand_over` before writing any WAL record that
@@ -401,6 +402,8 @@ impl Writer {
         head.extend_from_slice(&raw);
         head.extend_from_slice(key);
         let mut written = 0u64;
+        // The first append carries the header (alone, for an empty value); the loop ends
+        // at the first group with nothing left to write.
         let result = (|| -> Result<()> {
             let mut head_part: &[u8] = &head;
             let mut first_chunk = 0u64;
