@@ -402,40 +402,30 @@ impl Writer {
         head.extend_from_slice(&raw);
         head.extend_from_slice(key);
         let mut written = 0u64;
-        // The first append carries the header (alone, for an empty value); the loop ends
-        // at the first group with nothing left to write.
-        let result = (|| -> Result<()> {
-            let mut head_part: &[u8] = &head;
-            let mut first_chunk = 0u64;
-            let mut groups = value.chunks(GROUP_LEN);
-            loop {
-                let group = groups.next().unwrap_or_default();
-                let mut crcs = [[0u8; CHUNK_CRC_BYTES]; CHUNKS_PER_APPEND];
-                let mut parts: Vec<&[u8]> = Vec::with_capacity(1 + 2 * CHUNKS_PER_APPEND);
-                if !head_part.is_empty() {
-                    parts.push(head_part);
-                }
-                for ((index, chunk), crc) in (first_chunk..)
-                    .zip(group.chunks(CHUNK_LEN as usize))
-                    .zip(&mut crcs)
-                {
-                    *crc = chunk_crc(r.header_crc, index as u32, chunk).to_le_bytes();
-                    first_chunk = index + 1;
-                    parts.push(chunk);
-                    parts.push(crc);
-                }
-                if parts.is_empty() {
-                    return Ok(());
-                }
-                let len: usize = parts.iter().map(|p| p.len()).sum();
-                match self.active.as_mut() {
-                    Some(a) => a.file.append_parts(&parts)?,
-                    None => return Err(Error::Poisoned),
-                }
-                written += len as u64;
-                head_part = &[];
-            }
-        })();
+        let result = if value.is_empty() {
+            self.append_raw_parts(&[&head], &mut written)
+        } else {
+            // The first append carries the header with the first group of chunks.
+            value
+                .chunks(GROUP_LEN)
+                .enumerate()
+                .try_for_each(|(group_index, group)| {
+                    let mut crcs = [[0u8; CHUNK_CRC_BYTES]; CHUNKS_PER_APPEND];
+                    let mut parts: Vec<&[u8]> = Vec::with_capacity(1 + 2 * CHUNKS_PER_APPEND);
+                    if group_index == 0 {
+                        parts.push(&head);
+                    }
+                    for ((i, chunk), crc) in
+                        group.chunks(CHUNK_LEN as usize).enumerate().zip(&mut crcs)
+                    {
+                        let index = (group_index * CHUNKS_PER_APPEND + i) as u32;
+                        *crc = chunk_crc(r.header_crc, index, chunk).to_le_bytes();
+                        parts.push(chunk);
+                        parts.push(crc);
+                    }
+                    self.append_raw_parts(&parts, &mut written)
+                })
+        };
         head.clear();
         self.buf = head;
         if let Some(a) = self.active.as_mut() {
@@ -451,6 +441,17 @@ impl Writer {
             Some(a) => a.file.append(bytes),
             None => Err(Error::Poisoned),
         }
+    }
+
+    /// Appends `parts` to the active file in one vectored append; adds their length to
+    /// `written` once they are handed over.
+    fn append_raw_parts(&mut self, parts: &[&[u8]], written: &mut u64) -> Result<()> {
+        match self.active.as_mut() {
+            Some(a) => a.file.append_parts(parts)?,
+            None => return Err(Error::Poisoned),
+        }
+        *written += parts.iter().map(|p| p.len() as u64).sum::<u64>();
+        Ok(())
     }
 
     /// The active file, created if there is none.
