@@ -4,6 +4,9 @@
 //! return `Ok(None)`. Bytes on disk that disagree with a `FORMAT.md` become
 //! [`Error::Corruption`], which names the file, the byte offset and what was wrong, so a
 //! user can act on it (restore, rebuild the index, report a bug) without a debugger.
+//!
+//! An error's `Display` text is complete, its cause included, so `source()` returns
+//! `None`: printed through any error reporter, each message appears once.
 
 use std::fmt;
 use std::io;
@@ -200,7 +203,7 @@ pub enum Error {
     Stopped {
         /// What failed: `"flush"`, `"compaction"` or `"manifest write"`.
         during: &'static str,
-        /// The original failure (e.g. `Io` with ENOSPC); also given by `source()`.
+        /// The original failure (e.g. `Io` with ENOSPC); its text is part of this error's.
         cause: Box<Error>,
     },
     /// A counter operation ([`crate::Keyspace::incr`], [`crate::Keyspace::decr`]) found a
@@ -438,12 +441,52 @@ impl fmt::Display for Shown<'_> {
     }
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Io { source, .. } => Some(source),
-            Error::Stopped { cause, .. } => Some(cause.as_ref()),
-            _ => None,
+/// `source()` is `None` for every variant: the `Display` text already includes the cause
+/// (the OS message of `Io`, the original failure of `Stopped`), and an error reporter that
+/// walks the chain (anyhow's `{:#}`, `eyre`) would print it twice. The cause itself is a
+/// field of the variant: match `Error::Io { source, .. }` for the `io::Error`.
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    /// The full report an error reporter prints: the error, then each `source()` in turn
+    /// (what anyhow's `{:#}` does).
+    fn chain(e: &Error) -> String {
+        let mut out = e.to_string();
+        let mut next = e.source();
+        while let Some(s) = next {
+            out.push_str(": ");
+            out.push_str(&s.to_string());
+            next = s.source();
         }
+        out
+    }
+
+    #[test]
+    fn a_reported_chain_names_the_os_message_once() {
+        let io = io::Error::new(io::ErrorKind::NotFound, "No such file or directory");
+        let e = Error::io(Path::new("/s/CURRENT"), "open", io);
+        let report = chain(&e);
+        assert_eq!(
+            report.matches("No such file or directory").count(),
+            1,
+            "{report}"
+        );
+        assert!(report.contains("/s/CURRENT"), "{report}");
+
+        let stopped = Error::Stopped {
+            during: "flush",
+            cause: Box::new(e.duplicate()),
+        };
+        let report = chain(&stopped);
+        assert_eq!(
+            report.matches("No such file or directory").count(),
+            1,
+            "{report}"
+        );
+        assert!(report.contains("flush failed earlier"), "{report}");
     }
 }

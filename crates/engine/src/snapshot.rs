@@ -65,6 +65,12 @@ impl Pin {
     pub(crate) fn seqno(&self) -> SeqNo {
         self.seqno
     }
+
+    /// True if this pin is held in `registry` (the registry of the store it was taken
+    /// from).
+    pub(crate) fn is_in(&self, registry: &Arc<Registry>) -> bool {
+        Arc::ptr_eq(&self.registry, registry)
+    }
 }
 
 impl Drop for Pin {

@@ -82,6 +82,22 @@ impl Keyspace {
         }
     }
 
+    /// The seqno `snapshot` reads at, if it was taken from this keyspace's store.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a snapshot of another store: its seqno means nothing here.
+    fn at(&self, snapshot: &Snapshot) -> Result<Option<SeqNo>> {
+        if snapshot.pin.is_in(&self.db.inner.snapshots) {
+            Ok(Some(SeqNo(snapshot.seqno())))
+        } else {
+            Err(Error::invalid(format!(
+                "the snapshot was taken from another store than the one of keyspace {:?} ({})",
+                self.name,
+                self.db.inner.dir.display()
+            )))
+        }
+    }
+
     /// Sets `key` to `value` with the store's default durability.
     ///
     /// # Errors
@@ -401,12 +417,7 @@ impl Keyspace {
     /// As [`Keyspace::get`].
     pub fn get_at(&self, key: impl AsRef<[u8]>, snapshot: &Snapshot) -> Result<Option<Vec<u8>>> {
         self.check_live()?;
-        read::get(
-            &self.db.inner,
-            self.id,
-            key.as_ref(),
-            Some(SeqNo(snapshot.seqno())),
-        )
+        read::get(&self.db.inner, self.id, key.as_ref(), self.at(snapshot)?)
     }
 
     /// Everything about the entry of `key` except its value ([`Head`]), if present; reads
@@ -425,12 +436,7 @@ impl Keyspace {
     /// As [`Keyspace::get`].
     pub fn head_at(&self, key: impl AsRef<[u8]>, snapshot: &Snapshot) -> Result<Option<Head>> {
         self.check_live()?;
-        read::lookup::<Head>(
-            &self.db.inner,
-            self.id,
-            key.as_ref(),
-            Some(SeqNo(snapshot.seqno())),
-        )
+        read::lookup::<Head>(&self.db.inner, self.id, key.as_ref(), self.at(snapshot)?)
     }
 
     /// The [`Head`]s of the entries with keys in `range`, ascending (or descending with
@@ -438,7 +444,7 @@ impl Keyspace {
     pub fn range_heads<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> read::HeadIter {
         let lo = to_bound(range.start_bound().map(|k| k.as_ref()));
         let hi = to_bound(range.end_bound().map(|k| k.as_ref()));
-        read::HeadIter::new(&self.db.inner, self.id, lo, hi, None)
+        read::HeadIter::new(&self.db.inner, self.id, lo, hi, Ok(None))
     }
 
     /// [`Keyspace::range_heads`] as of `snapshot`.
@@ -449,7 +455,7 @@ impl Keyspace {
     ) -> read::HeadIter {
         let lo = to_bound(range.start_bound().map(|k| k.as_ref()));
         let hi = to_bound(range.end_bound().map(|k| k.as_ref()));
-        let at = Some(SeqNo(snapshot.seqno()));
+        let at = self.at(snapshot);
         read::HeadIter::new(&self.db.inner, self.id, lo, hi, at)
     }
 
@@ -462,7 +468,7 @@ impl Keyspace {
     ) -> read::EntryIter {
         let lo = to_bound(range.start_bound().map(|k| k.as_ref()));
         let hi = to_bound(range.end_bound().map(|k| k.as_ref()));
-        let at = Some(SeqNo(snapshot.seqno()));
+        let at = self.at(snapshot);
         read::EntryIter::new(&self.db.inner, self.id, lo, hi, at)
     }
 
@@ -474,20 +480,20 @@ impl Keyspace {
         snapshot: &Snapshot,
     ) -> read::EntryIter {
         let b = Bounds::prefix(prefix.as_ref());
-        let at = Some(SeqNo(snapshot.seqno()));
+        let at = self.at(snapshot);
         read::EntryIter::new(&self.db.inner, self.id, b.lo, b.hi, at)
     }
 
     /// The [`Head`]s of the entries whose key starts with `prefix`, ascending.
     pub fn prefix_heads(&self, prefix: impl AsRef<[u8]>) -> read::HeadIter {
         let b = Bounds::prefix(prefix.as_ref());
-        read::HeadIter::new(&self.db.inner, self.id, b.lo, b.hi, None)
+        read::HeadIter::new(&self.db.inner, self.id, b.lo, b.hi, Ok(None))
     }
 
     /// [`Keyspace::prefix_heads`] as of `snapshot`.
     pub fn prefix_heads_at(&self, prefix: impl AsRef<[u8]>, snapshot: &Snapshot) -> read::HeadIter {
         let b = Bounds::prefix(prefix.as_ref());
-        let at = Some(SeqNo(snapshot.seqno()));
+        let at = self.at(snapshot);
         read::HeadIter::new(&self.db.inner, self.id, b.lo, b.hi, at)
     }
 
@@ -513,7 +519,7 @@ impl Keyspace {
     /// As [`Keyspace::get`].
     pub fn len_at(&self, snapshot: &Snapshot) -> Result<u64> {
         self.check_live()?;
-        read::count(&self.db.inner, self.id, Some(SeqNo(snapshot.seqno())))
+        read::count(&self.db.inner, self.id, self.at(snapshot)?)
     }
 
     /// True if the keyspace holds no key. Stops at the first live key, but a keyspace
@@ -548,7 +554,7 @@ impl Keyspace {
     /// The pairs with keys in `range`, ascending (or descending with `.rev()`). A scan of a
     /// dropped keyspace yields one `InvalidArgument` error.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> read::Iter {
-        self.range_inner(range, None)
+        self.range_inner(range, Ok(None))
     }
 
     /// [`Keyspace::range`] as of `snapshot`.
@@ -557,13 +563,13 @@ impl Keyspace {
         range: R,
         snapshot: &Snapshot,
     ) -> read::Iter {
-        self.range_inner(range, Some(SeqNo(snapshot.seqno())))
+        self.range_inner(range, self.at(snapshot))
     }
 
     fn range_inner<K: AsRef<[u8]>, R: RangeBounds<K>>(
         &self,
         range: R,
-        snapshot: Option<SeqNo>,
+        snapshot: Result<Option<SeqNo>>,
     ) -> read::Iter {
         let lo = to_bound(range.start_bound().map(|k| k.as_ref()));
         let hi = to_bound(range.end_bound().map(|k| k.as_ref()));
@@ -577,21 +583,21 @@ impl Keyspace {
             self.id,
             Bound::Unbounded,
             Bound::Unbounded,
-            None,
+            Ok(None),
         )
     }
 
     /// The pairs whose key starts with `prefix`, ascending.
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> read::Iter {
-        self.prefix_inner(prefix.as_ref(), None)
+        self.prefix_inner(prefix.as_ref(), Ok(None))
     }
 
     /// [`Keyspace::prefix`] as of `snapshot`.
     pub fn prefix_at(&self, prefix: impl AsRef<[u8]>, snapshot: &Snapshot) -> read::Iter {
-        self.prefix_inner(prefix.as_ref(), Some(SeqNo(snapshot.seqno())))
+        self.prefix_inner(prefix.as_ref(), self.at(snapshot))
     }
 
-    fn prefix_inner(&self, prefix: &[u8], snapshot: Option<SeqNo>) -> read::Iter {
+    fn prefix_inner(&self, prefix: &[u8], snapshot: Result<Option<SeqNo>>) -> read::Iter {
         let b = Bounds::prefix(prefix);
         read::Iter::new(&self.db.inner, self.id, b.lo, b.hi, snapshot)
     }
@@ -618,7 +624,8 @@ impl Keyspace {
 pub struct Batch {
     pub(crate) db: Db,
     pub(crate) batch: WriteBatch,
-    /// The first refused write (oversized key or value); `commit` reports it.
+    /// The first refused write (oversized key or value, a keyspace of another store);
+    /// `commit` reports it and writes nothing.
     pub(crate) error: Option<Error>,
 }
 
@@ -631,9 +638,29 @@ impl std::fmt::Debug for Batch {
 }
 
 impl Batch {
+    /// True if writes to `keyspace` may be added: nothing was refused yet, and the
+    /// keyspace belongs to this batch's store. A keyspace of another store is refused
+    /// (its id would name whichever keyspace of this store has the same id), and the
+    /// commit reports it.
+    fn accepts(&mut self, keyspace: &Keyspace) -> bool {
+        if self.error.is_some() {
+            return false;
+        }
+        if !Arc::ptr_eq(&keyspace.db.inner, &self.db.inner) {
+            self.error = Some(Error::invalid(format!(
+                "keyspace {:?} of the store in {} was given to a batch of the store in {}",
+                keyspace.name,
+                keyspace.db.inner.dir.display(),
+                self.db.inner.dir.display()
+            )));
+            return false;
+        }
+        true
+    }
+
     /// Adds "set `key` to `value` in `keyspace`".
     pub fn insert(&mut self, keyspace: &Keyspace, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
-        if self.error.is_none() {
+        if self.accepts(keyspace) {
             if let Err(e) = self.batch.put(keyspace.id, key.as_ref(), value.as_ref()) {
                 self.error = Some(e);
             }
@@ -650,7 +677,7 @@ impl Batch {
         value: impl AsRef<[u8]>,
         options: &EntryOptions,
     ) {
-        if self.error.is_none() {
+        if self.accepts(keyspace) {
             let now = self.db.inner.options.clock.now_ms();
             let added = options.attrs(now).and_then(|attrs| {
                 self.batch
@@ -664,7 +691,7 @@ impl Batch {
 
     /// Adds "remove `key` from `keyspace`".
     pub fn remove(&mut self, keyspace: &Keyspace, key: impl AsRef<[u8]>) {
-        if self.error.is_none() {
+        if self.accepts(keyspace) {
             if let Err(e) = self.batch.remove(keyspace.id, key.as_ref()) {
                 self.error = Some(e);
             }
@@ -678,7 +705,7 @@ impl Batch {
         keyspace: &Keyspace,
         range: R,
     ) {
-        if self.error.is_none() {
+        if self.accepts(keyspace) {
             let added = rangedel::normalize(&range).and_then(|r| match r {
                 Some((start, end)) => self.batch.remove_range(keyspace.id, &start, &end),
                 None => Ok(()),
@@ -691,7 +718,7 @@ impl Batch {
 
     /// Adds "remove every key starting with `prefix` from `keyspace`".
     pub fn remove_prefix(&mut self, keyspace: &Keyspace, prefix: impl AsRef<[u8]>) {
-        if self.error.is_none() {
+        if self.accepts(keyspace) {
             let added = rangedel::prefix_range(prefix.as_ref())
                 .and_then(|(start, end)| self.batch.remove_range(keyspace.id, &start, &end));
             if let Err(e) = added {
@@ -713,7 +740,8 @@ impl Batch {
     /// Applies every write atomically with the store's default durability.
     ///
     /// # Errors
-    /// The first refused write (`InvalidArgument`), a dropped keyspace, or as
+    /// The first refused write (`InvalidArgument`: an oversized key or value, a keyspace
+    /// handle of another store), a dropped keyspace, or as
     /// [`Keyspace::insert`].
     pub fn commit(self) -> Result<()> {
         self.commit_with(None)

@@ -341,7 +341,9 @@ pub(crate) fn keyspace_disk_size(inner: &Inner, keyspace: KeyspaceId) -> u64 {
 }
 
 /// One scan (both directions) of a keyspace at one snapshot and one expiry instant,
-/// yielding `(key, T)`; [`Iter`] and [`HeadIter`] wrap it.
+/// yielding `(key, T)`; [`Iter`] and [`HeadIter`] wrap it. A snapshot refused by the
+/// caller (`Err`, e.g. one of another store) or a dropped keyspace is the scan's first
+/// and only item.
 struct Scan<T> {
     inner: Arc<Inner>,
     sv: Arc<SuperVersion>,
@@ -366,14 +368,19 @@ impl<T: Extract> Scan<T> {
         keyspace: KeyspaceId,
         lo: Bound<Vec<u8>>,
         hi: Bound<Vec<u8>>,
-        snapshot: Option<SeqNo>,
+        snapshot: Result<Option<SeqNo>>,
     ) -> Scan<T> {
+        let (snapshot, refused) = match snapshot {
+            Ok(at) => (at, None),
+            Err(e) => (None, Some(e)),
+        };
         let (sv, seqno) = acquire(inner, snapshot);
-        let error = sv
-            .version
-            .keyspace(keyspace)
-            .is_none()
-            .then(|| crate::Error::invalid("the keyspace has been dropped"));
+        let error = refused.or_else(|| {
+            sv.version
+                .keyspace(keyspace)
+                .is_none()
+                .then(|| crate::Error::invalid("the keyspace has been dropped"))
+        });
         Scan {
             inner: Arc::clone(inner),
             sv,
@@ -495,7 +502,7 @@ macro_rules! scan_iter {
                 keyspace: KeyspaceId,
                 lo: Bound<Vec<u8>>,
                 hi: Bound<Vec<u8>>,
-                snapshot: Option<SeqNo>,
+                snapshot: Result<Option<SeqNo>>,
             ) -> $name {
                 $name {
                     scan: Scan::new(inner, keyspace, lo, hi, snapshot),

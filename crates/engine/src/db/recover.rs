@@ -71,8 +71,15 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
                 dir.display()
             )));
         }
-        fs.create_dir(dir)?;
-        fs.sync_dir(&crate::fs::parent_of(dir))?;
+        create_dir_all(fs.as_ref(), dir)?;
+    }
+    if let Err(Error::Io { source, .. }) = fs.list_dir(dir) {
+        if source.kind() == std::io::ErrorKind::NotADirectory {
+            return Err(Error::invalid(format!(
+                "{} is a file, not a store directory",
+                dir.display()
+            )));
+        }
     }
     // Without CURRENT, a directory holding store files is a damaged store (Corruption from
     // `Manifest::recover`, which only reads), not a missing one.
@@ -242,6 +249,25 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
     }
     flush::delete_obsolete_files(&inner);
     Ok(inner)
+}
+
+/// Creates `dir` and every missing directory above it, top down, making each new entry
+/// durable in its parent before anything is created inside it.
+fn create_dir_all(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    let mut missing = vec![dir.to_path_buf()];
+    let mut up = dir.parent();
+    while let Some(p) = up.filter(|p| !p.as_os_str().is_empty()) {
+        if fs.exists(p)? {
+            break;
+        }
+        missing.push(p.to_path_buf());
+        up = p.parent();
+    }
+    for d in missing.iter().rev() {
+        fs.create_dir(d)?;
+        fs.sync_dir(&crate::fs::parent_of(d))?;
+    }
+    Ok(())
 }
 
 /// Gives each blob file the replayed records reference but the version does not list to
