@@ -126,8 +126,11 @@ pub struct Options {
     pub table_size: u64,
     /// Background threads for flushes and compactions. Default: 2.
     pub background_threads: usize,
-    /// Skip damaged ranges of the log during recovery instead of refusing to open
-    /// (loses the damaged writes and reports them). Default: false.
+    /// Skip damage during recovery instead of refusing to open: damaged ranges of the log,
+    /// and durable writes whose separated value is damaged or missing. The writes skipped
+    /// are lost; [`crate::Db::recovery_report`] lists each range and write with its seqnos
+    /// where known, and the recovered writes are flushed before the open returns, so the
+    /// damaged log is not read again. Default: false (damage is `Error::Corruption`).
     pub salvage_wal: bool,
     /// Where entry expiry (TTL) reads the time. Default: the system clock.
     pub clock: Clock,

@@ -256,3 +256,39 @@ fn a_torn_wal_tail_is_a_note() {
     assert_eq!(report.notes.len(), 1, "{report:?}");
     assert!(report.notes[0].contains("torn tail"), "{report:?}");
 }
+
+/// A manifest cut short before the edit of a flush whose table exists: open refuses (the
+/// table holds writes recovery cannot place), and verify must say the same.
+#[test]
+fn a_manifest_cut_before_a_flush_is_a_problem_as_open_refuses_it() {
+    let tmp = ordered_common::mem_tempdir();
+    let dir = tmp.path().join("db");
+    let db = Db::open(&dir, options()).unwrap();
+    let ks = db.keyspace("k").unwrap();
+    for i in 0..100u32 {
+        ks.insert(format!("key{i:03}"), "value").unwrap();
+    }
+    db.flush().unwrap();
+    drop(ks);
+    db.close().unwrap();
+    let manifest = first_with(&dir, "MANIFEST");
+    let len = std::fs::metadata(&manifest).unwrap().len();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&manifest)
+        .unwrap();
+    file.set_len(len - 1).unwrap();
+    drop(file);
+
+    let opened = Db::open(&dir, options());
+    assert!(
+        matches!(&opened, Err(e) if e.is_corruption()),
+        "open must refuse: {opened:?}"
+    );
+    let report = cairn::verify_report(&dir).unwrap();
+    assert!(
+        !report.is_clean(),
+        "verify must agree with open: {report:?}"
+    );
+    assert!(matches!(cairn::verify(&dir), Err(Error::Corruption(_))));
+}

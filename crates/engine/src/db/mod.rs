@@ -34,6 +34,7 @@ mod crash_tests;
 pub(crate) mod flush;
 mod read;
 mod recover;
+mod recovery;
 mod tombstones;
 mod verify;
 mod write;
@@ -58,6 +59,7 @@ pub(crate) use backup::temp_sibling;
 pub use backup::BackupInfo;
 pub(crate) use read::{install, SuperVersion};
 pub use read::{EntryIter, HeadIter, Iter};
+pub use recovery::{Loss, LossCause, RecoveryReport};
 pub use verify::{verify, verify_report, VerifiedFile, VerifyReport};
 
 /// The name of the keyspace every store has.
@@ -131,6 +133,8 @@ pub(crate) struct Inner {
     pub(crate) threads: Mutex<Vec<JoinHandle<()>>>,
     pub(crate) closed: AtomicBool,
     pub(crate) stats: background::Counters,
+    /// What the open recovered and left out.
+    pub(crate) recovery: RecoveryReport,
 }
 
 impl Inner {
@@ -460,6 +464,14 @@ impl Db {
     /// Statistics of the store.
     pub fn stats(&self) -> Stats {
         background::stats(&self.inner)
+    }
+
+    /// What opening the store recovered from its log and what it left out: torn tails
+    /// and a log cut at a value that never became durable (normal after a crash), and,
+    /// under `Options::salvage_wal`, every damaged range and write it skipped, with the
+    /// seqnos lost where known.
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.inner.recovery
     }
 
     /// The store's directory.

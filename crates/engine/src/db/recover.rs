@@ -11,9 +11,10 @@
 //! 3. A torn tail (damage with nothing valid after it) ends a file cleanly: those writes
 //!    were not durable. Damage followed by valid records is corruption (or skipped and
 //!    reported under salvage).
-//! 4. Recovery never modifies old files. Replayed WAL files are fsynced (they may hold
-//!    writes that had only reached the OS), then a new manifest and a new WAL file are
-//!    created. A crash at any point of recovery leaves a store that recovers the same way.
+//! 4. Recovery never modifies old files. The manifest it reads and the replayed WAL files
+//!    are fsynced (they may hold edits and writes that had only reached the OS) before
+//!    anything is deleted or acknowledged on their strength, then a new manifest and a
+//!    new WAL file are created. A crash at any point of recovery leaves a store that recovers the same way.
 //! 5. Every table the manifest lists, and the WAL file its `wal_min_id` names (once a flush
 //!    has set it), must exist, or the store is refused as corrupt. Both are durable before
 //!    an edit names them and deleted only after a later edit stops naming them, so a crash
@@ -21,10 +22,14 @@
 //!    append, and recovering the version before that edit would silently lose the writes
 //!    of a flush whose WAL files are gone, or read the deleted inputs of a compaction.
 //! 7. A WAL record holding a value handle whose blob record is missing or damaged ends the
-//!    log (`vlog/FORMAT.md` §7: the record was in the WAL's unsynced tail), even if later
-//!    WAL files exist; the replayed prefix is then flushed before the store opens, so the
-//!    discarded tail is never read again. A handle into a blob file the version lists
-//!    must be valid (the file was synced before the manifest named it): corruption.
+//!    log if the record was in the WAL's unsynced tail (`vlog/FORMAT.md` §7), even if
+//!    later WAL files exist; the replayed prefix is then flushed before the store opens, so
+//!    the discarded tail is never read again. If the record was durable (a sync mark
+//!    after it in its file, `wal/FORMAT.md` §7) or its blob file is listed in the version
+//!    (synced before the manifest named it), its value was durable too and the damage is
+//!    corruption: refused, or under salvage that one write is skipped and reported.
+//! 9. What replay leaves out (torn tails, a cut log, ranges and writes salvage skipped) is
+//!    reported in the [`RecoveryReport`], with the seqnos lost where known.
 //! 8. Blob files no version lists are added by the first flush of the replayed memtable
 //!    that references them (scanned for their valid prefix); unreferenced ones are
 //!    leftovers (of a crash before their values were logged) and are deleted. The file-id
@@ -43,6 +48,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
+use super::recovery::{Loss, LossCause, RecoveryReport};
 use super::{flush, read, write, Inner, State, DEFAULT_KEYSPACE};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -129,6 +135,11 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
     };
     if let Some(manifest) = &manifest {
         check_named_files(&names, &version, manifest)?;
+        // The version read may include an edit that reached only the OS before a crash.
+        // Recovery deletes files by it (rule 8), so it must survive a crash of this open:
+        // otherwise the next open could read the older version, which may still list a
+        // file deleted here.
+        fs.open_append(manifest)?.sync_data()?;
     }
     // A new store's directory holds at most the manifest of a first open that crashed
     // before `CURRENT` named it (`Manifest::recover` refuses anything more). The new
@@ -145,7 +156,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
         .filter(|id| *id >= version.wal_min_id())
         .collect();
     wal_ids.sort_unstable();
-    let replay = replay(fs.as_ref(), dir, &wal_ids, &version, &options, &blobs)?;
+    let mut replay = replay(fs.as_ref(), dir, &wal_ids, &version, &options, &blobs)?;
     attach_unlisted_blobs(fs.as_ref(), dir, &names, &version, &replay)?;
     let last_seqno = replay.last_seqno;
     if let (Some(manifest), false) = (&manifest, options.salvage_wal) {
@@ -193,7 +204,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
     // log files are deleted soon after an open, and the next open replays nothing. After a
     // log cut short by a lost blob record they are flushed before the store opens instead
     // (rule 7, below).
-    let memtables = replay.memtables;
+    let memtables = std::mem::take(&mut replay.memtables);
     let mem = Arc::new(Memtable::new(wal_id, options.memtable_size));
     let version = Arc::new(version);
     let block_cache = Arc::new(BlockCache::new(options.block_cache_size));
@@ -240,9 +251,13 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
         threads: Mutex::new(Vec::new()),
         closed: AtomicBool::new(false),
         stats: super::background::Counters::default(),
+        recovery: replay.report,
         options,
     });
-    if replay.cut_short {
+    // A log cut short, or one salvage skipped damage in, is never read again: its
+    // replayed prefix goes into tables before the store opens, so the next open (with or
+    // without salvage) starts after it.
+    if replay.cut_short || inner.recovery.lost_durable_writes() {
         while !inner.state.lock().imm.is_empty() {
             flush::flush_oldest(&inner)?;
         }
@@ -339,6 +354,12 @@ fn check_named_files(names: &[String], version: &Version, manifest: &Path) -> Re
             return Err(missing("table", name));
         }
     }
+    for &id in version.blob_files().keys() {
+        let name = vlog::file_name(id);
+        if !names.contains(&name) {
+            return Err(missing("blob file", name));
+        }
+    }
     let wal_min = version.wal_min_id();
     if wal_min > 0 && !names.contains(&wal::file_name(wal_min)) {
         return Err(missing("wal_min_id", wal::file_name(wal_min)));
@@ -350,7 +371,7 @@ fn check_named_files(names: &[String], version: &Version, manifest: &Path) -> Re
 /// last recovered seqno (rule 6): such a table is the output of edits the manifest no
 /// longer has, and deleting it as a leftover would lose acknowledged writes. Tables that
 /// do not open are skipped: a crash tears leftovers.
-fn check_unlisted_tables(
+pub(super) fn check_unlisted_tables(
     fs: &dyn FileSystem,
     dir: &Path,
     names: &[String],
@@ -412,6 +433,7 @@ struct Replayed {
     blob_refs: BTreeMap<u64, usize>,
     /// True if replay stopped at a record whose blob record was lost (rule 7).
     cut_short: bool,
+    report: RecoveryReport,
 }
 
 fn gap_error(path: &Path, offset: u64, expected: u64, found: u64) -> Error {
@@ -443,12 +465,18 @@ fn replay(
     let mut blob_refs = BTreeMap::new();
     let mut synced_blobs = BTreeSet::new();
     let mut cut_short = false;
-    'files: for &id in wal_ids {
+    let mut report = RecoveryReport::default();
+    'files: for (n, &id) in wal_ids.iter().enumerate() {
         let path = dir.join(wal::file_name(id));
-        let reader = wal::Reader::open(fs, &path, options.salvage_wal)?;
+        let mut reader = wal::Reader::open(fs, &path, options.salvage_wal)?;
+        report.log_files += 1;
         let mut records = 0usize;
-        for record in reader {
+        let mut salvaged = 0usize;
+        // Not a `for` loop: the body asks the reader what it skipped and looks ahead.
+        #[allow(clippy::while_let_on_iterator)]
+        while let Some(record) = reader.next() {
             let record = record?;
+            report_salvaged(&mut report, &path, reader.dropped(), &mut salvaged);
             let batch = WriteBatch::decode(&record.payload, &path, record.offset)?;
             let Some(batch_last) = batch.last_seqno(SeqNo(record.seqno))? else {
                 continue;
@@ -456,11 +484,52 @@ fn replay(
             if batch_last <= flushed {
                 continue; // already in tables
             }
-            if record.seqno != last.0 + 1 && (record.seqno <= last.0 || !options.salvage_wal) {
-                return Err(gap_error(&path, record.offset, last.0 + 1, record.seqno));
+            if record.seqno != last.0 + 1 {
+                if record.seqno <= last.0 || !options.salvage_wal {
+                    return Err(gap_error(&path, record.offset, last.0 + 1, record.seqno));
+                }
+                note_gap(
+                    &mut report,
+                    &path,
+                    record.offset,
+                    last.0 + 1,
+                    record.seqno - 1,
+                );
             }
-            if !handles_valid(&batch, version, blobs)? {
+            if let Some(lost) = lost_value(&batch, version, blobs)? {
+                let (synced_end, file_last) = reader.look_ahead();
+                let listed = version.blob_files().contains_key(&lost.file_id);
+                if listed || synced_end > record.offset {
+                    // The write was durable (a sync mark vouches for it, or its blob file
+                    // was sealed into the manifest), so its value was too: damage.
+                    let loss = damaged_value(&path, &record, batch_last, &lost, blobs, listed);
+                    if !options.salvage_wal {
+                        return Err(loss.into_error());
+                    }
+                    report.losses.push(loss.0);
+                    continue;
+                }
+                // Rule 7: an unsynced tail.
                 cut_short = true;
+                report.losses.push(Loss {
+                    cause: LossCause::UnsyncedValue,
+                    file: FileKind::Wal,
+                    path: path.clone(),
+                    offset: record.offset,
+                    len: reader.file_len().saturating_sub(record.offset),
+                    reason: Reason::BadEntry("the value this write separated is missing"),
+                    seqnos: Some((
+                        record.seqno,
+                        file_last.unwrap_or(batch_last.0).max(batch_last.0),
+                    )),
+                    detail: format!(
+                        "its value in {} (byte {}) never became durable; {} later log files \
+                         are not read",
+                        blobs.path(lost.file_id).display(),
+                        lost.offset,
+                        wal_ids.len() - n - 1
+                    ),
+                });
                 if records > 0 {
                     sync_blob_files(fs, blobs, &blob_refs, &mut synced_blobs)?;
                     let mut file = fs.open_append(&path)?;
@@ -506,6 +575,20 @@ fn replay(
             }
             last = batch_last;
             records += 1;
+            report.replayed_records += 1;
+        }
+        report_salvaged(&mut report, &path, reader.dropped(), &mut salvaged);
+        if let Some(t) = reader.torn_tail() {
+            report.losses.push(Loss {
+                cause: LossCause::TornTail,
+                file: FileKind::Wal,
+                path: path.clone(),
+                offset: t.offset,
+                len: t.len,
+                reason: t.reason.clone(),
+                seqnos: None,
+                detail: String::new(),
+            });
         }
         if records > 0 {
             // The replayed writes may have reached only the OS before the crash; make them
@@ -516,11 +599,109 @@ fn replay(
             file.sync_data()?;
         }
     }
+    report.last_seqno = last.0;
     Ok(Replayed {
         memtables,
         last_seqno: last,
         blob_refs,
         cut_short,
+        report,
+    })
+}
+
+/// Adds the ranges salvage skipped since the last call (`seen` counts those reported).
+fn report_salvaged(
+    report: &mut RecoveryReport,
+    path: &Path,
+    dropped: &[wal::Dropped],
+    seen: &mut usize,
+) {
+    for d in dropped.iter().skip(*seen) {
+        report.losses.push(Loss {
+            cause: LossCause::Salvaged,
+            file: FileKind::Wal,
+            path: path.to_path_buf(),
+            offset: d.offset,
+            len: d.len,
+            reason: d.reason.clone(),
+            seqnos: None,
+            detail: String::new(),
+        });
+    }
+    *seen = dropped.len();
+}
+
+/// Gives the seqnos `first..=last`, missing before the record at `offset`, to the last
+/// range salvage skipped in `path` (or reports them on their own).
+fn note_gap(report: &mut RecoveryReport, path: &Path, offset: u64, first: u64, last: u64) {
+    let skipped = report.losses.iter_mut().rev().find(|l| {
+        l.cause == LossCause::Salvaged && l.path == path && l.seqnos.is_none() && l.offset < offset
+    });
+    match skipped {
+        Some(l) => l.seqnos = Some((first, last)),
+        None => report.losses.push(Loss {
+            cause: LossCause::Salvaged,
+            file: FileKind::Wal,
+            path: path.to_path_buf(),
+            offset,
+            len: 0,
+            reason: Reason::BadEntry("writes are missing before this record"),
+            seqnos: Some((first, last)),
+            detail: String::new(),
+        }),
+    }
+}
+
+/// A durable write whose separated value is lost: the loss salvage reports, or the
+/// corruption error without salvage.
+struct DamagedValue(Loss);
+
+impl DamagedValue {
+    fn into_error(self) -> Error {
+        let l = self.0;
+        Error::corruption(
+            FileKind::Wal,
+            &l.path,
+            l.offset,
+            Reason::HeaderField {
+                field: "value handle",
+                detail: format!(
+                    "{} (open with salvage_wal to drop this write and keep the rest)",
+                    l.detail
+                ),
+            },
+        )
+    }
+}
+
+fn damaged_value(
+    path: &Path,
+    record: &wal::Record,
+    batch_last: SeqNo,
+    lost: &vlog::ValueHandle,
+    blobs: &vlog::Reader,
+    listed: bool,
+) -> DamagedValue {
+    let why = if listed {
+        "the manifest lists its blob file"
+    } else {
+        "a sync mark after it shows it was fsynced"
+    };
+    DamagedValue(Loss {
+        cause: LossCause::DamagedValue,
+        file: FileKind::Wal,
+        path: path.to_path_buf(),
+        offset: record.offset,
+        len: (wal::RECORD_HEADER_LEN + record.payload.len()) as u64,
+        reason: Reason::BadEntry("the value this write separated is damaged or missing"),
+        seqnos: Some((record.seqno, batch_last.0)),
+        detail: format!(
+            "the write at seqno {} was durable ({why}) but its value at byte {} of {} is \
+             damaged or missing",
+            record.seqno,
+            lost.offset,
+            blobs.path(lost.file_id).display()
+        ),
     })
 }
 
@@ -541,7 +722,7 @@ fn sync_blob_files(
 }
 
 /// The value handle of a `ValueHandle` op (the batch decoder has checked its encoding).
-fn handle_of(op: &Op<'_>) -> Option<vlog::ValueHandle> {
+pub(super) fn handle_of(op: &Op<'_>) -> Option<vlog::ValueHandle> {
     match entry::view(op.kind(), op.stored()) {
         Ok(Some(EntryView {
             body: Body::Handle(h),
@@ -551,34 +732,27 @@ fn handle_of(op: &Op<'_>) -> Option<vlog::ValueHandle> {
     }
 }
 
-/// True if every value handle of `batch` leads to its intact blob record (rule 7).
+/// The first value handle of `batch` that does not lead to its intact blob record (rule
+/// 7), if any. Handles of dropped keyspaces are not checked: their values are never read
+/// (the blob file may be gone).
 ///
 /// # Errors
-/// `Corruption` for a lost record in a blob file the version lists; `Io` from reads.
-fn handles_valid(batch: &WriteBatch, version: &Version, blobs: &vlog::Reader) -> Result<bool> {
+/// `Io` from reads.
+fn lost_value(
+    batch: &WriteBatch,
+    version: &Version,
+    blobs: &vlog::Reader,
+) -> Result<Option<vlog::ValueHandle>> {
     for op in batch.ops() {
-        // The values of a dropped keyspace are never read (its blob file may be gone).
         if version.keyspace(op.keyspace()).is_none() {
             continue;
         }
         let Some(h) = handle_of(&op) else {
             continue;
         };
-        if blobs.validate_handle(&h)? {
-            continue;
+        if !blobs.validate_handle(&h)? {
+            return Ok(Some(h));
         }
-        if version.blob_files().contains_key(&h.file_id) {
-            return Err(Error::corruption(
-                FileKind::Blob,
-                &blobs.path(h.file_id),
-                h.offset,
-                Reason::BadEntry(
-                    "a logged value handle leads to a missing or damaged record of a blob file \
-                     the manifest lists",
-                ),
-            ));
-        }
-        return Ok(false);
     }
-    Ok(true)
+    Ok(None)
 }

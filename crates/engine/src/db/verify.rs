@@ -10,12 +10,21 @@
 //!    properties, index and filter blocks (when the table opens), then every data block
 //!    and entry (`table::Reader::verify`), and that the file's size and key range match
 //!    the manifest;
-//! 4. every WAL file recovery would read (ids from the version's `wal_min_id` on): the
-//!    header and every record (checksums, batch decoding), and that seqnos continue
-//!    without a gap above the flushed seqno, as recovery requires; a torn tail is a note;
-//! 5. files nothing references (obsolete files not yet deleted, leftovers of an
-//!    interrupted flush, foreign files) are listed, not counted as problems; files the
-//!    manifest needs but that are missing are problems.
+//! 4. every blob file the manifest does not list yet (values of writes not yet flushed):
+//!    every record up to a torn tail;
+//! 5. every WAL file recovery would read (ids from the version's `wal_min_id` on): the
+//!    header and every record (checksums, batch decoding), that seqnos continue without a
+//!    gap above the flushed seqno, and that every separated value a replayed write points
+//!    to is intact, as recovery requires. A torn tail is a note; so is a log that ends at a
+//!    write whose value never became durable (recovery drops it and everything after). A
+//!    lost value of a durable write is a problem, as it refuses the open;
+//! 6. tables nothing lists that hold writes newer than the log's last write (the output
+//!    of manifest edits that are missing: a cut or damaged manifest) are problems, as they
+//!    refuse the open; other files nothing references (obsolete files not yet deleted,
+//!    leftovers of an interrupted flush, foreign files) are listed, not counted as
+//!    problems; files the manifest needs but that are missing are problems.
+//!
+//! So `verify` finds a problem exactly where `Db::open` (without salvage) refuses.
 //!
 //! Read-only: [`verify`] of a closed store takes the store's lock only if a `LOCK` file
 //! exists (a backup has none), so a store open elsewhere is refused instead of read while
@@ -24,7 +33,7 @@
 //! OS and opens the manifest and WAL files, then reads each up to its length at that
 //! point while writes continue.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -38,6 +47,7 @@ use crate::fs::{read_exact_at, FileLock, FileSystem, ReadableFile, StdFs};
 use crate::key::{compare_encoded, SeqNo};
 use crate::table::{self, BlockCache};
 use crate::version::{self, Version};
+use crate::vlog::ValueHandle;
 use crate::wal;
 
 /// One file that was read and checked.
@@ -335,6 +345,7 @@ fn check(fs: &dyn FileSystem, files: &Files) -> Result<VerifyReport> {
 
     // 3. Tables (and every other immutable file the version lists).
     let cache = Arc::new(BlockCache::new(0));
+    let mut values = HashSet::new();
     for file in live_files(&version) {
         referenced.push(file.name.clone());
         if !files.names.contains(&file.name) {
@@ -344,7 +355,7 @@ fn check(fs: &dyn FileSystem, files: &Files) -> Result<VerifyReport> {
         let path = dir.join(&file.name);
         let checked = match (&file.table, &file.blob) {
             (Some(meta), _) => check_table(fs, &path, meta, &cache),
-            (None, Some(meta)) => check_blob(fs, &path, Some(meta)),
+            (None, Some(meta)) => check_blob(fs, &path, Some(meta), &mut values),
             (None, None) => Ok(0),
         };
         match checked {
@@ -358,7 +369,34 @@ fn check(fs: &dyn FileSystem, files: &Files) -> Result<VerifyReport> {
         }
     }
 
-    // 4. WAL files.
+    // 4. Blob files no flush has recorded yet (the WAL's separated values point into
+    // them): checked whole like listed ones.
+    for name in &files.names {
+        let Some(id) = crate::vlog::parse_file_name(name) else {
+            continue;
+        };
+        if version.blob_files().contains_key(&id) {
+            continue;
+        }
+        referenced.push(name.clone());
+        let path = dir.join(name);
+        match check_blob(fs, &path, None, &mut values) {
+            Ok(items) => {
+                report.notes.push(format!(
+                    "{name}: blob file not yet recorded in the manifest (values of the log \
+                     not flushed yet), {items} records"
+                ));
+                report.files.push(VerifiedFile {
+                    name: name.clone(),
+                    kind: FileKind::Blob,
+                    bytes: fs.file_len(&path)?,
+                    items,
+                });
+            }
+            Err(e) => problem(&mut report, e)?,
+        }
+    }
+    // 5. WAL files, and the separated values their writes point to.
     let mut wal_ids: Vec<u64> = files
         .names
         .iter()
@@ -371,20 +409,31 @@ fn check(fs: &dyn FileSystem, files: &Files) -> Result<VerifyReport> {
         problem(&mut report, missing(dir, FileKind::Wal, &name))?;
     }
     let mut last = version.flushed_seqno();
+    let mut cut = false;
     for id in wal_ids {
         let name = wal::file_name(id);
         referenced.push(name.clone());
+        if cut {
+            report.notes.push(format!(
+                "{name}: not read, as recovery does not read it: the log ends in an earlier file"
+            ));
+            continue;
+        }
         let Some(bytes) = files.read(fs, &name)? else {
             continue;
         };
-        match check_wal(
-            &bytes,
-            &dir.join(&name),
-            id,
-            version.flushed_seqno(),
-            &mut last,
-        ) {
+        let mut wal = WalCheck {
+            version: &version,
+            values: &values,
+            last: &mut last,
+            cut: None,
+        };
+        match wal.check(&bytes, &dir.join(&name), id) {
             Ok((records, torn)) => {
+                if let Some(note) = wal.cut.take() {
+                    report.notes.push(note);
+                    cut = true;
+                }
                 if let Some(t) = torn {
                     report.notes.push(format!(
                         "{name}: torn tail of {} bytes at byte {} ({}), writes that never \
@@ -402,46 +451,35 @@ fn check(fs: &dyn FileSystem, files: &Files) -> Result<VerifyReport> {
             Err(e) => problem(&mut report, e)?,
         }
     }
-    // 5. Blob files no flush has recorded yet (the WAL's separated values point into
-    // them): checked whole like listed ones.
-    for name in &files.names {
-        let Some(id) = crate::vlog::parse_file_name(name) else {
-            continue;
-        };
-        if version.blob_files().contains_key(&id) {
-            continue;
-        }
-        referenced.push(name.clone());
-        let path = dir.join(name);
-        match check_blob(fs, &path, None) {
-            Ok(items) => {
-                report.notes.push(format!(
-                    "{name}: blob file not yet recorded in the manifest (values of the log \
-                     not flushed yet), {items} records"
-                ));
-                report.files.push(VerifiedFile {
-                    name: name.clone(),
-                    kind: FileKind::Blob,
-                    bytes: fs.file_len(&path)?,
-                    items,
-                });
-            }
-            Err(e) => problem(&mut report, e)?,
-        }
+    // 6. Tables no version lists that hold writes newer than the log's last: the output
+    // of manifest edits that are missing (a cut manifest), which open refuses.
+    if let Err(e) = super::recover::check_unlisted_tables(
+        fs,
+        dir,
+        &files.names,
+        &version,
+        last,
+        &dir.join(version::manifest_file_name(manifest_id)),
+    ) {
+        problem(&mut report, e)?;
     }
     finish(report, files, &referenced)
 }
 
 /// Reads every record of the blob file at `path`, verifying every chunk of every value,
 /// and, for a file the manifest lists, that it is sealed and agrees with `meta`; returns
-/// its record count.
+/// its record count, and adds the handle of every intact record to `values`.
 fn check_blob(
     fs: &dyn FileSystem,
     path: &Path,
     meta: Option<&crate::vlog::BlobFileMeta>,
+    values: &mut HashSet<ValueHandle>,
 ) -> Result<u64> {
     let scanned = crate::vlog::scan_path(fs, path, true)?;
     let count = scanned.records.len() as u64;
+    if let Some(id) = scanned.file_id {
+        values.extend(scanned.records.iter().map(|r| r.handle(id)));
+    }
     let Some(meta) = meta else {
         return Ok(count);
     };
@@ -521,51 +559,106 @@ fn check_table(
     Ok(entries)
 }
 
-/// Checks one WAL file image: framing and checksums, batch decoding, and seqno continuity
-/// above `flushed` (carried across files in `last`). Returns the record count and the
-/// torn tail, if any.
-fn check_wal(
-    bytes: &[u8],
-    path: &Path,
-    id: u64,
-    flushed: SeqNo,
-    last: &mut SeqNo,
-) -> Result<(u64, Option<wal::TornTail>)> {
-    let options = wal::ReadOptions {
-        salvage: false,
-        expected_id: Some(id),
-    };
-    let recovered = wal::decode_all(bytes, path, options)?;
-    for record in &recovered.records {
-        let batch = WriteBatch::decode(&record.payload, path, record.offset)?;
-        let bad = |detail: String| {
-            Error::corruption(
-                FileKind::Wal,
-                path,
-                record.offset,
-                Reason::HeaderField {
-                    field: "seqno",
-                    detail,
-                },
-            )
+/// The check of the WAL files, which carries state from one file to the next.
+struct WalCheck<'a> {
+    version: &'a Version,
+    /// Handles of every intact blob record.
+    values: &'a HashSet<ValueHandle>,
+    /// The last seqno so far (the flushed seqno before the first record).
+    last: &'a mut SeqNo,
+    /// Set when the log ends at a write whose value never became durable, as recovery
+    /// ends it: a note saying so.
+    cut: Option<String>,
+}
+
+impl WalCheck<'_> {
+    /// Checks one WAL file image: framing and checksums, batch decoding, seqno continuity
+    /// above the flushed seqno, and that the separated value of every write recovery
+    /// would replay is intact; a lost value of a durable write (before a sync mark, or
+    /// in a blob file the manifest lists) is corruption, as for `Db::open`. Returns the
+    /// record count and the torn tail, if any.
+    fn check(
+        &mut self,
+        bytes: &[u8],
+        path: &Path,
+        id: u64,
+    ) -> Result<(u64, Option<wal::TornTail>)> {
+        let options = wal::ReadOptions {
+            salvage: false,
+            expected_id: Some(id),
         };
-        let batch_last = batch
-            .last_seqno(SeqNo(record.seqno))
-            .map_err(|e| bad(e.to_string()))?;
-        let Some(batch_last) = batch_last else {
-            continue;
-        };
-        if batch_last <= flushed {
-            continue;
+        let flushed = self.version.flushed_seqno();
+        let recovered = wal::decode_all(bytes, path, options)?;
+        for record in &recovered.records {
+            let batch = WriteBatch::decode(&record.payload, path, record.offset)?;
+            let bad = |detail: String| {
+                Error::corruption(
+                    FileKind::Wal,
+                    path,
+                    record.offset,
+                    Reason::HeaderField {
+                        field: "seqno",
+                        detail,
+                    },
+                )
+            };
+            let batch_last = batch
+                .last_seqno(SeqNo(record.seqno))
+                .map_err(|e| bad(e.to_string()))?;
+            let Some(batch_last) = batch_last else {
+                continue;
+            };
+            if batch_last <= flushed {
+                continue;
+            }
+            if record.seqno != self.last.0 + 1 {
+                return Err(bad(format!(
+                    "record starts at seqno {} but {} was expected: writes before it are missing",
+                    record.seqno,
+                    self.last.0 + 1
+                )));
+            }
+            if let Some(lost) = self.lost_value(&batch) {
+                let listed = self.version.blob_files().contains_key(&lost.file_id);
+                if listed || recovered.synced_end > record.offset {
+                    return Err(Error::corruption(
+                        FileKind::Wal,
+                        path,
+                        record.offset,
+                        Reason::HeaderField {
+                            field: "value handle",
+                            detail: format!(
+                                "the write at seqno {} was durable but its value at byte {} of \
+                                 blob file {} is damaged or missing",
+                                record.seqno,
+                                lost.offset,
+                                crate::vlog::file_name(lost.file_id)
+                            ),
+                        },
+                    ));
+                }
+                self.cut = Some(format!(
+                    "{}: the log ends at byte {} (seqno {}), a write whose value never became \
+                     durable; recovery drops it and every later write, which were never \
+                     durable either",
+                    wal::file_name(id),
+                    record.offset,
+                    record.seqno
+                ));
+                return Ok((recovered.records.len() as u64, recovered.torn_tail));
+            }
+            *self.last = batch_last;
         }
-        if record.seqno != last.0 + 1 {
-            return Err(bad(format!(
-                "record starts at seqno {} but {} was expected: writes before it are missing",
-                record.seqno,
-                last.0 + 1
-            )));
-        }
-        *last = batch_last;
+        Ok((recovered.records.len() as u64, recovered.torn_tail))
     }
-    Ok((recovered.records.len() as u64, recovered.torn_tail))
+
+    /// The first value handle of a live keyspace in `batch` that leads to no intact blob
+    /// record.
+    fn lost_value(&self, batch: &WriteBatch) -> Option<ValueHandle> {
+        batch
+            .ops()
+            .filter(|op| self.version.keyspace(op.keyspace()).is_some())
+            .filter_map(|op| super::recover::handle_of(&op))
+            .find(|h| !self.values.contains(h))
+    }
 }

@@ -1017,6 +1017,10 @@ pub(crate) fn log_thread(inner: Arc<Inner>) {
                     match outcome {
                         Ok(()) if same_file => {
                             wal.bg_synced_len = len;
+                            // The sync mark rides with the next write to the OS.
+                            if let Some(w) = wal.writer.as_mut() {
+                                w.note_synced(len);
+                            }
                             if target > wal.synced {
                                 wal.synced = target;
                             }

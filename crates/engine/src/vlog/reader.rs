@@ -186,14 +186,33 @@ impl Reader {
         Error::corruption(FileKind::Blob, &self.path(handle.file_id), offset, reason)
     }
 
+    /// [`Reader::locate`] for a value the store references: its blob file must exist, so
+    /// a missing one is damage to the store (a deleted file), not an I/O failure.
+    fn locate_referenced(
+        &self,
+        handle: &ValueHandle,
+    ) -> Result<(
+        Arc<dyn ReadableFile>,
+        std::result::Result<RecordRef, Reason>,
+    )> {
+        self.locate(handle).map_err(|e| match e {
+            Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound => self.corrupt(
+                handle,
+                0,
+                Reason::BadEntry("the blob file holding a referenced value is missing"),
+            ),
+            other => other,
+        })
+    }
+
     /// The value `handle` points at, verified.
     ///
     /// # Errors
-    /// `Error::Io` if the file is missing or a read fails; `Error::Corruption`
-    /// (`FileKind::Blob`, at the record or chunk offset) if the record is short, does not
-    /// check out, or is not the one the handle was made for.
+    /// `Error::Io` if a read fails; `Error::Corruption` (`FileKind::Blob`, at the record or
+    /// chunk offset) if the file is missing, or the record is short, does not check out,
+    /// or is not the one the handle was made for.
     pub(crate) fn read(&self, handle: &ValueHandle) -> Result<Vec<u8>> {
-        let (file, record) = self.locate(handle)?;
+        let (file, record) = self.locate_referenced(handle)?;
         let r = record.map_err(|reason| self.corrupt(handle, handle.offset, reason))?;
         // The record lies within the file (checked by read_record), so this allocation is
         // backed by bytes that exist.
@@ -214,7 +233,7 @@ impl Reader {
     /// As [`Reader::read`] for the record header; chunk damage is reported by the
     /// [`ValueReader`]'s reads.
     pub(crate) fn open_value(&self, handle: &ValueHandle) -> Result<ValueReader> {
-        let (file, record) = self.locate(handle)?;
+        let (file, record) = self.locate_referenced(handle)?;
         let r = record.map_err(|reason| self.corrupt(handle, handle.offset, reason))?;
         Ok(ValueReader::new(file, r))
     }
@@ -339,7 +358,9 @@ mod tests {
             assert!(!r.validate_handle(b).unwrap(), "{b:?}");
         }
         let missing = ValueHandle { file_id: 9, ..h[0] };
-        assert!(matches!(r.read(&missing), Err(Error::Io { .. })));
+        // The store references every value it reads: a missing file is damage.
+        assert!(r.read(&missing).unwrap_err().is_corruption());
+        assert!(r.open_value(&missing).unwrap_err().is_corruption());
         assert!(!r.validate_handle(&missing).unwrap());
         // Damage in the second chunk: the read names the chunk's offset; a stream yields
         // the whole first chunk, then fails.

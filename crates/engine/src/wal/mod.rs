@@ -36,9 +36,15 @@ use crate::checksum::Checksum;
 pub(crate) const MAGIC: u32 = u32::from_le_bytes(*b"CWAL");
 
 /// The format version this build writes. Version 2 allows the batch kinds added after
-/// version 1 (RangeDelete and PutAttrs, see `BATCH_FORMAT.md`); the record framing is
-/// unchanged.
-pub(crate) const VERSION: u32 = 2;
+/// version 1 (RangeDelete and PutAttrs, see `BATCH_FORMAT.md`); version 3 adds the
+/// `Synced` record (FORMAT.md §5). The record framing is unchanged.
+pub(crate) const VERSION: u32 = 3;
+
+/// The first version whose files may hold `Synced` records.
+pub(crate) const SYNCED_SINCE: u32 = 3;
+
+/// Payload bytes of a `Synced` record: the `u64` end of the synced bytes.
+pub(crate) const SYNCED_PAYLOAD_LEN: usize = 8;
 
 /// The oldest format version this build reads (every version up to [`VERSION`] is read:
 /// a version-1 log simply holds no op of a later kind).
@@ -60,6 +66,10 @@ pub(crate) const MAX_PAYLOAD_LEN: usize = 1 << 28;
 pub(crate) enum Kind {
     /// The payload is one encoded write batch.
     Batch = 1,
+    /// A sync mark: the payload is the `u64` file offset up to which the file was fsynced
+    /// before this record was written. Evidence for recovery that the records before that
+    /// offset were durable (FORMAT.md §7).
+    Synced = 2,
 }
 
 /// The file name of WAL file `id`: 20 decimal digits, then `.wal`.
@@ -78,11 +88,11 @@ pub(crate) fn encode_file_header(id: u64) -> Vec<u8> {
 }
 
 /// The 16 checksummed fixed fields of a record header (offsets 8..24).
-fn record_fields(seqno: u64, payload_len: u32) -> [u8; 16] {
+fn record_fields(kind: Kind, seqno: u64, payload_len: u32) -> [u8; 16] {
     let mut fields = [0u8; 16];
     let parts: [&[u8]; 5] = [
         &payload_len.to_le_bytes(),
-        &[Kind::Batch as u8],
+        &[kind as u8],
         &[0],    // flags
         &[0, 0], // reserved
         &seqno.to_le_bytes(),
@@ -97,8 +107,18 @@ fn record_fields(seqno: u64, payload_len: u32) -> [u8; 16] {
 ///
 /// Requires: `payload.len() <= MAX_PAYLOAD_LEN` (checked by the writer before calling).
 pub(crate) fn encode_record(out: &mut Vec<u8>, seqno: u64, payload: &[u8]) {
+    encode_framed(out, Kind::Batch, seqno, payload);
+}
+
+/// Appends a `Synced` record saying that the file's bytes `0..synced_end` were fsynced
+/// before it was written. Its seqno field is 0.
+pub(crate) fn encode_synced(out: &mut Vec<u8>, synced_end: u64) {
+    encode_framed(out, Kind::Synced, 0, &synced_end.to_le_bytes());
+}
+
+fn encode_framed(out: &mut Vec<u8>, kind: Kind, seqno: u64, payload: &[u8]) {
     debug_assert!(payload.len() <= MAX_PAYLOAD_LEN);
-    let fields = record_fields(seqno, payload.len() as u32);
+    let fields = record_fields(kind, seqno, payload.len() as u32);
     let header_crc = Checksum::of(&fields);
     let record_crc = header_crc.extend(payload);
     out.reserve(RECORD_HEADER_LEN + payload.len());
@@ -139,13 +159,21 @@ mod tests {
     fn encoding_matches_the_worked_example() {
         let header = encode_file_header(7);
         assert_eq!(header.len(), FILE_HEADER_LEN);
-        assert_eq!(hex(&header), "4357414c02000000070000000000000055f416e2");
+        assert_eq!(hex(&header), "4357414c0300000007000000000000007656773a");
         let mut rec = Vec::new();
         encode_record(&mut rec, 5, b"hi");
         assert_eq!(rec.len(), RECORD_HEADER_LEN + 2);
         assert_eq!(
             hex(&rec),
             "81e0be5b46c98f1a020000000100000005000000000000006869"
+        );
+        // The sync mark after it: the file's first 46 bytes were fsynced.
+        let mut mark = Vec::new();
+        encode_synced(&mut mark, 46);
+        assert_eq!(mark.len(), RECORD_HEADER_LEN + SYNCED_PAYLOAD_LEN);
+        assert_eq!(
+            hex(&mark),
+            "c43ddedddb96e6e9080000000200000000000000000000002e00000000000000"
         );
     }
 }

@@ -33,7 +33,8 @@
 use std::path::{Path, PathBuf};
 
 use super::{
-    Kind, FILE_HEADER_LEN, MAGIC, MAX_PAYLOAD_LEN, MIN_READ_VERSION, RECORD_HEADER_LEN, VERSION,
+    Kind, FILE_HEADER_LEN, MAGIC, MAX_PAYLOAD_LEN, MIN_READ_VERSION, RECORD_HEADER_LEN,
+    SYNCED_PAYLOAD_LEN, SYNCED_SINCE, VERSION,
 };
 use crate::checksum::Checksum;
 use crate::coding::{get_u32_le, get_u64_le};
@@ -94,6 +95,9 @@ pub(crate) struct Recovered {
     pub torn_tail: Option<TornTail>,
     /// Ranges skipped by salvage (always empty without it).
     pub dropped: Vec<Dropped>,
+    /// The largest offset a `Synced` record vouches for: the file's bytes before it were
+    /// fsynced (0 if the file holds no `Synced` record).
+    pub synced_end: u64,
 }
 
 /// Why the bytes at an offset are not a usable record.
@@ -202,22 +206,26 @@ fn next_valid(data: &[u8], from: usize, budget: &mut usize) -> Result<Option<usi
     Ok(None)
 }
 
-/// The header check result: where records start, or why the header is unusable.
-fn check_header(data: &[u8], path: &Path, expected_id: Option<u64>) -> Result<Option<Reason>> {
+/// The header check result: the file's format version, or why the header is unusable.
+fn check_header(
+    data: &[u8],
+    path: &Path,
+    expected_id: Option<u64>,
+) -> Result<std::result::Result<u32, Reason>> {
     let (Some(magic), Some(version), Some(id), Some(stored)) = (
         get_u32_le(data, 0),
         get_u32_le(data, 4),
         get_u64_le(data, 8),
         get_u32_le(data, 16),
     ) else {
-        return Ok(Some(Reason::Truncated));
+        return Ok(Err(Reason::Truncated));
     };
     if magic != MAGIC {
-        return Ok(Some(Reason::BadMagic { found: magic }));
+        return Ok(Err(Reason::BadMagic { found: magic }));
     }
     let computed = Checksum::of(data.get(..16).unwrap_or_default()).masked();
     if computed != stored {
-        return Ok(Some(Reason::Checksum { stored, computed }));
+        return Ok(Err(Reason::Checksum { stored, computed }));
     }
     if !(MIN_READ_VERSION..=VERSION).contains(&version) {
         return Err(Error::UnsupportedVersion {
@@ -240,14 +248,18 @@ fn check_header(data: &[u8], path: &Path, expected_id: Option<u64>) -> Result<Op
             ));
         }
     }
-    Ok(None)
+    Ok(Ok(version))
 }
 
 /// Iteration state over a file image; shared by [`Reader`] and [`decode_all`].
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Scan {
     path: PathBuf,
     options: ReadOptions,
+    /// The header's format version (the newest one when the header is damaged).
+    version: u32,
+    /// See [`Recovered::synced_end`].
+    synced_end: u64,
     pos: usize,
     last_seqno: Option<u64>,
     finished: bool,
@@ -263,6 +275,8 @@ impl Scan {
         let mut scan = Scan {
             path: path.to_path_buf(),
             options,
+            version: VERSION,
+            synced_end: 0,
             pos: FILE_HEADER_LEN,
             last_seqno: None,
             finished: false,
@@ -271,8 +285,9 @@ impl Scan {
             dropped: Vec::new(),
             budget: data.len().saturating_mul(2).saturating_add(1 << 20),
         };
-        if let Some(reason) = check_header(data, path, options.expected_id)? {
-            match next_valid(data, 1, &mut scan.budget) {
+        match check_header(data, path, options.expected_id)? {
+            Ok(version) => scan.version = version,
+            Err(reason) => match next_valid(data, 1, &mut scan.budget) {
                 Err(()) => return Err(Error::corruption(FileKind::Wal, path, 0, DENSE_DAMAGE)),
                 Ok(None) => scan.end_torn(data, 0, reason),
                 Ok(Some(_)) if !options.salvage => {
@@ -282,7 +297,7 @@ impl Scan {
                     scan.valid_end = 0;
                     scan.drop_range(0, q, reason);
                 }
-            }
+            },
         }
         Ok(scan)
     }
@@ -321,8 +336,14 @@ impl Scan {
                 return Ok(None);
             }
             let damage = match frame_at(data, pos) {
-                Ok(frame) => match self.validate(&frame) {
-                    Ok(()) => {
+                Ok(frame) => match self.validate(&frame, pos) {
+                    Ok(Valid::Synced(end)) => {
+                        self.pos = frame.end;
+                        self.valid_end = frame.end as u64;
+                        self.synced_end = self.synced_end.max(end);
+                        continue;
+                    }
+                    Ok(Valid::Batch) => {
                         self.pos = frame.end;
                         self.valid_end = frame.end as u64;
                         self.last_seqno = Some(frame.seqno);
@@ -357,19 +378,32 @@ impl Scan {
         Ok(None)
     }
 
-    fn validate(&self, frame: &Frame<'_>) -> std::result::Result<(), Reason> {
-        if frame.kind != Kind::Batch as u8 {
-            return Err(Reason::BadTag(frame.kind));
-        }
+    /// Checks the rules of a checksum-valid record at `pos`.
+    fn validate(&self, frame: &Frame<'_>, pos: usize) -> std::result::Result<Valid, Reason> {
         if frame.flags != 0 || frame.reserved != 0 {
             return Err(Reason::BadEntry("reserved WAL record bits are set"));
+        }
+        if frame.kind == Kind::Synced as u8 && self.version >= SYNCED_SINCE {
+            let end = match frame.payload.try_into() {
+                Ok(bytes) if frame.payload.len() == SYNCED_PAYLOAD_LEN => u64::from_le_bytes(bytes),
+                _ => return Err(Reason::BadEntry("WAL sync mark payload is not 8 bytes")),
+            };
+            if frame.seqno != 0 || end < FILE_HEADER_LEN as u64 || end > pos as u64 {
+                return Err(Reason::BadEntry(
+                    "WAL sync mark has a seqno or a synced end out of range",
+                ));
+            }
+            return Ok(Valid::Synced(end));
+        }
+        if frame.kind != Kind::Batch as u8 {
+            return Err(Reason::BadTag(frame.kind));
         }
         if self.last_seqno.is_some_and(|last| frame.seqno <= last) {
             return Err(Reason::BadEntry(
                 "WAL record seqno does not increase over the previous record's",
             ));
         }
-        Ok(())
+        Ok(Valid::Batch)
     }
 
     fn into_recovered(self, records: Vec<Record>) -> Recovered {
@@ -378,8 +412,17 @@ impl Scan {
             valid_end: self.valid_end,
             torn_tail: self.torn_tail,
             dropped: self.dropped,
+            synced_end: self.synced_end,
         }
     }
+}
+
+/// What a record that passes [`Scan::validate`] is.
+enum Valid {
+    /// A batch, yielded to the caller.
+    Batch,
+    /// A sync mark vouching for the bytes before the offset it holds.
+    Synced(u64),
 }
 
 /// Decodes a whole WAL file image. `path` only names the file in errors.
@@ -447,6 +490,21 @@ impl Reader {
     /// The seqno of the last record yielded.
     pub(crate) fn last_seqno(&self) -> Option<u64> {
         self.scan.last_seqno
+    }
+
+    /// Reads ahead of the iteration, on a copy of its state (O(rest of the file)), and
+    /// returns the largest offset a `Synced` record anywhere in the file vouches for (0 if
+    /// none; every record that starts below it was durable) and the seqno of the file's
+    /// last record. Damage ahead ends the look-ahead there.
+    pub(crate) fn look_ahead(&self) -> (u64, Option<u64>) {
+        let mut ahead = self.scan.clone();
+        while let Ok(Some(_)) = ahead.next(&self.data) {}
+        (ahead.synced_end, ahead.last_seqno)
+    }
+
+    /// The file's length in bytes.
+    pub(crate) fn file_len(&self) -> u64 {
+        self.data.len() as u64
     }
 }
 
@@ -641,7 +699,13 @@ mod tests {
     fn unknown_kind_and_reserved_bits_are_corruption() {
         let (data, starts) = image(3);
         for (field, value, reason) in [
-            (12, 2u8, Reason::BadTag(2)),
+            (12, 3u8, Reason::BadTag(3)),
+            // A batch record relabelled as a sync mark: its payload is not one.
+            (
+                12,
+                2,
+                Reason::BadEntry("WAL sync mark payload is not 8 bytes"),
+            ),
             (13, 1, Reason::BadEntry("reserved WAL record bits are set")),
             (15, 1, Reason::BadEntry("reserved WAL record bits are set")),
         ] {
@@ -691,8 +755,8 @@ mod tests {
             img
         };
         assert!(matches!(
-            decode(&with_version(3), false),
-            Err(Error::UnsupportedVersion { major: 3, .. })
+            decode(&with_version(4), false),
+            Err(Error::UnsupportedVersion { major: 4, .. })
         ));
         assert!(matches!(
             decode(&with_version(0), false),
@@ -806,5 +870,62 @@ mod tests {
         assert_eq!(salvaging.dropped().len(), 1);
         assert_eq!(salvaging.last_seqno(), Some(30));
         assert_eq!(salvaging.torn_tail(), None);
+    }
+
+    #[test]
+    fn sync_marks_are_read_as_evidence_and_checked() {
+        let (mut data, starts) = image(3);
+        let end = *starts.last().unwrap() as u64;
+        super::super::encode_synced(&mut data, end);
+        let r = decode(&data, false).unwrap();
+        assert_eq!(seqnos(&r), vec![10, 20, 30]);
+        assert_eq!(r.synced_end, end);
+        assert_eq!(r.valid_end, data.len() as u64);
+
+        // A mark vouching for bytes after itself is no crash's doing: corruption.
+        let (mut bad, starts) = image(3);
+        super::super::encode_synced(&mut bad, *starts.last().unwrap() as u64 + 1);
+        assert_eq!(
+            corruption_at(decode(&bad, false)),
+            *starts.last().unwrap() as u64
+        );
+
+        // A torn mark at the end is a torn tail like any record.
+        let torn = &data[..data.len() - 3];
+        let r = decode(torn, false).unwrap();
+        assert_eq!(seqnos(&r), vec![10, 20, 30]);
+        assert_eq!(r.synced_end, 0);
+        assert!(r.torn_tail.is_some());
+    }
+
+    #[test]
+    fn a_sync_mark_in_a_version_2_file_is_an_unknown_kind() {
+        let (mut data, starts) = image(2);
+        data.splice(
+            0..FILE_HEADER_LEN,
+            crate::checksum::file_header(MAGIC, 2, 7),
+        );
+        super::super::encode_synced(&mut data, *starts.last().unwrap() as u64);
+        assert_eq!(
+            corruption_at(decode(&data, false)),
+            *starts.last().unwrap() as u64
+        );
+    }
+
+    #[test]
+    fn look_ahead_sees_marks_after_the_current_record() {
+        let fs = crate::fs::MemFs::new();
+        fs.create_dir(Path::new("/db")).unwrap();
+        let (mut data, starts) = image(4);
+        super::super::encode_synced(&mut data, starts[2] as u64);
+        super::super::encode_record(&mut data, 50, b"after the mark");
+        let path = Path::new(PATH);
+        fs.create(path).unwrap().append(&data).unwrap();
+        let mut reader = Reader::open(&fs, path, false).unwrap();
+        let first = reader.next().unwrap().unwrap();
+        assert_eq!(reader.look_ahead(), (starts[2] as u64, Some(50)));
+        assert!(first.offset < starts[2] as u64);
+        let rest: Vec<u64> = reader.map(|r| r.unwrap().seqno).collect();
+        assert_eq!(rest, vec![20, 30, 40, 50]);
     }
 }

@@ -14,6 +14,12 @@
 //! [`BUFFER_LEN`] bytes. Bytes still buffered when the writer is dropped are lost (drop
 //! cannot report an error); the `Db` flushes before it acknowledges a write.
 //!
+//! Sync marks: after every successful fsync the writer appends a `Synced` record naming
+//! the end of the synced bytes and hands it to the OS (FORMAT.md §7). It costs one small
+//! write per fsync and is what lets recovery tell a write that was durable from one in the
+//! unsynced tail. [`Writer::note_synced`] appends one for an fsync made through another
+//! handle.
+//!
 //! Poisoning: after any failed append to the file or failed sync, the file's tail is
 //! unknown (part of the buffer may be on disk; after a failed fsync the kernel may have
 //! dropped dirty pages, so retrying and succeeding would lie). The writer then answers
@@ -26,7 +32,9 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::{encode_file_header, encode_record, file_name, FILE_HEADER_LEN, MAX_PAYLOAD_LEN};
+use super::{
+    encode_file_header, encode_record, encode_synced, file_name, FILE_HEADER_LEN, MAX_PAYLOAD_LEN,
+};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, WritableFile};
 
@@ -41,6 +49,10 @@ pub(crate) struct Writer {
     /// Logical length: bytes on the OS plus bytes buffered.
     len: u64,
     synced_len: u64,
+    /// `len` just past the last sync mark: nothing was appended since it when equal.
+    marked_len: u64,
+    /// The synced end the last sync mark vouches for.
+    marked_end: u64,
     last_seqno: Option<u64>,
     poisoned: bool,
 }
@@ -76,6 +88,8 @@ impl Writer {
             buf: Vec::with_capacity(BUFFER_LEN),
             len: FILE_HEADER_LEN as u64,
             synced_len: FILE_HEADER_LEN as u64,
+            marked_len: FILE_HEADER_LEN as u64,
+            marked_end: FILE_HEADER_LEN as u64,
             last_seqno: None,
             poisoned: false,
         })
@@ -130,13 +144,14 @@ impl Writer {
         Ok(())
     }
 
-    /// Flushes, then makes every appended record durable (`fdatasync`).
+    /// Flushes, then makes every appended record durable (`fdatasync`), then appends a
+    /// sync mark saying so and hands it to the OS.
     ///
     /// # Errors
     /// `Error::Poisoned`, or `Error::Io` (and the writer is poisoned).
     pub(crate) fn sync(&mut self) -> Result<()> {
         self.flush()?;
-        if self.synced_len == self.len {
+        if self.synced_len == self.len || self.marked_len == self.len {
             return Ok(());
         }
         if let Err(e) = self.file.sync_data() {
@@ -144,7 +159,24 @@ impl Writer {
             return Err(e);
         }
         self.synced_len = self.len;
-        Ok(())
+        self.note_synced(self.synced_len);
+        self.flush()
+    }
+
+    /// Records that the file's bytes up to `synced_end` (a length this writer reported
+    /// earlier) were fsynced, through this writer or another handle: appends a sync mark
+    /// to the buffer, which reaches the OS with the next flush. Does nothing when poisoned
+    /// or when the last mark already says as much.
+    pub(crate) fn note_synced(&mut self, synced_end: u64) {
+        if self.poisoned || synced_end > self.len || synced_end <= self.marked_end {
+            return;
+        }
+        self.marked_end = synced_end;
+        self.synced_len = self.synced_len.max(synced_end);
+        let before = self.buf.len();
+        encode_synced(&mut self.buf, synced_end);
+        self.len += (self.buf.len() - before) as u64;
+        self.marked_len = self.len;
     }
 
     /// The file's length once everything appended so far is flushed (the rotation measure).
@@ -232,7 +264,10 @@ mod tests {
         }
         assert_eq!(w.len(), *ends.last().unwrap());
         w.sync().unwrap();
-        assert_eq!(w.synced_len(), w.len());
+        // The sync mark follows what was synced.
+        let mark = (super::super::RECORD_HEADER_LEN + super::super::SYNCED_PAYLOAD_LEN) as u64;
+        assert_eq!(w.synced_len(), *ends.last().unwrap());
+        assert_eq!(w.len(), w.synced_len() + mark);
         assert_eq!(w.last_seqno(), Some(50));
         assert_eq!(w.id(), 3);
         assert_eq!(fs.file_len(&w.path()).unwrap(), w.len());
@@ -392,5 +427,64 @@ mod tests {
                 "seed {seed}"
             );
         }
+    }
+
+    #[test]
+    fn every_sync_leaves_a_mark_on_the_os_that_vouches_for_what_it_synced() {
+        let fs = new_fs();
+        let mut w = Writer::create(&fs, &dir(), 3).unwrap();
+        let mut synced = Vec::new();
+        for seqno in 1..=20 {
+            let end = w.append(seqno, &payload(seqno)).unwrap();
+            if seqno % 5 == 0 {
+                w.sync().unwrap();
+                synced.push(end);
+                // A second sync with nothing new neither fsyncs nor marks again.
+                let len = w.len();
+                w.sync().unwrap();
+                assert_eq!(w.len(), len);
+            }
+        }
+        // A process crash keeps what reached the OS: the marks are there unsynced.
+        let image = fs.crash_with(CrashOptions::KeepAll);
+        let data = read_all(&image, &dir().join(file_name(3))).unwrap();
+        let r = decode_all(&data, Path::new("/db/x.wal"), ReadOptions::default()).unwrap();
+        assert_eq!(r.records.len(), 20);
+        assert_eq!(r.synced_end, *synced.last().unwrap());
+        // A power loss keeps every mark but possibly the last: each is synced by the next.
+        let image = fs.crash();
+        let data = read_all(&image, &dir().join(file_name(3))).unwrap();
+        let r = decode_all(&data, Path::new("/db/x.wal"), ReadOptions::default()).unwrap();
+        assert!(r.synced_end >= synced[synced.len() - 2], "{}", r.synced_end);
+        assert!(r.records.len() >= 20);
+    }
+
+    #[test]
+    fn a_sync_through_another_handle_is_noted_with_the_length_it_covered() {
+        let fs = new_fs();
+        let mut w = Writer::create(&fs, &dir(), 3).unwrap();
+        let covered = w.append(1, &payload(1)).unwrap();
+        w.flush().unwrap();
+        // Synced elsewhere; meanwhile another record was appended.
+        fs.open_append(&dir().join(file_name(3)))
+            .unwrap()
+            .sync_data()
+            .unwrap();
+        w.append(2, &payload(2)).unwrap();
+        w.note_synced(covered);
+        w.note_synced(covered); // said once
+        w.flush().unwrap();
+        let data = read_all(&fs, &dir().join(file_name(3))).unwrap();
+        let r = decode_all(&data, Path::new("/db/x.wal"), ReadOptions::default()).unwrap();
+        assert_eq!(
+            r.synced_end, covered,
+            "the mark names the covered length, not its place"
+        );
+        let marks = data.len() as u64 - w.synced_len();
+        assert!(marks > 0);
+        assert_eq!(
+            r.records.iter().map(|r| r.seqno).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
     }
 }
