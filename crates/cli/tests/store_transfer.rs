@@ -245,3 +245,124 @@ fn import_with_an_index_of_another_log_exits_3_and_writes_nothing() {
     let scanned = ok(&run(&["scan", s(&store)]));
     assert!(scanned.is_empty());
 }
+
+/// Regression: a restore that failed left behind the empty store it had created (and the
+/// directories above it). Now it removes what it created, and only that: an empty
+/// directory it was given stays (empty), an existing store stays as it was.
+#[test]
+fn failed_restore_removes_only_the_store_it_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = b"{\"key\":\"a\",\"value\":\"1\"}\n{oops}\n";
+
+    let deep = dir.path().join("new/deeper/store");
+    let out = run_in(None, &["restore", s(&deep)], bad);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).contains("line 2"), "{}", stderr(&out));
+    assert!(!dir.path().join("new").exists());
+
+    // A relative path, from the directory that holds it.
+    let out = run_in(Some(dir.path()), &["restore", "rel"], bad);
+    assert_eq!(code(&out), 1);
+    assert!(!dir.path().join("rel").exists());
+
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = run_in(None, &["restore", s(&empty), "--format", "cbor"], bad);
+    assert_eq!(code(&out), 1);
+    assert!(empty.is_dir());
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
+
+    let store = dir.path().join("store");
+    let want = sample_store(&store);
+    let out = run_in(None, &["restore", s(&store)], bad);
+    assert_eq!(code(&out), 1);
+    assert_eq!(contents(&store), want);
+
+    // A good restore into a new directory keeps its store, of course.
+    let good = dir.path().join("good/store");
+    ok(&run_in(None, &["restore", s(&good)], &bad[..24]));
+    assert_eq!(contents(&good).len(), 1);
+}
+
+/// Regression: `cairn restore --format cbor` of a dump with one changed byte stored
+/// thousands of entries (every full batch before the trailer, the damaged value among
+/// them), then failed on the checksum. Now the checksum is checked before anything is
+/// written.
+#[test]
+fn damaged_cbor_restore_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    let db = cairn::Db::open(&src, cairn::Options::default()).unwrap();
+    let ks = db.keyspace("default").unwrap();
+    // More entries than one restore batch (4,096).
+    for i in 0..6000u32 {
+        ks.insert(format!("key{i:05}"), format!("value {i:05}"))
+            .unwrap();
+    }
+    drop(ks);
+    db.close().unwrap();
+    let dumped = ok(&run(&["dump", s(&src), "--format", "cbor"]));
+    let at = dumped
+        .windows(11)
+        .rposition(|w| w == b"value 05990")
+        .unwrap();
+    let mut damaged = dumped.clone();
+    damaged[at] ^= 0x02; // 'v' -> 't': still a valid value, only the checksum differs
+
+    let dst = dir.path().join("dst");
+    let db = cairn::Db::open(&dst, cairn::Options::default()).unwrap();
+    db.keyspace("default").unwrap().insert("kept", "1").unwrap();
+    db.close().unwrap();
+    let want = contents(&dst);
+    let out = run_in(None, &["restore", s(&dst), "--format", "cbor"], &damaged);
+    assert_eq!(code(&out), 1);
+    assert!(
+        stderr(&out).contains("bad cbor input at record 6002")
+            && stderr(&out).contains("checksum mismatch"),
+        "{}",
+        stderr(&out)
+    );
+    let got = contents(&dst);
+    assert!(got == want, "{} entries after a failed restore", got.len());
+    let out = run_in(None, &["restore", s(&dst), "--format", "cbor"], &dumped);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(contents(&dst).len(), 6001);
+}
+
+/// Regression: CBOR errors printed ciborium's Rust values (`not Simple(21)`), and a dump
+/// restored in the wrong format got no hint. Errors now say what was expected and found,
+/// and point to the other `--format`.
+#[test]
+fn restore_errors_speak_plainly_and_name_the_right_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    sample_store(&src);
+    let dst = dir.path().join("dst");
+
+    let cbor = ok(&run(&["dump", s(&src), "--format", "cbor"]));
+    let out = run_in(None, &["restore", s(&dst)], &cbor);
+    assert_eq!(code(&out), 1);
+    let err = stderr(&out);
+    assert!(err.contains("bad jsonl input at line 1"), "{err}");
+    assert!(err.contains("--format cbor"), "{err}");
+
+    let jsonl = ok(&run(&["dump", s(&src)]));
+    let out = run_in(None, &["restore", s(&dst), "--format", "cbor"], &jsonl);
+    assert_eq!(code(&out), 1);
+    let err = stderr(&out);
+    assert!(err.contains("bad cbor input at record 1"), "{err}");
+    assert!(err.contains("--format jsonl"), "{err}");
+
+    // The header of a real dump, then an entry whose key is the boolean true.
+    let mut bad = cbor[..28].to_vec();
+    bad.extend_from_slice(&[0xa1, 0x63, b'k', b'e', b'y', 0xf5]);
+    let out = run_in(None, &["restore", s(&dst), "--format", "cbor"], &bad);
+    assert_eq!(code(&out), 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains("record 2 (byte 28): \"key\": expected a byte string, found the boolean true"),
+        "{err}"
+    );
+    assert!(!err.contains("Simple("), "{err}");
+    assert!(!dst.exists());
+}

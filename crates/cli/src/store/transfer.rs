@@ -1,11 +1,15 @@
 //! `cairn dump`, `restore`, `export`, `import`: moving data in and out of a store
 //! through `cairn::transfer`. Progress bars go to standard error when it is a terminal.
+//!
+//! A restore that fails leaves no store it created behind ([`Created`]): it removes the
+//! store directory (and the directories above it) it created, or the files it put into
+//! an empty directory; a directory that held anything before is never touched.
 
 use std::io::{self, BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use cairn::hash::{IndexOptions, LogOptions, LogReader};
-use cairn::transfer::{self, ExportOptions, Format, ImportOptions, RestoreOptions};
+use cairn::transfer::{self, ExportOptions, Format, ImportOptions, Progress, RestoreOptions};
 use clap::ValueEnum;
 
 use crate::errors::{CliError, CliResult, EXIT_OK};
@@ -74,10 +78,13 @@ pub fn dump(args: &DumpArgs, out: &mut dyn Write) -> CliResult<u8> {
 /// Read a dump from standard input into the store (created if missing)
 ///
 /// Entries without a "keyspace" field go to --keyspace (default `default`); others to
-/// the keyspace they name, created if missing. Existing keys are overwritten, other keys
-/// kept. Bad input stops the restore with an error naming the line (JSON lines) or
-/// record (CBOR) and exit 1; the batches committed before it stay. Everything restored
-/// is durable when the command returns.
+/// the keyspace they name, created if missing (separating large values into the value
+/// log if the dumped keyspace did). Existing keys are overwritten, other keys kept.
+/// The whole input is checked (for CBOR, also its trailer's count and checksum) before
+/// anything is written, in a temporary copy in $TMPDIR (or /tmp): bad input writes
+/// nothing and exits 1 with an error naming the line (JSON lines) or record (CBOR). A
+/// store the command created is removed again when it fails. Everything restored is
+/// durable when the command returns.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct RestoreArgs {
@@ -91,6 +98,21 @@ pub struct RestoreArgs {
 }
 
 pub fn restore(args: &RestoreArgs, out: &mut dyn Write) -> CliResult<u8> {
+    let created = Created::before_open(&args.store);
+    let done = match restore_into(args) {
+        Ok(done) => done,
+        Err(e) => {
+            created.remove();
+            return Err(e);
+        }
+    };
+    writeln!(out, "restored {} entries", done.entries).map_err(CliError::Output)?;
+    Ok(EXIT_OK)
+}
+
+/// Opens (or creates) the store, restores standard input into it and closes it; the store
+/// is closed whatever the outcome.
+fn restore_into(args: &RestoreArgs) -> CliResult<Progress> {
     let db = open(&args.store, true)?;
     let stdin = io::stdin();
     let input = BufReader::with_capacity(1 << 16, stdin.lock());
@@ -101,8 +123,93 @@ pub fn restore(args: &RestoreArgs, out: &mut dyn Write) -> CliResult<u8> {
     })?;
     bar.finish_and_clear();
     close(db)?;
-    writeln!(out, "restored {} entries", done.entries).map_err(CliError::Output)?;
-    Ok(EXIT_OK)
+    Ok(done)
+}
+
+/// What opening a store at a path is about to create there, so that a failed restore can
+/// remove it again, and nothing else.
+#[derive(Debug)]
+enum Created {
+    /// The path holds something already (a store, other files, a file, a symbolic
+    /// link): nothing is removed.
+    Nothing,
+    /// The path is an empty directory: the entries found in it later are the store's.
+    EmptyDir(PathBuf),
+    /// The path does not exist: the store directory, then each missing directory above
+    /// it, innermost first.
+    Dirs(Vec<PathBuf>),
+}
+
+impl Created {
+    /// Looks at `store` before it is opened.
+    fn before_open(store: &Path) -> Created {
+        match std::fs::symlink_metadata(store) {
+            Ok(meta) if meta.is_dir() => {
+                if std::fs::read_dir(store).is_ok_and(|mut entries| entries.next().is_none()) {
+                    Created::EmptyDir(store.to_path_buf())
+                } else {
+                    Created::Nothing
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let mut dirs = vec![store.to_path_buf()];
+                let mut up = store.parent();
+                while let Some(dir) = up.filter(|d| !d.as_os_str().is_empty()) {
+                    if std::fs::symlink_metadata(dir).is_ok() {
+                        break;
+                    }
+                    dirs.push(dir.to_path_buf());
+                    up = dir.parent();
+                }
+                Created::Dirs(dirs)
+            }
+            _ => Created::Nothing,
+        }
+    }
+
+    /// Removes what was created (the store must be closed). A directory above the store
+    /// is removed only if empty; failures are reported on standard error, not fatal.
+    fn remove(&self) {
+        let warn = |path: &Path, e: io::Error| {
+            eprintln!(
+                "cairn: could not remove {} (created by this restore): {e}",
+                path.display()
+            );
+        };
+        match self {
+            Created::Nothing => {}
+            Created::EmptyDir(dir) => {
+                let Ok(entries) = std::fs::read_dir(dir) else {
+                    return;
+                };
+                for entry in entries.flatten() {
+                    let path = entry.path();
+                    let removed = match entry.file_type() {
+                        Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
+                        _ => std::fs::remove_file(&path),
+                    };
+                    if let Err(e) = removed {
+                        warn(&path, e);
+                    }
+                }
+            }
+            Created::Dirs(dirs) => {
+                let mut dirs = dirs.iter();
+                if let Some(store) = dirs.next() {
+                    match std::fs::remove_dir_all(store) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                        Err(e) => return warn(store, e),
+                    }
+                }
+                for dir in dirs {
+                    if std::fs::remove_dir(dir).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Write a snapshot of a keyspace as a constant-store pair (OUT.spl and OUT.spi)

@@ -1,19 +1,25 @@
 //! The CBOR dump format (see `FORMAT.md` § CBOR): a CBOR sequence (RFC 8742) of maps, a
-//! header record first, one record per entry, and a trailer record with the entry count
-//! and a CRC32C of every byte before it.
+//! header record first, one record per entry (and one per keyspace that separates
+//! values), and a trailer record with the entry count and a CRC32C of every byte before
+//! it.
 //!
 //! Owns encoding those records into a buffer and [`Reader`], which decodes them from any
 //! `Read` one record at a time. The decoder reads only definite-length items of the types
 //! `FORMAT.md` lists, checks every length against its limit before allocating, and refuses
 //! unknown fields, a missing or wrong header, a missing trailer (a truncated dump), a
-//! count or checksum mismatch, and anything after the trailer.
+//! count or checksum mismatch, and anything after the trailer. A value is copied to the
+//! caller's writer through one bounded buffer, so a value of up to
+//! [`MAX_DUMP_VALUE_LEN`] bytes never sits in the decoder's memory whole. Errors describe
+//! what was found in words ("the boolean true"), never as Rust values.
 
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::path::Path;
 
 use ciborium_ll::{Decoder, Encoder, Header};
 
-use super::entry::{check, Entry, EntryRef, MAX_META_LEN, MAX_RECORD_BYTES};
+use super::entry::{
+    check, check_keyspace_name, Entry, EntryRef, Item, Thresholds, MAX_DUMP_VALUE_LEN, MAX_META_LEN,
+};
 use crate::checksum::Checksum;
 use crate::db::MAX_KEYSPACE_NAME_LEN;
 use crate::error::{Error, Result};
@@ -30,6 +36,8 @@ pub const VERSION: u64 = 1;
 const MAX_FIELD_NAME: usize = 16;
 /// Most fields a record may have.
 const MAX_FIELDS: usize = 8;
+/// Bytes of a value copied at a time.
+const COPY_CHUNK: usize = 64 << 10;
 
 // Writing into a Vec<u8> cannot fail, so the encoders ignore the io::Result.
 
@@ -85,6 +93,18 @@ pub fn encode_entry(entry: &EntryRef<'_>, out: &mut Vec<u8>) {
     }
 }
 
+/// Appends a keyspace record: keyspace `keyspace` (left out: the restore's target)
+/// separates values of at least `blob_threshold` bytes.
+pub fn encode_keyspace(keyspace: Option<&str>, blob_threshold: u64, out: &mut Vec<u8>) {
+    let mut enc = Encoder::from(out);
+    let _ = enc.push(Header::Map(Some(1 + usize::from(keyspace.is_some()))));
+    if let Some(ks) = keyspace {
+        text(&mut enc, "keyspace");
+        text(&mut enc, ks);
+    }
+    uint_field(&mut enc, "blob_threshold", blob_threshold);
+}
+
 /// Appends the trailer record: `entries` records were written and `crc` covers every
 /// byte before the trailer (stored masked, see `checksum.rs`).
 pub fn encode_trailer(entries: u64, crc: Checksum, out: &mut Vec<u8>) {
@@ -94,11 +114,55 @@ pub fn encode_trailer(entries: u64, crc: Checksum, out: &mut Vec<u8>) {
     uint_field(&mut enc, "crc32c", u64::from(crc.masked()));
 }
 
-/// Counts and checksums the bytes read through it.
+/// A CBOR data item's head in words, for errors: "the boolean true", "a byte string of 3
+/// bytes", "the unsigned integer 7".
+fn describe(header: &Header) -> String {
+    match *header {
+        Header::Positive(n) => format!("the unsigned integer {n}"),
+        Header::Negative(n) => format!("the negative integer {}", -1 - i128::from(n)),
+        Header::Float(f) => format!("the floating-point number {f}"),
+        Header::Simple(20) => "the boolean false".to_string(),
+        Header::Simple(21) => "the boolean true".to_string(),
+        Header::Simple(22) => "null".to_string(),
+        Header::Simple(23) => "undefined".to_string(),
+        Header::Simple(n) => format!("the simple value {n}"),
+        Header::Tag(t) => format!("a tag ({t})"),
+        Header::Break => "a \"break\" (the end of an indefinite-length item)".to_string(),
+        Header::Bytes(Some(n)) => format!("a byte string of {}", count(n, "byte")),
+        Header::Bytes(None) => "an indefinite-length byte string (not supported)".to_string(),
+        Header::Text(Some(n)) => format!("a text string of {}", count(n, "byte")),
+        Header::Text(None) => "an indefinite-length text string (not supported)".to_string(),
+        Header::Array(Some(n)) => format!("an array of {}", count(n, "item")),
+        Header::Array(None) => "an indefinite-length array".to_string(),
+        Header::Map(Some(n)) => format!("a map of {}", count(n, "field")),
+        Header::Map(None) => "an indefinite-length map (not supported)".to_string(),
+    }
+}
+
+/// `n unit` or `n units`.
+fn count(n: usize, unit: &str) -> String {
+    if n == 1 {
+        format!("1 {unit}")
+    } else {
+        format!("{n} {unit}s")
+    }
+}
+
+/// `"name": expected WHAT, found FOUND`.
+fn expected(name: &str, what: &str, found: &Header) -> Fail {
+    Fail::Bad(format!(
+        "\"{name}\": expected {what}, found {}",
+        describe(found)
+    ))
+}
+
+/// Counts and checksums the bytes read through it, and keeps the first byte (for the
+/// hint that an input is JSON lines).
 struct Tally<R> {
     input: R,
     pos: u64,
     crc: Checksum,
+    first: Option<u8>,
 }
 
 impl<R: Read> Read for Tally<R> {
@@ -106,6 +170,9 @@ impl<R: Read> Read for Tally<R> {
         let n = self.input.read(buf)?;
         if let Some(got) = buf.get(..n) {
             self.crc = self.crc.extend(got);
+            if self.pos == 0 {
+                self.first = got.first().copied();
+            }
         }
         self.pos += n as u64;
         Ok(n)
@@ -116,8 +183,10 @@ impl<R: Read> Read for Tally<R> {
 enum Fail {
     /// The input is malformed (the text says how).
     Bad(String),
-    /// Reading failed.
+    /// Reading the input failed.
     Io(io::Error),
+    /// Writing a value to the caller's writer failed.
+    Output(io::Error),
 }
 
 impl From<String> for Fail {
@@ -136,33 +205,51 @@ fn from_io(e: io::Error) -> Fail {
 
 /// One decoded record.
 enum Record {
-    Header { format: String, version: u64 },
-    Entry(Entry),
-    Trailer { entries: u64, crc: u32 },
+    Header {
+        format: String,
+        version: u64,
+    },
+    Entry {
+        entry: Entry,
+        value_len: u64,
+    },
+    Keyspace {
+        keyspace: Option<String>,
+        blob_threshold: u64,
+    },
+    Trailer {
+        entries: u64,
+        crc: u32,
+    },
 }
 
-/// The fields a record may hold, as read.
+/// The fields a record may hold, as read (for `value`, its length: the bytes went to the
+/// caller's writer).
 #[derive(Default)]
 struct Fields {
     format: Option<String>,
     version: Option<u64>,
     keyspace: Option<String>,
     key: Option<Vec<u8>>,
-    value: Option<Vec<u8>>,
+    value: Option<u64>,
     tag: Option<u64>,
     meta: Option<Vec<u8>>,
     expires_at: Option<u64>,
+    blob_threshold: Option<u64>,
     entries: Option<u64>,
     crc32c: Option<u64>,
 }
 
-/// Reads a CBOR dump one entry at a time.
+/// Reads a CBOR dump one record at a time.
 pub struct Reader<R: Read> {
     input: Tally<R>,
     /// Number of the record read last (the header is record 1).
     record: u64,
     entries: u64,
     done: bool,
+    thresholds: Thresholds,
+    /// The buffer values are copied through ([`COPY_CHUNK`] bytes once a value is read).
+    chunk: Vec<u8>,
 }
 
 impl<R: Read> Reader<R> {
@@ -171,20 +258,23 @@ impl<R: Read> Reader<R> {
     ///
     /// # Errors
     /// `BadInput` if the input does not start with this format's header (or is of a newer
-    /// version); `Io` if reading fails.
+    /// version), with a hint when it looks like JSON lines; `Io` if reading fails.
     pub fn new(input: R) -> Result<Reader<R>> {
         let mut r = Reader {
             input: Tally {
                 input,
                 pos: 0,
                 crc: Checksum::of(&[]),
+                first: None,
             },
             record: 0,
             entries: 0,
             done: false,
+            thresholds: Thresholds::default(),
+            chunk: Vec::new(),
         };
-        match r.read_record()? {
-            Some((Record::Header { format, version }, start)) => {
+        match r.read_record(&mut io::sink()) {
+            Ok(Some((Record::Header { format, version }, start))) => {
                 if format != MAGIC {
                     return Err(r.bad(start, format!("format is {format:?}, not {MAGIC:?}")));
                 }
@@ -196,8 +286,33 @@ impl<R: Read> Reader<R> {
                 }
                 Ok(r)
             }
-            Some((_, start)) => Err(r.bad(start, "the first record is not the header".into())),
-            None => Err(r.bad(0, "empty input (no header record)".into())),
+            Ok(Some((_, start))) => {
+                Err(r.hint(r.bad(start, "the first record is not the header".into())))
+            }
+            Ok(None) => Err(r.bad(0, "empty input (no header record)".into())),
+            Err(e) => Err(r.hint(e)),
+        }
+    }
+
+    /// Adds to a bad header the hint that the input looks like JSON lines.
+    fn hint(&self, e: Error) -> Error {
+        match e {
+            Error::BadInput {
+                format,
+                record,
+                offset,
+                detail,
+            } if matches!(self.input.first, Some(b'{' | b' ' | b'\t' | b'\r' | b'\n')) => {
+                Error::BadInput {
+                    format,
+                    record,
+                    offset,
+                    detail: format!(
+                        "{detail} (the input looks like JSON lines: restore it with --format jsonl)"
+                    ),
+                }
+            }
+            other => other,
         }
     }
 
@@ -211,6 +326,11 @@ impl<R: Read> Reader<R> {
         self.record
     }
 
+    /// The keyspace records read so far.
+    pub(crate) fn thresholds(&self) -> &Thresholds {
+        &self.thresholds
+    }
+
     fn bad(&self, start: u64, detail: String) -> Error {
         Error::BadInput {
             format: NAME,
@@ -220,21 +340,38 @@ impl<R: Read> Reader<R> {
         }
     }
 
-    /// The next entry; `None` after a valid trailer.
+    /// The next entry or keyspace record; `None` after a valid trailer. An entry's value
+    /// bytes are written to `value_out` (the returned entry's `value` is empty).
     ///
     /// # Errors
-    /// `BadInput` naming the record for a malformed record, a missing trailer (the input
-    /// ends without one: a truncated dump), a trailer whose count or checksum does not
-    /// match, or data after the trailer; `Io` if reading fails.
-    pub fn next_entry(&mut self) -> Result<Option<Entry>> {
+    /// `BadInput` naming the record for a malformed record, a second keyspace record for
+    /// one keyspace, a missing trailer (the input ends without one: a truncated dump), a
+    /// trailer whose count or checksum does not match, or data after the trailer; `Io` if
+    /// reading the input or writing to `value_out` fails.
+    pub(crate) fn next_item(&mut self, value_out: &mut dyn Write) -> Result<Option<Item>> {
         if self.done {
             return Ok(None);
         }
         let crc_before = self.input.crc;
-        match self.read_record()? {
-            Some((Record::Entry(entry), _)) => {
+        match self.read_record(value_out)? {
+            Some((Record::Entry { entry, value_len }, _)) => {
                 self.entries += 1;
-                Ok(Some(entry))
+                Ok(Some(Item::Entry { entry, value_len }))
+            }
+            Some((
+                Record::Keyspace {
+                    keyspace,
+                    blob_threshold,
+                },
+                start,
+            )) => {
+                self.thresholds
+                    .note(keyspace.clone(), blob_threshold)
+                    .map_err(|detail| self.bad(start, detail))?;
+                Ok(Some(Item::Keyspace {
+                    keyspace,
+                    blob_threshold,
+                }))
             }
             Some((Record::Trailer { entries, crc }, start)) => {
                 if entries != self.entries {
@@ -280,21 +417,24 @@ impl<R: Read> Reader<R> {
     }
 
     /// Reads one record; `None` at a clean end of input (no byte of a new record).
-    fn read_record(&mut self) -> Result<Option<(Record, u64)>> {
+    fn read_record(&mut self, value_out: &mut dyn Write) -> Result<Option<(Record, u64)>> {
         let start = self.input.pos;
+        let failed = |r: &Self, fail: Fail| match fail {
+            Fail::Bad(detail) => r.bad(start, detail),
+            Fail::Io(e) => Error::io(Path::new("<dump input>"), "read", e),
+            Fail::Output(e) => Error::io(Path::new("<dump value output>"), "write", e),
+        };
         match self.pull() {
             Err(Fail::Bad(_)) if self.input.pos == start => Ok(None),
-            Err(Fail::Bad(detail)) => {
+            Err(fail) => {
                 self.record += 1;
-                Err(self.bad(start, detail))
+                Err(failed(self, fail))
             }
-            Err(Fail::Io(e)) => Err(Error::io(Path::new("<dump input>"), "read", e)),
             Ok(header) => {
                 self.record += 1;
-                match self.record_body(header) {
+                match self.record_body(header, value_out) {
                     Ok(record) => Ok(Some((record, start))),
-                    Err(Fail::Bad(detail)) => Err(self.bad(start, detail)),
-                    Err(Fail::Io(e)) => Err(Error::io(Path::new("<dump input>"), "read", e)),
+                    Err(fail) => Err(failed(self, fail)),
                 }
             }
         }
@@ -322,6 +462,23 @@ impl<R: Read> Reader<R> {
         Ok(buf)
     }
 
+    /// Copies the next `len` bytes of the input to `out`, [`COPY_CHUNK`] at a time.
+    fn copy_to(&mut self, len: u64, out: &mut dyn Write) -> Result<(), Fail> {
+        let Reader { input, chunk, .. } = self;
+        if chunk.is_empty() {
+            chunk.resize(COPY_CHUNK, 0);
+        }
+        let mut left = len;
+        while left > 0 {
+            let n = usize::try_from(left).map_or(COPY_CHUNK, |l| l.min(COPY_CHUNK));
+            let piece = chunk.get_mut(..n).unwrap_or_default();
+            input.read_exact(piece).map_err(from_io)?;
+            out.write_all(piece).map_err(Fail::Output)?;
+            left -= n as u64;
+        }
+        Ok(())
+    }
+
     /// A byte string (or text string, taken as its UTF-8 bytes) of at most `limit` bytes.
     fn bytes(&mut self, name: &str, limit: usize) -> Result<Vec<u8>, Fail> {
         match self.pull()? {
@@ -331,9 +488,24 @@ impl<R: Read> Reader<R> {
             Header::Bytes(Some(len)) | Header::Text(Some(len)) => Err(Fail::Bad(format!(
                 "\"{name}\" is {len} bytes, more than the limit of {limit}"
             ))),
-            other => Err(Fail::Bad(format!(
-                "\"{name}\" must be a definite-length byte string, not {other:?}"
+            other => Err(expected(name, "a byte string", &other)),
+        }
+    }
+
+    /// The value: a byte string (or text string) of at most [`MAX_DUMP_VALUE_LEN`] bytes,
+    /// copied to `out`; returns its length.
+    fn value(&mut self, out: &mut dyn Write) -> Result<u64, Fail> {
+        match self.pull()? {
+            Header::Bytes(Some(len)) | Header::Text(Some(len))
+                if len as u64 <= MAX_DUMP_VALUE_LEN =>
+            {
+                self.copy_to(len as u64, out)?;
+                Ok(len as u64)
+            }
+            Header::Bytes(Some(len)) | Header::Text(Some(len)) => Err(Fail::Bad(format!(
+                "\"value\" is {len} bytes, more than the limit of {MAX_DUMP_VALUE_LEN}"
             ))),
+            other => Err(expected("value", "a byte string", &other)),
         }
     }
 
@@ -344,22 +516,34 @@ impl<R: Read> Reader<R> {
             Header::Text(Some(len)) => Err(Fail::Bad(format!(
                 "\"{name}\" is {len} bytes, more than the limit of {limit}"
             ))),
-            other => Err(Fail::Bad(format!(
-                "\"{name}\" must be a definite-length text string, not {other:?}"
-            ))),
+            other => Err(expected(name, "a text string", &other)),
         }
     }
 
     fn uint(&mut self, name: &str) -> Result<u64, Fail> {
         match self.pull()? {
             Header::Positive(n) => Ok(n),
+            other => Err(expected(name, "an unsigned integer", &other)),
+        }
+    }
+
+    fn field_name(&mut self) -> Result<String, Fail> {
+        match self.pull()? {
+            Header::Text(Some(len)) if len <= MAX_FIELD_NAME => {
+                String::from_utf8(self.read_exact_vec(len)?)
+                    .map_err(|_| Fail::Bad("a field name is not valid UTF-8".into()))
+            }
+            Header::Text(Some(len)) => Err(Fail::Bad(format!(
+                "a field name of {len} bytes, longer than any known field ({MAX_FIELD_NAME} bytes)"
+            ))),
             other => Err(Fail::Bad(format!(
-                "\"{name}\" must be an unsigned integer, not {other:?}"
+                "expected a field name (a text string), found {}",
+                describe(&other)
             ))),
         }
     }
 
-    fn record_body(&mut self, header: Header) -> Result<Record, Fail> {
+    fn record_body(&mut self, header: Header, value_out: &mut dyn Write) -> Result<Record, Fail> {
         let n = match header {
             Header::Map(Some(n)) if n <= MAX_FIELDS => n,
             Header::Map(Some(n)) => {
@@ -369,13 +553,14 @@ impl<R: Read> Reader<R> {
             }
             other => {
                 return Err(Fail::Bad(format!(
-                    "a record must be a definite-length map, not {other:?}"
+                    "expected a record (a map of fields), found {}",
+                    describe(&other)
                 )))
             }
         };
         let mut f = Fields::default();
         for _ in 0..n {
-            let name = self.text("field name", MAX_FIELD_NAME)?;
+            let name = self.field_name()?;
             let fresh = match name.as_str() {
                 "format" => f.format.replace(self.text("format", 64)?).is_none(),
                 "version" => f.version.replace(self.uint("version")?).is_none(),
@@ -384,13 +569,16 @@ impl<R: Read> Reader<R> {
                     .replace(self.text("keyspace", MAX_KEYSPACE_NAME_LEN)?)
                     .is_none(),
                 "key" => f.key.replace(self.bytes("key", MAX_KEY_LEN)?).is_none(),
-                "value" => f
-                    .value
-                    .replace(self.bytes("value", MAX_RECORD_BYTES)?)
-                    .is_none(),
+                // Checked before the copy: a second value must not reach `value_out`.
+                "value" if f.value.is_some() => false,
+                "value" => f.value.replace(self.value(value_out)?).is_none(),
                 "tag" => f.tag.replace(self.uint("tag")?).is_none(),
                 "meta" => f.meta.replace(self.bytes("meta", MAX_META_LEN)?).is_none(),
                 "expires_at" => f.expires_at.replace(self.uint("expires_at")?).is_none(),
+                "blob_threshold" => f
+                    .blob_threshold
+                    .replace(self.uint("blob_threshold")?)
+                    .is_none(),
                 "entries" => f.entries.replace(self.uint("entries")?).is_none(),
                 "crc32c" => f.crc32c.replace(self.uint("crc32c")?).is_none(),
                 other => return Err(Fail::Bad(format!("unknown field \"{other}\""))),
@@ -407,20 +595,21 @@ impl<R: Read> Reader<R> {
 fn classify(f: Fields) -> Result<Record, Fail> {
     let header = f.format.is_some() || f.version.is_some();
     let trailer = f.entries.is_some() || f.crc32c.is_some();
+    let keyspace = f.blob_threshold.is_some();
     let entry = f.key.is_some()
         || f.value.is_some()
-        || f.keyspace.is_some()
         || f.tag.is_some()
         || f.meta.is_some()
-        || f.expires_at.is_some();
-    match (header, entry, trailer) {
-        (true, false, false) => match (f.format, f.version) {
+        || f.expires_at.is_some()
+        || (f.keyspace.is_some() && !keyspace);
+    match (header, entry, keyspace, trailer) {
+        (true, false, false, false) => match (f.format, f.version) {
             (Some(format), Some(version)) => Ok(Record::Header { format, version }),
             _ => Err(Fail::Bad(
                 "a header needs \"format\" and \"version\"".into(),
             )),
         },
-        (false, false, true) => match (f.entries, f.crc32c) {
+        (false, false, false, true) => match (f.entries, f.crc32c) {
             (Some(entries), Some(crc)) => Ok(Record::Trailer {
                 entries,
                 crc: u32::try_from(crc)
@@ -430,212 +619,39 @@ fn classify(f: Fields) -> Result<Record, Fail> {
                 "a trailer needs \"entries\" and \"crc32c\"".into(),
             )),
         },
-        (false, true, false) => {
+        (false, false, true, false) => {
+            if let Some(ks) = &f.keyspace {
+                check_keyspace_name(ks)?;
+            }
+            Ok(Record::Keyspace {
+                keyspace: f.keyspace,
+                blob_threshold: f.blob_threshold.unwrap_or_default(),
+            })
+        }
+        (false, true, false, false) => {
             let key = f.key.ok_or_else(|| Fail::Bad("missing \"key\"".into()))?;
-            let value = f
+            let value_len = f
                 .value
                 .ok_or_else(|| Fail::Bad("missing \"value\"".into()))?;
             let tag = f.tag.unwrap_or(0);
             let entry = Entry {
                 keyspace: f.keyspace,
                 key,
-                value,
+                value: Vec::new(),
                 tag: u32::try_from(tag)
                     .map_err(|_| Fail::Bad(format!("\"tag\" {tag} is larger than a u32")))?,
                 meta: f.meta.unwrap_or_default(),
                 expires_at: f.expires_at,
             };
             check(&entry)?;
-            Ok(Record::Entry(entry))
+            Ok(Record::Entry { entry, value_len })
         }
         _ => Err(Fail::Bad(
-            "a record mixes header, entry and trailer fields, or has none".into(),
+            "a record mixes header, entry, keyspace and trailer fields, or has none".into(),
         )),
     }
 }
 
 #[cfg(test)]
-#[allow(clippy::panic, clippy::unwrap_used, clippy::indexing_slicing)]
-mod tests {
-    use super::*;
-
-    /// A complete dump of `entries`.
-    fn dump(entries: &[Entry]) -> Vec<u8> {
-        let mut out = Vec::new();
-        encode_header(&mut out);
-        for e in entries {
-            encode_entry(&e.as_ref(), &mut out);
-        }
-        let crc = Checksum::of(&out);
-        encode_trailer(entries.len() as u64, crc, &mut out);
-        out
-    }
-
-    fn read_all(bytes: &[u8]) -> Result<Vec<Entry>> {
-        let mut r = Reader::new(bytes)?;
-        let mut out = Vec::new();
-        while let Some(e) = r.next_entry()? {
-            out.push(e);
-        }
-        Ok(out)
-    }
-
-    fn bad_input(r: Result<Vec<Entry>>) -> (u64, u64, String) {
-        match r {
-            Err(Error::BadInput {
-                record,
-                offset,
-                detail,
-                ..
-            }) => (record, offset, detail),
-            other => panic!("expected BadInput, got {other:?}"),
-        }
-    }
-
-    fn sample() -> Vec<Entry> {
-        vec![
-            Entry::new("a", "1"),
-            Entry {
-                keyspace: Some("ks".into()),
-                key: vec![0, 0xff],
-                value: vec![],
-                tag: 7,
-                meta: vec![9; 10],
-                expires_at: Some(u64::MAX),
-            },
-        ]
-    }
-
-    #[test]
-    fn round_trip() {
-        let entries = sample();
-        assert_eq!(read_all(&dump(&entries)).unwrap(), entries);
-        assert_eq!(read_all(&dump(&[])).unwrap(), vec![]);
-    }
-
-    #[test]
-    fn header_bytes_are_stable() {
-        let mut out = Vec::new();
-        encode_header(&mut out);
-        let mut want = vec![0xa2, 0x66];
-        want.extend_from_slice(b"format");
-        want.push(0x6a);
-        want.extend_from_slice(b"cairn-dump");
-        want.push(0x67);
-        want.extend_from_slice(b"version");
-        want.push(0x01);
-        assert_eq!(out, want);
-    }
-
-    #[test]
-    fn worked_example_of_format_md() {
-        let mut out = Vec::new();
-        encode_header(&mut out);
-        encode_entry(&EntryRef::pair(b"k", &[0x80]), &mut out);
-        let hex: String = out.iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(
-            hex,
-            "a266666f726d61746a636169726e2d64756d706776657273696f6e01\
-             a2636b6579416b6576616c75654180"
-        );
-        assert_eq!(out.len(), 43);
-        let crc = Checksum::of(&out);
-        encode_trailer(1, crc, &mut out);
-        assert_eq!(out.get(43..53), Some(&b"\xa2\x67entries\x01"[..]));
-    }
-
-    #[test]
-    fn every_truncation_is_an_error() {
-        let bytes = dump(&sample());
-        for cut in 0..bytes.len() {
-            let got = read_all(&bytes[..cut]);
-            assert!(
-                matches!(got, Err(Error::BadInput { .. })),
-                "cut at {cut}: {got:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn every_flipped_bit_is_caught_or_harmless() {
-        // A flipped bit must never yield different entries with Ok: the checksum covers
-        // every byte before the trailer, and the trailer's own fields are checked.
-        let entries = sample();
-        let bytes = dump(&entries);
-        for i in 0..bytes.len() {
-            for bit in 0..8 {
-                let mut damaged = bytes.clone();
-                damaged[i] ^= 1 << bit;
-                if let Ok(got) = read_all(&damaged) {
-                    assert_eq!(got, entries, "byte {i} bit {bit}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn errors_name_the_record() {
-        let mut bytes = dump(&sample());
-        bytes.push(0);
-        let (record, _, detail) = bad_input(read_all(&bytes));
-        assert_eq!(record, 4);
-        assert!(detail.contains("after the trailer"), "{detail}");
-
-        let mut other = Vec::new();
-        let mut enc = Encoder::from(&mut other);
-        enc.push(Header::Map(Some(2))).unwrap();
-        enc.text("format", None).unwrap();
-        enc.text("other", None).unwrap();
-        enc.text("version", None).unwrap();
-        enc.push(Header::Positive(1)).unwrap();
-        let (record, offset, detail) = bad_input(read_all(&other));
-        assert_eq!((record, offset), (1, 0));
-        assert!(detail.contains("not \"cairn-dump\""), "{detail}");
-
-        // A second entry record with an unknown field.
-        let mut bytes = Vec::new();
-        encode_header(&mut bytes);
-        encode_entry(&EntryRef::pair(b"k", b"v"), &mut bytes);
-        let start = bytes.len() as u64;
-        let mut enc = Encoder::from(&mut bytes);
-        enc.push(Header::Map(Some(1))).unwrap();
-        enc.text("colour", None).unwrap();
-        enc.push(Header::Positive(1)).unwrap();
-        let (record, offset, detail) = bad_input(read_all(&bytes));
-        assert_eq!((record, offset), (3, start));
-        assert!(detail.contains("unknown field \"colour\""), "{detail}");
-    }
-
-    #[test]
-    fn huge_lengths_are_refused_before_allocating() {
-        let mut bytes = Vec::new();
-        encode_header(&mut bytes);
-        let mut enc = Encoder::from(&mut bytes);
-        enc.push(Header::Map(Some(2))).unwrap();
-        enc.text("key", None).unwrap();
-        enc.push(Header::Bytes(Some(usize::MAX))).unwrap();
-        let (record, _, detail) = bad_input(read_all(&bytes));
-        assert_eq!(record, 2);
-        assert!(detail.contains("more than the limit"), "{detail}");
-    }
-
-    #[test]
-    fn wrong_version_and_missing_header() {
-        let mut bytes = Vec::new();
-        let mut enc = Encoder::from(&mut bytes);
-        enc.push(Header::Map(Some(2))).unwrap();
-        enc.text("format", None).unwrap();
-        enc.text(MAGIC, None).unwrap();
-        enc.text("version", None).unwrap();
-        enc.push(Header::Positive(2)).unwrap();
-        let (_, _, detail) = bad_input(read_all(&bytes));
-        assert!(detail.contains("unsupported version 2"), "{detail}");
-
-        let mut bytes = Vec::new();
-        encode_entry(&EntryRef::pair(b"k", b"v"), &mut bytes);
-        let (_, _, detail) = bad_input(read_all(&bytes));
-        assert!(detail.contains("not the header"), "{detail}");
-        let (_, _, detail) = bad_input(read_all(&[]));
-        assert!(detail.contains("empty input"), "{detail}");
-    }
-}
+#[path = "cbor_tests.rs"]
+mod tests;

@@ -1,9 +1,14 @@
 //! [`Entry`] and [`EntryRef`]: one key-value pair with its keyspace and attributes, as the
 //! dump formats carry it, and the limits every decoder enforces on it.
 //!
+//! Also [`Item`], what the decoders yield (an entry or a keyspace record), and
+//! [`Thresholds`], the keyspace records a decoder has read.
+//!
 //! Invariant: an [`Entry`] returned by a decoder satisfies [`check`]: a keyspace name of
 //! 1 ..= [`MAX_KEYSPACE_NAME_LEN`] bytes, a key of at most 65,535 bytes, metadata of at
-//! most [`MAX_META_LEN`] bytes, a value of at most [`MAX_RECORD_BYTES`].
+//! most [`MAX_META_LEN`] bytes, a value of at most [`MAX_DUMP_VALUE_LEN`] bytes.
+
+use std::collections::BTreeMap;
 
 use crate::db::MAX_KEYSPACE_NAME_LEN;
 use crate::key::MAX_KEY_LEN;
@@ -11,10 +16,15 @@ use crate::key::MAX_KEY_LEN;
 /// Largest metadata an entry may carry, in bytes (the attributes' limit).
 pub const MAX_META_LEN: usize = crate::MAX_META_LEN;
 
-/// Largest line (JSON lines) or byte string (CBOR) a decoder accepts: 256 MiB, the size
-/// of the largest write-ahead log record, so no entry the store can hold is refused and
-/// a damaged length never makes a decoder allocate more.
+/// Largest line a JSON-lines decoder accepts (and so the largest line a JSON-lines dump
+/// writes): 256 MiB, so a damaged or hostile input never makes a decoder buffer more.
+/// A value whose line would be longer is dumped in CBOR only.
 pub const MAX_RECORD_BYTES: usize = 256 << 20;
+
+/// Largest value a dump carries: `u32::MAX` bytes, the largest value a keyspace that
+/// separates values may hold. A CBOR decoder copies a value through a bounded buffer, so
+/// a length up to this allocates nothing in advance.
+pub const MAX_DUMP_VALUE_LEN: u64 = u32::MAX as u64;
 
 /// One entry of a dump, owned (what the readers return).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -92,12 +102,7 @@ impl<'a> EntryRef<'a> {
 /// Checks the limits of the module invariant; the text says which one failed.
 pub(crate) fn check(entry: &Entry) -> Result<(), String> {
     if let Some(ks) = &entry.keyspace {
-        if ks.is_empty() || ks.len() > MAX_KEYSPACE_NAME_LEN {
-            return Err(format!(
-                "keyspace name must be 1 to {MAX_KEYSPACE_NAME_LEN} bytes, not {}",
-                ks.len()
-            ));
-        }
+        check_keyspace_name(ks)?;
     }
     if entry.key.len() > MAX_KEY_LEN {
         return Err(format!(
@@ -111,13 +116,74 @@ pub(crate) fn check(entry: &Entry) -> Result<(), String> {
             entry.meta.len()
         ));
     }
-    if entry.value.len() > MAX_RECORD_BYTES {
+    if entry.value.len() as u64 > MAX_DUMP_VALUE_LEN {
         return Err(format!(
-            "value of {} bytes is longer than {MAX_RECORD_BYTES} bytes",
+            "value of {} bytes is longer than {MAX_DUMP_VALUE_LEN} bytes",
             entry.value.len()
         ));
     }
     Ok(())
+}
+
+/// Checks a keyspace name's length (1 ..= [`MAX_KEYSPACE_NAME_LEN`] bytes).
+pub(crate) fn check_keyspace_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > MAX_KEYSPACE_NAME_LEN {
+        return Err(format!(
+            "keyspace name must be 1 to {MAX_KEYSPACE_NAME_LEN} bytes, not {}",
+            name.len()
+        ));
+    }
+    Ok(())
+}
+
+/// What a decoder reads from a dump: an entry, or a keyspace record (the options of a
+/// keyspace, see `FORMAT.md` § The keyspace record).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Item {
+    /// An entry of `value_len` value bytes. Where the value's bytes are (in `entry.value`
+    /// or already written elsewhere) is up to the decoder's method that returned it.
+    Entry { entry: Entry, value_len: u64 },
+    /// Keyspace `keyspace` (`None`: the restore's target keyspace) separates values of at
+    /// least `blob_threshold` bytes.
+    Keyspace {
+        keyspace: Option<String>,
+        blob_threshold: u64,
+    },
+}
+
+/// The keyspace records read so far: the blob threshold of each keyspace named in one
+/// (`None`: the records without a `keyspace` field).
+///
+/// Invariant: at most one record per keyspace ([`Thresholds::note`] refuses a second).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Thresholds(BTreeMap<Option<String>, u64>);
+
+impl Thresholds {
+    /// Records a keyspace record; the text says why it is refused.
+    pub(crate) fn note(
+        &mut self,
+        keyspace: Option<String>,
+        blob_threshold: u64,
+    ) -> Result<(), String> {
+        if self.0.contains_key(&keyspace) {
+            return Err(match keyspace {
+                Some(name) => format!("a second keyspace record for keyspace {name:?}"),
+                None => "a second keyspace record without a \"keyspace\" field".to_string(),
+            });
+        }
+        self.0.insert(keyspace, blob_threshold);
+        Ok(())
+    }
+
+    /// The blob threshold given for `keyspace`, if a record gave one.
+    pub(crate) fn get(&self, keyspace: Option<&str>) -> Option<u64> {
+        self.0.get(&keyspace.map(str::to_string)).copied()
+    }
+
+    /// Every record: keyspace (or `None`) and threshold.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (Option<&str>, u64)> {
+        self.0.iter().map(|(k, t)| (k.as_deref(), *t))
+    }
 }
 
 #[cfg(test)]

@@ -1,10 +1,13 @@
 //! The JSON lines dump format (see `FORMAT.md` § JSON lines): one object per entry and
-//! line, text fields as JSON strings, bytes that are not UTF-8 in standard base64.
+//! line, text fields as JSON strings, bytes that are not UTF-8 in standard base64; a
+//! keyspace record (`{"keyspace":…,"blob_threshold":…}`) for a keyspace that separates
+//! values.
 //!
 //! The encoder writes fields in a fixed order (`keyspace`, `key`, `value`, `tag`,
 //! `meta_b64`, `expires_at`) and leaves out the ones at their default. The decoder accepts
 //! fields in any order, refuses unknown and duplicate-meaning fields (`key` with
-//! `key_b64`), and checks every limit of [`super::entry::check`].
+//! `key_b64`), and checks every limit of [`super::entry::check`]. A line is at most
+//! [`MAX_RECORD_BYTES`], so a decoded entry (value included) is held in memory whole.
 
 use std::io::{BufRead, Read};
 
@@ -12,7 +15,9 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
-use super::entry::{check, Entry, EntryRef, MAX_RECORD_BYTES};
+use super::entry::{
+    check, check_keyspace_name, Entry, EntryRef, Item, Thresholds, MAX_RECORD_BYTES,
+};
 use crate::error::{Error, Result};
 
 /// The format's name in errors.
@@ -74,6 +79,20 @@ pub fn encode(entry: &EntryRef<'_>, out: &mut Vec<u8>) {
     out.extend_from_slice(b"}\n");
 }
 
+/// Appends a keyspace record line: keyspace `keyspace` (left out: the restore's target)
+/// separates values of at least `blob_threshold` bytes.
+pub fn encode_keyspace(keyspace: Option<&str>, blob_threshold: u64, out: &mut Vec<u8>) {
+    let mut first = true;
+    out.push(b'{');
+    if let Some(ks) = keyspace {
+        push_name(out, &mut first, "keyspace");
+        push_json_str(out, ks);
+    }
+    push_name(out, &mut first, "blob_threshold");
+    out.extend_from_slice(blob_threshold.to_string().as_bytes());
+    out.extend_from_slice(b"}\n");
+}
+
 /// The bytes of a field given as a JSON string (`plain`) or as standard base64 (`b64`).
 fn bytes_field(
     map: &Map<String, Value>,
@@ -104,7 +123,7 @@ fn uint_field(map: &Map<String, Value>, name: &str, max: u64) -> Result<Option<u
     }
 }
 
-const FIELDS: [&str; 8] = [
+const FIELDS: [&str; 9] = [
     "keyspace",
     "key",
     "key_b64",
@@ -113,11 +132,12 @@ const FIELDS: [&str; 8] = [
     "tag",
     "meta_b64",
     "expires_at",
+    "blob_threshold",
 ];
 
 /// Decodes one line (without its `\n`); `Ok(None)` for a blank line. Errors are the
 /// problem's text; the caller adds the line number.
-pub fn decode_line(line: &[u8]) -> Result<Option<Entry>, String> {
+pub(crate) fn decode_line(line: &[u8]) -> Result<Option<Item>, String> {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
@@ -137,6 +157,24 @@ pub fn decode_line(line: &[u8]) -> Result<Option<Entry>, String> {
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => return Err("\"keyspace\" must be a string".to_string()),
     };
+    if let Some(blob_threshold) = uint_field(&map, "blob_threshold", u64::MAX)? {
+        if let Some(other) = map
+            .keys()
+            .find(|k| !matches!(k.as_str(), "keyspace" | "blob_threshold"))
+        {
+            return Err(format!(
+                "a keyspace record (with \"blob_threshold\") holds only \"keyspace\" and \
+                 \"blob_threshold\", not \"{other}\""
+            ));
+        }
+        if let Some(ks) = &keyspace {
+            check_keyspace_name(ks)?;
+        }
+        return Ok(Some(Item::Keyspace {
+            keyspace,
+            blob_threshold,
+        }));
+    }
     let key = bytes_field(&map, "key", "key_b64")?
         .ok_or_else(|| "missing \"key\" (or \"key_b64\")".to_string())?;
     let value = bytes_field(&map, "value", "value_b64")?
@@ -158,10 +196,17 @@ pub fn decode_line(line: &[u8]) -> Result<Option<Entry>, String> {
         expires_at: uint_field(&map, "expires_at", u64::MAX)?,
     };
     check(&entry)?;
-    Ok(Some(entry))
+    let value_len = entry.value.len() as u64;
+    Ok(Some(Item::Entry { entry, value_len }))
 }
 
-/// Reads JSON lines from a buffered input, one entry at a time.
+/// True if `line` starts like a CBOR map (a byte no UTF-8 text starts with): the first
+/// record of a CBOR dump.
+fn looks_like_cbor(line: &[u8]) -> bool {
+    line.first().is_some_and(|b| (0xa0..=0xbf).contains(b))
+}
+
+/// Reads JSON lines from a buffered input, one entry or keyspace record at a time.
 pub struct Reader<R: BufRead> {
     input: R,
     line: Vec<u8>,
@@ -169,6 +214,7 @@ pub struct Reader<R: BufRead> {
     line_no: u64,
     /// Offset of the start of the next line.
     offset: u64,
+    thresholds: Thresholds,
 }
 
 impl<R: BufRead> Reader<R> {
@@ -179,6 +225,7 @@ impl<R: BufRead> Reader<R> {
             line: Vec::new(),
             line_no: 0,
             offset: 0,
+            thresholds: Thresholds::default(),
         }
     }
 
@@ -192,6 +239,11 @@ impl<R: BufRead> Reader<R> {
         self.line_no
     }
 
+    /// The keyspace records read so far.
+    pub(crate) fn thresholds(&self) -> &Thresholds {
+        &self.thresholds
+    }
+
     fn bad(&self, start: u64, detail: String) -> Error {
         Error::BadInput {
             format: NAME,
@@ -201,12 +253,14 @@ impl<R: BufRead> Reader<R> {
         }
     }
 
-    /// The next entry, or `None` at the end of the input.
+    /// The next entry (its value in `entry.value`) or keyspace record, or `None` at the
+    /// end of the input.
     ///
     /// # Errors
-    /// `BadInput` naming the line for a malformed line or one longer than
-    /// [`MAX_RECORD_BYTES`]; `Io` if reading fails.
-    pub fn next_entry(&mut self) -> Result<Option<Entry>> {
+    /// `BadInput` naming the line for a malformed line (with a hint when the input looks
+    /// like a CBOR dump), one longer than [`MAX_RECORD_BYTES`], or a second keyspace
+    /// record for one keyspace; `Io` if reading fails.
+    pub(crate) fn next_item(&mut self) -> Result<Option<Item>> {
         loop {
             let start = self.offset;
             self.line.clear();
@@ -230,9 +284,45 @@ impl<R: BufRead> Reader<R> {
                 None => self.line.as_slice(),
             };
             match decode_line(body) {
-                Ok(Some(entry)) => return Ok(Some(entry)),
+                Ok(Some(Item::Keyspace {
+                    keyspace,
+                    blob_threshold,
+                })) => {
+                    self.thresholds
+                        .note(keyspace.clone(), blob_threshold)
+                        .map_err(|detail| self.bad(start, detail))?;
+                    return Ok(Some(Item::Keyspace {
+                        keyspace,
+                        blob_threshold,
+                    }));
+                }
+                Ok(Some(item)) => return Ok(Some(item)),
                 Ok(None) => continue,
+                Err(detail) if start == 0 && looks_like_cbor(body) => {
+                    return Err(self.bad(
+                        start,
+                        format!(
+                            "{detail} (the input looks like a CBOR dump: restore it with \
+                             --format cbor)"
+                        ),
+                    ))
+                }
                 Err(detail) => return Err(self.bad(start, detail)),
+            }
+        }
+    }
+
+    /// The next entry, skipping keyspace records; `None` at the end of the input.
+    ///
+    /// # Errors
+    /// As [`Reader::next_item`].
+    #[cfg(test)]
+    fn next_entry(&mut self) -> Result<Option<Entry>> {
+        loop {
+            match self.next_item()? {
+                None => return Ok(None),
+                Some(Item::Entry { entry, .. }) => return Ok(Some(entry)),
+                Some(Item::Keyspace { .. }) => {}
             }
         }
     }
@@ -274,7 +364,14 @@ mod tests {
              \"tag\":4294967295,\"meta_b64\":\"AQID\",\"expires_at\":1700000000000}\n"
         );
         let decoded = decode_line(text.trim_end().as_bytes());
-        assert_eq!(decoded, Ok(Some(e)));
+        let value_len = e.value.len() as u64;
+        assert_eq!(
+            decoded,
+            Ok(Some(Item::Entry {
+                entry: e,
+                value_len
+            }))
+        );
     }
 
     #[test]
@@ -340,5 +437,53 @@ mod tests {
         let mut r = Reader::new(&b"{\"key\":\"a\",\"value\":\"1\"}"[..]);
         assert_eq!(r.next_entry().ok().flatten(), Some(Entry::new("a", "1")));
         assert!(matches!(r.next_entry(), Ok(None)));
+    }
+
+    #[test]
+    fn keyspace_records_round_trip_and_stand_alone() {
+        let mut out = Vec::new();
+        encode_keyspace(Some("media"), 4096, &mut out);
+        encode_keyspace(None, 0, &mut out);
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            "{\"keyspace\":\"media\",\"blob_threshold\":4096}\n{\"blob_threshold\":0}\n"
+        );
+        out.extend_from_slice(b"{\"key\":\"a\",\"value\":\"1\"}\n");
+        let mut r = Reader::new(&out[..]);
+        assert_eq!(r.next_entry().ok().flatten(), Some(Entry::new("a", "1")));
+        assert_eq!(r.thresholds().get(Some("media")), Some(4096));
+        assert_eq!(r.thresholds().get(None), Some(0));
+
+        let got = decode_line(b"{\"key\":\"k\",\"value\":\"v\",\"blob_threshold\":1}");
+        assert!(got.is_err_and(|m| m.contains("holds only")));
+        let got = decode_line(b"{\"blob_threshold\":-1}");
+        assert!(got.is_err_and(|m| m.contains("\"blob_threshold\"")));
+        let twice = b"{\"blob_threshold\":1}\n{\"blob_threshold\":2}\n";
+        match Reader::new(&twice[..]).next_entry() {
+            Err(Error::BadInput { record, detail, .. }) => {
+                assert_eq!(record, 2);
+                assert!(detail.contains("a second keyspace record"), "{detail}");
+            }
+            other => panic!("expected BadInput, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn cbor_input_gets_a_hint() {
+        let mut dump = Vec::new();
+        super::super::cbor::encode_header(&mut dump);
+        super::super::cbor::encode_entry(&EntryRef::pair(b"k", b"v"), &mut dump);
+        match Reader::new(&dump[..]).next_entry() {
+            Err(Error::BadInput { record, detail, .. }) => {
+                assert_eq!(record, 1);
+                assert!(detail.contains("--format cbor"), "{detail}");
+            }
+            other => panic!("expected BadInput, got {other:?}"),
+        }
+        // A bad JSON line gets no such hint.
+        match Reader::new(&b"{oops}\n"[..]).next_entry() {
+            Err(Error::BadInput { detail, .. }) => assert!(!detail.contains("cbor"), "{detail}"),
+            other => panic!("expected BadInput, got {other:?}"),
+        }
     }
 }

@@ -2,16 +2,22 @@
 //! CBOR, and [`export`] / [`import`] to and from the constant store's Sparkey files.
 //!
 //! Everything streams: a dump reads one snapshot through a scan and writes entry by entry;
-//! a restore or import reads one record at a time and commits bounded batches. Memory use
-//! is bounded by one batch plus one entry, whatever the size of the store or the input.
+//! a restore reads one record at a time into a spool on disk (`spool.rs`), and an import
+//! commits bounded batches. Memory use is bounded by one batch plus one entry (a CBOR
+//! value, whatever its size, is copied through a bounded buffer), whatever the size of the
+//! store or the input.
 //!
 //! Formats (byte layouts and worked examples in `FORMAT.md` beside this file):
 //! * JSON lines: `{"key":"k","value":"v"}` per entry, `key_b64`/`value_b64` for bytes
 //!   that are not UTF-8, optional `keyspace`, `tag`, `meta_b64`, `expires_at`. For
-//!   people and tools such as `jq`; no header, no checksum.
+//!   people and tools such as `jq`; no header, no checksum; lines of at most 256 MiB.
 //! * CBOR: a header record, one map per entry with byte strings, and a trailer with the
 //!   entry count and a CRC32C of everything before it, so truncation and damage are
-//!   detected. For backups and transfers.
+//!   detected. For backups and transfers; values up to 4 GiB.
+//!
+//! Both carry a keyspace record (`{"keyspace":…,"blob_threshold":…}`) before the entries
+//! of a keyspace that separates values into the value log, so a restore creates it
+//! separating them again (a value over 32 MiB can only be stored that way).
 //!
 //! Keyspaces: a dump of one keyspace writes no `keyspace` field (it restores into any
 //! keyspace); a dump of every keyspace writes the field on entries of every keyspace but
@@ -20,31 +26,38 @@
 //!
 //! Invariants:
 //! 1. A dump holds exactly the entries visible at its snapshot (keyspaces as listed when
-//!    the dump starts), in keyspace-name then key order.
-//! 2. [`restore`], [`import`] return only after everything they wrote is durable (the log
-//!    is fsynced at the end). They are not atomic: after an error the batches committed
-//!    before it stay.
-//! 3. An export appears at its final names only complete and synced (see [`export`]).
-//! 4. Every write goes through `stage`, the one place that turns an entry (with its tag,
-//!    metadata and expiry) into a write.
+//!    the dump starts), in keyspace-name then key order, and only what a restore accepts
+//!    (a JSON-lines dump refuses an entry whose line would pass the readers' limit).
+//! 2. [`restore`] writes nothing (no entry, no keyspace) unless the whole input was
+//!    accepted (`restore.rs`).
+//! 3. [`restore`], [`import`] return only after everything they wrote is durable (the log
+//!    is fsynced at the end). An import is not atomic, nor is a restore against a store
+//!    error while it writes: the batches committed before the error stay.
+//! 4. An export appears at its final names only complete and synced (see [`export`]).
+//! 5. Every batched write goes through `restore::stage`, the one place that turns an
+//!    entry (with its tag, metadata and expiry) into a write.
 
 mod cbor;
 mod entry;
 mod jsonl;
+mod restore;
 mod sparkey;
+mod spool;
 
-use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::Path;
+use std::sync::Arc;
 
-use crate::attrs::{EntryOptions, Meta};
 use crate::checksum::Checksum;
-use crate::db::{Batch, Db, Keyspace, DEFAULT_KEYSPACE};
+use crate::db::{Db, Keyspace, DEFAULT_KEYSPACE};
 use crate::error::{Error, Result};
-use crate::options::Durability;
+use crate::options::KeyspaceOptions;
 use crate::snapshot::Snapshot;
+use entry::{Item, Thresholds};
 
-pub use entry::{Entry, EntryRef, MAX_META_LEN, MAX_RECORD_BYTES};
+pub use entry::{Entry, EntryRef, MAX_DUMP_VALUE_LEN, MAX_META_LEN, MAX_RECORD_BYTES};
+pub use restore::{restore, RestoreOptions};
+pub(crate) use restore::{stage, Batcher};
 pub use sparkey::{export, import, ExportOptions, ImportOptions, ImportStats};
 
 /// The CBOR header's `format` text and `version`.
@@ -124,13 +137,53 @@ impl<W: Write> DumpWriter<W> {
     /// Appends one entry.
     ///
     /// # Errors
-    /// `Io` if writing fails.
+    /// `Io` if writing fails; `InvalidArgument` (nothing written) for a JSON-lines entry
+    /// whose line would be longer than [`MAX_RECORD_BYTES`], which no reader accepts (CBOR
+    /// carries it).
     pub fn write(&mut self, entry: &EntryRef<'_>) -> Result<()> {
         match self.format {
-            Format::Jsonl => jsonl::encode(entry, &mut self.buf),
+            Format::Jsonl => {
+                let before = self.buf.len();
+                let value_len = entry.value.map_or(0, <[u8]>::len);
+                if value_len <= MAX_RECORD_BYTES {
+                    jsonl::encode(entry, &mut self.buf);
+                }
+                let line_len = self.buf.len() - before;
+                if value_len > MAX_RECORD_BYTES || line_len > MAX_RECORD_BYTES {
+                    self.buf.truncate(before);
+                    return Err(Error::invalid(format!(
+                        "a value of {value_len} bytes does not fit a JSON line of at most \
+                         {MAX_RECORD_BYTES} bytes (what a restore reads): dump in CBOR \
+                         (--format cbor), which carries values up to {MAX_DUMP_VALUE_LEN} bytes"
+                    )));
+                }
+            }
             Format::Cbor => cbor::encode_entry(entry, &mut self.buf),
         }
         self.progress.entries += 1;
+        self.drain(WRITE_CHUNK)
+    }
+
+    /// Writes a keyspace record: keyspace `keyspace` (`None`: the one entries without a
+    /// keyspace field restore into) has `options`; a restore creates it with them. Writes
+    /// nothing for options without a blob threshold. Call it before the keyspace's
+    /// entries; at most once per keyspace (readers refuse a second).
+    ///
+    /// # Errors
+    /// `Io` if writing fails.
+    pub fn write_keyspace(
+        &mut self,
+        keyspace: Option<&str>,
+        options: &KeyspaceOptions,
+    ) -> Result<()> {
+        let Some(threshold) = options.blob_threshold else {
+            return Ok(());
+        };
+        let threshold = threshold as u64;
+        match self.format {
+            Format::Jsonl => jsonl::encode_keyspace(keyspace, threshold, &mut self.buf),
+            Format::Cbor => cbor::encode_keyspace(keyspace, threshold, &mut self.buf),
+        }
         self.drain(WRITE_CHUNK)
     }
 
@@ -168,7 +221,8 @@ enum ReaderKind<R: BufRead> {
     Cbor(Box<cbor::Reader<R>>),
 }
 
-/// Reads a dump entry by entry, validating as it goes.
+/// Reads a dump entry by entry, validating as it goes; keyspace records are taken in
+/// passing ([`DumpReader::keyspace_options`]).
 pub struct DumpReader<R: BufRead> {
     kind: ReaderKind<R>,
 }
@@ -186,15 +240,72 @@ impl<R: BufRead> DumpReader<R> {
         Ok(DumpReader { kind })
     }
 
-    /// The next entry; `None` at the end (for CBOR, after a valid trailer).
+    /// The next entry; `None` at the end (for CBOR, after a valid trailer). A CBOR value
+    /// (up to 4 GiB) is read into memory whole; a restore streams it instead.
     ///
     /// # Errors
     /// `BadInput` naming the line or record of malformed input (see `FORMAT.md` for
     /// everything checked); `Io` if reading fails.
     pub fn next_entry(&mut self) -> Result<Option<Entry>> {
+        loop {
+            let item = match &mut self.kind {
+                ReaderKind::Jsonl(r) => r.next_item()?,
+                ReaderKind::Cbor(r) => {
+                    let mut value = Vec::new();
+                    r.next_item(&mut value)?.map(|item| match item {
+                        Item::Entry {
+                            mut entry,
+                            value_len,
+                        } => {
+                            entry.value = value;
+                            Item::Entry { entry, value_len }
+                        }
+                        other => other,
+                    })
+                }
+            };
+            match item {
+                None => return Ok(None),
+                Some(Item::Entry { entry, .. }) => return Ok(Some(entry)),
+                Some(Item::Keyspace { .. }) => {}
+            }
+        }
+    }
+
+    /// The next entry or keyspace record; an entry's value bytes are written to
+    /// `values` (the returned entry's `value` is empty).
+    ///
+    /// # Errors
+    /// As [`DumpReader::next_entry`]; `Io` if writing to `values` fails.
+    pub(crate) fn next_spooled(&mut self, values: &mut dyn Write) -> Result<Option<Item>> {
         match &mut self.kind {
-            ReaderKind::Jsonl(r) => r.next_entry(),
-            ReaderKind::Cbor(r) => r.next_entry(),
+            ReaderKind::Cbor(r) => r.next_item(values),
+            ReaderKind::Jsonl(r) => {
+                let mut item = r.next_item()?;
+                if let Some(Item::Entry { entry, .. }) = &mut item {
+                    values
+                        .write_all(&entry.value)
+                        .map_err(|e| Error::io(Path::new("<dump value output>"), "write", e))?;
+                    entry.value = Vec::new();
+                }
+                Ok(item)
+            }
+        }
+    }
+
+    /// The options the keyspace records read so far give keyspace `keyspace` (`None`:
+    /// the one entries without a keyspace field restore into), if a record named it.
+    pub fn keyspace_options(&self, keyspace: Option<&str>) -> Option<KeyspaceOptions> {
+        let threshold = self.thresholds().get(keyspace)?;
+        Some(KeyspaceOptions::separated(
+            usize::try_from(threshold).unwrap_or(usize::MAX),
+        ))
+    }
+
+    pub(crate) fn thresholds(&self) -> &Thresholds {
+        match &self.kind {
+            ReaderKind::Jsonl(r) => r.thresholds(),
+            ReaderKind::Cbor(r) => r.thresholds(),
         }
     }
 
@@ -216,13 +327,15 @@ impl<R: BufRead> DumpReader<R> {
 }
 
 /// Dumps the entries visible at `snapshot` to `out`: of the keyspace named `keyspace`, or
-/// of every keyspace (`None`). Calls `progress` every few thousand entries and at the
-/// end; returns the totals.
+/// of every keyspace (`None`). A keyspace that separates values gets a keyspace record
+/// with its blob threshold (its own, else the store's) before its entries. Calls
+/// `progress` every few thousand entries and at the end; returns the totals.
 ///
 /// # Errors
-/// `InvalidArgument` if the named keyspace does not exist; `Corruption` if a table is
-/// damaged; `Io` if reading or writing fails (the output is then incomplete: a CBOR dump
-/// lacks its trailer, so a restore refuses it).
+/// `InvalidArgument` if the named keyspace does not exist, or (JSON lines) for a value too
+/// long for a JSON line (over about 192 MiB of binary, 256 MiB of text: dump those in
+/// CBOR); `Corruption` if a table is damaged; `Io` if reading or writing fails (the output
+/// is then incomplete: a CBOR dump lacks its trailer, so a restore refuses it).
 pub fn dump<W: Write>(
     db: &Db,
     snapshot: &Snapshot,
@@ -243,8 +356,14 @@ pub fn dump<W: Write>(
             })
             .collect(),
     };
+    let version = Arc::clone(&db.inner.super_version.read().version);
     let mut writer = DumpWriter::new(out, format)?;
     for (ks, field) in &sources {
+        if let Some(threshold) = db.inner.blob_threshold(&version, ks.id) {
+            let options =
+                KeyspaceOptions::separated(usize::try_from(threshold).unwrap_or(usize::MAX));
+            writer.write_keyspace(field.as_deref(), &options)?;
+        }
         for item in ks.range_entries_at::<&[u8], _>(.., snapshot) {
             let (key, value, head) = item?;
             writer.write(&EntryRef {
@@ -268,170 +387,6 @@ pub fn dump<W: Write>(
 pub(crate) fn find_keyspace(db: &Db, name: &str) -> Result<Keyspace> {
     db.get_keyspace(name)
         .ok_or_else(|| Error::invalid(format!("no keyspace named {name:?}")))
-}
-
-/// Options of [`restore`] and [`import`].
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct RestoreOptions {
-    /// Where entries without a `keyspace` field go (created if missing). Default
-    /// `default`.
-    pub keyspace: String,
-    /// Entries per committed batch. Default 4096.
-    pub batch_entries: usize,
-    /// Key and value bytes per committed batch (a batch is committed once it reaches
-    /// this). Default 4 MiB.
-    pub batch_bytes: usize,
-}
-
-impl Default for RestoreOptions {
-    fn default() -> RestoreOptions {
-        RestoreOptions {
-            keyspace: DEFAULT_KEYSPACE.to_string(),
-            batch_entries: 4096,
-            batch_bytes: 4 << 20,
-        }
-    }
-}
-
-impl RestoreOptions {
-    /// Sets the target keyspace.
-    pub fn keyspace(mut self, name: impl Into<String>) -> Self {
-        self.keyspace = name.into();
-        self
-    }
-
-    /// Sets the batch bounds.
-    pub fn batch(mut self, entries: usize, bytes: usize) -> Self {
-        self.batch_entries = entries.max(1);
-        self.batch_bytes = bytes.max(1);
-        self
-    }
-}
-
-/// Writes bounded batches: commits each once it reaches the options' bounds, with
-/// `Buffered` durability, and fsyncs the log at the end.
-pub(crate) struct Batcher<'a> {
-    db: &'a Db,
-    batch: Batch,
-    bytes: usize,
-    max_entries: usize,
-    max_bytes: usize,
-}
-
-impl<'a> Batcher<'a> {
-    pub(crate) fn new(db: &'a Db, options: &RestoreOptions) -> Batcher<'a> {
-        Batcher {
-            db,
-            batch: db.batch(),
-            bytes: 0,
-            max_entries: options.batch_entries.max(1),
-            max_bytes: options.batch_bytes.max(1),
-        }
-    }
-
-    /// Counts `bytes` into the open batch and commits it if it is full.
-    pub(crate) fn added(&mut self, bytes: usize) -> Result<()> {
-        self.bytes += bytes;
-        if self.batch.len() >= self.max_entries || self.bytes >= self.max_bytes {
-            self.commit()?;
-        }
-        Ok(())
-    }
-
-    pub(crate) fn batch(&mut self) -> &mut Batch {
-        &mut self.batch
-    }
-
-    fn commit(&mut self) -> Result<()> {
-        let full = std::mem::replace(&mut self.batch, self.db.batch());
-        self.bytes = 0;
-        if full.is_empty() {
-            return Ok(());
-        }
-        full.commit_with(Some(Durability::Buffered))
-    }
-
-    /// Commits the last batch and makes everything durable.
-    pub(crate) fn finish(mut self) -> Result<()> {
-        self.commit()?;
-        self.db.flush_wal(true)
-    }
-}
-
-/// Adds `entry` (line or record `record` of the input) to `batch` for `keyspace`: the one
-/// place where restored entries are written.
-///
-/// An entry's tag, metadata and expiry are written with it (an expiry already in the past
-/// is kept too: the entry is invisible at once, exactly as in the dumped store).
-pub(crate) fn stage(
-    batch: &mut Batch,
-    keyspace: &Keyspace,
-    entry: &Entry,
-    record: u64,
-) -> Result<()> {
-    if !entry.has_attrs() {
-        batch.insert(keyspace, &entry.key, &entry.value);
-        return Ok(());
-    }
-    let mut options = EntryOptions::new();
-    if entry.tag != 0 || !entry.meta.is_empty() {
-        options = options.meta(Meta::new(entry.tag, entry.meta.clone()));
-    }
-    if let Some(ms) = entry.expires_at {
-        let at = std::time::UNIX_EPOCH
-            .checked_add(std::time::Duration::from_millis(ms))
-            .ok_or_else(|| {
-                Error::invalid(format!("record {record}: expires_at {ms} is out of range"))
-            })?;
-        options = options.expires_at(at);
-    }
-    batch.insert_entry(keyspace, &entry.key, &entry.value, &options);
-    Ok(())
-}
-
-/// Restores a dump from `input` into `db`: every entry is put into its keyspace (the
-/// `keyspace` field, else `options.keyspace`), created if missing, in bounded batches.
-/// Existing keys are overwritten; other keys are kept. Calls `progress` every few
-/// thousand entries and at the end; returns the totals (bytes: input consumed).
-///
-/// # Errors
-/// `BadInput` naming the line or record of malformed input; `InvalidArgument` for an
-/// entry with attributes (see `stage`) or one the store refuses (a value too large);
-/// `Io`, `Poisoned`, `Stopped` from the writes. Batches committed before the error stay.
-pub fn restore<R: BufRead>(
-    db: &Db,
-    input: R,
-    format: Format,
-    options: &RestoreOptions,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<Progress> {
-    let mut reader = DumpReader::new(input, format)?;
-    let mut handles: HashMap<String, Keyspace> = HashMap::new();
-    let mut batcher = Batcher::new(db, options);
-    let mut done = Progress::default();
-    while let Some(entry) = reader.next_entry()? {
-        let name = entry.keyspace.as_deref().unwrap_or(&options.keyspace);
-        let ks = match handles.get(name) {
-            Some(ks) => ks.clone(),
-            None => {
-                let ks = db.keyspace(name)?;
-                handles.insert(name.to_string(), ks.clone());
-                ks
-            }
-        };
-        stage(batcher.batch(), &ks, &entry, reader.record())?;
-        batcher.added(entry.key.len() + entry.value.len())?;
-        done.entries += 1;
-        if done.entries.is_multiple_of(PROGRESS_EVERY) {
-            done.bytes = reader.offset();
-            progress(done);
-        }
-    }
-    batcher.finish()?;
-    done.bytes = reader.offset();
-    progress(done);
-    Ok(done)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use std::path::Path;
 use proptest::prelude::*;
 
 use super::*;
+use crate::attrs::EntryOptions;
 use crate::hash::{self, Compression, LogOptions, LogWriter, Reader};
 use crate::options::Options;
 
@@ -161,23 +162,103 @@ fn dump_of_a_missing_keyspace_is_an_error() {
     assert!(matches!(got, Err(Error::InvalidArgument(m)) if m.contains("nope")));
 }
 
+/// Regression: a bad line at the end of a JSON-lines restore left the lines before it
+/// written (one batch per line here). A restore now checks the whole input before it
+/// writes anything.
 #[test]
-fn restore_reports_the_bad_line_and_keeps_earlier_batches() {
+fn restore_of_a_bad_last_line_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    let input = b"{\"key\":\"a\",\"value\":\"1\"}\n{\"key\":\"b\"}\n";
+    let input = b"{\"keyspace\":\"other\",\"key\":\"z\",\"value\":\"0\"}\n{\"key\":\"a\",\"value\":\"1\"}\n{\"key\":\"b\"}\n";
     let options = RestoreOptions::default().batch(1, 1 << 20);
     match restore_from(&db, input, Format::Jsonl, &options) {
         Err(Error::BadInput {
             format,
             record,
             offset,
-            ..
-        }) => assert_eq!((format, record, offset), ("jsonl", 2, 24)), // after line 1 and its LF
+            detail,
+        }) => {
+            // Line 3 starts after lines 1 and 2 and their LFs.
+            assert_eq!((format, record, offset), ("jsonl", 3, 67));
+            assert!(detail.contains("missing \"value\""), "{detail}");
+        }
         other => panic!("expected BadInput, got {other:?}"),
     }
     let ks = db.get_keyspace("default").unwrap();
-    assert_eq!(ks.get("a").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(ks.get("a").unwrap(), None);
+    assert!(
+        db.get_keyspace("other").is_none(),
+        "{:?}",
+        db.keyspace_names()
+    );
+    assert!(contents(&db).is_empty());
+}
+
+/// Regression: a CBOR dump with one changed byte stored thousands of entries (the
+/// damaged value among them) before its trailer's checksum failed. Now the checksum is
+/// checked before the first write, and nothing is written.
+#[test]
+fn cbor_restore_of_a_damaged_dump_writes_nothing() {
+    let src_dir = tempfile::tempdir().unwrap();
+    let src = open(src_dir.path());
+    let mut model = Model::new();
+    for i in 0..5000u32 {
+        let ks = if i % 2 == 0 { "default" } else { "users" };
+        model.insert(
+            (ks.to_string(), format!("key{i:05}").into_bytes()),
+            format!("value {i:05}").into_bytes(),
+        );
+    }
+    fill(&src, &model);
+    let bytes = dump_to_vec(&src, None, Format::Cbor);
+    // Damage the last byte of one value near the end: every record still decodes, only
+    // the checksum can tell.
+    let at = bytes
+        .windows(11)
+        .rposition(|w| w == b"value 04990")
+        .unwrap()
+        + 10;
+    let spool_dir = tempfile::tempdir().unwrap();
+    let options = RestoreOptions::default()
+        .batch(16, 1 << 20)
+        .spool_dir(spool_dir.path());
+    for (what, damaged) in [
+        ("changed byte", {
+            let mut b = bytes.clone();
+            b[at] ^= 0x01;
+            b
+        }),
+        ("truncated", bytes[..bytes.len() - 2].to_vec()),
+        ("extra byte", [&bytes[..], &[0]].concat()),
+    ] {
+        let dst_dir = tempfile::tempdir().unwrap();
+        let dst = open(dst_dir.path());
+        let got = restore_from(&dst, &damaged, Format::Cbor, &options);
+        match &got {
+            Err(Error::BadInput {
+                format: "cbor",
+                record,
+                detail,
+                ..
+            }) => {
+                assert!(*record >= 5002, "{what}: record {record}");
+                if what == "changed byte" {
+                    assert!(detail.contains("checksum mismatch"), "{detail}");
+                }
+            }
+            other => panic!("{what}: expected BadInput, got {other:?}"),
+        }
+        assert!(contents(&dst).is_empty(), "{what}");
+        assert!(dst.get_keyspace("users").is_none(), "{what}");
+        // The spool is gone.
+        assert_eq!(std::fs::read_dir(spool_dir.path()).unwrap().count(), 0);
+    }
+    // The undamaged dump restores, and leaves no spool behind either.
+    let dst_dir = tempfile::tempdir().unwrap();
+    let dst = open(dst_dir.path());
+    restore_from(&dst, &bytes, Format::Cbor, &options).unwrap();
+    assert_eq!(contents(&dst), model);
+    assert_eq!(std::fs::read_dir(spool_dir.path()).unwrap().count(), 0);
 }
 
 #[test]
@@ -577,4 +658,140 @@ fn range_deleted_keys_are_left_out_of_dumps_and_exports() {
     assert_eq!(reader.get(b"r/00998").unwrap(), None);
     assert_eq!(reader.get(b"r/01001").unwrap(), Some(b"v1001".to_vec()));
     assert_eq!(reader.get(b"r/00098").unwrap(), Some(b"v98".to_vec()));
+}
+
+/// A value one byte over the tree's 32 MiB limit, as the value log holds it.
+const LARGE: usize = (32 << 20) + 1;
+
+/// Regression: `dump` wrote values over 32 MiB (from a keyspace that separates values)
+/// that `restore` then refused in both formats: it recreated the keyspace without its
+/// blob threshold and batched the value like any other. A dump now carries each
+/// keyspace's threshold (a keyspace record), and a restore streams such values into
+/// blob files.
+#[test]
+fn values_over_32_mib_round_trip_in_both_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = open(&dir.path().join("src"));
+    let media = src
+        .keyspace_with("media", crate::KeyspaceOptions::separated(4096))
+        .unwrap();
+    let big = vec![b'x'; LARGE];
+    media
+        .insert_from("big", &big[..], LARGE as u64, &EntryOptions::new())
+        .unwrap();
+    media.insert("small", "s").unwrap();
+    media.insert("mid", vec![b'm'; 5000]).unwrap();
+    src.keyspace("default").unwrap().insert("k", "v").unwrap();
+    let want = contents(&src);
+    for format in [Format::Jsonl, Format::Cbor] {
+        let bytes = dump_to_vec(&src, None, format);
+        let mut reader = DumpReader::new(&bytes[..], format).unwrap();
+        while reader.next_entry().unwrap().is_some() {}
+        assert_eq!(
+            reader.keyspace_options(Some("media")),
+            Some(crate::KeyspaceOptions::separated(4096)),
+            "{format:?}"
+        );
+        assert_eq!(reader.keyspace_options(None), None);
+
+        let dst_dir = tempfile::tempdir().unwrap();
+        let dst = open(dst_dir.path());
+        let done = restore_from(&dst, &bytes, format, &RestoreOptions::default()).unwrap();
+        assert_eq!(done.entries, 4, "{format:?}");
+        assert_eq!(contents(&dst), want, "{format:?}");
+        // The keyspace separates values as the dumped one did.
+        let copy = dst.get_keyspace("media").unwrap();
+        assert!(copy.head("mid").unwrap().unwrap().separated, "{format:?}");
+        assert!(
+            !copy.head("small").unwrap().unwrap().separated,
+            "{format:?}"
+        );
+        // And dumps to the same bytes.
+        assert_eq!(dump_to_vec(&dst, None, format), bytes, "{format:?}");
+    }
+}
+
+/// A dump written before keyspace records existed holds a large value but no threshold:
+/// a restore into a new keyspace creates it separating values (at the recommended
+/// threshold); into an existing keyspace that keeps values in the tree it is refused
+/// before anything is written.
+#[test]
+fn large_values_of_old_dumps_restore_into_new_keyspaces_only() {
+    let big = vec![0x80u8; LARGE];
+    let mut w = DumpWriter::new(Vec::new(), Format::Cbor).unwrap();
+    w.write(&EntryRef::pair(b"a", b"1")).unwrap();
+    w.write(&EntryRef::pair(b"big", &big)).unwrap();
+    w.write(&EntryRef::pair(b"z", b"2")).unwrap();
+    let (bytes, _) = w.finish().unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    db.keyspace("inline").unwrap().insert("old", "x").unwrap();
+    let got = restore_from(
+        &db,
+        &bytes,
+        Format::Cbor,
+        &RestoreOptions::default().keyspace("inline").batch(1, 1),
+    );
+    assert!(
+        matches!(&got, Err(Error::InvalidArgument(m)) if m.contains("nothing was written")),
+        "{got:?}"
+    );
+    let inline = db.get_keyspace("inline").unwrap();
+    assert_eq!(inline.get("a").unwrap(), None);
+    assert_eq!(inline.get("old").unwrap(), Some(b"x".to_vec()));
+
+    let options = RestoreOptions::default().keyspace("fresh");
+    restore_from(&db, &bytes, Format::Cbor, &options).unwrap();
+    let fresh = db.get_keyspace("fresh").unwrap();
+    assert_eq!(fresh.get("big").unwrap(), Some(big));
+    assert_eq!(fresh.get("z").unwrap(), Some(b"2".to_vec()));
+    let head = fresh.head("big").unwrap().unwrap();
+    assert!(head.separated && head.value_len == LARGE as u64);
+}
+
+/// A dump of one keyspace carries its blob threshold without a keyspace name, so the
+/// restore's target keyspace is created separating values; an existing target keeps its
+/// own options.
+#[test]
+fn one_keyspace_dump_carries_its_blob_threshold_to_the_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let media = db
+        .keyspace_with("media", crate::KeyspaceOptions::separated(16))
+        .unwrap();
+    media.insert("clip", vec![7u8; 100]).unwrap();
+    for format in [Format::Jsonl, Format::Cbor] {
+        let bytes = dump_to_vec(&db, Some("media"), format);
+        let mut reader = DumpReader::new(&bytes[..], format).unwrap();
+        assert!(reader.next_entry().unwrap().is_some());
+        assert_eq!(
+            reader.keyspace_options(None),
+            Some(crate::KeyspaceOptions::separated(16))
+        );
+        let copy = format!("copy-{format:?}");
+        restore_from(
+            &db,
+            &bytes,
+            format,
+            &RestoreOptions::default().keyspace(&copy),
+        )
+        .unwrap();
+        let head = db
+            .get_keyspace(&copy)
+            .unwrap()
+            .head("clip")
+            .unwrap()
+            .unwrap();
+        assert!(head.separated, "{format:?}");
+        // Into the existing `default` (values kept in the tree), it stays in the tree.
+        restore_from(&db, &bytes, format, &RestoreOptions::default()).unwrap();
+        let head = db
+            .get_keyspace("default")
+            .unwrap()
+            .head("clip")
+            .unwrap()
+            .unwrap();
+        assert!(!head.separated, "{format:?}");
+    }
 }
