@@ -25,6 +25,8 @@ pub type CliResult<T> = Result<T, CliError>;
 pub enum CliError {
     /// An engine error; exit 3 if it is corruption, else 1.
     Engine(cairn::Error),
+    /// An engine error and what the user can do about it (printed on a second line).
+    Hinted(cairn::Error, String),
     /// A mistake in the arguments or the input, or a failure outside the engine; exit 1.
     Message(String),
     /// Writing to standard output failed.
@@ -40,7 +42,7 @@ impl CliError {
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            CliError::Engine(e) if e.is_corruption() => EXIT_CORRUPTION,
+            CliError::Engine(e) | CliError::Hinted(e, _) if e.is_corruption() => EXIT_CORRUPTION,
             _ => EXIT_ERROR,
         }
     }
@@ -55,6 +57,7 @@ impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CliError::Engine(e) => e.fmt(f),
+            CliError::Hinted(e, hint) => write!(f, "{e}\nhint: {hint}"),
             CliError::Message(m) => f.write_str(m),
             CliError::Output(e) => write!(f, "writing to standard output failed: {e}"),
         }

@@ -49,7 +49,7 @@ enum Command {
     Demo(demo::DemoArgs),
     Load(load::Args),
     /// The ordered store: put, get, head, delete, scan, incr, count, backup, verify,
-    /// export, import, dump, restore, info.
+    /// salvage, export, import, dump, restore, info.
     #[command(flatten)]
     Store(store::StoreCommand),
 }

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use cairn::inspect::{self, ManifestImage};
-use cairn::{Db, Options};
+use cairn::{Db, LossCause, Options};
 use serde_json::{json, Value};
 
 use crate::errors::{CliError, CliResult, EXIT_CORRUPTION, EXIT_OK};
@@ -269,6 +269,121 @@ pub fn verify(args: &VerifyArgs, out: &mut dyn Write) -> CliResult<u8> {
     } else {
         EXIT_CORRUPTION
     })
+}
+
+/// Open a damaged store, keeping what can be read, and report exactly what was dropped
+///
+/// Opens the store with WAL salvage: damaged ranges of the log, and durable writes whose
+/// separated value is damaged or missing, are skipped instead of refusing the open. Each
+/// range left out is printed with its cause, file, byte range and the seqnos lost where
+/// known; the writes kept are flushed into tables, so the store then opens normally.
+/// Torn tails (what any crash leaves) are listed too; they held no durable write.
+/// Exit status: 0 done (whatever was dropped), 1 error, 3 damage salvage cannot skip
+/// (a damaged table or manifest: restore from a backup).
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct SalvageArgs {
+    /// The store directory.
+    store: PathBuf,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn salvage(args: &SalvageArgs, out: &mut dyn Write) -> CliResult<u8> {
+    if !args.store.join("CURRENT").exists() {
+        return Err(CliError::msg(format!(
+            "{}: no store here (no CURRENT file)",
+            args.store.display()
+        )));
+    }
+    let options = Options {
+        create_if_missing: false,
+        salvage_wal: true,
+        ..Options::default()
+    };
+    let db = Db::open(&args.store, options)?;
+    let report = db.recovery_report().clone();
+    close(db)?;
+    let text = if args.json {
+        let losses: Vec<serde_json::Value> = report
+            .losses
+            .iter()
+            .map(|l| {
+                json!({
+                    "cause": cause_name(l.cause),
+                    "durable_writes_lost": l.cause.loses_durable_writes(),
+                    "file": l.path.display().to_string(),
+                    "kind": l.file.to_string(),
+                    "offset": l.offset,
+                    "len": l.len,
+                    "reason": l.reason.to_string(),
+                    "first_seqno": l.seqnos.map(|s| s.0),
+                    "last_seqno": l.seqnos.map(|s| s.1),
+                    "detail": l.detail,
+                })
+            })
+            .collect();
+        let json = json!({
+            "store": args.store.display().to_string(),
+            "log_files": report.log_files,
+            "replayed_records": report.replayed_records,
+            "last_seqno": report.last_seqno,
+            "durable_writes_lost": report.lost_durable_writes(),
+            "losses": losses,
+        });
+        format!("{json}\n")
+    } else {
+        let mut text = format!(
+            "salvaged {}: {} log {} read, {} {} replayed, last seqno {}\n",
+            args.store.display(),
+            report.log_files,
+            plural(report.log_files, "file", "files"),
+            report.replayed_records,
+            plural(report.replayed_records, "write", "writes"),
+            report.last_seqno
+        );
+        for l in &report.losses {
+            let tag = if l.cause.loses_durable_writes() {
+                "LOST   "
+            } else {
+                "dropped"
+            };
+            text.push_str(&format!("{tag}  {l}\n"));
+        }
+        let lost = report
+            .losses
+            .iter()
+            .filter(|l| l.cause.loses_durable_writes())
+            .count();
+        text.push_str(&format!(
+            "{} {} left out, {lost} of them with durable writes\n",
+            report.losses.len(),
+            plural(report.losses.len() as u64, "range", "ranges")
+        ));
+        text
+    };
+    out.write_all(text.as_bytes()).map_err(CliError::Output)?;
+    Ok(EXIT_OK)
+}
+
+/// The JSON name of a loss cause.
+fn cause_name(cause: LossCause) -> &'static str {
+    match cause {
+        LossCause::TornTail => "torn_tail",
+        LossCause::UnsyncedValue => "unsynced_value",
+        LossCause::Salvaged => "salvaged",
+        LossCause::DamagedValue => "damaged_value",
+        _ => "other",
+    }
+}
+
+fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
 }
 
 /// Write a consistent checkpoint of the store as one file (restore it with `cairn unpack`)

@@ -2,8 +2,8 @@
 //! command line.
 //!
 //! One module per command group: `kv` (put, get, head, delete), `scan`, `counters` (incr,
-//! count), `transfer` (dump, restore, export, import), `admin` (info, backup, verify, pack,
-//! unpack).
+//! count), `transfer` (dump, restore, export, import), `admin` (info, backup, verify,
+//! salvage, pack, unpack).
 //! This module holds what they share: the `--keyspace`/`--hex` arguments, opening the
 //! store, and turning engine output errors into quiet broken-pipe exits.
 //!
@@ -40,6 +40,7 @@ pub enum StoreCommand {
     Count(counters::CountArgs),
     Backup(admin::BackupArgs),
     Verify(admin::VerifyArgs),
+    Salvage(admin::SalvageArgs),
     Export(transfer::ExportArgs),
     Import(transfer::ImportArgs),
     Dump(transfer::DumpArgs),
@@ -61,6 +62,7 @@ pub fn run(command: StoreCommand, out: &mut dyn Write) -> CliResult<u8> {
         StoreCommand::Count(a) => counters::count(&a, out),
         StoreCommand::Backup(a) => admin::backup(&a, out),
         StoreCommand::Verify(a) => admin::verify(&a, out),
+        StoreCommand::Salvage(a) => admin::salvage(&a, out),
         StoreCommand::Export(a) => transfer::export(&a, out),
         StoreCommand::Import(a) => transfer::import(&a, out),
         StoreCommand::Dump(a) => transfer::dump(&a, out),
@@ -100,7 +102,17 @@ pub fn open(path: &Path, create: bool) -> CliResult<Db> {
         create_if_missing: create,
         ..Options::default()
     };
-    Ok(Db::open(path, options)?)
+    Db::open(path, options).map_err(|e| match e.as_corruption() {
+        Some(c) if c.file == cairn::FileKind::Wal => {
+            let hint = format!(
+                "`cairn salvage {}` opens it keeping every write that can be read, and \
+                 lists the writes it drops",
+                path.display()
+            );
+            CliError::Hinted(e, hint)
+        }
+        _ => CliError::Engine(e),
+    })
 }
 
 /// The existing keyspace `name` (an error naming it if it does not exist).
