@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Cairn's whole test suite, as CI runs it (.ci/run calls this script).
 #
-# Installs what it needs on a fresh machine (idempotent), then runs, in order:
+# Installs what it needs on a fresh machine with only stable Rust (scripts/setup.sh,
+# idempotent), then runs, in order:
 #   1. formatting and lints (cargo fmt --check, clippy -D warnings on every crate but the
 #      peer suite crates/peers, which links peers CI does not install)
 #   2. every Rust test of the workspace (unit, integration, doc tests)
@@ -14,8 +15,8 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
-step "installing system packages for the benchmark peers (libsnappy, tinycdb)"
-bash crates/bench/install-peers.sh
+step "installing what the tests need (clippy, rustfmt, nightly with miri, a JDK, Maven, libsnappy, tinycdb)"
+bash scripts/setup.sh
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
