@@ -32,7 +32,6 @@
 //! A `WriteBatch` is plain data (`Send + Sync`); it is not shared while being built.
 
 // Wired into the ordered store (Db) as it lands; see docs/DESIGN.md.
-#![cfg_attr(not(test), allow(dead_code))]
 
 use std::ops::Range;
 use std::path::Path;
@@ -352,6 +351,7 @@ impl WriteBatch {
     }
 
     /// Removes every op, keeping the allocated buffers.
+    #[cfg(test)]
     pub(crate) fn clear(&mut self) {
         self.rep.truncate(HEADER_LEN);
         self.set_count(0);
@@ -366,6 +366,7 @@ impl WriteBatch {
 
     /// Bytes of user data: the sum of every op's key and value lengths. This is what the
     /// batch adds to a memtable, before per-entry overhead.
+    #[cfg(test)]
     pub(crate) fn data_len(&self) -> usize {
         self.data_len
     }

@@ -22,8 +22,6 @@
 //!
 //! Thread-safety: plain values and pure functions; `Send + Sync`.
 
-#![cfg_attr(not(test), allow(dead_code))] // wired into the ordered store (Db) as it lands; see docs/DESIGN.md
-
 /// Added after the rotation in the masked form (the constant leveldb uses).
 const MASK_DELTA: u32 = 0xa282_ead8;
 

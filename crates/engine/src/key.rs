@@ -19,7 +19,6 @@
 //! Plain data; all types are `Send + Sync`.
 
 // Wired into the ordered store (Db) as it lands; see docs/DESIGN.md.
-#![cfg_attr(not(test), allow(dead_code))]
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -141,6 +140,7 @@ pub(crate) enum Kind {
 }
 
 /// Kind numbers reserved for later features; see [`Kind`]. Never assign them to anything else.
+#[cfg(test)]
 pub(crate) const RESERVED_KINDS: [(u8, &str); 1] = [(5, "Merge")];
 
 impl Kind {

@@ -71,7 +71,6 @@ mod checksum;
 mod clock;
 mod coding;
 mod compaction;
-#[allow(dead_code)] // implemented by the table and memtable cursors as they land
 mod cursor;
 mod db;
 mod entry;

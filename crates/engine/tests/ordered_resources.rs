@@ -689,8 +689,7 @@ fn fault_child(dir: &Path, fault: Fault, phase: Phase, arg: u64) {
             for entry in fs::read_dir(&store).unwrap() {
                 let name = entry.unwrap().file_name().to_string_lossy().into_owned();
                 if name.ends_with(".wal") {
-                    fs::hard_link(store.join(&name), dir.join(format!("pinned-{name}")))
-                        .unwrap();
+                    fs::hard_link(store.join(&name), dir.join(format!("pinned-{name}"))).unwrap();
                 }
             }
             // Room for the second flush's table, not for the merged output (about one and a

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::MutexGuard;
 
-use super::{flush, write, Inner, Stats, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN};
+use super::{flush, write, Inner, Stats, DEFAULT_KEYSPACE};
 use crate::compaction;
 use crate::error::{Error, Result};
 use crate::key::KeyspaceId;
@@ -235,19 +235,9 @@ fn run_now(
     }
 }
 
-fn check_name(name: &str) -> Result<()> {
-    if name.is_empty() || name.len() > MAX_KEYSPACE_NAME_LEN {
-        return Err(Error::invalid(format!(
-            "keyspace names must be 1 to {MAX_KEYSPACE_NAME_LEN} bytes, got {} bytes",
-            name.len()
-        )));
-    }
-    Ok(())
-}
-
 /// Creates keyspace `name` (or returns the existing one's id).
 pub(crate) fn create_keyspace(inner: &Inner, name: &str) -> Result<KeyspaceId> {
-    check_name(name)?;
+    crate::version::check_keyspace_name(name)?;
     inner.check_writable()?;
     let mut st = inner.state.lock();
     if let Some((id, _)) = st.version.keyspace_by_name(name) {
@@ -337,7 +327,7 @@ pub(crate) fn create_keyspace_with(
     name: &str,
     options: &crate::options::KeyspaceOptions,
 ) -> Result<KeyspaceId> {
-    check_name(name)?;
+    crate::version::check_keyspace_name(name)?;
     inner.check_writable()?;
     let threshold = options.blob_threshold.map(|t| t as u64);
     let mut st = inner.state.lock();

@@ -128,11 +128,11 @@ pub(crate) fn insert_from(
     if !separates {
         // Small enough to keep in the tree (or the keyspace keeps values inline): read it
         // and write it as any other value; `write` refuses what is too long for the tree.
-        if len > crate::table::MAX_VALUE_LEN as u64 {
+        if len > crate::table::MAX_INLINE_VALUE_LEN as u64 {
             return Err(Error::invalid(format!(
                 "value of {len} bytes exceeds the limit of {} bytes for a keyspace that keeps \
                  values in the tree (see KeyspaceOptions::blob_threshold)",
-                crate::table::MAX_VALUE_LEN
+                crate::table::MAX_INLINE_VALUE_LEN
             )));
         }
         let mut value = Vec::with_capacity(value_len as usize);

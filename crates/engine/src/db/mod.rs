@@ -65,8 +65,8 @@ pub use verify::{verify, verify_report, VerifiedFile, VerifyReport};
 /// The name of the keyspace every store has.
 pub const DEFAULT_KEYSPACE: &str = "default";
 
-/// Longest keyspace name, in bytes.
-pub const MAX_KEYSPACE_NAME_LEN: usize = 255;
+/// Longest keyspace name, in bytes (the manifest's limit).
+pub const MAX_KEYSPACE_NAME_LEN: usize = crate::version::MAX_KEYSPACE_NAME_LEN;
 
 /// Manifest bytes after which a fresh manifest is started.
 const MAX_MANIFEST_SIZE: u64 = 64 << 20;

@@ -305,14 +305,14 @@ pub(crate) fn write_with_blobs(
         let value = op.stored();
         if over_threshold(inner, &version, &op) {
             logged = logged - value.len() + ENTRY_HANDLE_ALLOWANCE;
-        } else if value.len() > crate::table::MAX_VALUE_LEN {
+        } else if value.len() > crate::table::MAX_INLINE_VALUE_LEN {
             // An inline op's stored bytes (attrs and value) must fit a table entry.
             return Err(Error::invalid(format!(
                 "value of {} bytes (with its attributes) exceeds the limit of {} bytes for \
                  values kept in the tree (separated values may reach {} bytes: see \
                  KeyspaceOptions::blob_threshold)",
                 value.len(),
-                crate::table::MAX_VALUE_LEN,
+                crate::table::MAX_INLINE_VALUE_LEN,
                 u32::MAX
             )));
         }
@@ -343,7 +343,7 @@ const ENTRY_HANDLE_ALLOWANCE: usize = vlog::MAX_HANDLE_LEN + entry::MAX_ATTRS_LE
 /// keyspace's threshold, or one too large to stay in the tree (possible only when the
 /// keyspace separated values when the write was checked).
 fn separates(inner: &Inner, version: &Version, op: &Op<'_>) -> bool {
-    over_threshold(inner, version, op) || op.stored().len() > crate::table::MAX_VALUE_LEN
+    over_threshold(inner, version, op) || op.stored().len() > crate::table::MAX_INLINE_VALUE_LEN
 }
 
 /// True if `op` is a put whose value (without its attributes) is at or above its

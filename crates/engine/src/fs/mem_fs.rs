@@ -64,6 +64,7 @@ pub(crate) enum Op {
 
 /// How an injected fault fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(test), allow(dead_code))] // made only by tests, through `MemFs::inject`
 pub(crate) enum FaultKind {
     /// `EIO`; nothing changes.
     Eio,
@@ -89,6 +90,7 @@ pub(crate) struct Fault {
 
 /// How [`MemFs::crash_with`] damages unsynced state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg(test)]
 pub(crate) enum CrashOptions {
     /// Keep exactly the durable state (what [`MemFs::crash`] does).
     DropUnsynced,
@@ -137,9 +139,12 @@ struct State {
 }
 
 /// splitmix64: a tiny deterministic generator, enough for choosing crash damage.
+#[cfg(test)]
 struct Rng(u64);
 
+#[cfg(test)]
 impl Rng {
+    #[cfg(test)]
     fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
@@ -149,6 +154,7 @@ impl Rng {
     }
 
     /// A value in `0..=max`.
+    #[cfg(test)]
     fn up_to(&mut self, max: usize) -> usize {
         (self.next() % (max as u64 + 1)) as usize
     }
@@ -282,22 +288,26 @@ impl MemFs {
     }
 
     /// Arms `fault`; it stays armed until [`MemFs::clear_faults`].
+    #[cfg(test)]
     pub(crate) fn inject(&self, fault: Fault) {
         self.state.lock().faults.push(fault);
     }
 
     /// Disarms every fault (call counts keep running).
+    #[cfg(test)]
     pub(crate) fn clear_faults(&self) {
         self.state.lock().faults.clear();
     }
 
     /// How many calls of `op` were made so far.
+    #[cfg(test)]
     pub(crate) fn op_count(&self, op: Op) -> u64 {
         self.state.lock().counts.get(&op).copied().unwrap_or(0)
     }
 
     /// Names in `dir` whose entry differs from its durable state (created, renamed to or
     /// from, or removed since the directory's last sync), sorted.
+    #[cfg(test)]
     pub(crate) fn unsynced_entries(&self, dir: &Path) -> Vec<String> {
         let st = self.state.lock();
         let live: BTreeMap<_, _> = State::entries_of(&st.live, dir).collect();
@@ -318,6 +328,7 @@ impl MemFs {
 
     /// XORs the byte at `offset` of file `path` with `mask`, in both the current and the
     /// durable contents (a bit flip on the medium). Out-of-range offsets change nothing.
+    #[cfg(test)]
     pub(crate) fn corrupt(&self, path: &Path, offset: usize, mask: u8) -> Result<()> {
         let mut st = self.state.lock();
         let ino = st.live_file(path, "corrupt")?;
@@ -333,12 +344,14 @@ impl MemFs {
     }
 
     /// A power loss: a new `MemFs` with only the durable state.
+    #[cfg(test)]
     pub(crate) fn crash(&self) -> MemFs {
         self.crash_with(CrashOptions::DropUnsynced)
     }
 
     /// A crash (a power loss, or with [`CrashOptions::KeepAll`] a process crash) that keeps
     /// unsynced state as `options` says.
+    #[cfg(test)]
     pub(crate) fn crash_with(&self, options: CrashOptions) -> MemFs {
         let st = self.state.lock();
         let mut rng = match options {
@@ -747,11 +760,7 @@ impl ReadableFile for MemReadable {
     }
 }
 
-impl FileLock for MemLock {
-    fn path(&self) -> &Path {
-        &self.path
-    }
-}
+impl FileLock for MemLock {}
 
 impl Drop for MemLock {
     fn drop(&mut self) {

@@ -42,7 +42,8 @@ struct StdReadable {
 struct StdLock {
     // Held only to keep the open file description, and with it the flock, alive.
     _file: File,
-    path: PathBuf,
+    // Shown by `Debug` only.
+    _path: PathBuf,
 }
 
 fn metadata_len(file: &File, path: &Path) -> Result<u64> {
@@ -151,7 +152,7 @@ impl FileSystem for StdFs {
         match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => Ok(Box::new(StdLock {
                 _file: file,
-                path: path.to_path_buf(),
+                _path: path.to_path_buf(),
             })),
             Err(e) if e == rustix::io::Errno::WOULDBLOCK => Err(lock_held_error(path)),
             Err(e) => Err(Error::io(path, "lock", e.into())),
@@ -237,11 +238,7 @@ impl ReadableFile for StdReadable {
     }
 }
 
-impl FileLock for StdLock {
-    fn path(&self) -> &Path {
-        &self.path
-    }
-}
+impl FileLock for StdLock {}
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

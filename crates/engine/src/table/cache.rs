@@ -207,6 +207,7 @@ impl BlockCache {
     }
 
     /// Bytes currently charged (at most the capacity).
+    #[cfg(test)]
     pub(crate) fn used_bytes(&self) -> usize {
         self.shards.iter().map(|s| s.lock().used).sum()
     }

@@ -25,8 +25,6 @@
 //! Thread-safety: a [`Writer`] has one owner. [`Reader`] and [`BlockCache`] are
 //! `Send + Sync` and shared through `Arc`; a [`TableIter`] is `Send` and has one owner.
 
-#![cfg_attr(not(test), allow(dead_code))] // wired into the ordered store (Db) as it lands; see docs/DESIGN.md
-
 mod blob_refs;
 mod block;
 mod cache;
@@ -46,17 +44,14 @@ mod range_tests;
 #[cfg(test)]
 mod tests;
 
-#[allow(unused_imports)] // the value log's GC accounting; unused until the integration lands
-pub(crate) use blob_refs::{BlobRef, BlobRefs};
-#[allow(unused_imports)] // the Db, flush and compaction use these; unused until they land
+#[cfg(test)]
+pub(crate) use blob_refs::BlobRef;
 pub(crate) use cache::BlockCache;
 pub(crate) use compression::Compression;
-#[allow(unused_imports)] // likewise
+#[cfg(test)]
 pub(crate) use iter::TableIter;
 pub(crate) use meta::TableMeta;
-#[allow(unused_imports)] // likewise
 pub(crate) use reader::Reader;
-#[allow(unused_imports)] // likewise
 pub(crate) use writer::Writer;
 
 use crate::error::{Error, Result};
@@ -79,7 +74,7 @@ pub(crate) const BLOCK_TRAILER_LEN: usize = 5;
 pub(crate) const FOOTER_LEN: usize = 64;
 
 /// Largest decoded block, in bytes (64 MiB). Readers refuse larger blocks before
-/// allocating; the writer's limits ([`MAX_BLOCK_SIZE`], [`MAX_VALUE_LEN`]) keep data blocks
+/// allocating; the writer's limits ([`MAX_BLOCK_SIZE`], [`MAX_INLINE_VALUE_LEN`]) keep data blocks
 /// below it, and it refuses to finish a table whose index would exceed it.
 pub(crate) const MAX_BLOCK_LEN: usize = 64 << 20;
 
@@ -89,7 +84,7 @@ pub(crate) const MAX_BLOCK_SIZE: usize = 16 << 20;
 /// Largest value a table stores (32 MiB); larger values belong in the value log. With
 /// [`MAX_BLOCK_SIZE`] and the key limit this keeps every data block below
 /// [`MAX_BLOCK_LEN`].
-pub(crate) const MAX_VALUE_LEN: usize = 32 << 20;
+pub(crate) const MAX_INLINE_VALUE_LEN: usize = 32 << 20;
 
 /// Largest accepted [`TableOptions::bloom_bits_per_key`].
 pub(crate) const MAX_BLOOM_BITS_PER_KEY: u32 = 64;

@@ -289,6 +289,7 @@ impl Reader {
     }
 
     /// The table's file id.
+    #[cfg(test)]
     pub(crate) fn id(&self) -> u64 {
         self.id
     }
@@ -337,6 +338,7 @@ impl Reader {
     ///
     /// # Errors
     /// `Corruption` for a damaged block on the way; `Error::Io`.
+    #[cfg(test)]
     pub(crate) fn get(
         &self,
         user_key: &[u8],
@@ -393,6 +395,7 @@ impl Reader {
     }
 
     /// A cursor over every entry; data blocks it reads are offered to the cache.
+    #[cfg(test)]
     pub(crate) fn iter(self: &Arc<Self>) -> TableIter {
         TableIter::new(Arc::clone(self), u32::MAX)
     }

@@ -37,7 +37,8 @@ use super::footer::{BlockHandle, Footer};
 use super::properties::Properties;
 use super::range_block;
 use super::{
-    TableMeta, TableOptions, FORMAT_VERSION, FORMAT_VERSION_PLAIN, MAX_BLOCK_LEN, MAX_VALUE_LEN,
+    TableMeta, TableOptions, FORMAT_VERSION, FORMAT_VERSION_PLAIN, MAX_BLOCK_LEN,
+    MAX_INLINE_VALUE_LEN,
 };
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, WritableFile};
@@ -173,7 +174,7 @@ impl Writer {
     /// # Errors
     /// `InvalidArgument` for a key out of order, a malformed key (shorter than its trailer,
     /// an unknown kind, a user key over `MAX_KEY_LEN`) or a value over
-    /// [`MAX_VALUE_LEN`]; `Error::Io` if writing a full buffer fails. Either way the writer
+    /// [`MAX_INLINE_VALUE_LEN`]; `Error::Io` if writing a full buffer fails. Either way the writer
     /// is unusable afterwards.
     pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         self.check_open()?;
@@ -197,11 +198,11 @@ impl Writer {
             self.state = State::Refused;
             return Err(e);
         }
-        if value.len() > MAX_VALUE_LEN {
+        if value.len() > MAX_INLINE_VALUE_LEN {
             return refuse(
                 self,
                 format!(
-                    "value of {} bytes exceeds the table limit of {MAX_VALUE_LEN} bytes",
+                    "value of {} bytes exceeds the table limit of {MAX_INLINE_VALUE_LEN} bytes",
                     value.len()
                 ),
             );
@@ -279,6 +280,7 @@ impl Writer {
     }
 
     /// Entries added so far.
+    #[cfg(test)]
     pub(crate) fn entries(&self) -> u64 {
         self.entries
     }
@@ -521,7 +523,7 @@ mod tests {
             assert!(w.finish().is_err());
         }
         let mut w = Writer::create(&fs, Path::new("/big.sst"), 7, &opts).unwrap();
-        let big = vec![0u8; MAX_VALUE_LEN + 1];
+        let big = vec![0u8; MAX_INLINE_VALUE_LEN + 1];
         assert!(matches!(
             w.add(&ik(b"a", 1), &big),
             Err(Error::InvalidArgument(_))

@@ -26,7 +26,7 @@ use crate::attrs::{EntryOptions, Meta};
 use crate::db::{Batch, Db, Keyspace, DEFAULT_KEYSPACE};
 use crate::error::{Error, Result};
 use crate::options::{Durability, KeyspaceOptions};
-use crate::table::MAX_VALUE_LEN;
+use crate::table::MAX_INLINE_VALUE_LEN;
 
 /// Options of [`restore`] and [`super::import`].
 #[derive(Debug, Clone)]
@@ -268,7 +268,7 @@ fn plan(db: &Db, spool: &Spool, options: &RestoreOptions) -> Result<BTreeMap<Str
                 if let Some(large) = needs.smallest_large {
                     if !separates(threshold, large) {
                         return Err(Error::invalid(format!(
-                            "keyspace {name:?} keeps values in the tree (at most {MAX_VALUE_LEN} \
+                            "keyspace {name:?} keeps values in the tree (at most {MAX_INLINE_VALUE_LEN} \
                              bytes) but the dump holds a value of {large} bytes for it; nothing \
                              was written (restore into a new keyspace or store, which is \
                              created to separate large values, or open the keyspace with \
@@ -317,7 +317,7 @@ fn replay(
         let ks = handles.get(&s.entry.keyspace).ok_or_else(|| {
             Error::invalid(format!("record {}: no keyspace planned for it", s.record))
         })?;
-        if s.value_len > MAX_VALUE_LEN as u64 {
+        if s.value_len > MAX_INLINE_VALUE_LEN as u64 {
             // Too long for a batch: streamed from the spool into a blob file. Earlier
             // entries are committed first, so entries still apply in input order.
             batcher.commit()?;

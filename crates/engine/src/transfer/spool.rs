@@ -128,7 +128,7 @@ impl Spool {
             encode(&entry, value_len, number, &mut record);
             spool.index.write_all(&record).map_err(spool_io("write"))?;
             let needs = spool.keyspaces.entry(entry.keyspace).or_default();
-            if value_len > crate::table::MAX_VALUE_LEN as u64 {
+            if value_len > crate::table::MAX_INLINE_VALUE_LEN as u64 {
                 needs.merge(&Needs {
                     blob_threshold: None,
                     smallest_large: Some(value_len),

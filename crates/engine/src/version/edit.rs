@@ -102,7 +102,7 @@ pub(crate) fn check_keyspace_name(name: &str) -> Result<()> {
         Ok(())
     } else {
         Err(Error::invalid(format!(
-            "keyspace name must be 1 to {MAX_KEYSPACE_NAME_LEN} bytes, got {}",
+            "keyspace names must be 1 to {MAX_KEYSPACE_NAME_LEN} bytes, got {} bytes",
             name.len()
         )))
     }
@@ -166,6 +166,7 @@ fn put_table(out: &mut Vec<u8>, t: &TableMeta) {
 
 impl Edit {
     /// True if the edit changes nothing.
+    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         *self == Edit::default()
     }

@@ -26,7 +26,9 @@
 //! Thread-safety: a `Manifest` has one owner (`&mut self`); decoding is a pure function.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+#[cfg(test)]
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::current::{decode_current, encode_current, CURRENT, CURRENT_TMP, MAX_CURRENT_LEN};
@@ -248,11 +250,13 @@ impl Manifest {
     }
 
     /// The file's path (for errors from [`Version::apply`]).
+    #[cfg(test)]
     pub(crate) fn path(&self) -> PathBuf {
         self.file.path().to_path_buf()
     }
 
     /// True after a failed write or sync.
+    #[cfg(test)]
     pub(crate) fn is_poisoned(&self) -> bool {
         self.poisoned
     }
@@ -357,6 +361,7 @@ fn write_current(fs: &dyn FileSystem, dir: &Path, id: u64) -> Result<()> {
 ///
 /// # Errors
 /// `Error::Io` if `dir` cannot be listed.
+#[cfg(test)]
 pub(crate) fn obsolete_files(fs: &dyn FileSystem, dir: &Path, live_id: u64) -> Result<Vec<String>> {
     Ok(fs
         .list_dir(dir)?

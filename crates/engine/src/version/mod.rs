@@ -35,8 +35,6 @@
 //! readers; a [`Manifest`] has one owner (`&mut self` to append), and the `Db` serializes
 //! changes to the version.
 
-#![cfg_attr(not(test), allow(dead_code))] // wired into the ordered store (Db) as it lands; see docs/DESIGN.md
-
 mod current;
 mod edit;
 mod manifest;
@@ -46,16 +44,13 @@ mod version;
 #[cfg(test)]
 pub(crate) mod workload;
 
-#[allow(unused_imports)] // the Db's entry points; unused until it lands
-pub(crate) use current::{decode_current, encode_current, CURRENT, CURRENT_TMP, MAX_CURRENT_LEN};
-#[allow(unused_imports)] // likewise
+pub(crate) use current::{decode_current, encode_current, CURRENT, MAX_CURRENT_LEN};
 pub(crate) use edit::{check_keyspace_name, Edit, MAX_KEYSPACE_NAME_LEN};
-#[allow(unused_imports)] // likewise
 pub(crate) use manifest::{
-    decode_image, encode_file_header, encode_record, manifest_file_name, obsolete_files,
-    parse_manifest_file_name, Manifest, Recovered, Replayed, MAX_RECORD_LEN,
+    decode_image, encode_file_header, encode_record, manifest_file_name, parse_manifest_file_name,
+    Manifest, MAX_RECORD_LEN,
 };
-#[allow(unused_imports)] // likewise
+
 pub(crate) use version::{KeyspaceTables, Version};
 
 /// Levels per keyspace: L0 (overlapping tables, straight from flushes) and L1..L6.

@@ -402,6 +402,7 @@ impl KeyspaceTables {
     }
 
     /// Number of tables in all levels.
+    #[cfg(test)]
     pub(crate) fn table_count(&self) -> usize {
         self.levels.iter().map(Vec::len).sum()
     }

@@ -306,6 +306,7 @@ impl RecordRef {
 /// Appends a whole record (header, key, chunks with checksums) to `out`; returns its shape.
 ///
 /// Requires: `key.len() <= u16::MAX`, `value.len() <= u32::MAX` (checked by the writer).
+#[cfg(test)]
 pub(crate) fn encode_record(
     out: &mut Vec<u8>,
     file_id: u64,

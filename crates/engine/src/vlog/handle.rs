@@ -56,6 +56,7 @@ impl ValueHandle {
     }
 
     /// The encoded handle in a new buffer.
+    #[cfg(test)]
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.encoded_len());
         self.encode_into(&mut out);
@@ -93,6 +94,7 @@ impl ValueHandle {
 }
 
 /// The value field of a `ValueHandle` entry: the attrs bytes (opaque here) then the handle.
+#[cfg(test)]
 pub(crate) fn encode_entry_value(attrs: &[u8], handle: &ValueHandle) -> Vec<u8> {
     let mut out = Vec::with_capacity(attrs.len() + handle.encoded_len());
     out.extend_from_slice(attrs);

@@ -43,7 +43,6 @@
 
 // A few helpers (record encoding for tools and tests, stream positions) are used only by
 // tests, the fuzz targets and `inspect`.
-#![cfg_attr(not(test), allow(dead_code))]
 
 pub(crate) mod format;
 pub(crate) mod gc;
@@ -58,17 +57,14 @@ mod crash_tests;
 #[cfg(test)]
 mod large_value_tests;
 
-#[allow(unused_imports)] // some entry points serve only tests and tools
 pub(crate) use format::FOOTER_LEN;
-#[allow(unused_imports)]
-pub(crate) use handle::{decode_entry_value, encode_entry_value, ValueHandle, MAX_HANDLE_LEN};
-#[allow(unused_imports)]
-pub(crate) use reader::{Reader, DEFAULT_OPEN_FILES};
-#[allow(unused_imports)]
-pub(crate) use scan::{scan, scan_path, Scanned, ScannedRecord};
+pub(crate) use handle::{decode_entry_value, ValueHandle, MAX_HANDLE_LEN};
+pub(crate) use reader::Reader;
+pub(crate) use scan::scan_path;
 pub(crate) use value_reader::ValueReader;
-#[allow(unused_imports)]
-pub(crate) use writer::{Writer, WriterOptions, DEFAULT_MAX_FILE_LEN};
+#[cfg(test)]
+pub(crate) use writer::DEFAULT_MAX_FILE_LEN;
+pub(crate) use writer::{Writer, WriterOptions};
 
 /// What the manifest records about one blob file (FORMAT.md §4, `version/FORMAT.md` §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -36,6 +36,7 @@ use crate::error::{Error, FileKind, Reason, Result};
 use crate::fs::{FileSystem, ReadableFile};
 
 /// Default number of blob files kept open.
+#[cfg(test)]
 pub(crate) const DEFAULT_OPEN_FILES: usize = 64;
 
 /// An open blob file, when it was last used, and its length when last asked.
@@ -141,6 +142,7 @@ impl Reader {
     }
 
     /// Records located by handle so far (see `reads`).
+    #[cfg(test)]
     pub(crate) fn reads(&self) -> u64 {
         self.reads.load(std::sync::atomic::Ordering::Relaxed)
     }

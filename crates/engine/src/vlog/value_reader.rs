@@ -66,11 +66,13 @@ impl ValueReader {
     }
 
     /// The position of the next read in the value.
+    #[cfg(test)]
     pub(crate) fn position(&self) -> u64 {
         self.pos
     }
 
     /// Capacity of the chunk buffer (bounded by one chunk and its checksum).
+    #[cfg(test)]
     pub(crate) fn buffer_capacity(&self) -> usize {
         self.chunk.capacity()
     }

@@ -549,6 +549,7 @@ impl Writer {
     }
 
     /// The id of the file being appended to, if one is open.
+    #[cfg(test)]
     pub(crate) fn active_id(&self) -> Option<u64> {
         self.active.as_ref().map(|a| a.id)
     }

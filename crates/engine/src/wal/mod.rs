@@ -20,14 +20,10 @@
 //! Thread-safety: a [`Writer`] has one owner (`&mut self`); the `Db` serializes appends
 //! (group commit happens above it). Decoding is pure and may run on any thread.
 
-#![cfg_attr(not(test), allow(dead_code))] // wired into the ordered store (Db) as it lands; see docs/DESIGN.md
-
 pub(crate) mod reader;
 mod writer;
 
-#[allow(unused_imports)] // the Db's entry points; unused until it lands
-pub(crate) use reader::{decode_all, Dropped, ReadOptions, Reader, Record, Recovered, TornTail};
-#[allow(unused_imports)] // likewise
+pub(crate) use reader::{decode_all, Dropped, ReadOptions, Reader, Record, TornTail};
 pub(crate) use writer::Writer;
 
 use crate::checksum::Checksum;

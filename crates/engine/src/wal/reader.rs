@@ -473,6 +473,7 @@ impl Reader {
 
     /// Offset just past the last record yielded so far; after the iterator ends, where a
     /// new writer could safely continue.
+    #[cfg(test)]
     pub(crate) fn valid_end(&self) -> u64 {
         self.scan.valid_end
     }
@@ -488,6 +489,7 @@ impl Reader {
     }
 
     /// The seqno of the last record yielded.
+    #[cfg(test)]
     pub(crate) fn last_seqno(&self) -> Option<u64> {
         self.scan.last_seqno
     }

@@ -185,16 +185,19 @@ impl Writer {
     }
 
     /// Bytes known durable: everything up to the last successful [`Writer::sync`].
+    #[cfg(test)]
     pub(crate) fn synced_len(&self) -> u64 {
         self.synced_len
     }
 
     /// The seqno of the last appended record.
+    #[cfg(test)]
     pub(crate) fn last_seqno(&self) -> Option<u64> {
         self.last_seqno
     }
 
     /// True after a failed write or sync.
+    #[cfg(test)]
     pub(crate) fn is_poisoned(&self) -> bool {
         self.poisoned
     }
