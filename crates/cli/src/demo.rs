@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use cairn::hash::{write_index, IndexOptions, LogOptions, LogWriter, ReadOptions, Reader};
 
 use crate::errors::{CliError, CliResult, EXIT_OK};
+use crate::plural::count;
 use crate::progress;
 use crate::sparkey::options::CompressionArg;
 
@@ -137,11 +138,14 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> CliResult<u8> {
     let index_path = dir.join("demo.spi");
     let say = |out: &mut dyn Write, text: String| writeln!(out, "{text}").map_err(CliError::Output);
 
-    say(out, format!(
-        "cairn demo: constant store (Sparkey format), {} entries key_<i> -> value_<i>, compression {}",
-        args.entries,
-        args.compression.name()
-    ))?;
+    say(
+        out,
+        format!(
+            "cairn demo: constant store (Sparkey format), {} key_<i> -> value_<i>, compression {}",
+            count(args.entries, "entry", "entries"),
+            args.compression.name()
+        ),
+    )?;
     out.flush().map_err(CliError::Output)?;
 
     // 1. Build.
@@ -167,8 +171,8 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> CliResult<u8> {
     say(
         out,
         format!(
-            "  build:    {} puts in {:.3} s ({}; log {:.3} s, index {:.3} s)",
-            args.entries,
+            "  build:    {} in {:.3} s ({}; log {:.3} s, index {:.3} s)",
+            count(args.entries, "put", "puts"),
             build_time.as_secs_f64(),
             per_second(args.entries, build_time, "puts"),
             log_time.as_secs_f64(),
@@ -203,8 +207,8 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> CliResult<u8> {
     say(
         out,
         format!(
-            "  get_into: {} random lookups in {:.3} s ({}), every value checked",
-            picks.len(),
+            "  get_into: {} in {:.3} s ({}), every value checked",
+            count(picks.len(), "random lookup", "random lookups"),
             single_time.as_secs_f64(),
             per_second(picks.len() as u64, single_time, "lookups"),
         ),
@@ -233,11 +237,11 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> CliResult<u8> {
     say(
         out,
         format!(
-        "  get_many: {} random lookups in batches of {BATCH} in {:.3} s ({}), every value checked",
-        picks.len(),
-        batch_time.as_secs_f64(),
-        per_second(picks.len() as u64, batch_time, "lookups"),
-    ),
+            "  get_many: {} in batches of {BATCH} in {:.3} s ({}), every value checked",
+            count(picks.len(), "random lookup", "random lookups"),
+            batch_time.as_secs_f64(),
+            per_second(picks.len() as u64, batch_time, "lookups"),
+        ),
     )?;
     drop(reader);
 

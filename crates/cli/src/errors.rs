@@ -14,6 +14,10 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_ERROR: u8 = 1;
 /// The key looked up is not in the store.
 pub const EXIT_NOT_FOUND: u8 = 2;
+/// No command given (a bare `cairn`, `cairn sparkey`, `cairn bench`): the help was printed
+/// to standard error. A usage error like any other (not success, so a script that runs it
+/// by mistake does not take the help for a result; not 2, which means "not found").
+pub const EXIT_NO_COMMAND: u8 = EXIT_ERROR;
 /// The engine found damaged (or foreign-version, or mismatched) files.
 pub const EXIT_CORRUPTION: u8 = 3;
 

@@ -7,13 +7,17 @@
 //!
 //! Exit codes, for every command: 0 ok, 1 error, 2 not found (`get`), 3 corruption (the
 //! engine reported damaged files, see `cairn::Error::is_corruption`). Usage errors exit 1,
-//! `--help` and a bare `cairn` exit 0, like the reference `sparkey` tool.
+//! like the reference `sparkey` tool; `--help` and `--version` exit 0. A bare `cairn` (or
+//! `cairn sparkey`, `cairn bench`) prints the help to standard error and exits 2, clap's
+//! code for a command line that asks for nothing, so a script that runs `cairn` with an
+//! empty argument list does not take the help for success.
 
 mod bench;
 mod demo;
 mod errors;
 mod hexfmt;
 mod load;
+mod plural;
 mod progress;
 mod sparkey;
 mod store;
@@ -28,7 +32,7 @@ use errors::{CliError, CliResult};
 
 /// Cairn: an embedded key-value storage engine.
 ///
-/// Exit codes: 0 ok, 1 error, 2 not found, 3 corruption.
+/// Exit codes: 0 ok, 1 error, 2 not found (or no command given), 3 corruption.
 #[derive(Debug, Parser)]
 #[command(name = "cairn", version, arg_required_else_help = true)]
 struct Cli {
@@ -70,9 +74,8 @@ fn main() -> ExitCode {
         Err(e) => {
             let _ = e.print();
             let code = match e.kind() {
-                ErrorKind::DisplayHelp
-                | ErrorKind::DisplayVersion
-                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => errors::EXIT_OK,
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => errors::EXIT_OK,
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => errors::EXIT_NO_COMMAND,
                 _ => errors::EXIT_ERROR,
             };
             return ExitCode::from(code);

@@ -200,8 +200,9 @@ fn closed_output_pipe_does_not_panic() {
 
 #[test]
 fn usage_errors_exit_1_and_help_exits_0() {
+    // A bare `cairn` asks for nothing: the help goes to stderr and it is a usage error.
     let out = run(&[]);
-    assert_eq!(code(&out), 0);
+    assert_eq!(code(&out), 1);
     assert!(stderr(&out).contains("Usage: cairn"), "{}", stderr(&out));
     let out = run(&["sparkey", "frobnicate"]);
     assert_eq!(code(&out), 1);

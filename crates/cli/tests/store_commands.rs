@@ -183,7 +183,7 @@ fn info_lists_keyspaces_seqnos_and_wal() {
     assert!(!v["wal"]["files"].as_array().unwrap().is_empty());
 
     let text = String::from_utf8(ok(&run(&["info", s(&store)]))).unwrap();
-    assert!(text.contains("users (id 1): 1 tables"), "{text}");
+    assert!(text.contains("users (id 1): 1 table, "), "{text}");
     assert!(text.contains("seqno: last 101"), "{text}");
 }
 

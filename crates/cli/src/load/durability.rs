@@ -11,6 +11,7 @@ use std::time::Duration;
 use cairn::Durability;
 
 use super::backend::Kind;
+use crate::plural::count;
 
 /// Log bytes after which the log thread fsyncs in the background (the engine's
 /// `WAL_BYTES_PER_SYNC`, see the README's durability table).
@@ -91,10 +92,14 @@ pub fn loss_window(backend: Kind, durability: Durability) -> LossWindow {
                 ),
             ),
             Durability::Async { queue_depth } => w(
-                &format!("≤ {queue_depth} queued writes"),
+                &format!(
+                    "≤ {}",
+                    count(queue_depth, "queued write", "queued writes")
+                ),
                 &format!("queue + ≤ {BACKGROUND_SYNC} of log"),
                 format!(
-                    "the writes still queued for the log thread: at most {queue_depth} batches"
+                    "the writes still queued for the log thread: at most {}",
+                    count(queue_depth, "batch", "batches")
                 ),
                 format!(
                     "the queued writes plus those since the last log fsync (at most about {BACKGROUND_SYNC} of log)"

@@ -29,6 +29,7 @@ pub use args::Args;
 
 use crate::bench::store::Place as Dir;
 use crate::errors::{CliError, CliResult, EXIT_OK};
+use crate::plural::count;
 
 /// Prefix of the temporary directories of `cairn load`.
 const TEMP_PREFIX: &str = "cairn-load-";
@@ -87,7 +88,8 @@ pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
         let mut text = String::new();
         if let Some((keys, took)) = outcome.preload {
             text.push_str(&format!(
-                "  preloaded {keys} keys in {:.2} s ({} keys/s)\n",
+                "  preloaded {} in {:.2} s ({} keys/s)\n",
+                count(keys, "key", "keys"),
                 took.as_secs_f64(),
                 report::rate(keys as f64 / took.as_secs_f64().max(1e-9))
             ));

@@ -17,6 +17,7 @@ use super::mix::OpKind;
 use super::pattern::Pattern;
 use crate::bench::ordered::durability_name;
 use crate::bench::report::{duration_ns, latency_json, Latency, WriteCost};
+use crate::plural::count;
 
 /// One thread's counts.
 #[derive(Debug, Clone, Default)]
@@ -209,13 +210,13 @@ impl Outcome {
                 .amplification()
                 .map_or_else(|| "-".to_string(), |a| format!("{a:.2}"));
             t.push_str(&format!(
-                "engine      wrote {} (log {}, flushes {}, compactions {}) for {} of keys and values: write-amp {amp}, {} stalls\n",
+                "engine      wrote {} (log {}, flushes {}, compactions {}) for {} of keys and values: write-amp {amp}, {}\n",
                 mib(written),
                 mib(c.wal_bytes),
                 mib(c.flush_bytes),
                 mib(c.compaction_bytes),
                 mib(c.user_bytes),
-                c.stalls
+                count(c.stalls, "stall", "stalls")
             ));
         }
         if let (Some(bytes), Some(place)) = (self.disk_bytes, &self.place) {
@@ -229,9 +230,9 @@ impl Outcome {
         let loss = self.loss();
         if let Some(s) = &self.seqnos {
             t.push_str(&format!(
-                "durability  {}: {} acknowledged writes not yet known durable at the end\n            (last_seqno {}, durable_seqno {}; at most {} during the run)\n",
+                "durability  {}: {} not yet known durable at the end\n            (last_seqno {}, durable_seqno {}; at most {} during the run)\n",
                 self.mode(),
-                s.gap(),
+                count(s.gap(), "acknowledged write", "acknowledged writes"),
                 s.last,
                 s.durable,
                 s.max_gap_seen
@@ -408,11 +409,11 @@ pub fn header(title: &str, plan: &Plan, dir: Option<&Path>, temporary: bool) -> 
         ),
     };
     let mut h = format!(
-        "cairn load: {title}\n  {} threads for {}, pattern {} ({pace})\n  {} keys ({}), key size {} B, value size {} B, mix {}, seed {}\n",
-        plan.threads,
+        "cairn load: {title}\n  {} for {}, pattern {} ({pace})\n  {} ({}), key size {} B, value size {} B, mix {}, seed {}\n",
+        count(plan.threads, "thread", "threads"),
         secs(plan.duration),
         plan.pattern,
-        plan.key_count,
+        count(plan.key_count, "key", "keys"),
         plan.keys,
         plan.key_size,
         plan.value_size,

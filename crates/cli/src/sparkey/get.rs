@@ -39,8 +39,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
         .ok_or_else(|| CliError::msg("index filename must end with .spi"))?;
     let raw = args.key.as_bytes();
     let key = if args.hex {
-        hexfmt::decode(raw)
-            .ok_or_else(|| CliError::msg("--hex: the key must be an even number of hex digits"))?
+        hexfmt::decode(raw).map_err(|e| CliError::msg(format!("--hex: the key {e}")))?
     } else {
         raw.to_vec()
     };

@@ -4,6 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use crate::errors::{CliError, CliResult, EXIT_OK};
+use crate::plural::{count, plural};
 
 use super::names;
 
@@ -33,14 +34,15 @@ pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
     let (index, log) = (args.index.display(), log.display());
     let text = format!(
         "{index}: OK\n\
-         log {log}: {entries} entries decoded ({puts} puts, {deletes} deletes); header counters match\n\
-         index {index}: {slots} occupied slots point at PUTs with matching hashes, found by lookup\n\
-         hash iterator: {live} live entries, equal to the index's entry count\n",
-        entries = report.puts + report.deletes,
-        puts = report.puts,
-        deletes = report.deletes,
-        slots = report.slots_checked,
-        live = report.live_entries,
+         log {log}: {entries} decoded ({puts}, {deletes}); header counters match\n\
+         index {index}: {slots} {point} at PUTs with matching hashes, found by lookup\n\
+         hash iterator: {live}, equal to the index's entry count\n",
+        entries = count(report.puts + report.deletes, "entry", "entries"),
+        puts = count(report.puts, "put", "puts"),
+        deletes = count(report.deletes, "delete", "deletes"),
+        slots = count(report.slots_checked, "occupied slot", "occupied slots"),
+        point = plural(report.slots_checked, "points", "point"),
+        live = count(report.live_entries, "live entry", "live entries"),
     );
     out.write_all(text.as_bytes()).map_err(CliError::Output)?;
     Ok(EXIT_OK)

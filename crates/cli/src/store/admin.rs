@@ -11,8 +11,9 @@ use cairn::{Db, LossCause, Options};
 use serde_json::{json, Value};
 
 use crate::errors::{CliError, CliResult, EXIT_CORRUPTION, EXIT_OK};
+use crate::plural::{count, plural};
 
-use super::{close, open};
+use super::{close, no_store, open, Contents};
 
 /// Describe a store: keyspaces, levels, tables and sizes, seqnos, WAL files, options
 ///
@@ -135,17 +136,19 @@ fn text(v: &Value) -> String {
     for ks in v["keyspaces"].as_array().into_iter().flatten() {
         let _ = writeln!(
             s,
-            "  {} (id {}): {} tables, {} bytes",
+            "  {} (id {}): {}, {} bytes",
             ks["name"].as_str().unwrap_or(""),
             ks["id"],
-            ks["tables"],
+            count(ks["tables"].as_u64().unwrap_or(0), "table", "tables"),
             ks["bytes"]
         );
         for l in ks["levels"].as_array().into_iter().flatten() {
             let _ = writeln!(
                 s,
-                "    L{}: {} tables, {} bytes",
-                l["level"], l["tables"], l["bytes"]
+                "    L{}: {}, {} bytes",
+                l["level"],
+                count(l["tables"].as_u64().unwrap_or(0), "table", "tables"),
+                l["bytes"]
             );
         }
     }
@@ -163,10 +166,10 @@ fn text(v: &Value) -> String {
     let m = &v["manifest"];
     let _ = writeln!(
         s,
-        "manifest: {} ({} bytes, {} edits)",
+        "manifest: {} ({} bytes, {})",
         m["file"].as_str().unwrap_or(""),
         m["bytes"],
-        m["edits"]
+        count(m["edits"].as_u64().unwrap_or(0), "edit", "edits")
     );
     let _ = writeln!(s, "options (as opened by this command):");
     if let Some(o) = v["options"].as_object() {
@@ -211,12 +214,12 @@ pub fn backup(args: &BackupArgs, out: &mut dyn Write) -> CliResult<u8> {
     close(db)?;
     writeln!(
         out,
-        "backup of seqno {} in {}: {} tables, {} log files; {} files linked ({} bytes), {} copied ({} bytes)",
+        "backup of seqno {} in {}: {}, {}; {} linked ({} bytes), {} copied ({} bytes)",
         info.seqno,
         args.dest.display(),
-        info.tables,
-        info.wal_files,
-        info.files_linked,
+        count(info.tables, "table", "tables"),
+        count(info.wal_files, "log file", "log files"),
+        count(info.files_linked, "file", "files"),
         info.bytes_linked,
         info.files_copied,
         info.bytes_copied
@@ -229,7 +232,8 @@ pub fn backup(args: &BackupArgs, out: &mut dyn Write) -> CliResult<u8> {
 ///
 /// Works on a closed store or a backup (a store open in another process is refused).
 /// Lists each file checked, then every problem found.
-/// Exit status: 0 intact, 3 damage found, 1 error.
+/// Exit status: 0 intact, 3 damage found, 1 error (also for a path that holds no store
+/// at all: no CURRENT and no other store file). Store files without CURRENT are damage.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct VerifyArgs {
@@ -238,15 +242,20 @@ pub struct VerifyArgs {
 }
 
 pub fn verify(args: &VerifyArgs, out: &mut dyn Write) -> CliResult<u8> {
+    // Nothing of a store here is a mistaken path, not damage: say so as `get` does.
+    if !Contents::of(&args.store)?.has_store() {
+        return Err(no_store(&args.store));
+    }
     let report = cairn::verify_report(&args.store)?;
     let mut text = String::new();
     for f in &report.files {
         text.push_str(&format!(
-            "ok       {:<24} {:<9} {:>12} bytes {:>10} items\n",
+            "ok       {:<24} {:<9} {:>12} bytes {:>10} {}\n",
             f.name,
             f.kind.to_string(),
             f.bytes,
-            f.items
+            f.items,
+            plural(f.items, "item", "items")
         ));
     }
     for name in &report.unreferenced {
@@ -259,9 +268,9 @@ pub fn verify(args: &VerifyArgs, out: &mut dyn Write) -> CliResult<u8> {
         text.push_str(&format!("DAMAGED  {problem}\n"));
     }
     text.push_str(&format!(
-        "{} files checked, {} problems\n",
-        report.files.len() + report.problems.len(),
-        report.problems.len()
+        "{} checked, {}\n",
+        count(report.files.len() + report.problems.len(), "file", "files"),
+        count(report.problems.len(), "problem", "problems")
     ));
     out.write_all(text.as_bytes()).map_err(CliError::Output)?;
     Ok(if report.is_clean() {
@@ -292,10 +301,7 @@ pub struct SalvageArgs {
 
 pub fn salvage(args: &SalvageArgs, out: &mut dyn Write) -> CliResult<u8> {
     if !args.store.join("CURRENT").exists() {
-        return Err(CliError::msg(format!(
-            "{}: no store here (no CURRENT file)",
-            args.store.display()
-        )));
+        return Err(no_store(&args.store));
     }
     let options = Options {
         create_if_missing: false,
@@ -357,9 +363,8 @@ pub fn salvage(args: &SalvageArgs, out: &mut dyn Write) -> CliResult<u8> {
             .filter(|l| l.cause.loses_durable_writes())
             .count();
         text.push_str(&format!(
-            "{} {} left out, {lost} of them with durable writes\n",
-            report.losses.len(),
-            plural(report.losses.len() as u64, "range", "ranges")
+            "{} left out, {lost} of them with durable writes\n",
+            count(report.losses.len(), "range", "ranges")
         ));
         text
     };
@@ -375,14 +380,6 @@ fn cause_name(cause: LossCause) -> &'static str {
         LossCause::Salvaged => "salvaged",
         LossCause::DamagedValue => "damaged_value",
         _ => "other",
-    }
-}
-
-fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
-    if n == 1 {
-        one
-    } else {
-        many
     }
 }
 
@@ -403,9 +400,9 @@ pub fn pack(args: &PackArgs, out: &mut dyn Write) -> CliResult<u8> {
     let info = cairn::pack::pack(&args.store, &args.file)?;
     writeln!(
         out,
-        "packed seqno {}: {} files, {} bytes into {} ({} bytes)",
+        "packed seqno {}: {}, {} bytes into {} ({} bytes)",
         info.seqno,
-        info.members,
+        count(info.members, "file", "files"),
         info.member_bytes,
         args.file.display(),
         info.file_bytes
@@ -431,9 +428,9 @@ pub fn unpack(args: &UnpackArgs, out: &mut dyn Write) -> CliResult<u8> {
     let info = cairn::pack::unpack(&args.file, &args.dest)?;
     writeln!(
         out,
-        "unpacked seqno {}: {} files, {} bytes into {}",
+        "unpacked seqno {}: {}, {} bytes into {}",
         info.seqno,
-        info.members,
+        count(info.members, "file", "files"),
         info.member_bytes,
         args.dest.display()
     )

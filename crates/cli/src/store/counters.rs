@@ -13,7 +13,7 @@ use super::{arg_bytes, close, existing_keyspace, open, KeyspaceArg};
 /// A counter is the decimal text of an i64 (a missing key counts as 0). DELTA may be
 /// negative: `cairn incr s k -5`. The write is durable when the command returns; the
 /// entry keeps its tag, metadata and expiry. Exit 1 if the value is not a counter or the
-/// sum overflows (nothing is written then).
+/// sum overflows (nothing is written then). Creates the store if missing, like `put`.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct IncrArgs {

@@ -15,7 +15,8 @@ use crate::hexfmt;
 /// Set a key to a value (creates the store and the keyspace if missing)
 ///
 /// The write is durable (fsynced) when the command returns. With --hex, KEY and VALUE
-/// are hex digits. A value starting with `-` needs no `--`.
+/// are hex digits. A value starting with `-` needs no `--`. A store is created only in a
+/// new or empty directory: one holding other files and no store is refused (exit 1).
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct PutArgs {
@@ -50,7 +51,7 @@ pub fn put(args: &PutArgs, _out: &mut dyn Write) -> CliResult<u8> {
     if args.tag.is_some() || args.meta.is_some() {
         let meta = match &args.meta {
             Some(text) => hexfmt::decode(text.as_bytes())
-                .ok_or_else(|| CliError::msg("--meta must be an even number of hex digits"))?,
+                .map_err(|e| CliError::msg(format!("--meta: the metadata {e}")))?,
             None => Vec::new(),
         };
         options = options.meta(Meta::new(args.tag.unwrap_or(0), meta));

@@ -5,13 +5,18 @@
 //! count), `transfer` (dump, restore, export, import), `admin` (info, backup, verify,
 //! salvage, pack, unpack).
 //! This module holds what they share: the `--keyspace`/`--hex` arguments, opening the
-//! store, and turning engine output errors into quiet broken-pipe exits.
+//! store, and turning engine output errors into quiet broken-pipe exits; `contents` tells
+//! what a store path holds.
 //!
 //! Keys and values on the command line are UTF-8 text (their bytes as given), or hex with
-//! `--hex`. Commands that only read open the store without creating it; `put`, `delete`,
-//! `restore` and `import` create it if missing.
+//! `--hex`. Commands that only read open the store without creating it, and say "no store
+//! here" (exit 1) where there is none; `put`, `incr`, `restore` and `import` create it if
+//! missing, in a new or empty directory only: a directory holding other files and no store
+//! is refused (exit 1), so a mistyped path does not scatter store files among someone
+//! else's.
 
 mod admin;
+mod contents;
 mod counters;
 mod kv;
 mod scan;
@@ -27,6 +32,9 @@ use clap::Subcommand;
 
 use crate::errors::{CliError, CliResult};
 use crate::hexfmt;
+use crate::plural::count;
+
+pub use contents::Contents;
 
 /// The ordered-store commands (flattened into the top level: `cairn put ...`).
 #[derive(Debug, Subcommand)]
@@ -90,13 +98,45 @@ pub fn close(db: Db) -> CliResult<()> {
     Ok(())
 }
 
-/// Opens the store at `path`; creates it only if `create`.
+/// The error of a read command pointed at a path that holds no store (exit 1).
+pub fn no_store(path: &Path) -> CliError {
+    CliError::msg(format!(
+        "{}: no store here (no CURRENT file)",
+        path.display()
+    ))
+}
+
+/// Refuses to create a store at `path` if it is a directory holding other files and no
+/// store (exit 1). A missing path, an empty directory and any store (even a damaged one,
+/// which the engine then reports) pass.
+///
+/// # Errors
+/// The refusal, naming one of the files; or if `path` cannot be listed.
+pub fn check_creatable(path: &Path) -> CliResult<()> {
+    let Contents::Foreign { example, entries } = Contents::of(path)? else {
+        return Ok(());
+    };
+    let held = match entries.checked_sub(1) {
+        Some(more) if more > 0 => format!(
+            "{example} and {}",
+            count(more, "other entry", "other entries")
+        ),
+        _ => example,
+    };
+    Err(CliError::msg(format!(
+        "{}: refusing to create a store here: the directory is not empty (it holds {held}) \
+         and is not a Cairn store (no CURRENT file); use a new or empty directory",
+        path.display()
+    )))
+}
+
+/// Opens the store at `path`; creates it only if `create`, and then only where
+/// [`check_creatable`] allows.
 pub fn open(path: &Path, create: bool) -> CliResult<Db> {
-    if !create && !path.join("CURRENT").exists() {
-        return Err(CliError::msg(format!(
-            "{}: no store here (no CURRENT file)",
-            path.display()
-        )));
+    if create {
+        check_creatable(path)?;
+    } else if !path.join("CURRENT").exists() {
+        return Err(no_store(path));
     }
     let options = Options {
         create_if_missing: create,
@@ -124,11 +164,7 @@ pub fn existing_keyspace(db: &Db, name: &str) -> CliResult<Keyspace> {
 /// The bytes of a command-line key or value: as given, or decoded from hex.
 pub fn arg_bytes(what: &str, raw: &OsStr, hex: bool) -> CliResult<Vec<u8>> {
     if hex {
-        hexfmt::decode(raw.as_bytes()).ok_or_else(|| {
-            CliError::msg(format!(
-                "--hex: the {what} must be an even number of hex digits"
-            ))
-        })
+        hexfmt::decode(raw.as_bytes()).map_err(|e| CliError::msg(format!("--hex: the {what} {e}")))
     } else {
         Ok(raw.as_bytes().to_vec())
     }

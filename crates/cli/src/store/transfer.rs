@@ -13,6 +13,7 @@ use cairn::transfer::{self, ExportOptions, Format, ImportOptions, Progress, Rest
 use clap::ValueEnum;
 
 use crate::errors::{CliError, CliResult, EXIT_OK};
+use crate::plural::count;
 use crate::progress;
 use crate::sparkey::options::{self, CompressionArg, HashSizeArg};
 
@@ -84,7 +85,8 @@ pub fn dump(args: &DumpArgs, out: &mut dyn Write) -> CliResult<u8> {
 /// anything is written, in a temporary copy in $TMPDIR (or /tmp): bad input writes
 /// nothing and exits 1 with an error naming the line (JSON lines) or record (CBOR). A
 /// store the command created is removed again when it fails. Everything restored is
-/// durable when the command returns.
+/// durable when the command returns. A store is created only in a new or empty
+/// directory: one holding other files and no store is refused (exit 1).
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct RestoreArgs {
@@ -106,7 +108,8 @@ pub fn restore(args: &RestoreArgs, out: &mut dyn Write) -> CliResult<u8> {
             return Err(e);
         }
     };
-    writeln!(out, "restored {} entries", done.entries).map_err(CliError::Output)?;
+    writeln!(out, "restored {}", count(done.entries, "entry", "entries"))
+        .map_err(CliError::Output)?;
     Ok(EXIT_OK)
 }
 
@@ -259,8 +262,8 @@ pub fn export(args: &ExportArgs, out: &mut dyn Write) -> CliResult<u8> {
     bar.finish_and_clear();
     writeln!(
         out,
-        "exported {} entries to {}",
-        done.entries,
+        "exported {} to {}",
+        count(done.entries, "entry", "entries"),
         args.output.display()
     )
     .map_err(CliError::Output)?;
@@ -269,7 +272,8 @@ pub fn export(args: &ExportArgs, out: &mut dyn Write) -> CliResult<u8> {
 
 /// Apply a constant-store log (every PUT and DELETE, in order) to a keyspace
 ///
-/// The store and the keyspace are created if missing. Keys the log never mentions are
+/// The store (in a new or empty directory only) and the keyspace are created if missing.
+/// Keys the log never mentions are
 /// kept. With --index, the index must belong to the log (checked before anything is
 /// written). Everything imported is durable when the command returns.
 #[derive(Debug, clap::Args)]
@@ -302,8 +306,10 @@ pub fn import(args: &ImportArgs, out: &mut dyn Write) -> CliResult<u8> {
     close(db)?;
     writeln!(
         out,
-        "imported {} puts and {} deletes into keyspace {:?}",
-        stats.puts, stats.deletes, args.ks.keyspace
+        "imported {} and {} into keyspace {:?}",
+        count(stats.puts, "put", "puts"),
+        count(stats.deletes, "delete", "deletes"),
+        args.ks.keyspace
     )
     .map_err(CliError::Output)?;
     Ok(EXIT_OK)

@@ -1,6 +1,6 @@
 //! The `cairn` backend: the ordered store (`cairn::Db`, default keyspace) opened in the
-//! load's directory with the `--durability` of the run (created if missing; an existing
-//! store is used as it is).
+//! load's directory with the `--durability` of the run (created if missing, but not in a
+//! directory holding other files, as for `cairn put`; an existing store is used as it is).
 //!
 //! The preload commits its batches with `Buffered` durability whatever the run's mode
 //! and ends with `flush_wal(true)`, so it is quick even under `sync` and the timed phase
@@ -23,8 +23,9 @@ impl Ordered {
     /// Opens (or creates) the store in `dir`.
     ///
     /// # Errors
-    /// The engine's error.
+    /// The engine's error; `dir` holds other files and no store.
     pub fn open(dir: &Path, durability: Durability) -> CliResult<Ordered> {
+        crate::store::check_creatable(dir)?;
         let options = Options {
             durability,
             ..Options::default()

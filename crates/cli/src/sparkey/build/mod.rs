@@ -14,6 +14,7 @@ use std::time::Instant;
 use cairn::hash::{write_index, IndexOptions, LogOptions, LogWriter};
 
 use crate::errors::{CliError, CliResult, EXIT_OK};
+use crate::plural::count;
 use crate::progress;
 
 use super::options::{self, CompressionArg, HashSizeArg};
@@ -139,12 +140,12 @@ pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
     writeln!(
         out,
         "built {log_name} ({log_len} bytes) and {index_name} ({index_len} bytes): \
-         {entries} entries ({puts} puts, {deletes} deletes, {live} live keys) \
+         {entries} ({puts}, {deletes}, {live}) \
          from {input_bytes} input bytes in {seconds:.3} s, {rate:.0} puts/s",
-        entries = counts.puts + counts.deletes,
-        puts = counts.puts,
-        deletes = counts.deletes,
-        live = index.num_entries,
+        entries = count(counts.puts + counts.deletes, "entry", "entries"),
+        puts = count(counts.puts, "put", "puts"),
+        deletes = count(counts.deletes, "delete", "deletes"),
+        live = count(index.num_entries, "live key", "live keys"),
     )
     .map_err(CliError::Output)?;
     Ok(EXIT_OK)
