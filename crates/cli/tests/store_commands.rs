@@ -445,3 +445,50 @@ fn salvage_reports_what_it_dropped_and_leaves_a_clean_store() {
     ok(&count);
     assert!(stdout(&count).contains("99"), "{}", stdout(&count));
 }
+
+/// The commands that only read work while an application holds the store open for
+/// writing, see its acknowledged writes, and change no file; a write is refused.
+#[test]
+fn read_commands_work_on_a_store_another_process_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    let db = cairn::Db::open(&store, cairn::Options::default()).unwrap();
+    let ks = db.keyspace("default").unwrap();
+    for i in 0..50 {
+        ks.insert(format!("k{i:02}"), format!("v{i}")).unwrap();
+    }
+    db.flush().unwrap();
+    ks.insert("in-log", "yes").unwrap(); // acknowledged, only in the log
+    let listing = || {
+        let mut names: Vec<(String, u64)> = std::fs::read_dir(&store)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let name = e.file_name().to_string_lossy().into_owned();
+                (name, e.metadata().unwrap().len())
+            })
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing();
+
+    let got = run(&["get", s(&store), "in-log"]);
+    assert_eq!(ok(&got), b"yes");
+    ok(&run(&["head", s(&store), "k07"]));
+    let count = run(&["count", s(&store)]);
+    assert!(stdout(&count).contains("51"), "{}", stdout(&count));
+    let scan = run(&["scan", s(&store), "--prefix", "k0"]);
+    assert_eq!(json_lines(&ok(&scan)).len(), 10);
+    ok(&run(&["info", s(&store)]));
+    let dump = run(&["dump", s(&store)]);
+    assert_eq!(json_lines(&ok(&dump)).len(), 51);
+    let out = tmp.path().join("out.spl");
+    ok(&run(&["export", s(&store), s(&out)]));
+    assert_eq!(listing(), before, "a read command changed the store");
+
+    let put = run(&["put", s(&store), "x", "y"]);
+    assert_eq!(code(&put), 1, "{}", stderr(&put));
+    drop(ks);
+    db.close().unwrap();
+}

@@ -206,6 +206,9 @@ pub enum Error {
         /// The original failure (e.g. `Io` with ENOSPC); its text is part of this error's.
         cause: Box<Error>,
     },
+    /// The store was opened read-only ([`crate::Db::open_read_only`]): writes, keyspace
+    /// changes, flushes, compactions and log syncs are refused. Nothing was written.
+    ReadOnly,
     /// A counter operation ([`crate::Keyspace::incr`], [`crate::Keyspace::decr`]) found a
     /// value that is not the canonical decimal text of an `i64` (such as `b"-5"`; no sign
     /// `+`, no leading zeros, no spaces). Nothing was written.
@@ -302,6 +305,7 @@ impl Error {
             },
             Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
             Error::Poisoned => Error::Poisoned,
+            Error::ReadOnly => Error::ReadOnly,
             Error::Stopped { during, cause } => Error::Stopped {
                 during,
                 cause: Box::new(cause.duplicate()),
@@ -393,6 +397,10 @@ impl fmt::Display for Error {
             Error::Stopped { during, cause } => write!(
                 f,
                 "writes are stopped: {during} failed earlier ({cause}); reopen the store"
+            ),
+            Error::ReadOnly => f.write_str(
+                "the store is open read-only: writes, keyspace changes, flushes and \
+                 compactions are refused",
             ),
             Error::NotACounter {
                 key,

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::errors::{CliError, CliResult, EXIT_OK};
 
-use super::{arg_bytes, close, existing_keyspace, open, KeyspaceArg};
+use super::{arg_bytes, close, existing_keyspace, open, open_read, KeyspaceArg};
 
 /// Add DELTA to the counter at KEY and print the new value
 ///
@@ -52,7 +52,7 @@ pub struct CountArgs {
 }
 
 pub fn count(args: &CountArgs, out: &mut dyn Write) -> CliResult<u8> {
-    let db = open(&args.store, false)?;
+    let db = open_read(&args.store)?;
     let n = existing_keyspace(&db, &args.ks.keyspace)?.len()?;
     writeln!(out, "{n}").map_err(CliError::Output)?;
     Ok(EXIT_OK)

@@ -9,7 +9,7 @@ use cairn::{EntryOptions, Meta};
 
 use crate::errors::{CliError, CliResult, EXIT_NOT_FOUND, EXIT_OK};
 
-use super::{arg_bytes, close, existing_keyspace, open, KeyspaceArg};
+use super::{arg_bytes, close, existing_keyspace, open, open_read, KeyspaceArg};
 use crate::hexfmt;
 
 /// Set a key to a value (creates the store and the keyspace if missing)
@@ -86,7 +86,7 @@ pub struct GetArgs {
 
 pub fn get(args: &GetArgs, out: &mut dyn Write) -> CliResult<u8> {
     let key = arg_bytes("key", &args.key, args.hex)?;
-    let db = open(&args.store, false)?;
+    let db = open_read(&args.store)?;
     let ks = existing_keyspace(&db, &args.ks.keyspace)?;
     match ks.get(&key)? {
         Some(value) => {
@@ -118,7 +118,7 @@ pub struct HeadArgs {
 
 pub fn head(args: &HeadArgs, out: &mut dyn Write) -> CliResult<u8> {
     let key = arg_bytes("key", &args.key, args.hex)?;
-    let db = open(&args.store, false)?;
+    let db = open_read(&args.store)?;
     let ks = existing_keyspace(&db, &args.ks.keyspace)?;
     let Some(head) = ks.head(&key)? else {
         return Ok(EXIT_NOT_FOUND);

@@ -9,7 +9,8 @@
 //! what a store path holds.
 //!
 //! Keys and values on the command line are UTF-8 text (their bytes as given), or hex with
-//! `--hex`. Commands that only read open the store without creating it, and say "no store
+//! `--hex`. Commands that only read open the store read-only ([`open_read`]: no lock, no
+//! write, so they work beside an application that has it open), and say "no store
 //! here" (exit 1) where there is none; `put`, `incr`, `restore` and `import` create it if
 //! missing, in a new or empty directory only: a directory holding other files and no store
 //! is refused (exit 1), so a mistyped path does not scatter store files among someone
@@ -142,7 +143,22 @@ pub fn open(path: &Path, create: bool) -> CliResult<Db> {
         create_if_missing: create,
         ..Options::default()
     };
-    Db::open(path, options).map_err(|e| match e.as_corruption() {
+    Db::open(path, options).map_err(|e| open_error(path, e))
+}
+
+/// Opens the store at `path` read-only, for the commands that only read: it takes no
+/// lock and writes nothing, so it works while an application holds the store, and it
+/// sees the store as it is at the open (`Db::open_read_only`).
+pub fn open_read(path: &Path) -> CliResult<Db> {
+    if !path.join("CURRENT").exists() {
+        return Err(no_store(path));
+    }
+    Db::open_read_only(path, Options::default()).map_err(|e| open_error(path, e))
+}
+
+/// An open's error, with a hint to salvage when the log is damaged.
+fn open_error(path: &Path, e: cairn::Error) -> CliError {
+    match e.as_corruption() {
         Some(c) if c.file == cairn::FileKind::Wal => {
             let hint = format!(
                 "`cairn salvage {}` opens it keeping every write that can be read, and \
@@ -152,7 +168,7 @@ pub fn open(path: &Path, create: bool) -> CliResult<Db> {
             CliError::Hinted(e, hint)
         }
         _ => CliError::Engine(e),
-    })
+    }
 }
 
 /// The existing keyspace `name` (an error naming it if it does not exist).

@@ -10,7 +10,7 @@ use cairn::Head;
 
 use crate::errors::{CliResult, EXIT_OK};
 
-use super::{existing_keyspace, open, opt_bytes, output_error, KeyspaceArg};
+use super::{existing_keyspace, open_read, opt_bytes, output_error, KeyspaceArg};
 
 /// List entries as JSON lines: {"key": ..., "value": ...} per line, with "tag",
 /// "meta_b64" and "expires_at" for entries that have them
@@ -58,7 +58,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
     let prefix = opt_bytes("prefix", args.prefix.as_ref(), args.hex)?;
     let from = opt_bytes("--from bound", args.from.as_ref(), args.hex)?;
     let to = opt_bytes("--to bound", args.to.as_ref(), args.hex)?;
-    let db = open(&args.store, false)?;
+    let db = open_read(&args.store)?;
     let ks = existing_keyspace(&db, &args.ks.keyspace)?;
     let snapshot = db.snapshot();
     let iter: Box<dyn DoubleEndedIterator<Item = Item>> = if args.keys_only {

@@ -17,7 +17,7 @@ use crate::plural::count;
 use crate::progress;
 use crate::sparkey::options::{self, CompressionArg, HashSizeArg};
 
-use super::{close, existing_keyspace, open, output_error, KeyspaceArg};
+use super::{close, existing_keyspace, open, open_read, output_error, KeyspaceArg};
 
 /// `--format jsonl|cbor`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -57,7 +57,7 @@ pub struct DumpArgs {
 }
 
 pub fn dump(args: &DumpArgs, out: &mut dyn Write) -> CliResult<u8> {
-    let db = open(&args.store, false)?;
+    let db = open_read(&args.store)?;
     if let Some(name) = &args.keyspace {
         existing_keyspace(&db, name)?;
     }
@@ -244,7 +244,7 @@ pub struct ExportArgs {
 }
 
 pub fn export(args: &ExportArgs, out: &mut dyn Write) -> CliResult<u8> {
-    let db = open(&args.store, false)?;
+    let db = open_read(&args.store)?;
     existing_keyspace(&db, &args.ks.keyspace)?;
     let options = ExportOptions::default()
         .log(LogOptions::default().compression(args.compression.into(), args.block_size))

@@ -173,6 +173,7 @@ fn run_compaction<'a>(
 
 /// Rewrites every table whose earliest expiry has passed; returns the compactions run.
 pub(crate) fn compact_expired(inner: &Inner) -> Result<usize> {
+    inner.check_writable()?;
     run_until_none(
         inner,
         || inner.tables.learn_expiry(inner),
@@ -265,6 +266,7 @@ pub(crate) fn create_keyspace(inner: &Inner, name: &str) -> Result<KeyspaceId> {
 /// files, compacts the tables that reference files over the garbage threshold so their
 /// values move, and removes those files in turn. Returns the number of files removed.
 pub(crate) fn collect_garbage(inner: &Inner) -> Result<usize> {
+    inner.check_writable()?;
     let mut removed = 0;
     for _ in 0..3 {
         let outcome = super::space::collect_garbage(inner)?;
@@ -409,12 +411,16 @@ fn wait_until(inner: &Inner, done: impl Fn(&super::State) -> bool) -> Result<()>
 
 /// Seals the memtable and waits until every sealed memtable is flushed.
 pub(crate) fn flush_and_wait(inner: &Inner) -> Result<()> {
+    inner.check_writable()?;
     write::rotate(inner)?;
     wait_until(inner, |st| st.imm.is_empty() && !st.flushing)
 }
 
 /// Flushes every sealed memtable and waits until nothing is left to flush or compact.
 pub(crate) fn wait_idle(inner: &Inner) -> Result<()> {
+    if inner.read_only {
+        return Ok(()); // no flush or compaction ever runs
+    }
     {
         let mut st = inner.state.lock();
         if !st.imm.is_empty() {
@@ -473,7 +479,7 @@ pub(crate) fn stats(inner: &Inner) -> Stats {
 
 /// Stops writes, writes and fsyncs the log, and joins the background threads. Idempotent.
 pub(crate) fn shutdown(inner: &Inner) -> Result<()> {
-    if inner.closed.swap(true, Ordering::AcqRel) {
+    if inner.closed.swap(true, Ordering::AcqRel) || inner.read_only {
         return Ok(());
     }
     // The group being led finishes first; later groups are refused (see `write::lead`),

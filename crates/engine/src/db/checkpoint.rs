@@ -270,7 +270,7 @@ pub(crate) fn capture(inner: &Inner) -> Result<Checkpoint> {
         version,
         Some((wal_id, wal_len)),
     )?;
-    let manifest_id = st.manifest.id();
+    let manifest_id = st.manifest.as_ref().ok_or(Error::ReadOnly)?.id();
     drop(st);
 
     let mut members = immutable_members(&inner.dir, &names, version)?;

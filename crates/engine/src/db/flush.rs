@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use super::{Inner, State, MAX_MANIFEST_SIZE};
 use crate::cursor::Cursor;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::iter::merge::MergingCursor;
 use crate::options::{Compression, Options};
 use crate::table::{self, TableOptions};
@@ -62,16 +62,23 @@ pub(crate) fn table_options(options: &Options) -> TableOptions {
 pub(crate) fn log_and_apply(inner: &Inner, st: &mut State, mut edit: Edit) -> Result<()> {
     edit.next_file_id = Some(inner.next_file_id.load(Ordering::SeqCst));
     let next = st.version.apply(&edit, &inner.dir, 0)?;
-    st.manifest.append(&edit)?;
+    let manifest = st.manifest.as_mut().ok_or(Error::ReadOnly)?;
+    manifest.append(&edit)?;
+    let full = manifest.len() > MAX_MANIFEST_SIZE;
     st.version = Arc::new(next);
-    if st.manifest.len() > MAX_MANIFEST_SIZE {
+    if full {
         let id = inner.new_file_id();
         let bump = Edit {
             next_file_id: Some(inner.next_file_id.load(Ordering::SeqCst)),
             ..Edit::default()
         };
         st.version = Arc::new(st.version.apply(&bump, &inner.dir, 0)?);
-        st.manifest = Manifest::create(Arc::clone(&inner.fs), &inner.dir, id, &st.version)?;
+        st.manifest = Some(Manifest::create(
+            Arc::clone(&inner.fs),
+            &inner.dir,
+            id,
+            &st.version,
+        )?);
     }
     Ok(())
 }
@@ -207,6 +214,9 @@ pub(crate) fn blob_deletable<'a>(
 /// manifests other than the live one. Failures are ignored: a leftover file is deleted
 /// by a later call or the next open.
 pub(crate) fn delete_obsolete_files(inner: &Inner) {
+    if inner.read_only {
+        return;
+    }
     // List first: a file created after the listing is not considered, and every file in
     // the listing that is still being written is in `pending_outputs` below (an id leaves
     // it only once a version lists the table).
@@ -215,6 +225,9 @@ pub(crate) fn delete_obsolete_files(inner: &Inner) {
     };
     let (live, wal_min, manifest_id, dead_blobs) = {
         let mut st = inner.state.lock();
+        let Some(manifest_id) = st.manifest.as_ref().map(Manifest::id) else {
+            return;
+        };
         let mut live: BTreeSet<u64> = st.version.live_table_ids();
         live.extend(st.pending_outputs.iter().copied());
         let mut supers = inner.live_supers.lock();
@@ -230,7 +243,7 @@ pub(crate) fn delete_obsolete_files(inner: &Inner) {
             }
             !dead
         });
-        (live, st.version.wal_min_id(), st.manifest.id(), dead_blobs)
+        (live, st.version.wal_min_id(), manifest_id, dead_blobs)
     };
     for id in dead_blobs {
         inner.blobs.forget(id);

@@ -33,6 +33,7 @@ mod counter;
 mod crash_tests;
 pub(crate) mod flush;
 mod read;
+mod read_only;
 mod recover;
 mod recovery;
 mod tombstones;
@@ -77,7 +78,8 @@ pub(crate) struct State {
     /// Memtables waiting to be flushed, oldest first.
     pub(crate) imm: Vec<Arc<Memtable>>,
     pub(crate) version: Arc<Version>,
-    pub(crate) manifest: Manifest,
+    /// The manifest being appended to; `None` for a read-only open.
+    pub(crate) manifest: Option<Manifest>,
     /// Set while a flush runs (flushes are serialized, oldest memtables first).
     pub(crate) flushing: bool,
     /// Flush every sealed memtable now, without waiting for `memtables_per_flush` of
@@ -109,7 +111,11 @@ pub(crate) struct Inner {
     pub(crate) dir: PathBuf,
     pub(crate) fs: Arc<dyn FileSystem>,
     pub(crate) options: Options,
-    pub(crate) _lock: Mutex<Box<dyn FileLock>>,
+    /// The directory lock; `None` for a read-only open, which takes none.
+    pub(crate) _lock: Mutex<Option<Box<dyn FileLock>>>,
+    /// Opened with [`Db::open_read_only`]: nothing is ever written, and no background
+    /// thread runs.
+    pub(crate) read_only: bool,
     pub(crate) state: Mutex<State>,
     /// Wakes background threads (new memtable to flush, new tables to compact, shutdown).
     pub(crate) bg_cv: Condvar,
@@ -157,6 +163,9 @@ impl Inner {
 
     /// Fails if a background error or a poisoned log stops writes.
     pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::invalid("the store is closed"));
         }
@@ -254,6 +263,62 @@ impl Db {
     /// may repair (see `Options::salvage_wal`).
     pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Db> {
         Db::open_with_fs(Arc::new(StdFs), dir.as_ref(), options)
+    }
+
+    /// Opens the store in `dir` read-only, at one point: the manifest's version plus the
+    /// write-ahead log replayed into memory. It takes no lock and writes nothing (no file
+    /// is created, renamed, deleted or synced), so it works while another process has the
+    /// store open for writing, on a read-only file system, and on a backup. Every table
+    /// and blob file of the view is held open, so the writer's later compactions and
+    /// deletions do not disturb it; the view does not follow later writes (open again to
+    /// see them). Writes, keyspace changes, flushes, compactions and log syncs return
+    /// [`Error::ReadOnly`]. `options` give the read settings (caches, `salvage_wal` to
+    /// read past damage); options that shape files are ignored.
+    ///
+    /// ```
+    /// use cairn::{Db, Error, Options};
+    ///
+    /// # fn main() -> cairn::Result<()> {
+    /// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+    /// let writer = Db::open(dir.path(), Options::default())?;
+    /// writer.keyspace("users")?.insert("u:1", "Ada")?;
+    ///
+    /// // Another process (or this one) reads beside the writer.
+    /// let reader = Db::open_read_only(dir.path(), Options::default())?;
+    /// let users = reader.get_keyspace("users").expect("exists");
+    /// assert_eq!(users.get("u:1")?, Some(b"Ada".to_vec()));
+    /// assert!(matches!(users.insert("u:2", "Grace"), Err(Error::ReadOnly)));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// `InvalidArgument` if `dir` holds no store; `Corruption` if a file is damaged (as
+    /// [`Db::open`]); `Io`. A store that keeps changing under the open (a writer
+    /// compacting) is retried a few times before the last error is returned.
+    pub fn open_read_only(dir: impl AsRef<Path>, options: Options) -> Result<Db> {
+        Db::open_read_only_with_fs(Arc::new(StdFs), dir.as_ref(), options)
+    }
+
+    /// [`Db::open_read_only`] through a given file system.
+    pub(crate) fn open_read_only_with_fs(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        options: Options,
+    ) -> Result<Db> {
+        options.validate()?;
+        let inner = read_only::open(fs, dir, options)?;
+        Ok(Db {
+            _handle: Arc::new(Handle {
+                inner: Arc::clone(&inner),
+            }),
+            inner,
+        })
+    }
+
+    /// True if the store was opened with [`Db::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.inner.read_only
     }
 
     /// Opens the store through a given file system (tests inject faults through it).

@@ -156,8 +156,8 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
         .filter(|id| *id >= version.wal_min_id())
         .collect();
     wal_ids.sort_unstable();
-    let mut replay = replay(fs.as_ref(), dir, &wal_ids, &version, &options, &blobs)?;
-    attach_unlisted_blobs(fs.as_ref(), dir, &names, &version, &replay)?;
+    let mut replay = replay(fs.as_ref(), dir, &wal_ids, &version, &options, &blobs, true)?;
+    attach_unlisted_blobs(fs.as_ref(), dir, &names, &version, &replay, true)?;
     let last_seqno = replay.last_seqno;
     if let (Some(manifest), false) = (&manifest, options.salvage_wal) {
         check_unlisted_tables(fs.as_ref(), dir, &names, &version, last_seqno, manifest)?;
@@ -211,7 +211,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
     let state = State {
         mem: Arc::clone(&mem),
         version: Arc::clone(&version),
-        manifest,
+        manifest: Some(manifest),
         flushing: false,
         // Replayed memtables are flushed at once, however few.
         flush_requested: !memtables.is_empty(),
@@ -234,13 +234,14 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
         me: me.clone(),
         dir: dir.to_path_buf(),
         fs,
-        _lock: Mutex::new(lock),
+        _lock: Mutex::new(Some(lock)),
+        read_only: false,
         state: Mutex::new(state),
         bg_cv: Condvar::new(),
         stall_cv: Condvar::new(),
         super_version: RwLock::new(Arc::clone(&sv)),
         live_supers: Mutex::new(vec![sv]),
-        write: write::WritePath::new(writer, blob_writer, last_seqno.0, last_seqno.0),
+        write: write::WritePath::new(Some(writer), blob_writer, last_seqno.0, last_seqno.0),
         visible_seqno: AtomicU64::new(last_seqno.0),
         durable_seqno: AtomicU64::new(last_seqno.0),
         next_file_id,
@@ -286,14 +287,15 @@ fn create_dir_all(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
 }
 
 /// Gives each blob file the replayed records reference but the version does not list to
-/// the first memtable referencing it, as its flush must record it (rule 8), and deletes
-/// blob files nothing references.
-fn attach_unlisted_blobs(
+/// the first memtable referencing it, as its flush must record it (rule 8), and, with
+/// `delete`, deletes blob files nothing references.
+pub(super) fn attach_unlisted_blobs(
     fs: &dyn FileSystem,
     dir: &Path,
     names: &[String],
     version: &Version,
     replay: &Replayed,
+    delete: bool,
 ) -> Result<()> {
     for name in names {
         let Some(id) = vlog::parse_file_name(name) else {
@@ -306,7 +308,9 @@ fn attach_unlisted_blobs(
         let Some(&index) = replay.blob_refs.get(&id) else {
             // No replayed record and no table references it: its values were never logged
             // durably. It may be partly written; nothing will ever read it.
-            fs.remove(&path)?;
+            if delete {
+                fs.remove(&path)?;
+            }
             continue;
         };
         let scanned = vlog::scan_path(fs, &path, true)?;
@@ -340,7 +344,11 @@ fn disagrees(manifest: &Path, field: &'static str, detail: String) -> Error {
 
 /// Refuses a manifest that names a missing table, or a missing WAL file to start replay
 /// from (rule 5).
-fn check_named_files(names: &[String], version: &Version, manifest: &Path) -> Result<()> {
+pub(super) fn check_named_files(
+    names: &[String],
+    version: &Version,
+    manifest: &Path,
+) -> Result<()> {
     let missing = |field, name: String| {
         let detail = format!(
             "names {name}, which does not exist: edits of the manifest are missing or damaged, \
@@ -424,16 +432,16 @@ fn lock_store(fs: &dyn FileSystem, path: &Path) -> Result<Box<dyn crate::fs::Fil
 }
 
 /// What the WAL replay produced.
-struct Replayed {
+pub(super) struct Replayed {
     /// Memtables in seqno order; all but the last are full and will be flushed.
-    memtables: Vec<Arc<Memtable>>,
-    last_seqno: SeqNo,
+    pub(super) memtables: Vec<Arc<Memtable>>,
+    pub(super) last_seqno: SeqNo,
     /// Blob files the replayed records reference that the version does not list: the
     /// index of the first memtable referencing each.
-    blob_refs: BTreeMap<u64, usize>,
+    pub(super) blob_refs: BTreeMap<u64, usize>,
     /// True if replay stopped at a record whose blob record was lost (rule 7).
-    cut_short: bool,
-    report: RecoveryReport,
+    pub(super) cut_short: bool,
+    pub(super) report: RecoveryReport,
 }
 
 fn gap_error(path: &Path, offset: u64, expected: u64, found: u64) -> Error {
@@ -451,13 +459,17 @@ fn gap_error(path: &Path, offset: u64, expected: u64, found: u64) -> Error {
     )
 }
 
-fn replay(
+/// Replays the WAL files `wal_ids` into memtables (rules 1, 2, 3, 7, 9). With `sync`, the
+/// replayed files and the blob files their writes reference are fsynced (rule 4); a
+/// read-only open passes `false` and writes nothing.
+pub(super) fn replay(
     fs: &dyn FileSystem,
     dir: &Path,
     wal_ids: &[u64],
     version: &Version,
     options: &Options,
     blobs: &vlog::Reader,
+    sync: bool,
 ) -> Result<Replayed> {
     let flushed = version.flushed_seqno();
     let mut last = flushed;
@@ -530,7 +542,7 @@ fn replay(
                         wal_ids.len() - n - 1
                     ),
                 });
-                if records > 0 {
+                if records > 0 && sync {
                     sync_blob_files(fs, blobs, &blob_refs, &mut synced_blobs)?;
                     let mut file = fs.open_append(&path)?;
                     file.sync_data()?;
@@ -590,7 +602,7 @@ fn replay(
                 detail: String::new(),
             });
         }
-        if records > 0 {
+        if records > 0 && sync {
             // The replayed writes may have reached only the OS before the crash; make them
             // durable before anything new is acknowledged after them: their blob records
             // first, then the log (the order of `vlog/FORMAT.md` §7).

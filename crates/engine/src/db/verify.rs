@@ -162,9 +162,10 @@ impl Db {
         let (wal_id, wal_len, _) = write::log_end(inner)?;
         let names = fs.list_dir(&inner.dir)?;
         let mut held = BTreeMap::new();
-        let manifest = version::manifest_file_name(st.manifest.id());
+        let open = st.manifest.as_ref().ok_or(Error::ReadOnly)?;
+        let manifest = version::manifest_file_name(open.id());
         let handle = fs.open_read(&inner.dir.join(&manifest))?;
-        held.insert(manifest, (handle, st.manifest.len()));
+        held.insert(manifest, (handle, open.len()));
         for name in &names {
             let Some(id) = wal::parse_file_name(name) else {
                 continue;

@@ -241,14 +241,15 @@ pub(crate) struct WritePath {
 
 impl WritePath {
     /// The write path over an open log writer; `last_seqno` was recovered.
+    /// The write path over `writer` (`None` for a read-only store, which never writes).
     pub(crate) fn new(
-        writer: wal::Writer,
+        writer: Option<wal::Writer>,
         blob: vlog::Writer,
         last_seqno: u64,
         durable: u64,
     ) -> WritePath {
         WritePath {
-            wal_len: AtomicU64::new(writer.len()),
+            wal_len: AtomicU64::new(writer.as_ref().map_or(0, wal::Writer::len)),
             queue: Mutex::new(Queue::default()),
             queue_cv: Condvar::new(),
             arrive_cv: Condvar::new(),
@@ -256,7 +257,7 @@ impl WritePath {
             finished_below: AtomicU64::new(0),
             releases: AtomicU64::new(0),
             wal: Mutex::new(WalState {
-                writer: Some(writer),
+                writer,
                 pending: VecDeque::new(),
                 appended: last_seqno,
                 synced: durable,
@@ -888,6 +889,9 @@ fn poison(wal: &mut WalState, e: &Error) {
 
 /// Writes every logged record to the OS and, with `sync`, fsyncs the log.
 pub(crate) fn flush_wal(inner: &Inner, sync: bool) -> Result<()> {
+    if inner.read_only {
+        return Err(Error::ReadOnly);
+    }
     let mut wal = inner.write.wal.lock();
     if wal.poisoned.is_some() {
         return Err(Error::Poisoned);
@@ -941,6 +945,9 @@ pub(crate) fn seal_blobs(inner: &Inner, st: &State) -> Result<()> {
 /// valid log holding exactly the writes up to that seqno. Used by backups and
 /// verification; the caller holds the state lock, so the log file cannot switch.
 pub(crate) fn log_end(inner: &Inner) -> Result<(u64, u64, u64)> {
+    if inner.read_only {
+        return Err(Error::ReadOnly);
+    }
     let mut wal = inner.write.wal.lock();
     if wal.poisoned.is_some() {
         return Err(Error::Poisoned);

@@ -129,6 +129,16 @@ impl Reader {
         Ok((file, len))
     }
 
+    /// Opens blob file `id` now and keeps it open (with a capacity that never evicts, for
+    /// as long as the reader lives): a read-only store holds every file its view needs,
+    /// so a writer deleting one later does not take it away.
+    ///
+    /// # Errors
+    /// `Error::Io` if the file cannot be opened.
+    pub(crate) fn hold(&self, id: u64) -> Result<()> {
+        self.file(id).map(|_| ())
+    }
+
     /// Records that blob file `id` is now `len` bytes long (it only grows).
     fn note_len(&self, id: u64, len: u64) {
         if let Some(open) = self.cache.lock().files.get_mut(&id) {
