@@ -1,0 +1,256 @@
+//! One writer process and several reader processes on one store, for a bounded time.
+//!
+//! The test binary is the parent and, re-executed with `CAIRN_MP_ROLE` set, the children:
+//! a writer ([`mp_writer`]) that opens the store with `Db::open` and writes keys in order,
+//! one per write (`key i` holds `i`), with `Sync` durability, flushing and compacting as it
+//! goes, and printing `acked N` after every 100 writes; and readers ([`mp_reader`]) that
+//! open the store read-only again and again and check each view.
+//!
+//! What is checked: every read-only open (in the readers and in the parent) succeeds and
+//! sees a gapless prefix `0..n` of the keys with their values, never an error or a missing
+//! file, and `n` is at least the number of writes the writer had acknowledged before the
+//! open began; after the writer is killed (SIGKILL) the readers' views still read, new
+//! read-only opens work, and the writer's store reopens for writing with every acked write.
+//!
+//! Environment: `CAIRN_MP_SECONDS` (default 3), `CAIRN_MP_READERS` (default 2).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cairn::{Db, Durability, Options};
+
+const ROLE: &str = "CAIRN_MP_ROLE";
+const DIR: &str = "CAIRN_MP_DIR";
+
+fn options() -> Options {
+    Options {
+        durability: Durability::Sync,
+        memtable_size: 16 << 10,
+        table_size: 16 << 10,
+        l0_compaction_trigger: 2,
+        level1_size: 64 << 10,
+        ..Options::default()
+    }
+}
+
+fn key(i: u64) -> String {
+    format!("key{i:08}")
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Checks one read-only view: keys `0..n` in order with their values; returns `n`.
+fn check_view(db: &Db) -> Result<u64, String> {
+    let ks = db
+        .get_keyspace("k")
+        .ok_or_else(|| "no keyspace k".to_string())?;
+    let mut n = 0u64;
+    for pair in ks.iter() {
+        let (k, v) = pair.map_err(|e| format!("scan: {e}"))?;
+        if k != key(n).into_bytes() || v != n.to_string().into_bytes() {
+            return Err(format!(
+                "entry {n} is {:?}={:?}: not a prefix",
+                String::from_utf8_lossy(&k),
+                String::from_utf8_lossy(&v)
+            ));
+        }
+        n += 1;
+    }
+    let counted = ks.len().map_err(|e| format!("len: {e}"))?;
+    if counted != n {
+        return Err(format!("len {counted} but the scan saw {n}"));
+    }
+    Ok(n)
+}
+
+/// The writer process: writes until killed.
+#[test]
+fn mp_writer() {
+    if std::env::var(ROLE).as_deref() != Ok("writer") {
+        return;
+    }
+    let dir = PathBuf::from(std::env::var(DIR).unwrap());
+    let db = Db::open(&dir, options()).unwrap();
+    let ks = db.keyspace("k").unwrap();
+    let mut i = ks.len().unwrap();
+    println!("open {i}");
+    loop {
+        ks.insert(key(i), i.to_string()).unwrap();
+        i += 1;
+        if i.is_multiple_of(100) {
+            println!("acked {i}");
+        }
+        if i.is_multiple_of(2000) {
+            db.flush().unwrap();
+        }
+        if i.is_multiple_of(6000) {
+            db.compact().unwrap();
+        }
+    }
+}
+
+/// A reader process: opens read-only in a loop until its stdin closes, printing
+/// `view N` for each view, or `error ...` and exiting non-zero.
+#[test]
+fn mp_reader() {
+    if std::env::var(ROLE).as_deref() != Ok("reader") {
+        return;
+    }
+    let dir = PathBuf::from(std::env::var(DIR).unwrap());
+    let deadline = Instant::now() + Duration::from_secs(env_u64("CAIRN_MP_SECONDS", 3) + 5);
+    let mut held: Option<Db> = None;
+    while Instant::now() < deadline {
+        let db = match Db::open_read_only(&dir, options()) {
+            Ok(db) => db,
+            Err(e) => {
+                println!("error open: {e}");
+                std::process::exit(1);
+            }
+        };
+        match check_view(&db) {
+            Ok(n) => println!("view {n}"),
+            Err(e) => {
+                println!("error view: {e}");
+                std::process::exit(1);
+            }
+        }
+        // Keep the previous view and read it again: the writer has moved on meanwhile.
+        if let Some(old) = held.replace(db) {
+            if let Err(e) = check_view(&old) {
+                println!("error old view: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+}
+
+fn spawn(role: &str, dir: &Path) -> (Child, std::sync::mpsc::Receiver<String>) {
+    let exe = std::env::current_exe().unwrap();
+    let test = if role == "writer" {
+        "mp_writer"
+    } else {
+        "mp_reader"
+    };
+    let mut child = Command::new(exe)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(ROLE, role)
+        .env(DIR, dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+#[test]
+fn one_writer_and_reader_processes_then_a_kill() {
+    if std::env::var(ROLE).is_ok() {
+        return;
+    }
+    let seconds = env_u64("CAIRN_MP_SECONDS", 3);
+    let readers = env_u64("CAIRN_MP_READERS", 2);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("store");
+    {
+        let db = Db::open(&dir, options()).unwrap();
+        db.keyspace("k").unwrap().insert(key(0), "0").unwrap();
+        db.close().unwrap();
+    }
+    let (mut writer, writer_out) = spawn("writer", &dir);
+    let acked = Arc::new(AtomicU64::new(1));
+    // The test harness prints its own lines first, and its `test ... ` prefix on the
+    // first line of the test's output.
+    loop {
+        let line = writer_out.recv_timeout(Duration::from_secs(30)).unwrap();
+        if line.contains("open ") {
+            break;
+        }
+    }
+    {
+        let acked = Arc::clone(&acked);
+        std::thread::spawn(move || {
+            for line in writer_out {
+                if let Some((_, n)) = line.split_once("acked ") {
+                    acked.fetch_max(n.trim().parse().unwrap(), Ordering::AcqRel);
+                }
+            }
+        });
+    }
+    let mut children: Vec<_> = (0..readers).map(|_| spawn("reader", &dir)).collect();
+
+    // The parent reads too, checking each view against what was acked before it.
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let (mut opens, mut last_view) = (0u64, 0u64);
+    let mut old_view: Option<Db> = None;
+    while Instant::now() < deadline {
+        let floor = acked.load(Ordering::Acquire);
+        let db = Db::open_read_only(&dir, options()).unwrap();
+        let n = check_view(&db).unwrap();
+        assert!(
+            n >= floor,
+            "a view of {n} keys after {floor} were acknowledged"
+        );
+        last_view = n;
+        opens += 1;
+        old_view = Some(db);
+    }
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+    let floor = acked.load(Ordering::Acquire);
+    // A view opened before the kill still reads, and so does a new one.
+    check_view(old_view.as_ref().unwrap()).unwrap();
+    let after = Db::open_read_only(&dir, options()).unwrap();
+    assert!(check_view(&after).unwrap() >= floor);
+    std::thread::sleep(Duration::from_millis(300)); // the readers see the dead writer's store
+
+    let mut reader_views = 0u64;
+    for (mut child, out) in children.drain(..) {
+        child.kill().unwrap();
+        child.wait().unwrap();
+        for line in out.try_iter() {
+            assert!(!line.contains("error "), "reader: {line}");
+            if line.contains("view ") {
+                reader_views += 1;
+            }
+        }
+    }
+    // The writer's store reopens for writing with every acknowledged write.
+    drop(after);
+    drop(old_view);
+    let db = Db::open(&dir, options()).unwrap();
+    let n = check_view(&db).unwrap();
+    assert!(n >= floor, "{n} keys after reopen, {floor} acknowledged");
+    db.close().unwrap();
+    eprintln!(
+        "multi-process: {opens} read-only opens in the parent (last view {last_view} keys), \
+         {reader_views} in {readers} reader processes, writer killed at {floor}+ acked writes"
+    );
+    assert!(opens >= 3 && reader_views >= 3);
+}
