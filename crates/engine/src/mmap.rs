@@ -1,6 +1,7 @@
 //! Read-only memory maps of immutable file ranges, and a cache-prefetch hint.
 //!
-//! This is the only module of the engine that uses `unsafe` (listed in `UNSAFE.md`).
+//! One of the two modules of the engine that use `unsafe` (with `memtable/skiplist.rs`; both
+//! listed in `UNSAFE.md`).
 //!
 //! Invariant: the bytes a [`Map`] is read through are never modified while mapped. The
 //! constant store's index files are replaced by rename (never rewritten in place); log
