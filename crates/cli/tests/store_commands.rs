@@ -485,7 +485,12 @@ fn read_commands_work_on_a_store_another_process_holds() {
     assert_eq!(json_lines(&ok(&dump)).len(), 51);
     let out = tmp.path().join("out.spl");
     ok(&run(&["export", s(&store), s(&out)]));
+    let backup = tmp.path().join("backup");
+    ok(&run(&["backup", s(&store), s(&backup)]));
     assert_eq!(listing(), before, "a read command changed the store");
+    ok(&run(&["verify", s(&backup)]));
+    let copied = run(&["get", s(&backup), "in-log"]);
+    assert_eq!(ok(&copied), b"yes");
 
     let put = run(&["put", s(&store), "x", "y"]);
     assert_eq!(code(&put), 1, "{}", stderr(&put));

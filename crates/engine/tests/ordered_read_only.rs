@@ -150,3 +150,69 @@ fn readers_beside_a_busy_writer_see_a_prefix_of_its_acknowledged_writes() {
     assert!(largest > 1000, "the writer got going: {largest} keys");
     db.close().unwrap();
 }
+
+/// A backup taken through a read-only handle, while the writer holds the store and keeps
+/// writing, is exactly the reader's view: it verifies, and it opens to the same keys.
+#[test]
+fn a_backup_through_a_read_only_view_of_a_live_store_is_that_view() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    let db = Db::open(&store, options()).unwrap();
+    let ks = db.keyspace("k").unwrap();
+    let big = db
+        .keyspace_with("b", KeyspaceOptions::separated(256))
+        .unwrap();
+    for i in 0..3000 {
+        ks.insert(key(i), i.to_string()).unwrap();
+        if i % 100 == 0 {
+            big.insert(key(i), vec![(i % 251) as u8; 1000]).unwrap();
+        }
+    }
+    db.flush().unwrap();
+    for i in 3000..3500 {
+        ks.insert(key(i), i.to_string()).unwrap(); // only in the log
+    }
+    big.insert("unflushed", vec![5u8; 2000]).unwrap(); // its blob file is unsealed
+    let view = Db::open_read_only(&store, options()).unwrap();
+    // The writer moves on before and during the backup.
+    for i in 3500..4000 {
+        ks.insert(key(i), i.to_string()).unwrap();
+    }
+    let dest = tmp.path().join("backup");
+    let info = view.backup(&dest).unwrap();
+    assert_eq!(info.seqno, view.last_seqno());
+    for i in 4000..4500 {
+        ks.insert(key(i), i.to_string()).unwrap();
+    }
+    cairn::verify(&dest).unwrap();
+    let copy = Db::open_read_only(&dest, options()).unwrap();
+    assert_eq!(copy.last_seqno(), view.last_seqno());
+    for name in ["k", "b"] {
+        let a: Vec<_> = view
+            .get_keyspace(name)
+            .unwrap()
+            .iter()
+            .map(|r| r.unwrap())
+            .collect();
+        let b: Vec<_> = copy
+            .get_keyspace(name)
+            .unwrap()
+            .iter()
+            .map(|r| r.unwrap())
+            .collect();
+        assert_eq!(a, b, "keyspace {name}");
+    }
+    assert_eq!(copy.get_keyspace("k").unwrap().len().unwrap(), 3500);
+    assert_eq!(
+        copy.get_keyspace("b").unwrap().get("unflushed").unwrap(),
+        Some(vec![5u8; 2000])
+    );
+    copy.close().unwrap();
+    // The backup is a store: it opens for writing too.
+    let restored = Db::open(&dest, options()).unwrap();
+    assert_eq!(restored.keyspace("k").unwrap().len().unwrap(), 3500);
+    restored.close().unwrap();
+    drop((ks, big));
+    view.close().unwrap();
+    db.close().unwrap();
+}

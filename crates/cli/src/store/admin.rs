@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use crate::errors::{CliError, CliResult, EXIT_CORRUPTION, EXIT_OK};
 use crate::plural::{count, plural};
 
-use super::{close, no_store, open, open_read, Contents};
+use super::{close, no_store, open_read, Contents};
 
 /// Describe a store: keyspaces, levels, tables and sizes, seqnos, WAL files, options
 ///
@@ -209,7 +209,7 @@ pub struct BackupArgs {
 }
 
 pub fn backup(args: &BackupArgs, out: &mut dyn Write) -> CliResult<u8> {
-    let db = open(&args.store, false)?;
+    let db = open_read(&args.store)?;
     let info = db.backup(&args.dest)?;
     close(db)?;
     writeln!(

@@ -67,6 +67,10 @@ impl Db {
     /// is never read and may be deleted). A linked table shares its disk blocks with the
     /// store: copy the backup to another device to guard against media failure.
     ///
+    /// Through a read-only handle ([`Db::open_read_only`]) the copy is exactly the
+    /// handle's view, taken from the files it holds open, so another process can back up
+    /// a store while its application writes; nothing is written to the store.
+    ///
     /// Restore: a backup is a store. Open `dest` with [`Db::open`] (which writes to it: a
     /// new manifest and log), or move it into place of a closed store first.
     ///

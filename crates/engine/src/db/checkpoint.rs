@@ -100,8 +100,9 @@ pub(crate) enum Source {
     /// An immutable file of the store directory, pinned for the checkpoint's lifetime:
     /// hard-linked where the file system allows, copied otherwise.
     Immutable(PathBuf),
-    /// The first `Member::len` bytes of an open file (a WAL file).
-    Prefix(Box<dyn ReadableFile>),
+    /// The first `Member::len` bytes of an open file (a WAL file; for a read-only view,
+    /// every file it holds).
+    Prefix(Arc<dyn ReadableFile>),
     /// Bytes made for the checkpoint (its manifest and `CURRENT`).
     Bytes(Vec<u8>),
 }
@@ -225,7 +226,7 @@ fn wal_members(
             name,
             kind: FileKind::Wal,
             len,
-            source: Source::Prefix(handle),
+            source: Source::Prefix(Arc::from(handle)),
         });
     }
     Ok(out)
@@ -250,6 +251,9 @@ pub(crate) fn missing(dir: &Path, kind: FileKind, name: &str) -> Error {
 pub(crate) fn capture(inner: &Inner) -> Result<Checkpoint> {
     if inner.closed.load(std::sync::atomic::Ordering::Acquire) {
         return Err(Error::invalid("the store is closed"));
+    }
+    if let Some(point) = &inner.read_point {
+        return capture_view(inner, point);
     }
     let st = inner.state.lock();
     let pin = Arc::new(SuperVersion::new(
@@ -290,6 +294,70 @@ pub(crate) fn capture(inner: &Inner) -> Result<Checkpoint> {
     members.extend(manifest_members(version, manifest_id)?);
     Ok(Checkpoint {
         seqno,
+        members,
+        _pin: Pin::Open(pin),
+    })
+}
+
+/// Captures the view of a read-only store: the tables and blob files of its version, the
+/// blob files its memtables point into and each log file it replayed, every one copied
+/// (never linked: a writer may still append to some) from the handle the view opened, up
+/// to the length the view knows; and a fresh manifest of its version. A writer elsewhere
+/// deleting those files meanwhile changes nothing. The result opens to exactly the view.
+///
+/// # Errors
+/// As [`capture`].
+fn capture_view(inner: &Inner, point: &super::ReadPoint) -> Result<Checkpoint> {
+    let pin = {
+        let st = inner.state.lock();
+        Arc::new(SuperVersion::new(
+            Arc::clone(&st.mem),
+            st.imm.iter().rev().cloned().collect(),
+            Arc::clone(&st.version),
+        ))
+    };
+    inner.live_supers.lock().push(Arc::clone(&pin));
+    let version = &pin.version;
+    let held = |name: &str, kind: FileKind| {
+        point
+            .files
+            .get(name)
+            .cloned()
+            .ok_or_else(|| missing(&inner.dir, kind, name))
+    };
+    let mut members = Vec::new();
+    for f in live_files(version) {
+        let source = Source::Prefix(held(&f.name, f.kind)?);
+        members.push(Member {
+            source,
+            name: f.name,
+            kind: f.kind,
+            len: f.len,
+        });
+    }
+    for b in unflushed_blob_files(&pin) {
+        let name = vlog::file_name(b.id);
+        members.push(Member {
+            source: Source::Prefix(held(&name, FileKind::Blob)?),
+            name,
+            kind: FileKind::Blob,
+            len: b.file_size,
+        });
+    }
+    for &(id, len) in &point.wal_lens {
+        let name = wal::file_name(id);
+        members.push(Member {
+            source: Source::Prefix(held(&name, FileKind::Wal)?),
+            name,
+            kind: FileKind::Wal,
+            len,
+        });
+    }
+    members.extend(manifest_members(version, point.manifest_id)?);
+    Ok(Checkpoint {
+        seqno: inner
+            .visible_seqno
+            .load(std::sync::atomic::Ordering::Acquire),
         members,
         _pin: Pin::Open(pin),
     })

@@ -141,6 +141,20 @@ pub(crate) struct Inner {
     pub(crate) stats: background::Counters,
     /// What the open recovered and left out.
     pub(crate) recovery: RecoveryReport,
+    /// For a read-only store, the files its view was read from (for checkpoints).
+    pub(crate) read_point: Option<ReadPoint>,
+}
+
+/// The files a read-only view was read from.
+#[derive(Debug, Clone)]
+pub(crate) struct ReadPoint {
+    /// The manifest whose version the view holds.
+    pub(crate) manifest_id: u64,
+    /// Each log file replayed, with the length read: (id, bytes).
+    pub(crate) wal_lens: Vec<(u64, u64)>,
+    /// Every file of the view (tables, blob files, log files), by name, opened during the
+    /// open and held for the view's life.
+    pub(crate) files: std::collections::BTreeMap<String, Arc<dyn crate::fs::ReadableFile>>,
 }
 
 impl Inner {

@@ -18,7 +18,12 @@
 //!    store never holds still that long.
 //! 5. No background thread runs; writes, keyspace changes, flushes and compactions return
 //!    `Error::ReadOnly`. The view does not move: reopen to see later writes.
+//! 6. Every file of the view (tables, blob files, the log files replayed) is opened before
+//!    it is read and held in the view's [`super::ReadPoint`], with the log lengths read, so
+//!    a checkpoint of the view (`Db::backup`, packs) copies exactly the view from those
+//!    handles, whatever the writer has deleted since.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
@@ -29,11 +34,11 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use super::recover::{attach_unlisted_blobs, check_named_files, check_unlisted_tables, replay};
 use super::{read, write, Inner, State};
 use crate::error::{Error, Result};
-use crate::fs::FileSystem;
+use crate::fs::{FileSystem, ReadableFile};
 use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::snapshot::Registry;
-use crate::table::BlockCache;
+use crate::table::{self, BlockCache};
 use crate::version::{self, Manifest};
 use crate::{vlog, wal};
 
@@ -89,6 +94,23 @@ fn open_once(fs: &Arc<dyn FileSystem>, dir: &Path, options: &Options) -> Result<
         .filter(|id| *id >= version.wal_min_id())
         .collect();
     wal_ids.sort_unstable();
+    // Every file of the view is opened before it is read and held: a writer deleting it
+    // afterwards changes nothing for the view, its reads or its checkpoints.
+    let mut files: BTreeMap<String, Arc<dyn ReadableFile>> = BTreeMap::new();
+    let mut hold = |name: String| -> Result<()> {
+        let handle = fs.open_read(&dir.join(&name))?;
+        files.insert(name, Arc::from(handle));
+        Ok(())
+    };
+    for id in &wal_ids {
+        hold(wal::file_name(*id))?;
+    }
+    for id in version.live_table_ids() {
+        hold(table::file_name(id))?;
+    }
+    for name in names.iter().filter(|n| vlog::parse_file_name(n).is_some()) {
+        hold(name.clone())?;
+    }
     let mut replayed = replay(fs.as_ref(), dir, &wal_ids, &version, options, &blobs, false)?;
     attach_unlisted_blobs(fs.as_ref(), dir, &names, &version, &replayed, false)?;
     let last = replayed.last_seqno;
@@ -157,6 +179,11 @@ fn open_once(fs: &Arc<dyn FileSystem>, dir: &Path, options: &Options) -> Result<
         closed: AtomicBool::new(false),
         stats: super::background::Counters::default(),
         recovery: replayed.report,
+        read_point: Some(super::ReadPoint {
+            manifest_id: recovered.manifest_id,
+            wal_lens: replayed.wal_lens,
+            files,
+        }),
         options: options.clone(),
     });
     for id in version.live_table_ids() {

@@ -253,6 +253,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
         closed: AtomicBool::new(false),
         stats: super::background::Counters::default(),
         recovery: replay.report,
+        read_point: None,
         options,
     });
     // A log cut short, or one salvage skipped damage in, is never read again: its
@@ -442,6 +443,8 @@ pub(super) struct Replayed {
     /// True if replay stopped at a record whose blob record was lost (rule 7).
     pub(super) cut_short: bool,
     pub(super) report: RecoveryReport,
+    /// Each log file read, with its length when read: (id, bytes).
+    pub(super) wal_lens: Vec<(u64, u64)>,
 }
 
 fn gap_error(path: &Path, offset: u64, expected: u64, found: u64) -> Error {
@@ -478,10 +481,12 @@ pub(super) fn replay(
     let mut synced_blobs = BTreeSet::new();
     let mut cut_short = false;
     let mut report = RecoveryReport::default();
+    let mut wal_lens = Vec::new();
     'files: for (n, &id) in wal_ids.iter().enumerate() {
         let path = dir.join(wal::file_name(id));
         let mut reader = wal::Reader::open(fs, &path, options.salvage_wal)?;
         report.log_files += 1;
+        wal_lens.push((id, reader.file_len()));
         let mut records = 0usize;
         let mut salvaged = 0usize;
         // Not a `for` loop: the body asks the reader what it skipped and looks ahead.
@@ -618,6 +623,7 @@ pub(super) fn replay(
         blob_refs,
         cut_short,
         report,
+        wal_lens,
     })
 }
 
