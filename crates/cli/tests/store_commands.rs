@@ -497,3 +497,60 @@ fn read_commands_work_on_a_store_another_process_holds() {
     drop(ks);
     db.close().unwrap();
 }
+
+/// `put KEY -` reads the value from stdin; `delete --prefix` / `--range`; `keyspaces`,
+/// `drop-keyspace`, `flush` and `compact`.
+#[test]
+fn operator_commands_and_values_from_stdin() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("s");
+    for i in 0..5 {
+        put(&store, &[&format!("a{i}"), "v"]);
+        put(&store, &[&format!("b{i}"), "v"]);
+    }
+    put(&store, &["k", "x", "--keyspace", "other"]);
+    ok(&run_in(None, &["put", s(&store), "big", "-"], &[7u8; 5000]));
+    assert_eq!(ok(&run(&["get", s(&store), "big"])), vec![7u8; 5000]);
+    ok(&run_in(
+        None,
+        &["put", s(&store), "68", "-", "--hex"], // the key "h"
+        b"00ff\n",
+    ));
+    assert_eq!(ok(&run(&["get", s(&store), "h"])), vec![0u8, 0xff]);
+
+    let listed = run(&["keyspaces", s(&store), "--json"]);
+    let names: Vec<String> = json_lines(&ok(&listed))
+        .iter()
+        .map(|v| v["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, vec!["default".to_string(), "other".to_string()]);
+
+    ok(&run(&["delete", s(&store), "--prefix", "a"]));
+    ok(&run(&["delete", s(&store), "--range", "b1", "b3"]));
+    let left = keys(&json_lines(&ok(&run(&["scan", s(&store), "--keys-only"]))));
+    assert_eq!(left, vec!["b0", "b3", "b4", "big", "h"]);
+    let both = run(&["delete", s(&store), "k", "--prefix", "a"]);
+    assert_ne!(code(&both), 0);
+
+    ok(&run(&["drop-keyspace", s(&store), "other"]));
+    let listed = run(&["keyspaces", s(&store)]);
+    assert!(!stdout(&listed).contains("other"), "{}", stdout(&listed));
+    let missing = run(&["drop-keyspace", s(&store), "other"]);
+    assert_eq!(code(&missing), 1);
+
+    let flushed = run(&["flush", s(&store)]);
+    assert!(
+        stdout(&flushed).starts_with("flushed through seqno"),
+        "{}",
+        stdout(&flushed)
+    );
+    let compacted = run(&["compact", s(&store)]);
+    assert!(
+        stdout(&compacted).contains("compaction"),
+        "{}",
+        stdout(&compacted)
+    );
+    let after = keys(&json_lines(&ok(&run(&["scan", s(&store), "--keys-only"]))));
+    assert_eq!(after, left);
+    ok(&run(&["verify", s(&store)]));
+}

@@ -15,7 +15,9 @@ use crate::hexfmt;
 /// Set a key to a value (creates the store and the keyspace if missing)
 ///
 /// The write is durable (fsynced) when the command returns. With --hex, KEY and VALUE
-/// are hex digits. A value starting with `-` needs no `--`. A store is created only in a
+/// are hex digits. A value starting with `-` needs no `--`; a VALUE of exactly `-` is
+/// read from standard input (its bytes as they are, or hex text with --hex; store the
+/// one-byte value `-` with `--hex 2d`). A store is created only in a
 /// new or empty directory: one holding other files and no store is refused (exit 1).
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -25,7 +27,7 @@ pub struct PutArgs {
     /// The key.
     #[arg(allow_hyphen_values = true)]
     key: OsString,
-    /// The value.
+    /// The value, or `-` to read it from standard input.
     #[arg(allow_hyphen_values = true)]
     value: OsString,
     #[command(flatten)]
@@ -46,7 +48,20 @@ pub struct PutArgs {
 
 pub fn put(args: &PutArgs, _out: &mut dyn Write) -> CliResult<u8> {
     let key = arg_bytes("key", &args.key, args.hex)?;
-    let value = arg_bytes("value", &args.value, args.hex)?;
+    let value = if args.value == "-" {
+        let mut raw = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut raw)
+            .map_err(|e| CliError::msg(format!("reading the value from standard input: {e}")))?;
+        if args.hex {
+            let text = String::from_utf8_lossy(&raw);
+            hexfmt::decode(text.trim().as_bytes())
+                .map_err(|e| CliError::msg(format!("--hex: the value {e}")))?
+        } else {
+            raw
+        }
+    } else {
+        arg_bytes("value", &args.value, args.hex)?
+    };
     let mut options = EntryOptions::new();
     if args.tag.is_some() || args.meta.is_some() {
         let meta = match &args.meta {
@@ -137,17 +152,34 @@ pub fn head(args: &HeadArgs, out: &mut dyn Write) -> CliResult<u8> {
     Ok(EXIT_OK)
 }
 
-/// Remove a key (no error if it is absent)
+/// Remove a key, every key with a prefix, or every key in a range (no error if none)
 ///
-/// The removal is durable (fsynced) when the command returns.
+/// `delete STORE KEY`, `delete STORE --prefix P`, or `delete STORE --range A B` (A
+/// included, B excluded). A prefix or range is one write, a range tombstone, however many
+/// keys it covers. The removal is durable (fsynced) when the command returns.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct DeleteArgs {
     /// The store directory.
     store: PathBuf,
     /// The key.
-    #[arg(allow_hyphen_values = true)]
-    key: OsString,
+    #[arg(
+        allow_hyphen_values = true,
+        required_unless_present_any = ["prefix", "range"],
+        conflicts_with_all = ["prefix", "range"]
+    )]
+    key: Option<OsString>,
+    /// Remove every key starting with P.
+    #[arg(
+        long,
+        value_name = "P",
+        conflicts_with = "range",
+        allow_hyphen_values = true
+    )]
+    prefix: Option<OsString>,
+    /// Remove every key from A (included) to B (excluded).
+    #[arg(long, num_args = 2, value_names = ["A", "B"], allow_hyphen_values = true)]
+    range: Option<Vec<OsString>>,
     #[command(flatten)]
     ks: KeyspaceArg,
     /// KEY is hex.
@@ -156,9 +188,31 @@ pub struct DeleteArgs {
 }
 
 pub fn delete(args: &DeleteArgs, _out: &mut dyn Write) -> CliResult<u8> {
-    let key = arg_bytes("key", &args.key, args.hex)?;
+    enum What {
+        Key(Vec<u8>),
+        Prefix(Vec<u8>),
+        Range(Vec<u8>, Vec<u8>),
+    }
+    let what = match (&args.key, &args.prefix, &args.range) {
+        (Some(k), _, _) => What::Key(arg_bytes("key", k, args.hex)?),
+        (None, Some(p), _) => What::Prefix(arg_bytes("prefix", p, args.hex)?),
+        (None, None, Some(r)) => match r.as_slice() {
+            [a, b] => What::Range(
+                arg_bytes("range start", a, args.hex)?,
+                arg_bytes("range end", b, args.hex)?,
+            ),
+            _ => return Err(CliError::msg("--range takes two keys: A B")),
+        },
+        (None, None, None) => return Err(CliError::msg("give a KEY, --prefix or --range")),
+    };
     let db = open(&args.store, false)?;
-    existing_keyspace(&db, &args.ks.keyspace)?.remove(&key)?;
+    let ks = existing_keyspace(&db, &args.ks.keyspace)?;
+    match what {
+        What::Key(k) => ks.remove(&k)?,
+        What::Prefix(p) => ks.remove_prefix(&p)?,
+        What::Range(a, b) => ks.remove_range(a.as_slice()..b.as_slice())?,
+    }
+    drop(ks);
     close(db)?;
     Ok(EXIT_OK)
 }

@@ -20,6 +20,7 @@ mod admin;
 mod contents;
 mod counters;
 mod kv;
+mod ops;
 mod scan;
 mod transfer;
 
@@ -50,6 +51,10 @@ pub enum StoreCommand {
     Backup(admin::BackupArgs),
     Verify(admin::VerifyArgs),
     Salvage(admin::SalvageArgs),
+    Keyspaces(ops::KeyspacesArgs),
+    DropKeyspace(ops::DropKeyspaceArgs),
+    Flush(ops::FlushArgs),
+    Compact(ops::CompactArgs),
     Export(transfer::ExportArgs),
     Import(transfer::ImportArgs),
     Dump(transfer::DumpArgs),
@@ -72,6 +77,10 @@ pub fn run(command: StoreCommand, out: &mut dyn Write) -> CliResult<u8> {
         StoreCommand::Backup(a) => admin::backup(&a, out),
         StoreCommand::Verify(a) => admin::verify(&a, out),
         StoreCommand::Salvage(a) => admin::salvage(&a, out),
+        StoreCommand::Keyspaces(a) => ops::keyspaces(&a, out),
+        StoreCommand::DropKeyspace(a) => ops::drop_keyspace(&a, out),
+        StoreCommand::Flush(a) => ops::flush(&a, out),
+        StoreCommand::Compact(a) => ops::compact(&a, out),
         StoreCommand::Export(a) => transfer::export(&a, out),
         StoreCommand::Import(a) => transfer::import(&a, out),
         StoreCommand::Dump(a) => transfer::dump(&a, out),
