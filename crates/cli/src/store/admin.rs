@@ -246,7 +246,17 @@ pub fn verify(args: &VerifyArgs, out: &mut dyn Write) -> CliResult<u8> {
     if !Contents::of(&args.store)?.has_store() {
         return Err(no_store(&args.store));
     }
-    let report = cairn::verify_report(&args.store)?;
+    let report = cairn::verify_report(&args.store).map_err(|e| match e {
+        cairn::Error::Io { ref source, .. } if source.kind() == std::io::ErrorKind::WouldBlock => {
+            let hint = format!(
+                "verify reads a closed store or a backup; `cairn backup {} DEST` works on a \
+                 store in use, then verify DEST",
+                args.store.display()
+            );
+            CliError::Hinted(e, hint)
+        }
+        other => CliError::Engine(other),
+    })?;
     let mut text = String::new();
     for f in &report.files {
         text.push_str(&format!(
@@ -386,7 +396,8 @@ fn cause_name(cause: LossCause) -> &'static str {
 /// Write a consistent checkpoint of the store as one file (restore it with `cairn unpack`)
 ///
 /// The pack holds every file of the checkpoint with a CRC32C each, and a checksummed
-/// directory; the store may be open in no other process.
+/// directory. The store is opened read-only: it may be open in another process, and the
+/// pack holds every write acknowledged when the command started.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct PackArgs {
@@ -397,7 +408,11 @@ pub struct PackArgs {
 }
 
 pub fn pack(args: &PackArgs, out: &mut dyn Write) -> CliResult<u8> {
-    let info = cairn::pack::pack(&args.store, &args.file)?;
+    // Through a read-only view: works while an application has the store open, and the
+    // pack holds exactly the view (every acknowledged write when the command started).
+    let db = open_read(&args.store)?;
+    let info = db.pack(&args.file)?;
+    db.close()?;
     writeln!(
         out,
         "packed seqno {}: {}, {} bytes into {} ({} bytes)",
