@@ -494,7 +494,11 @@ fn read_commands_work_on_a_store_another_process_holds() {
     assert_eq!(ok(&run(&["get", s(&unpacked), "in-log"])), b"yes");
     let verify = run(&["verify", s(&store)]);
     assert_eq!(code(&verify), 1, "{}", stderr(&verify));
-    assert!(stderr(&verify).contains("cairn backup"), "{}", stderr(&verify));
+    assert!(
+        stderr(&verify).contains("cairn backup"),
+        "{}",
+        stderr(&verify)
+    );
     assert_eq!(listing(), before, "a read command changed the store");
     ok(&run(&["verify", s(&backup)]));
     let copied = run(&["get", s(&backup), "in-log"]);
