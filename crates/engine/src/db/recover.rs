@@ -14,7 +14,8 @@
 //! 4. Recovery never modifies old files. The manifest it reads and the replayed WAL files
 //!    are fsynced (they may hold edits and writes that had only reached the OS) before
 //!    anything is deleted or acknowledged on their strength, then a new manifest and a
-//!    new WAL file are created. A crash at any point of recovery leaves a store that recovers the same way.
+//!    new WAL file are created. A crash at any point of recovery leaves a store that
+//!    recovers the same way.
 //! 5. Every table the manifest lists, and the WAL file its `wal_min_id` names (once a flush
 //!    has set it), must exist, or the store is refused as corrupt. Both are durable before
 //!    an edit names them and deleted only after a later edit stops naming them, so a crash
@@ -28,8 +29,6 @@
 //!    after it in its file, `wal/FORMAT.md` §7) or its blob file is listed in the version
 //!    (synced before the manifest named it), its value was durable too and the damage is
 //!    corruption: refused, or under salvage that one write is skipped and reported.
-//! 9. What replay leaves out (torn tails, a cut log, ranges and writes salvage skipped) is
-//!    reported in the [`RecoveryReport`], with the seqnos lost where known.
 //! 8. Blob files no version lists are added by the first flush of the replayed memtable
 //!    that references them (scanned for their valid prefix); unreferenced ones are
 //!    leftovers (of a crash before their values were logged) and are deleted. The file-id
@@ -40,6 +39,8 @@
 //!    holding a seqno above the last recovered one is instead the output of manifest edits
 //!    that were lost (a cut or damaged manifest): the store is refused (unless
 //!    `salvage_wal`) rather than deleting the only copy of acknowledged writes.
+//! 9. What replay leaves out (torn tails, a cut log, ranges and writes salvage skipped) is
+//!    reported in the [`RecoveryReport`], with the seqnos lost where known.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
