@@ -25,20 +25,19 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex, RwLock};
-
-use super::recover::{attach_unlisted_blobs, check_named_files, check_unlisted_tables, replay};
-use super::{read, write, Inner, State};
+use super::recover::{
+    assemble, attach_unlisted_blobs, check_named_files, check_unlisted_tables, replay, Opened,
+};
+use super::{write, Inner, ReadPoint};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, ReadableFile};
 use crate::memtable::Memtable;
 use crate::options::Options;
-use crate::snapshot::Registry;
-use crate::table::{self, BlockCache};
+use crate::table;
 use crate::version::{self, Manifest};
 use crate::{vlog, wal};
 
@@ -121,8 +120,6 @@ fn open_once(fs: &Arc<dyn FileSystem>, dir: &Path, options: &Options) -> Result<
         blobs.hold(*id)?;
     }
 
-    let memtables = std::mem::take(&mut replayed.memtables);
-    let mem = Arc::new(Memtable::new(0, options.memtable_size));
     let version = Arc::new(version);
     let next_file_id = Arc::new(AtomicU64::new(version.next_file_id()));
     let ids = Arc::clone(&next_file_id);
@@ -135,57 +132,28 @@ fn open_once(fs: &Arc<dyn FileSystem>, dir: &Path, options: &Options) -> Result<
         },
         Box::new(move || ids.fetch_add(1, std::sync::atomic::Ordering::SeqCst)),
     );
-    let state = State {
-        mem: Arc::clone(&mem),
-        version: Arc::clone(&version),
-        manifest: None,
-        flushing: false,
-        flush_requested: false,
-        imm: memtables,
-        last_seal: std::time::Instant::now(),
-        compacting: Vec::new(),
-        bg_error: None,
-        shutting_down: false,
-        pending_outputs: Vec::new(),
-        obsolete_blobs: Vec::new(),
-        gc_due: false,
-        next_expiry_check: std::time::Instant::now() + options.expiry_check_interval,
-    };
-    let sv = Arc::new(read::SuperVersion::new(
-        mem,
-        state.imm.iter().rev().cloned().collect(),
-        Arc::clone(&version),
-    ));
-    let inner = Arc::new_cyclic(|me| Inner {
-        me: me.clone(),
-        dir: dir.to_path_buf(),
-        fs: Arc::clone(fs),
-        _lock: Mutex::new(None),
-        read_only: true,
-        state: Mutex::new(state),
-        bg_cv: Condvar::new(),
-        stall_cv: Condvar::new(),
-        super_version: RwLock::new(Arc::clone(&sv)),
-        live_supers: Mutex::new(vec![sv]),
-        write: write::WritePath::new(None, blob_writer, last.0, last.0),
-        visible_seqno: AtomicU64::new(last.0),
-        durable_seqno: AtomicU64::new(last.0),
-        next_file_id,
-        blobs,
-        snapshots: Arc::new(Registry::default()),
-        block_cache: Arc::new(BlockCache::new(options.block_cache_size)),
-        tables: read::TableCache::new(usize::MAX),
-        threads: Mutex::new(Vec::new()),
-        closed: AtomicBool::new(false),
-        stats: super::background::Counters::default(),
-        recovery: replayed.report,
-        read_point: Some(super::ReadPoint {
-            manifest_id: recovered.manifest_id,
-            wal_lens: replayed.wal_lens,
-            files,
-        }),
-        options: options.clone(),
-    });
+    let inner = assemble(
+        Arc::clone(fs),
+        dir,
+        options.clone(),
+        Opened {
+            lock: None,
+            manifest: None,
+            mem: Arc::new(Memtable::new(0, options.memtable_size)),
+            imm: std::mem::take(&mut replayed.memtables),
+            version: Arc::clone(&version),
+            write: write::WritePath::new(None, blob_writer, last.0, last.0),
+            last,
+            next_file_id,
+            blobs,
+            recovery: std::mem::take(&mut replayed.report),
+            read_point: Some(ReadPoint {
+                manifest_id: recovered.manifest_id,
+                wal_lens: std::mem::take(&mut replayed.wal_lens),
+                files,
+            }),
+        },
+    );
     for id in version.live_table_ids() {
         inner.tables.get(&inner, id)?;
     }

@@ -205,58 +205,24 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
     // log files are deleted soon after an open, and the next open replays nothing. After a
     // log cut short by a lost blob record they are flushed before the store opens instead
     // (rule 7, below).
-    let memtables = std::mem::take(&mut replay.memtables);
-    let mem = Arc::new(Memtable::new(wal_id, options.memtable_size));
-    let version = Arc::new(version);
-    let block_cache = Arc::new(BlockCache::new(options.block_cache_size));
-    let state = State {
-        mem: Arc::clone(&mem),
-        version: Arc::clone(&version),
-        manifest: Some(manifest),
-        flushing: false,
-        // Replayed memtables are flushed at once, however few.
-        flush_requested: !memtables.is_empty(),
-        imm: memtables,
-        last_seal: std::time::Instant::now(),
-        compacting: Vec::new(),
-        bg_error: None,
-        shutting_down: false,
-        pending_outputs: Vec::new(),
-        obsolete_blobs: Vec::new(),
-        gc_due: true,
-        next_expiry_check: std::time::Instant::now() + options.expiry_check_interval,
-    };
-    let sv = Arc::new(read::SuperVersion::new(
-        mem,
-        state.imm.iter().rev().cloned().collect(),
-        version,
-    ));
-    let inner = Arc::new_cyclic(|me| Inner {
-        me: me.clone(),
-        dir: dir.to_path_buf(),
+    let inner = assemble(
         fs,
-        _lock: Mutex::new(Some(lock)),
-        read_only: false,
-        state: Mutex::new(state),
-        bg_cv: Condvar::new(),
-        stall_cv: Condvar::new(),
-        super_version: RwLock::new(Arc::clone(&sv)),
-        live_supers: Mutex::new(vec![sv]),
-        write: write::WritePath::new(Some(writer), blob_writer, last_seqno.0, last_seqno.0),
-        visible_seqno: AtomicU64::new(last_seqno.0),
-        durable_seqno: AtomicU64::new(last_seqno.0),
-        next_file_id,
-        blobs,
-        snapshots: Arc::new(Registry::default()),
-        block_cache,
-        tables: read::TableCache::new(options.max_open_tables),
-        threads: Mutex::new(Vec::new()),
-        closed: AtomicBool::new(false),
-        stats: super::background::Counters::default(),
-        recovery: replay.report,
-        read_point: None,
-        options,
-    });
+        dir,
+        options.clone(),
+        Opened {
+            lock: Some(lock),
+            manifest: Some(manifest),
+            mem: Arc::new(Memtable::new(wal_id, options.memtable_size)),
+            imm: std::mem::take(&mut replay.memtables),
+            version: Arc::new(version),
+            write: write::WritePath::new(Some(writer), blob_writer, last_seqno.0, last_seqno.0),
+            last: last_seqno,
+            next_file_id,
+            blobs,
+            recovery: std::mem::take(&mut replay.report),
+            read_point: None,
+        },
+    );
     // A log cut short, or one salvage skipped damage in, is never read again: its
     // replayed prefix goes into tables before the store opens, so the next open (with or
     // without salvage) starts after it.
@@ -267,6 +233,90 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
     }
     flush::delete_obsolete_files(&inner);
     Ok(inner)
+}
+
+/// What an open (read-write or read-only) found and made, for [`assemble`].
+pub(super) struct Opened {
+    /// The directory lock; `None` for a read-only open.
+    pub(super) lock: Option<Box<dyn crate::fs::FileLock>>,
+    /// The manifest appended to; `None` for a read-only open.
+    pub(super) manifest: Option<Manifest>,
+    pub(super) mem: Arc<Memtable>,
+    /// Replayed memtables, oldest first.
+    pub(super) imm: Vec<Arc<Memtable>>,
+    pub(super) version: Arc<Version>,
+    pub(super) write: write::WritePath,
+    /// The last recovered seqno: visible and durable.
+    pub(super) last: SeqNo,
+    pub(super) next_file_id: Arc<AtomicU64>,
+    pub(super) blobs: vlog::Reader,
+    pub(super) recovery: RecoveryReport,
+    /// `Some` for a read-only open, which this makes the store.
+    pub(super) read_point: Option<super::ReadPoint>,
+}
+
+/// The store's shared state from what an open found. A read-only store (`read_point`
+/// set) never flushes or collects garbage and never evicts an open table; a read-write
+/// one flushes its replayed memtables at once, however few.
+pub(super) fn assemble(
+    fs: Arc<dyn FileSystem>,
+    dir: &Path,
+    options: Options,
+    o: Opened,
+) -> Arc<Inner> {
+    let read_only = o.read_point.is_some();
+    let state = State {
+        mem: Arc::clone(&o.mem),
+        version: Arc::clone(&o.version),
+        manifest: o.manifest,
+        flushing: false,
+        flush_requested: !read_only && !o.imm.is_empty(),
+        imm: o.imm,
+        last_seal: Instant::now(),
+        compacting: Vec::new(),
+        bg_error: None,
+        shutting_down: false,
+        pending_outputs: Vec::new(),
+        obsolete_blobs: Vec::new(),
+        gc_due: !read_only,
+        next_expiry_check: Instant::now() + options.expiry_check_interval,
+    };
+    let sv = Arc::new(read::SuperVersion::new(
+        o.mem,
+        state.imm.iter().rev().cloned().collect(),
+        o.version,
+    ));
+    let table_capacity = if read_only {
+        usize::MAX
+    } else {
+        options.max_open_tables
+    };
+    Arc::new_cyclic(|me| Inner {
+        me: me.clone(),
+        dir: dir.to_path_buf(),
+        fs,
+        _lock: Mutex::new(o.lock),
+        read_only,
+        state: Mutex::new(state),
+        bg_cv: Condvar::new(),
+        stall_cv: Condvar::new(),
+        super_version: RwLock::new(Arc::clone(&sv)),
+        live_supers: Mutex::new(vec![sv]),
+        write: o.write,
+        visible_seqno: AtomicU64::new(o.last.0),
+        durable_seqno: AtomicU64::new(o.last.0),
+        next_file_id: o.next_file_id,
+        blobs: o.blobs,
+        snapshots: Arc::new(Registry::default()),
+        block_cache: Arc::new(BlockCache::new(options.block_cache_size)),
+        tables: read::TableCache::new(table_capacity),
+        threads: Mutex::new(Vec::new()),
+        closed: AtomicBool::new(false),
+        stats: super::background::Counters::default(),
+        recovery: o.recovery,
+        read_point: o.read_point,
+        options,
+    })
 }
 
 /// Creates `dir` and every missing directory above it, top down, making each new entry

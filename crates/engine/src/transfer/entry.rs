@@ -10,7 +10,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::attrs::{EntryOptions, Meta};
 use crate::db::MAX_KEYSPACE_NAME_LEN;
+use crate::error::{Error, Result};
 use crate::key::MAX_KEY_LEN;
 
 /// Largest metadata an entry may carry, in bytes (the attributes' limit).
@@ -184,6 +186,30 @@ impl Thresholds {
     pub(crate) fn iter(&self) -> impl Iterator<Item = (Option<&str>, u64)> {
         self.0.iter().map(|(k, t)| (k.as_deref(), *t))
     }
+}
+
+/// The write options carrying `entry`'s tag, metadata and expiry (line or record `record`
+/// of the input); `None` for an entry without attributes.
+///
+/// # Errors
+/// `InvalidArgument` naming the record for an expiry the system clock cannot represent.
+pub(crate) fn entry_options(entry: &Entry, record: u64) -> Result<Option<EntryOptions>> {
+    if !entry.has_attrs() {
+        return Ok(None);
+    }
+    let mut options = EntryOptions::new();
+    if entry.tag != 0 || !entry.meta.is_empty() {
+        options = options.meta(Meta::new(entry.tag, entry.meta.clone()));
+    }
+    if let Some(ms) = entry.expires_at {
+        let at = std::time::UNIX_EPOCH
+            .checked_add(std::time::Duration::from_millis(ms))
+            .ok_or_else(|| {
+                Error::invalid(format!("record {record}: expires_at {ms} is out of range"))
+            })?;
+        options = options.expires_at(at);
+    }
+    Ok(Some(options))
 }
 
 #[cfg(test)]

@@ -19,10 +19,9 @@ use std::io::BufRead;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::entry::{check_keyspace_name, Entry};
+use super::entry::{check_keyspace_name, entry_options, Entry};
 use super::spool::{Needs, Spool};
 use super::{Format, Progress, PROGRESS_EVERY};
-use crate::attrs::{EntryOptions, Meta};
 use crate::db::{Batch, Db, Keyspace, DEFAULT_KEYSPACE};
 use crate::error::{Error, Result};
 use crate::options::{Durability, KeyspaceOptions};
@@ -127,30 +126,6 @@ impl<'a> Batcher<'a> {
         self.commit()?;
         self.db.flush_wal(true)
     }
-}
-
-/// The write options carrying `entry`'s tag, metadata and expiry (line or record `record`
-/// of the input); `None` for an entry without attributes.
-///
-/// # Errors
-/// `InvalidArgument` naming the record for an expiry the system clock cannot represent.
-pub(crate) fn entry_options(entry: &Entry, record: u64) -> Result<Option<EntryOptions>> {
-    if !entry.has_attrs() {
-        return Ok(None);
-    }
-    let mut options = EntryOptions::new();
-    if entry.tag != 0 || !entry.meta.is_empty() {
-        options = options.meta(Meta::new(entry.tag, entry.meta.clone()));
-    }
-    if let Some(ms) = entry.expires_at {
-        let at = std::time::UNIX_EPOCH
-            .checked_add(std::time::Duration::from_millis(ms))
-            .ok_or_else(|| {
-                Error::invalid(format!("record {record}: expires_at {ms} is out of range"))
-            })?;
-        options = options.expires_at(at);
-    }
-    Ok(Some(options))
 }
 
 /// Adds `entry` (line or record `record` of the input) to `batch` for `keyspace`: the one

@@ -3,7 +3,7 @@
 //!
 //! A restore reads its input once (it may be standard input) and cannot hold it in memory
 //! (a CBOR dump's values reach 4 GiB each). So [`Spool::fill`] decodes every record,
-//! checks it as the decoders and `restore::entry_options` do, and appends the entry to
+//! checks it as the decoders and `entry::entry_options` do, and appends the entry to
 //! the spool: its value bytes to the `values` file, everything else to the `index` file.
 //! Only a spool whose input was accepted to its end (for CBOR: the trailer's count and
 //! checksum) is returned, and only then does the restore write to the store
@@ -124,7 +124,7 @@ impl Spool {
                 continue;
             };
             let number = reader.record();
-            super::restore::entry_options(&entry, number)?;
+            super::entry::entry_options(&entry, number)?;
             encode(&entry, value_len, number, &mut record);
             spool.index.write_all(&record).map_err(spool_io("write"))?;
             let needs = spool.keyspaces.entry(entry.keyspace).or_default();

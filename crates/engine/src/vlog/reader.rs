@@ -198,23 +198,17 @@ impl Reader {
         Error::corruption(FileKind::Blob, &self.path(handle.file_id), offset, reason)
     }
 
-    /// [`Reader::locate`] for a value the store references: its blob file must exist, so
-    /// a missing one is damage to the store (a deleted file), not an I/O failure.
-    fn locate_referenced(
-        &self,
-        handle: &ValueHandle,
-    ) -> Result<(
-        Arc<dyn ReadableFile>,
-        std::result::Result<RecordRef, Reason>,
-    )> {
-        self.locate(handle).map_err(|e| match e {
+    /// An error of [`Reader::locate`] for a value the store references: its blob file must
+    /// exist, so a missing one is damage to the store (a deleted file), not an I/O failure.
+    fn referenced(&self, handle: &ValueHandle, e: Error) -> Error {
+        match e {
             Error::Io { source, .. } if source.kind() == io::ErrorKind::NotFound => self.corrupt(
                 handle,
                 0,
                 Reason::BadEntry("the blob file holding a referenced value is missing"),
             ),
             other => other,
-        })
+        }
     }
 
     /// The value `handle` points at, verified.
@@ -224,7 +218,9 @@ impl Reader {
     /// chunk offset) if the file is missing, or the record is short, does not check out,
     /// or is not the one the handle was made for.
     pub(crate) fn read(&self, handle: &ValueHandle) -> Result<Vec<u8>> {
-        let (file, record) = self.locate_referenced(handle)?;
+        let (file, record) = self
+            .locate(handle)
+            .map_err(|e| self.referenced(handle, e))?;
         let r = record.map_err(|reason| self.corrupt(handle, handle.offset, reason))?;
         // The record lies within the file (checked by read_record), so this allocation is
         // backed by bytes that exist.
@@ -245,7 +241,9 @@ impl Reader {
     /// As [`Reader::read`] for the record header; chunk damage is reported by the
     /// [`ValueReader`]'s reads.
     pub(crate) fn open_value(&self, handle: &ValueHandle) -> Result<ValueReader> {
-        let (file, record) = self.locate_referenced(handle)?;
+        let (file, record) = self
+            .locate(handle)
+            .map_err(|e| self.referenced(handle, e))?;
         let r = record.map_err(|reason| self.corrupt(handle, handle.offset, reason))?;
         Ok(ValueReader::new(file, r))
     }
