@@ -25,7 +25,7 @@
 //! ```
 //!
 //! `ValueHandle` ops are made by the write leader when it separates a large value into
-//! the value log (`db/write.rs`); users never build them. A RangeDelete removes
+//! the value log (`db/write/separate.rs`); users never build them. A RangeDelete removes
 //! `[start, end)`; an empty `end` means unbounded (see `rangedel.rs`), and the encoder
 //! never writes an empty range.
 //!

@@ -23,7 +23,7 @@
 //! Fragmenting `n` tombstones takes `O(n log n)` plus the output size, which is `O(n)`
 //! pieces for disjoint or nested-free ranges and at most `O(n^2)` seqno entries when every
 //! range overlaps every other. The read path builds one set per keyspace per super version
-//! (see `db/read.rs`), so the cost is paid once per flush or compaction, not per read.
+//! (see `db/tombstones.rs`), so the cost is paid once per flush or compaction, not per read.
 //!
 //! Thread-safety: plain data; `Fragments` is shared read-only through `Arc`.
 

@@ -1,5 +1,6 @@
-//! Leveled compaction: [`pick`] chooses what to merge ([`Choice`]), [`stream`] decides
-//! which versions of each key survive, [`run()`] executes a choice and commits its edit.
+//! Leveled compaction policy: [`pick`] chooses what to merge ([`Choice`]) and [`stream`]
+//! decides which versions of each key survive. This module reads versions and writes
+//! nothing; the store executes a choice (`db/compact.rs`).
 //!
 //! Shape of a keyspace's tree: level 0 holds flushed tables (overlapping, newest first);
 //! levels 1–6 each hold sorted, non-overlapping tables, each level about
@@ -20,14 +21,12 @@
 
 mod expiry;
 mod relocate;
-mod run;
 pub(crate) mod stream;
 
 use std::sync::Arc;
 
 pub(crate) use expiry::pick_expired;
 pub(crate) use relocate::pick_relocation;
-pub(crate) use run::run;
 
 use crate::key::{split_encoded, KeyspaceId};
 use crate::options::Options;

@@ -1,6 +1,6 @@
 //! Value-log GC through compaction: [`pick_relocation`] chooses a compaction of a table
 //! that references blob files picked for rewriting (`vlog/gc.rs`), with
-//! `Choice::relocate` naming them; `run.rs` then copies each value the output keeps out of
+//! `Choice::relocate` naming them; `db/compact.rs` then copies each value the output keeps out of
 //! those files into a new blob file and writes the new handle (RocksDB's integrated
 //! BlobDB approach). The compaction decides which versions survive as any other would,
 //! so snapshots need no lookups; once no table references a file, GC removes it.

@@ -31,9 +31,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::read::SuperVersion;
+use super::inner::{Inner, ReadPoint};
 use super::recover::LOCK_FILE;
-use super::{write, Inner};
+use super::super_version::SuperVersion;
+use super::write;
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::fs::{FileLock, FileSystem, ReadableFile};
 use crate::table::{self, TableMeta};
@@ -88,8 +89,7 @@ pub(crate) fn live_files(version: &Version) -> Vec<LiveFile> {
 /// (finished files attached to the memtables; see `write::seal_blobs`): a copy's WAL
 /// replay needs them.
 fn unflushed_blob_files(sv: &SuperVersion) -> Vec<BlobFileMeta> {
-    std::iter::once(&sv.mem)
-        .chain(&sv.imm)
+    sv.memtables()
         .flat_map(|m| m.blob_files())
         .filter(|b| !sv.version.blob_files().contains_key(&b.id))
         .collect()
@@ -256,12 +256,7 @@ pub(crate) fn capture(inner: &Inner) -> Result<Checkpoint> {
         return capture_view(inner, point);
     }
     let st = inner.state.lock();
-    let pin = Arc::new(SuperVersion::new(
-        Arc::clone(&st.mem),
-        st.imm.iter().rev().cloned().collect(),
-        Arc::clone(&st.version),
-    ));
-    inner.live_supers.lock().push(Arc::clone(&pin));
+    let pin = inner.pin(&st);
     let version = &pin.version;
     // Every blob record the copied WAL references must be in a finished file.
     write::seal_blobs(inner, &st)?;
@@ -307,16 +302,8 @@ pub(crate) fn capture(inner: &Inner) -> Result<Checkpoint> {
 ///
 /// # Errors
 /// As [`capture`].
-fn capture_view(inner: &Inner, point: &super::ReadPoint) -> Result<Checkpoint> {
-    let pin = {
-        let st = inner.state.lock();
-        Arc::new(SuperVersion::new(
-            Arc::clone(&st.mem),
-            st.imm.iter().rev().cloned().collect(),
-            Arc::clone(&st.version),
-        ))
-    };
-    inner.live_supers.lock().push(Arc::clone(&pin));
+fn capture_view(inner: &Inner, point: &ReadPoint) -> Result<Checkpoint> {
+    let pin = inner.pin(&inner.state.lock());
     let version = &pin.version;
     let held = |name: &str, kind: FileKind| {
         point

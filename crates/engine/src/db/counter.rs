@@ -18,7 +18,8 @@
 
 use std::collections::HashMap;
 
-use super::{read, Inner};
+use super::inner::Inner;
+use super::read;
 use crate::attrs::Head;
 use crate::batch::{Op, WriteBatch};
 use crate::entry::{self, Attrs, EntryView};

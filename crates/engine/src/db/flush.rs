@@ -18,22 +18,21 @@
 //!
 //! The flush's edit also adds the blob files the memtable's separated values point into
 //! (attached to the memtable when they were finished), so a blob file is in the manifest
-//! no later than the first table referencing it. Blob files removed from the version by
-//! value-log GC are deleted here once no reader can reach them (see
-//! [`blob_deletable`]).
+//! no later than the first table referencing it. Files the flush makes obsolete (log
+//! files below the new low-water mark, blob files GC removed) are deleted by the version
+//! set once no reader can reach them (`versions::delete_obsolete_files`).
 
-use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::{Inner, State, MAX_MANIFEST_SIZE};
+use super::inner::{Inner, State};
+use super::versions;
 use crate::cursor::Cursor;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::iter::merge::MergingCursor;
 use crate::options::{Compression, Options};
 use crate::table::{self, TableOptions};
-use crate::version::{self, Edit, Manifest};
-use crate::wal;
+use crate::version::Edit;
 
 /// The table settings of `options`.
 pub(crate) fn table_options(options: &Options) -> TableOptions {
@@ -50,37 +49,6 @@ pub(crate) fn table_options(options: &Options) -> TableOptions {
         zstd_level,
         bloom_bits_per_key: options.bloom_bits_per_key,
     }
-}
-
-/// Appends `edit` to the manifest, applies it and makes the result current (readers see it
-/// after the caller installs a super version). Starts a fresh manifest when the current
-/// one is large.
-///
-/// # Errors
-/// The manifest write's error (the manifest is poisoned then, and so are later writes);
-/// an edit that does not apply.
-pub(crate) fn log_and_apply(inner: &Inner, st: &mut State, mut edit: Edit) -> Result<()> {
-    edit.next_file_id = Some(inner.next_file_id.load(Ordering::SeqCst));
-    let next = st.version.apply(&edit, &inner.dir, 0)?;
-    let manifest = st.manifest.as_mut().ok_or(Error::ReadOnly)?;
-    manifest.append(&edit)?;
-    let full = manifest.len() > MAX_MANIFEST_SIZE;
-    st.version = Arc::new(next);
-    if full {
-        let id = inner.new_file_id();
-        let bump = Edit {
-            next_file_id: Some(inner.next_file_id.load(Ordering::SeqCst)),
-            ..Edit::default()
-        };
-        st.version = Arc::new(st.version.apply(&bump, &inner.dir, 0)?);
-        st.manifest = Some(Manifest::create(
-            Arc::clone(&inner.fs),
-            &inner.dir,
-            id,
-            &st.version,
-        )?);
-    }
-    Ok(())
 }
 
 /// True if the sealed memtables should be flushed now: `memtables_per_flush` of them
@@ -168,16 +136,20 @@ pub(crate) fn flush_oldest(inner: &Inner) -> Result<()> {
             flushed_seqno: Some(flushed),
             ..Edit::default()
         };
-        log_and_apply(inner, &mut st, edit)?;
-        st.gc_due = true;
         // Only flushes remove sealed memtables, and they are serialized: the first
-        // `mems.len()` are still the ones flushed.
+        // `mems.len()` are still the ones flushed. They go with the version change, so
+        // the super version installed holds the new tables and not the memtables.
         let flushed_count = mems.len().min(st.imm.len());
-        st.imm.drain(..flushed_count);
+        let removed: Vec<_> = st.imm.drain(..flushed_count).collect();
+        if let Err(e) = versions::apply(inner, &mut st, edit, "flush") {
+            // Not flushed after all: the memtables stay, oldest first.
+            st.imm.splice(0..0, removed);
+            return Err(e);
+        }
+        st.gc_due = true;
         if st.imm.is_empty() {
             st.flush_requested = false;
         }
-        super::read::install(inner, &st);
         inner.durable_seqno.fetch_max(flushed.0, Ordering::AcqRel);
         Ok(())
     });
@@ -190,81 +162,6 @@ pub(crate) fn flush_oldest(inner: &Inner) -> Result<()> {
     inner.stats.flushes.fetch_add(1, Ordering::Relaxed);
     inner.stall_cv.notify_all();
     inner.bg_cv.notify_all();
-    delete_obsolete_files(inner);
+    versions::delete_obsolete_files(inner);
     Ok(())
-}
-
-/// True if blob file `id` (removed from the current version) is reachable by none of the
-/// live super versions `supers`: none lists it, and none has a memtable whose entries may
-/// point into it (a reader holding a super version from before a flush reads the flushed
-/// memtable, whose blob files its version does not list yet).
-pub(crate) fn blob_deletable<'a>(
-    id: u64,
-    supers: impl IntoIterator<Item = &'a super::SuperVersion>,
-) -> bool {
-    supers.into_iter().all(|sv| {
-        !sv.version.blob_files().contains_key(&id)
-            && std::iter::once(&sv.mem)
-                .chain(&sv.imm)
-                .all(|m| m.blob_id_range().is_none_or(|(lo, hi)| id < lo || id > hi))
-    })
-}
-
-/// Deletes table files no version or reader uses, WAL files below the low-water mark and
-/// manifests other than the live one. Failures are ignored: a leftover file is deleted
-/// by a later call or the next open.
-pub(crate) fn delete_obsolete_files(inner: &Inner) {
-    if inner.read_only {
-        return;
-    }
-    // List first: a file created after the listing is not considered, and every file in
-    // the listing that is still being written is in `pending_outputs` below (an id leaves
-    // it only once a version lists the table).
-    let Ok(names) = inner.fs.list_dir(&inner.dir) else {
-        return;
-    };
-    let (live, wal_min, manifest_id, dead_blobs) = {
-        let mut st = inner.state.lock();
-        let Some(manifest_id) = st.manifest.as_ref().map(Manifest::id) else {
-            return;
-        };
-        let mut live: BTreeSet<u64> = st.version.live_table_ids();
-        live.extend(st.pending_outputs.iter().copied());
-        let mut supers = inner.live_supers.lock();
-        supers.retain(|sv| Arc::strong_count(sv) > 1);
-        for sv in supers.iter() {
-            live.extend(sv.version.live_table_ids());
-        }
-        let mut dead_blobs = Vec::new();
-        st.obsolete_blobs.retain(|&id| {
-            let dead = blob_deletable(id, supers.iter().map(|sv| sv.as_ref()));
-            if dead {
-                dead_blobs.push(id);
-            }
-            !dead
-        });
-        (live, st.version.wal_min_id(), manifest_id, dead_blobs)
-    };
-    for id in dead_blobs {
-        inner.blobs.forget(id);
-        let _ = inner.fs.remove(&inner.blobs.path(id));
-    }
-    for name in names {
-        let obsolete = if let Some(id) = table::parse_file_name(&name) {
-            let dead = !live.contains(&id);
-            if dead {
-                inner.tables.evict(id, &inner.block_cache);
-            }
-            dead
-        } else if let Some(id) = wal::parse_file_name(&name) {
-            id < wal_min
-        } else if let Some(id) = version::parse_manifest_file_name(&name) {
-            id != manifest_id
-        } else {
-            false
-        };
-        if obsolete {
-            let _ = inner.fs.remove(&inner.dir.join(&name));
-        }
-    }
 }

@@ -9,7 +9,7 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{read, write, Db};
+use super::{read, scan, write, Db};
 use crate::attrs::{EntryOptions, Head, Meta};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
@@ -63,15 +63,14 @@ impl Keyspace {
         &self.name
     }
 
+    /// The separation threshold of the keyspace now: its own, else the store's.
+    pub(crate) fn blob_threshold(&self) -> Option<u64> {
+        let inner = &self.db.inner;
+        inner.blob_threshold(&inner.supers.version(), self.id)
+    }
+
     fn check_live(&self) -> Result<()> {
-        let live = self
-            .db
-            .inner
-            .super_version
-            .read()
-            .version
-            .keyspace(self.id)
-            .is_some();
+        let live = self.db.inner.supers.version().keyspace(self.id).is_some();
         if live {
             Ok(())
         } else {
@@ -346,19 +345,13 @@ impl Keyspace {
     fn add(&self, key: &[u8], delta: i128, durability: Option<Durability>) -> Result<i64> {
         self.check_live()?;
         let inner = &self.db.inner;
-        write::incr(
-            inner,
-            self.id,
-            key,
-            delta,
-            super::effective(inner, durability),
-        )
+        write::incr(inner, self.id, key, delta, inner.durability(durability))
     }
 
     fn commit(&self, batch: WriteBatch, durability: Option<Durability>) -> Result<()> {
         self.check_live()?;
         let inner = &self.db.inner;
-        write::write(inner, batch, super::effective(inner, durability)).map(|_| ())
+        write::write(inner, batch, inner.durability(durability)).map(|_| ())
     }
 
     /// Sets `key` to the next `len` bytes read from `source`, with the attributes and
@@ -441,10 +434,10 @@ impl Keyspace {
 
     /// The [`Head`]s of the entries with keys in `range`, ascending (or descending with
     /// `.rev()`), without reading values into memory.
-    pub fn range_heads<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> read::HeadIter {
+    pub fn range_heads<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> scan::HeadIter {
         let lo = to_bound(range.start_bound().map(|k| k.as_ref()));
         let hi = to_bound(range.end_bound().map(|k| k.as_ref()));
-        read::HeadIter::new(&self.db.inner, self.id, lo, hi, Ok(None))
+        scan::HeadIter::new(&self.db.inner, self.id, lo, hi, Ok(None))
     }
 
     /// [`Keyspace::range_heads`] as of `snapshot`.
@@ -452,11 +445,11 @@ impl Keyspace {
         &self,
         range: R,
         snapshot: &Snapshot,
-    ) -> read::HeadIter {
+    ) -> scan::HeadIter {
         let lo = to_bound(range.start_bound().map(|k| k.as_ref()));
         let hi = to_bound(range.end_bound().map(|k| k.as_ref()));
         let at = self.at(snapshot);
-        read::HeadIter::new(&self.db.inner, self.id, lo, hi, at)
+        scan::HeadIter::new(&self.db.inner, self.id, lo, hi, at)
     }
 
     /// The whole entries (key, value, [`Head`]) in `range` as of `snapshot`, ascending
@@ -465,11 +458,11 @@ impl Keyspace {
         &self,
         range: R,
         snapshot: &Snapshot,
-    ) -> read::EntryIter {
+    ) -> scan::EntryIter {
         let lo = to_bound(range.start_bound().map(|k| k.as_ref()));
         let hi = to_bound(range.end_bound().map(|k| k.as_ref()));
         let at = self.at(snapshot);
-        read::EntryIter::new(&self.db.inner, self.id, lo, hi, at)
+        scan::EntryIter::new(&self.db.inner, self.id, lo, hi, at)
     }
 
     /// The whole entries (key, value, [`Head`]) whose key starts with `prefix`, as of
@@ -478,23 +471,23 @@ impl Keyspace {
         &self,
         prefix: impl AsRef<[u8]>,
         snapshot: &Snapshot,
-    ) -> read::EntryIter {
+    ) -> scan::EntryIter {
         let b = Bounds::prefix(prefix.as_ref());
         let at = self.at(snapshot);
-        read::EntryIter::new(&self.db.inner, self.id, b.lo, b.hi, at)
+        scan::EntryIter::new(&self.db.inner, self.id, b.lo, b.hi, at)
     }
 
     /// The [`Head`]s of the entries whose key starts with `prefix`, ascending.
-    pub fn prefix_heads(&self, prefix: impl AsRef<[u8]>) -> read::HeadIter {
+    pub fn prefix_heads(&self, prefix: impl AsRef<[u8]>) -> scan::HeadIter {
         let b = Bounds::prefix(prefix.as_ref());
-        read::HeadIter::new(&self.db.inner, self.id, b.lo, b.hi, Ok(None))
+        scan::HeadIter::new(&self.db.inner, self.id, b.lo, b.hi, Ok(None))
     }
 
     /// [`Keyspace::prefix_heads`] as of `snapshot`.
-    pub fn prefix_heads_at(&self, prefix: impl AsRef<[u8]>, snapshot: &Snapshot) -> read::HeadIter {
+    pub fn prefix_heads_at(&self, prefix: impl AsRef<[u8]>, snapshot: &Snapshot) -> scan::HeadIter {
         let b = Bounds::prefix(prefix.as_ref());
         let at = self.at(snapshot);
-        read::HeadIter::new(&self.db.inner, self.id, b.lo, b.hi, at)
+        scan::HeadIter::new(&self.db.inner, self.id, b.lo, b.hi, at)
     }
 
     /// The exact number of keys in the keyspace, counted at one consistent point (as a
@@ -553,7 +546,7 @@ impl Keyspace {
 
     /// The pairs with keys in `range`, ascending (or descending with `.rev()`). A scan of a
     /// dropped keyspace yields one `InvalidArgument` error.
-    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> read::Iter {
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> scan::Iter {
         self.range_inner(range, Ok(None))
     }
 
@@ -562,7 +555,7 @@ impl Keyspace {
         &self,
         range: R,
         snapshot: &Snapshot,
-    ) -> read::Iter {
+    ) -> scan::Iter {
         self.range_inner(range, self.at(snapshot))
     }
 
@@ -570,15 +563,15 @@ impl Keyspace {
         &self,
         range: R,
         snapshot: Result<Option<SeqNo>>,
-    ) -> read::Iter {
+    ) -> scan::Iter {
         let lo = to_bound(range.start_bound().map(|k| k.as_ref()));
         let hi = to_bound(range.end_bound().map(|k| k.as_ref()));
-        read::Iter::new(&self.db.inner, self.id, lo, hi, snapshot)
+        scan::Iter::new(&self.db.inner, self.id, lo, hi, snapshot)
     }
 
     /// Every pair, ascending.
-    pub fn iter(&self) -> read::Iter {
-        read::Iter::new(
+    pub fn iter(&self) -> scan::Iter {
+        scan::Iter::new(
             &self.db.inner,
             self.id,
             Bound::Unbounded,
@@ -588,18 +581,18 @@ impl Keyspace {
     }
 
     /// The pairs whose key starts with `prefix`, ascending.
-    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> read::Iter {
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> scan::Iter {
         self.prefix_inner(prefix.as_ref(), Ok(None))
     }
 
     /// [`Keyspace::prefix`] as of `snapshot`.
-    pub fn prefix_at(&self, prefix: impl AsRef<[u8]>, snapshot: &Snapshot) -> read::Iter {
+    pub fn prefix_at(&self, prefix: impl AsRef<[u8]>, snapshot: &Snapshot) -> scan::Iter {
         self.prefix_inner(prefix.as_ref(), self.at(snapshot))
     }
 
-    fn prefix_inner(&self, prefix: &[u8], snapshot: Result<Option<SeqNo>>) -> read::Iter {
+    fn prefix_inner(&self, prefix: &[u8], snapshot: Result<Option<SeqNo>>) -> scan::Iter {
         let b = Bounds::prefix(prefix);
-        read::Iter::new(&self.db.inner, self.id, b.lo, b.hi, snapshot)
+        scan::Iter::new(&self.db.inner, self.id, b.lo, b.hi, snapshot)
     }
 
     /// The first pair, if any.
@@ -757,7 +750,7 @@ impl Batch {
         }
         let inner = &self.db.inner;
         {
-            let version = Arc::clone(&inner.super_version.read().version);
+            let version = inner.supers.version();
             for op in self.batch.ops() {
                 if version.keyspace(op.keyspace()).is_none() {
                     return Err(Error::invalid(format!(
@@ -767,6 +760,6 @@ impl Batch {
                 }
             }
         }
-        write::write(inner, self.batch, super::effective(inner, durability)).map(|_| ())
+        write::write(inner, self.batch, inner.durability(durability)).map(|_| ())
     }
 }

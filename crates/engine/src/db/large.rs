@@ -16,7 +16,8 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::{read, write, Inner};
+use super::inner::Inner;
+use super::{read, write};
 use crate::attrs::EntryOptions;
 use crate::batch::WriteBatch;
 use crate::entry::encode_separated;
@@ -92,7 +93,7 @@ pub(crate) fn get_reader(
     key: &[u8],
 ) -> Result<Option<ValueReader>> {
     // The super version stays pinned until the file is open, so no GC deletes it between.
-    let (sv, seqno) = read::acquire(inner, None);
+    let (sv, seqno) = inner.acquire(None);
     let found = read::find_at::<Lazy>(inner, &sv, keyspace, key, seqno)?;
     let source = match found {
         None => return Ok(None),
@@ -121,7 +122,7 @@ pub(crate) fn insert_from(
     })?;
     let attrs_now = inner.options.clock.now_ms();
     let attrs = options.attrs(attrs_now)?;
-    let version = Arc::clone(&inner.super_version.read().version);
+    let version = inner.supers.version();
     let separates = inner
         .blob_threshold(&version, keyspace)
         .is_some_and(|t| len >= t);
@@ -149,7 +150,7 @@ pub(crate) fn insert_from(
         }
         let mut batch = WriteBatch::new();
         batch.put_attrs(keyspace, key, &attrs, &value)?;
-        let durability = super::effective(inner, options.durability);
+        let durability = inner.durability(options.durability);
         return write::write(inner, batch, durability).map(|_| ());
     }
     inner.check_writable()?;
@@ -187,6 +188,6 @@ pub(crate) fn insert_from(
         key,
         &encode_separated(&attrs, &handle),
     )?;
-    let durability = super::effective(inner, options.durability);
+    let durability = inner.durability(options.durability);
     write::write_with_blobs(inner, batch, durability, files).map(|_| ())
 }

@@ -1,12 +1,17 @@
-//! [`Db`]: the ordered store. This module holds the shared state and the public entry
-//! points; the work is done along the data path in its submodules:
+//! [`Db`]: the ordered store. This module holds the public entry points; the work is done
+//! along the data path in its submodules, one job per file (docs/DESIGN.md §5.1.1 shows
+//! their layers; no file imports one above it):
 //!
-//! - [`write`]: group commit into the WAL under each durability mode, then the memtable;
+//! - [`write`]: group commit ([`commit_queue`]) into the WAL ([`log`]) under each
+//!   durability mode, then the memtable;
 //! - [`counter`]: counter values, resolved into Puts by the write leader;
-//! - [`read`]: point reads and scans over memtables and tables at a snapshot;
-//! - [`flush`]: memtable → one table per keyspace, recorded in the manifest;
-//! - [`background`]: the threads that flush and compact, and deletion of obsolete files;
-//! - [`recover`]: opening a store: manifest, then WAL replay;
+//! - [`read`], [`scan`]: point reads and scans over one [`super_version`] at a snapshot;
+//! - [`flush`], [`compact`]: memtables into tables, tables merged;
+//! - [`versions`]: every change of the version (through the manifest) and every deletion
+//!   of an obsolete file;
+//! - [`catalog`]: keyspaces created, configured and dropped;
+//! - [`background`]: the threads that flush and compact, and the foreground triggers;
+//! - [`recover`], [`read_only`]: the two opens; [`inner`]: the state they build;
 //! - [`checkpoint`]: the files of one consistent state, for [`backup`], packs and
 //!   [`verify`].
 //!
@@ -18,7 +23,7 @@
 //!    whatever survives a crash is a prefix.
 //! 3. Every write with seqno `<= version.flushed_seqno()` is in a table recorded in the
 //!    manifest; WAL files below `version.wal_min_id()` hold nothing else and may go.
-//! 4. A table file is deleted only when no live [`read::SuperVersion`] (held by readers
+//! 4. A table file is deleted only when no live `SuperVersion` (held by readers
 //!    and iterators) and no current version lists it.
 //! 5. After a failed WAL write or sync, a failed flush or a failed manifest write, the
 //!    store refuses writes (`Error::Poisoned` or the original error) and stays readable.
@@ -27,215 +32,52 @@ mod background;
 mod backup;
 #[cfg(test)]
 mod blob_tests;
+mod catalog;
 pub(crate) mod checkpoint;
+mod commit_queue;
+mod compact;
 mod counter;
 #[cfg(test)]
 mod crash_tests;
-pub(crate) mod flush;
+mod flush;
+mod inner;
+mod log;
 mod read;
 mod read_only;
 mod recover;
 mod recovery;
+mod scan;
+mod space;
+mod stats;
+mod super_version;
+mod table_cache;
 mod tombstones;
 mod verify;
+mod versions;
 mod write;
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
-use std::thread::JoinHandle;
-
-use parking_lot::{Condvar, Mutex, RwLock};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::fs::{FileLock, FileSystem, StdFs};
-use crate::key::{KeyspaceId, SeqNo};
-use crate::memtable::Memtable;
-use crate::options::{Durability, KeyspaceOptions, Options};
-use crate::snapshot::{Registry, Snapshot};
-use crate::table::BlockCache;
-use crate::version::{Manifest, Version};
+use crate::fs::{FileSystem, StdFs};
+use crate::key::SeqNo;
+use crate::options::{KeyspaceOptions, Options};
+use crate::snapshot::Snapshot;
+use crate::version::NUM_LEVELS;
 
 pub(crate) use backup::temp_sibling;
 pub use backup::BackupInfo;
-pub(crate) use read::{install, SuperVersion};
-pub use read::{EntryIter, HeadIter, Iter};
+pub use catalog::DEFAULT_KEYSPACE;
+use inner::Inner;
 pub use recovery::{Loss, LossCause, RecoveryReport};
+pub use scan::{EntryIter, HeadIter, Iter};
+pub use stats::Stats;
 pub use verify::{verify, verify_report, VerifiedFile, VerifyReport};
-
-/// The name of the keyspace every store has.
-pub const DEFAULT_KEYSPACE: &str = "default";
 
 /// Longest keyspace name, in bytes (the manifest's limit).
 pub const MAX_KEYSPACE_NAME_LEN: usize = crate::version::MAX_KEYSPACE_NAME_LEN;
-
-/// Manifest bytes after which a fresh manifest is started.
-const MAX_MANIFEST_SIZE: u64 = 64 << 20;
-
-/// State changed by flushes, compactions and keyspace changes; guarded by `Inner::state`.
-pub(crate) struct State {
-    pub(crate) mem: Arc<Memtable>,
-    /// Memtables waiting to be flushed, oldest first.
-    pub(crate) imm: Vec<Arc<Memtable>>,
-    pub(crate) version: Arc<Version>,
-    /// The manifest being appended to; `None` for a read-only open.
-    pub(crate) manifest: Option<Manifest>,
-    /// Set while a flush runs (flushes are serialized, oldest memtables first).
-    pub(crate) flushing: bool,
-    /// Flush every sealed memtable now, without waiting for `memtables_per_flush` of
-    /// them (set by `Db::flush`, a log-size limit, recovery; cleared when `imm` empties).
-    pub(crate) flush_requested: bool,
-    /// When the last memtable was sealed: sealed memtables waiting for company are
-    /// flushed anyway once writes pause for `background::IDLE_FLUSH_AFTER`.
-    pub(crate) last_seal: std::time::Instant,
-    /// Keyspaces with a compaction running.
-    pub(crate) compacting: Vec<KeyspaceId>,
-    /// The first background failure; writes return it (as `Error::Stopped`) from then on.
-    pub(crate) bg_error: Option<(&'static str, Error)>,
-    /// Set by `close`: background threads finish their current job and exit.
-    pub(crate) shutting_down: bool,
-    /// Table ids being written (not yet in a version), kept from obsolete-file deletion.
-    pub(crate) pending_outputs: Vec<u64>,
-    /// When an idle background thread next looks for tables with expired entries.
-    pub(crate) next_expiry_check: std::time::Instant,
-    /// Blob files removed from the version, deleted once no reader can reach them.
-    pub(crate) obsolete_blobs: Vec<u64>,
-    /// Set by flushes and compactions: an idle background thread runs value-log GC.
-    pub(crate) gc_due: bool,
-}
-
-/// Everything the store's threads share.
-pub(crate) struct Inner {
-    /// A weak reference to this `Inner`, for cursors that open tables lazily.
-    pub(crate) me: Weak<Inner>,
-    pub(crate) dir: PathBuf,
-    pub(crate) fs: Arc<dyn FileSystem>,
-    pub(crate) options: Options,
-    /// The directory lock; `None` for a read-only open, which takes none.
-    pub(crate) _lock: Mutex<Option<Box<dyn FileLock>>>,
-    /// Opened with [`Db::open_read_only`]: nothing is ever written, and no background
-    /// thread runs.
-    pub(crate) read_only: bool,
-    pub(crate) state: Mutex<State>,
-    /// Wakes background threads (new memtable to flush, new tables to compact, shutdown).
-    pub(crate) bg_cv: Condvar,
-    /// Wakes writers held back by a full memtable queue or too many level-0 tables.
-    pub(crate) stall_cv: Condvar,
-    pub(crate) super_version: RwLock<Arc<SuperVersion>>,
-    /// Super versions handed to readers, to know which tables are still in use.
-    pub(crate) live_supers: Mutex<Vec<Arc<SuperVersion>>>,
-    pub(crate) write: write::WritePath,
-    /// The largest seqno readers may see.
-    pub(crate) visible_seqno: AtomicU64,
-    /// The largest seqno known to survive power loss.
-    pub(crate) durable_seqno: AtomicU64,
-    /// The store's one file-id counter (shared with the value log's writers).
-    pub(crate) next_file_id: Arc<AtomicU64>,
-    /// Reads separated values from blob files.
-    pub(crate) blobs: crate::vlog::Reader,
-    pub(crate) snapshots: Arc<Registry>,
-    pub(crate) block_cache: Arc<BlockCache>,
-    pub(crate) tables: read::TableCache,
-    pub(crate) threads: Mutex<Vec<JoinHandle<()>>>,
-    pub(crate) closed: AtomicBool,
-    pub(crate) stats: background::Counters,
-    /// What the open recovered and left out.
-    pub(crate) recovery: RecoveryReport,
-    /// For a read-only store, the files its view was read from (for checkpoints).
-    pub(crate) read_point: Option<ReadPoint>,
-}
-
-/// The files a read-only view was read from.
-#[derive(Debug, Clone)]
-pub(crate) struct ReadPoint {
-    /// The manifest whose version the view holds.
-    pub(crate) manifest_id: u64,
-    /// Each log file replayed, with the length read: (id, bytes).
-    pub(crate) wal_lens: Vec<(u64, u64)>,
-    /// Every file of the view (tables, blob files, log files), by name, opened during the
-    /// open and held for the view's life.
-    pub(crate) files: std::collections::BTreeMap<String, Arc<dyn crate::fs::ReadableFile>>,
-}
-
-impl Inner {
-    /// A weak handle to this store's shared state.
-    pub(crate) fn self_ref(&self) -> Weak<Inner> {
-        Weak::clone(&self.me)
-    }
-
-    pub(crate) fn new_file_id(&self) -> u64 {
-        self.next_file_id.fetch_add(1, Ordering::SeqCst)
-    }
-
-    /// The separation threshold of `keyspace` in `version`: its own, else the store's.
-    pub(crate) fn blob_threshold(&self, version: &Version, keyspace: KeyspaceId) -> Option<u64> {
-        version
-            .keyspace(keyspace)
-            .and_then(|k| k.blob_threshold)
-            .or(self.options.blob_threshold.map(|t| t as u64))
-    }
-
-    /// Fails if a background error or a poisoned log stops writes.
-    pub(crate) fn check_writable(&self) -> Result<()> {
-        if self.read_only {
-            return Err(Error::ReadOnly);
-        }
-        if self.closed.load(Ordering::Acquire) {
-            return Err(Error::invalid("the store is closed"));
-        }
-        if let Some((during, e)) = &self.state.lock().bg_error {
-            return Err(Error::Stopped {
-                during,
-                cause: Box::new(e.duplicate()),
-            });
-        }
-        Ok(())
-    }
-}
-
-/// Statistics of a store, for monitoring and benchmarks.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Stats {
-    /// The largest seqno readers see.
-    pub last_seqno: u64,
-    /// The largest seqno known to survive power loss.
-    pub durable_seqno: u64,
-    /// Table files per level, summed over keyspaces.
-    pub tables_per_level: Vec<usize>,
-    /// Bytes of table files, summed over keyspaces.
-    pub table_bytes: u64,
-    /// Bytes of the memtables (active and waiting to be flushed).
-    pub memtable_bytes: u64,
-    /// Bytes the WAL writer has written to log files.
-    pub wal_bytes_written: u64,
-    /// Bytes written to tables by flushes.
-    pub flush_bytes_written: u64,
-    /// Bytes written to tables by compactions.
-    pub compaction_bytes_written: u64,
-    /// Key and value bytes written to blob files: separated values as they are written,
-    /// and values moved by value-log garbage collection.
-    pub blob_bytes_written: u64,
-    /// Bytes of the blob files the current version lists (flushed separated values, live
-    /// and garbage; see [`Db::space_stats`]).
-    pub blob_bytes: u64,
-    /// Bytes of user keys and values written (the denominator of write amplification).
-    pub user_bytes_written: u64,
-    /// Flushes completed.
-    pub flushes: u64,
-    /// Compactions completed.
-    pub compactions: u64,
-    /// Block-cache hits and misses.
-    pub cache_hits: u64,
-    /// Block-cache misses.
-    pub cache_misses: u64,
-    /// Missed blocks the block cache did not keep: a full cache keeps a block only when it
-    /// is missed again soon after (see `Options::block_cache_size`). Many refusals with a
-    /// low hit rate mean the data read is much larger than the cache.
-    pub cache_refused: u64,
-    /// Times a writer was slowed or held for background work.
-    pub write_stalls: u64,
-}
 
 /// An ordered key-value store with named keyspaces, snapshots and tunable durability.
 ///
@@ -361,7 +203,7 @@ impl Db {
         if let Some(ks) = self.get_keyspace(name) {
             return Ok(ks);
         }
-        let id = background::create_keyspace(&self.inner, name)?;
+        let id = catalog::create(&self.inner, name, None)?;
         Ok(Keyspace::new(self, id, name))
     }
 
@@ -386,7 +228,7 @@ impl Db {
     /// # Errors
     /// As [`Db::keyspace`].
     pub fn keyspace_with(&self, name: &str, options: KeyspaceOptions) -> Result<Keyspace> {
-        let id = background::create_keyspace_with(&self.inner, name, &options)?;
+        let id = catalog::create(&self.inner, name, Some(&options))?;
         Ok(Keyspace::new(self, id, name))
     }
 
@@ -411,7 +253,7 @@ impl Db {
     /// # Errors
     /// `InvalidArgument` if it does not exist; `Io` if the manifest cannot be written.
     pub fn drop_keyspace(&self, name: &str) -> Result<()> {
-        background::drop_keyspace(&self.inner, name)
+        catalog::drop(&self.inner, name)
     }
 
     /// A new, empty batch of writes to apply atomically with [`Batch::commit`].
@@ -427,7 +269,7 @@ impl Db {
     /// scans through it never block writers. See [`Keyspace::get_at`] and
     /// [`Keyspace::range_at`].
     pub fn snapshot(&self) -> Snapshot {
-        let _super = self.inner.super_version.read();
+        let _super = self.inner.supers.read();
         let seqno = SeqNo(self.inner.visible_seqno.load(Ordering::Acquire));
         Snapshot {
             pin: Arc::new(self.inner.snapshots.register(seqno)),
@@ -542,7 +384,44 @@ impl Db {
 
     /// Statistics of the store.
     pub fn stats(&self) -> Stats {
-        background::stats(&self.inner)
+        let inner = &self.inner;
+        let st = inner.state.lock();
+        let mut tables_per_level = vec![0usize; NUM_LEVELS];
+        let mut table_bytes = 0u64;
+        for (_, ks) in st.version.keyspaces() {
+            for (level, files) in ks.levels.iter().enumerate() {
+                if let Some(n) = tables_per_level.get_mut(level) {
+                    *n += files.len();
+                }
+                table_bytes += files.iter().map(|f| f.file_size).sum::<u64>();
+            }
+        }
+        let blob_bytes = st.version.blob_files().values().map(|b| b.file_size).sum();
+        let memtable_bytes = std::iter::once(&st.mem)
+            .chain(st.imm.iter())
+            .map(|m| m.size() as u64)
+            .sum();
+        drop(st);
+        let c = &inner.stats;
+        Stats {
+            last_seqno: inner.visible_seqno.load(Ordering::Acquire),
+            durable_seqno: inner.durable_seqno.load(Ordering::Acquire),
+            tables_per_level,
+            table_bytes,
+            memtable_bytes,
+            wal_bytes_written: inner.log.wal_bytes_written(),
+            flush_bytes_written: c.flush_bytes.load(Ordering::Relaxed),
+            compaction_bytes_written: c.compaction_bytes.load(Ordering::Relaxed),
+            blob_bytes_written: c.blob_bytes.load(Ordering::Relaxed),
+            blob_bytes,
+            user_bytes_written: c.user_bytes.load(Ordering::Relaxed),
+            flushes: c.flushes.load(Ordering::Relaxed),
+            compactions: c.compactions.load(Ordering::Relaxed),
+            cache_hits: inner.block_cache.hits(),
+            cache_misses: inner.block_cache.misses(),
+            cache_refused: inner.block_cache.refused(),
+            write_stalls: c.stalls.load(Ordering::Relaxed),
+        }
     }
 
     /// What opening the store recovered from its log and what it left out: torn tails
@@ -572,12 +451,6 @@ impl Db {
 
 mod keyspace;
 mod large;
-mod space;
 pub use keyspace::{Batch, Keyspace};
 pub use large::ValueReader;
 pub use space::{BlobFileSpace, SpaceStats};
-
-/// Which durability a write uses: its own, or the store's default.
-pub(crate) fn effective(inner: &Inner, requested: Option<Durability>) -> Durability {
-    requested.unwrap_or(inner.options.durability)
-}

@@ -19,7 +19,7 @@
 //! 5. No background thread runs; writes, keyspace changes, flushes and compactions return
 //!    `Error::ReadOnly`. The view does not move: reopen to see later writes.
 //! 6. Every file of the view (tables, blob files, the log files replayed) is opened before
-//!    it is read and held in the view's [`super::ReadPoint`], with the log lengths read, so
+//!    it is read and held in the view's [`super::inner::ReadPoint`], with the log lengths read, so
 //!    a checkpoint of the view (`Db::backup`, packs) copies exactly the view from those
 //!    handles, whatever the writer has deleted since.
 
@@ -29,10 +29,11 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::inner::{Inner, ReadPoint};
+use super::log::Log;
 use super::recover::{
     assemble, attach_unlisted_blobs, check_named_files, check_unlisted_tables, replay, Opened,
 };
-use super::{write, Inner, ReadPoint};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, ReadableFile};
 use crate::memtable::Memtable;
@@ -142,7 +143,7 @@ fn open_once(fs: &Arc<dyn FileSystem>, dir: &Path, options: &Options) -> Result<
             mem: Arc::new(Memtable::new(0, options.memtable_size)),
             imm: std::mem::take(&mut replayed.memtables),
             version: Arc::clone(&version),
-            write: write::WritePath::new(None, blob_writer, last.0, last.0),
+            log: Log::new(Arc::clone(fs), None, blob_writer, last.0, last.0),
             last,
             next_file_id,
             blobs,
@@ -155,7 +156,7 @@ fn open_once(fs: &Arc<dyn FileSystem>, dir: &Path, options: &Options) -> Result<
         },
     );
     for id in version.live_table_ids() {
-        inner.tables.get(&inner, id)?;
+        inner.tables.get(id)?;
     }
     Ok(inner)
 }

@@ -47,10 +47,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, Mutex};
 
+use super::catalog::DEFAULT_KEYSPACE;
+use super::commit_queue::CommitQueue;
+use super::inner::{Inner, ReadPoint, State};
+use super::log::Log;
 use super::recovery::{Loss, LossCause, RecoveryReport};
-use super::{flush, read, write, Inner, State, DEFAULT_KEYSPACE};
+use super::stats::Counters;
+use super::super_version::SuperVersions;
+use super::table_cache::TableCache;
+use super::{flush, versions};
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::batch::{Op, WriteBatch};
@@ -205,6 +212,13 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
     // log files are deleted soon after an open, and the next open replays nothing. After a
     // log cut short by a lost blob record they are flushed before the store opens instead
     // (rule 7, below).
+    let log = Log::new(
+        Arc::clone(&fs),
+        Some(writer),
+        blob_writer,
+        last_seqno.0,
+        last_seqno.0,
+    );
     let inner = assemble(
         fs,
         dir,
@@ -215,7 +229,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
             mem: Arc::new(Memtable::new(wal_id, options.memtable_size)),
             imm: std::mem::take(&mut replay.memtables),
             version: Arc::new(version),
-            write: write::WritePath::new(Some(writer), blob_writer, last_seqno.0, last_seqno.0),
+            log,
             last: last_seqno,
             next_file_id,
             blobs,
@@ -231,7 +245,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
             flush::flush_oldest(&inner)?;
         }
     }
-    flush::delete_obsolete_files(&inner);
+    versions::delete_obsolete_files(&inner);
     Ok(inner)
 }
 
@@ -245,14 +259,14 @@ pub(super) struct Opened {
     /// Replayed memtables, oldest first.
     pub(super) imm: Vec<Arc<Memtable>>,
     pub(super) version: Arc<Version>,
-    pub(super) write: write::WritePath,
+    pub(super) log: Log,
     /// The last recovered seqno: visible and durable.
     pub(super) last: SeqNo,
     pub(super) next_file_id: Arc<AtomicU64>,
     pub(super) blobs: vlog::Reader,
     pub(super) recovery: RecoveryReport,
     /// `Some` for a read-only open, which this makes the store.
-    pub(super) read_point: Option<super::ReadPoint>,
+    pub(super) read_point: Option<ReadPoint>,
 }
 
 /// The store's shared state from what an open found. A read-only store (`read_point`
@@ -266,8 +280,8 @@ pub(super) fn assemble(
 ) -> Arc<Inner> {
     let read_only = o.read_point.is_some();
     let state = State {
-        mem: Arc::clone(&o.mem),
-        version: Arc::clone(&o.version),
+        mem: o.mem,
+        version: o.version,
         manifest: o.manifest,
         flushing: false,
         flush_requested: !read_only && !o.imm.is_empty(),
@@ -281,38 +295,39 @@ pub(super) fn assemble(
         gc_due: !read_only,
         next_expiry_check: Instant::now() + options.expiry_check_interval,
     };
-    let sv = Arc::new(read::SuperVersion::new(
-        o.mem,
-        state.imm.iter().rev().cloned().collect(),
-        o.version,
-    ));
+    let supers = SuperVersions::new(state.super_version());
+    let block_cache = Arc::new(BlockCache::new(options.block_cache_size));
     let table_capacity = if read_only {
         usize::MAX
     } else {
         options.max_open_tables
     };
-    Arc::new_cyclic(|me| Inner {
-        me: me.clone(),
+    Arc::new(Inner {
         dir: dir.to_path_buf(),
+        tables: Arc::new(TableCache::new(
+            Arc::clone(&fs),
+            dir,
+            Arc::clone(&block_cache),
+            table_capacity,
+        )),
         fs,
         _lock: Mutex::new(o.lock),
         read_only,
         state: Mutex::new(state),
         bg_cv: Condvar::new(),
         stall_cv: Condvar::new(),
-        super_version: RwLock::new(Arc::clone(&sv)),
-        live_supers: Mutex::new(vec![sv]),
-        write: o.write,
+        supers,
+        commits: CommitQueue::default(),
+        log: o.log,
         visible_seqno: AtomicU64::new(o.last.0),
         durable_seqno: AtomicU64::new(o.last.0),
         next_file_id: o.next_file_id,
         blobs: o.blobs,
         snapshots: Arc::new(Registry::default()),
-        block_cache: Arc::new(BlockCache::new(options.block_cache_size)),
-        tables: read::TableCache::new(table_capacity),
+        block_cache,
         threads: Mutex::new(Vec::new()),
         closed: AtomicBool::new(false),
-        stats: super::background::Counters::default(),
+        stats: Counters::default(),
         recovery: o.recovery,
         read_point: o.read_point,
         options,

@@ -8,7 +8,7 @@
 //! 2. leaves alone the files a live memtable may reference (after recovery, a blob file
 //!    can be listed while a memtable not yet flushed still points into it);
 //! 3. removes files with no live byte from the version (one manifest edit) and deletes
-//!    them once no reader can reach them (`flush::blob_deletable`): every reader holds a
+//!    them once no reader can reach them (`versions::blob_deletable`): every reader holds a
 //!    super version from the moment it finds a handle until it has read or opened the
 //!    value (an iterator for its whole life, a point read and `get_reader` until the
 //!    read), and that super version lists the file or holds the memtable pointing into
@@ -28,7 +28,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::{flush, read, Inner};
+use super::inner::Inner;
+use super::versions;
 use crate::error::{Error, Result};
 use crate::version::{Edit, Version};
 use crate::vlog::{self, gc};
@@ -85,7 +86,7 @@ fn live_refs(inner: &Inner, version: &Version) -> Result<BTreeMap<u64, (u64, u64
     let mut live = BTreeMap::new();
     for (_, ks) in version.keyspaces() {
         for t in ks.levels.iter().flatten() {
-            let reader = inner.tables.get(inner, t.id)?;
+            let reader = inner.tables.get(t.id)?;
             for (id, r) in reader.blob_refs().iter() {
                 let slot: &mut (u64, u64) = live.entry(id).or_default();
                 slot.0 = slot.0.saturating_add(r.bytes);
@@ -111,7 +112,7 @@ fn usage(inner: &Inner, version: &Version) -> Result<(Vec<gc::FileUsage>, BTreeS
 
 /// See [`crate::Db::space_stats`].
 pub(crate) fn space_stats(inner: &Inner) -> Result<SpaceStats> {
-    let (sv, _) = read::acquire(inner, None);
+    let (sv, _) = inner.acquire(None);
     let version = &sv.version;
     let mut stats = SpaceStats::default();
     for u in usage(inner, version)?.0 {
@@ -173,7 +174,7 @@ pub(crate) fn collect_garbage(inner: &Inner) -> Result<GcOutcome> {
     // version that no longer lists it).
     for _ in 0..4 {
         // A pinned super version keeps the tables read below from being deleted.
-        let (sv, _) = read::acquire(inner, None);
+        let (sv, _) = inner.acquire(None);
         let version = Arc::clone(&sv.version);
         let (files, referenced) = usage(inner, &version)?;
         drop(sv);
@@ -192,13 +193,8 @@ pub(crate) fn collect_garbage(inner: &Inner) -> Result<GcOutcome> {
                 removed_blob_files: delete.clone(),
                 ..Edit::default()
             };
-            if let Err(e) = flush::log_and_apply(inner, &mut st, edit) {
-                st.bg_error
-                    .get_or_insert_with(|| ("manifest write", e.duplicate()));
-                return Err(e);
-            }
+            versions::apply(inner, &mut st, edit, "manifest write")?;
             st.obsolete_blobs.extend(delete.iter().copied());
-            read::install(inner, &st);
         }
         drop(st);
         outcome.removed = delete;
@@ -210,7 +206,7 @@ pub(crate) fn collect_garbage(inner: &Inner) -> Result<GcOutcome> {
         break;
     }
     if !outcome.removed.is_empty() {
-        flush::delete_obsolete_files(inner);
+        versions::delete_obsolete_files(inner);
     }
     Ok(outcome)
 }

@@ -1,10 +1,11 @@
-//! The range tombstones a reader applies, gathered per super version: [`Cache`] holds,
-//! per keyspace, the fragmented tombstones of the sealed memtables and of the tables of
-//! the super version (all immutable, so built once, on the first read of the keyspace);
-//! [`for_read`] adds the active memtable's, which grow while the super version lives.
+//! The range tombstones a reader applies, cached per super version: [`Cache`] holds, per
+//! keyspace, the fragmented tombstones of the sealed memtables and of the tables of one
+//! super version (all immutable, so built once, on the first read of the keyspace); the
+//! active memtable's, which grow while the super version lives, are added per read
+//! (`SuperVersion::range_tombstones`).
 //!
 //! Cost: a store without range tombstones pays one flag test per read (`any` is computed
-//! when the super version is installed). With some, the first read of a keyspace after a
+//! when the super version is built). With some, the first read of a keyspace after a
 //! flush or compaction opens the tables whose boundary marks a range-tombstone block
 //! (`TableMeta::has_range_tombstones`) and fragments their tombstones
 //! (`rangedel::Fragments`); later reads reuse the result. The active memtable's
@@ -19,12 +20,10 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use super::read::SuperVersion;
-use super::Inner;
 use crate::error::Result;
 use crate::key::KeyspaceId;
 use crate::memtable::Memtable;
-use crate::rangedel::{Fragments, RangeTombstone, ReadTombstones};
+use crate::rangedel::{Fragments, RangeTombstone};
 use crate::version::Version;
 
 /// Per-keyspace fragments of the immutable sources of one super version.
@@ -36,7 +35,7 @@ pub(crate) struct Cache {
 }
 
 impl Cache {
-    /// The cache for a super version of `imm` and `version`.
+    /// The cache for a super version of the sealed memtables `imm` and `version`.
     pub(crate) fn new(imm: &[Arc<Memtable>], version: &Version) -> Cache {
         let any = imm.iter().any(|m| m.has_range_tombstones())
             || version
@@ -47,51 +46,28 @@ impl Cache {
             built: RwLock::new(HashMap::new()),
         }
     }
-}
 
-/// The tombstones of `keyspace`'s sealed memtables and tables in `sv`, fragmented.
-fn immutable(inner: &Inner, sv: &SuperVersion, keyspace: KeyspaceId) -> Result<Arc<Fragments>> {
-    if let Some(f) = sv.range_dels.built.read().get(&keyspace) {
-        return Ok(Arc::clone(f));
+    /// True if some immutable source holds a range tombstone.
+    pub(crate) fn any(&self) -> bool {
+        self.any
     }
-    let mut all: Vec<RangeTombstone> = Vec::new();
-    for m in &sv.imm {
-        all.extend(m.range_tombstones(keyspace));
-    }
-    if let Some(tables) = sv.version.keyspace(keyspace) {
-        for meta in tables.levels.iter().flatten() {
-            if meta.has_range_tombstones() {
-                let reader = inner.tables.get(inner, meta.id)?;
-                all.extend_from_slice(reader.range_tombstones());
-            }
+
+    /// The fragments of `keyspace`, from `gather` (its immutable sources' tombstones) on
+    /// first use.
+    ///
+    /// # Errors
+    /// `gather`'s.
+    pub(crate) fn get_or_build(
+        &self,
+        keyspace: KeyspaceId,
+        gather: impl FnOnce() -> Result<Vec<RangeTombstone>>,
+    ) -> Result<Arc<Fragments>> {
+        if let Some(f) = self.built.read().get(&keyspace) {
+            return Ok(Arc::clone(f));
         }
+        let built = Arc::new(Fragments::build(&gather()?));
+        Ok(Arc::clone(
+            self.built.write().entry(keyspace).or_insert(built),
+        ))
     }
-    let built = Arc::new(Fragments::build(&all));
-    sv.range_dels
-        .built
-        .write()
-        .entry(keyspace)
-        .or_insert_with(|| Arc::clone(&built));
-    Ok(built)
-}
-
-/// Every range tombstone a reader of `keyspace` in `sv` must apply (it filters by its own
-/// seqno).
-///
-/// # Errors
-/// Opening a table that holds tombstones: `Corruption`, `Io`.
-pub(crate) fn for_read(
-    inner: &Inner,
-    sv: &SuperVersion,
-    keyspace: KeyspaceId,
-) -> Result<ReadTombstones> {
-    let mut sets = Vec::new();
-    if sv.range_dels.any {
-        sets.push(immutable(inner, sv, keyspace)?);
-    }
-    if sv.mem.has_range_tombstones() {
-        let mem = sv.mem.range_tombstones(keyspace);
-        sets.push(Arc::new(Fragments::build(&mem)));
-    }
-    Ok(ReadTombstones::new(sets))
 }

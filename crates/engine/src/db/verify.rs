@@ -38,7 +38,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::checkpoint::{live_files, lock_closed, missing};
-use super::read::SuperVersion;
 use super::recover::LOCK_FILE;
 use super::{write, Db};
 use crate::batch::WriteBatch;
@@ -153,12 +152,7 @@ impl Db {
         }
         let fs = inner.fs.as_ref();
         let st = inner.state.lock();
-        let pin = Arc::new(SuperVersion::new(
-            Arc::clone(&st.mem),
-            st.imm.iter().rev().cloned().collect(),
-            Arc::clone(&st.version),
-        ));
-        inner.live_supers.lock().push(Arc::clone(&pin));
+        let pin = inner.pin(&st);
         let (wal_id, wal_len, _) = write::log_end(inner)?;
         let names = fs.list_dir(&inner.dir)?;
         let mut held = BTreeMap::new();

@@ -46,7 +46,6 @@ mod spool;
 
 use std::io::{BufRead, Write};
 use std::path::Path;
-use std::sync::Arc;
 
 use crate::checksum::Checksum;
 use crate::db::{Db, Keyspace, DEFAULT_KEYSPACE};
@@ -356,10 +355,9 @@ pub fn dump<W: Write>(
             })
             .collect(),
     };
-    let version = Arc::clone(&db.inner.super_version.read().version);
     let mut writer = DumpWriter::new(out, format)?;
     for (ks, field) in &sources {
-        if let Some(threshold) = db.inner.blob_threshold(&version, ks.id) {
+        if let Some(threshold) = ks.blob_threshold() {
             let options =
                 KeyspaceOptions::separated(usize::try_from(threshold).unwrap_or(usize::MAX));
             writer.write_keyspace(field.as_deref(), &options)?;

@@ -17,7 +17,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use super::entry::{check_keyspace_name, entry_options, Entry};
 use super::spool::{Needs, Spool};
@@ -230,7 +229,6 @@ fn plan(db: &Db, spool: &Spool, options: &RestoreOptions) -> Result<BTreeMap<Str
         let name = raw.as_deref().unwrap_or(&options.keyspace);
         merged.entry(name.to_string()).or_default().merge(needs);
     }
-    let version = Arc::clone(&db.inner.super_version.read().version);
     let store_default = db.inner.options.blob_threshold.map(|t| t as u64);
     // A threshold `t` separates a value of `len` bytes if `t <= len`.
     let separates = |t: Option<u64>, len: u64| t.is_some_and(|t| t <= len);
@@ -239,7 +237,7 @@ fn plan(db: &Db, spool: &Spool, options: &RestoreOptions) -> Result<BTreeMap<Str
         check_keyspace_name(&name).map_err(|m| Error::invalid(format!("target keyspace: {m}")))?;
         let target = match db.get_keyspace(&name) {
             Some(ks) => {
-                let threshold = db.inner.blob_threshold(&version, ks.id);
+                let threshold = ks.blob_threshold();
                 if let Some(large) = needs.smallest_large {
                     if !separates(threshold, large) {
                         return Err(Error::invalid(format!(

@@ -14,7 +14,8 @@ use std::sync::{Arc, Weak};
 use parking_lot::Mutex;
 
 use super::Marks;
-use crate::db::{Db, Inner};
+use crate::db::inner::Inner;
+use crate::db::Db;
 use crate::error::Result;
 use crate::fs::{CrashOptions, FileLock, FileSystem, MemFs, ReadableFile, WritableFile};
 

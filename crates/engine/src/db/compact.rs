@@ -1,6 +1,8 @@
-//! Executing a [`Choice`]: merge the inputs, keep what [`stream`](super::stream) keeps,
-//! write output tables of about `table_size` bytes, then commit one edit that swaps the
-//! inputs for the outputs.
+//! Executing a compaction [`Choice`] against the store: merge the inputs, keep what
+//! [`stream`](crate::compaction::stream) keeps, write output tables of about `table_size`
+//! bytes, then commit one edit that swaps the inputs for the outputs. What to compact is
+//! `compaction`'s to decide; this module only reads the inputs through the store's table
+//! cache and writes through its version set.
 //!
 //! Crash safety is the flush's: outputs are fsynced and the directory synced before the
 //! edit is appended to the manifest; a crash before that leaves orphan tables that the
@@ -10,10 +12,11 @@ use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::stream::{carried_range_tombstones, KeyVersions};
-use super::Choice;
+use super::inner::Inner;
+use super::{flush, versions};
+use crate::compaction::stream::{carried_range_tombstones, KeyVersions};
+use crate::compaction::Choice;
 use crate::cursor::Cursor;
-use crate::db::{flush, Inner};
 use crate::entry::{self, Body};
 use crate::error::Result;
 use crate::iter::level::{LevelCursor, Opener};
@@ -153,7 +156,7 @@ fn write_outputs(
     let snapshots = inner.snapshots.seqnos();
     let mut children: Vec<Box<dyn Cursor>> = Vec::new();
     let open_table = |meta: &TableMeta| -> Result<Box<dyn Cursor>> {
-        let reader = inner.tables.get(inner, meta.id)?;
+        let reader = inner.tables.get(meta.id)?;
         Ok(Box::new(reader.iter_no_fill()))
     };
     if choice.level == 0 {
@@ -172,7 +175,7 @@ fn write_outputs(
     let mut input_range_dels: Vec<RangeTombstone> = Vec::new();
     for t in choice.inputs.iter().chain(&choice.overlaps) {
         if t.has_range_tombstones() {
-            let reader = inner.tables.get(inner, t.id)?;
+            let reader = inner.tables.get(t.id)?;
             input_range_dels.extend_from_slice(reader.range_tombstones());
         }
     }
@@ -291,16 +294,13 @@ fn finish(
     Ok((choice.keyspace, choice.output_level(), meta))
 }
 
-fn level_cursor(inner: &Inner, tables: &[Arc<TableMeta>]) -> Box<dyn Cursor> {
-    let owner = inner.self_ref();
+fn level_cursor(inner: &Inner, inputs: &[Arc<TableMeta>]) -> Box<dyn Cursor> {
+    let tables = Arc::clone(&inner.tables);
     let open: Opener = Box::new(move |meta: &TableMeta| {
-        let inner = owner
-            .upgrade()
-            .ok_or_else(|| crate::Error::invalid("the store is closed"))?;
-        let reader = inner.tables.get(&inner, meta.id)?;
+        let reader = tables.get(meta.id)?;
         Ok(Box::new(reader.iter_no_fill()) as Box<dyn Cursor>)
     });
-    Box::new(LevelCursor::new(tables.to_vec(), open))
+    Box::new(LevelCursor::new(inputs.to_vec(), open))
 }
 
 fn commit(
@@ -317,11 +317,10 @@ fn commit(
             added_blob_files: blobs,
             ..Edit::default()
         };
-        flush::log_and_apply(inner, &mut st, edit)?;
+        versions::apply(inner, &mut st, edit, "compaction")?;
         st.gc_due = true;
-        crate::db::install(inner, &st);
     }
     inner.stall_cv.notify_all();
-    flush::delete_obsolete_files(inner);
+    versions::delete_obsolete_files(inner);
     Ok(())
 }

@@ -7,7 +7,9 @@ use std::path::Path;
 
 use super::*;
 use crate::db::Db;
+use crate::error::Error;
 use crate::fs::MemFs;
+use crate::key::KeyspaceId;
 use crate::options::Options;
 
 fn open() -> Db {

@@ -1,0 +1,78 @@
+//! The keyspace catalog: creating keyspaces, recording their options, dropping them.
+//! Each change is one manifest edit through the version set (`db/versions.rs`).
+//!
+//! Invariants:
+//! 1. Keyspace ids are allocated from the version's counter and never reused, so a handle
+//!    to a dropped keyspace can never reach a later keyspace's data.
+//! 2. A keyspace is dropped only while no compaction of it runs (a running one would
+//!    commit into a keyspace that no longer exists); its files go once no reader holds
+//!    a super version that lists them.
+
+use std::time::Duration;
+
+use super::inner::Inner;
+use super::versions;
+use crate::error::{Error, Result};
+use crate::key::KeyspaceId;
+use crate::options::KeyspaceOptions;
+use crate::version::{self, Edit};
+
+/// The name of the keyspace every store has.
+pub const DEFAULT_KEYSPACE: &str = "default";
+
+/// Creates keyspace `name` if it does not exist and returns its id. With `options`, also
+/// records them in the manifest if they differ from the recorded ones (one edit for
+/// both); without, an existing keyspace is left as it is.
+///
+/// # Errors
+/// `InvalidArgument` for a bad name; `ReadOnly`, `Stopped`; the manifest write's error.
+pub(crate) fn create(
+    inner: &Inner,
+    name: &str,
+    options: Option<&KeyspaceOptions>,
+) -> Result<KeyspaceId> {
+    version::check_keyspace_name(name)?;
+    inner.check_writable()?;
+    let threshold = options.map(|o| o.blob_threshold.map(|t| t as u64));
+    let mut st = inner.state.lock();
+    let mut edit = Edit::default();
+    let id = match st.version.keyspace_by_name(name) {
+        Some((id, ks)) if threshold.is_none_or(|t| t == ks.blob_threshold) => return Ok(id),
+        Some((id, _)) => id,
+        None => versions::allocate_keyspace(&st, name, &mut edit)?,
+    };
+    if let Some(threshold) = threshold {
+        edit.blob_thresholds = vec![(id, threshold)];
+    }
+    versions::apply(inner, &mut st, edit, "manifest write")?;
+    Ok(id)
+}
+
+/// Drops keyspace `name` and everything in it.
+///
+/// # Errors
+/// `InvalidArgument` for the default keyspace or a name that does not exist; `ReadOnly`,
+/// `Stopped`; the manifest write's error.
+pub(crate) fn drop(inner: &Inner, name: &str) -> Result<()> {
+    inner.check_writable()?;
+    if name == DEFAULT_KEYSPACE {
+        return Err(Error::invalid("the default keyspace cannot be dropped"));
+    }
+    {
+        let mut st = inner.state.lock();
+        let Some((id, _)) = st.version.keyspace_by_name(name) else {
+            return Err(Error::invalid(format!("no keyspace named {name:?}")));
+        };
+        // Invariant 2.
+        while st.compacting.contains(&id) {
+            inner.stall_cv.wait_for(&mut st, Duration::from_millis(20));
+        }
+        let edit = Edit {
+            dropped_keyspaces: vec![id],
+            ..Edit::default()
+        };
+        versions::apply(inner, &mut st, edit, "manifest write")?;
+    }
+    versions::delete_obsolete_files(inner);
+    Ok(())
+}

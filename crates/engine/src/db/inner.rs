@@ -1,0 +1,189 @@
+//! [`Inner`], the state every thread of one open store shares, and [`State`], the part
+//! of it that changes with flushes, compactions and keyspace changes.
+//!
+//! Invariants:
+//! 1. `State` is guarded by `Inner::state`; the version, the memtables and the manifest
+//!    change together under it, and a new super version is installed before the lock is
+//!    released, so readers see the changes of one state change at once.
+//! 2. Once `bg_error` is set it stays set: writes fail with it from then on
+//!    (`Inner::check_writable`), reads go on.
+//! 3. File ids come from the one counter `next_file_id`, shared with the value log's
+//!    writers, so no two files of a store ever share an id.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::commit_queue::CommitQueue;
+use super::log::Log;
+use super::recovery::RecoveryReport;
+use super::stats::Counters;
+use super::super_version::{SuperVersion, SuperVersions};
+use super::table_cache::TableCache;
+use crate::error::{Error, Result};
+use crate::fs::{FileLock, FileSystem};
+use crate::key::{KeyspaceId, SeqNo};
+use crate::memtable::Memtable;
+use crate::options::{Durability, Options};
+use crate::snapshot::Registry;
+use crate::table::BlockCache;
+use crate::version::{Manifest, Version};
+
+/// State changed by flushes, compactions and keyspace changes; guarded by `Inner::state`.
+pub(crate) struct State {
+    pub(crate) mem: Arc<Memtable>,
+    /// Memtables waiting to be flushed, oldest first.
+    pub(crate) imm: Vec<Arc<Memtable>>,
+    pub(crate) version: Arc<Version>,
+    /// The manifest being appended to; `None` for a read-only open.
+    pub(crate) manifest: Option<Manifest>,
+    /// Set while a flush runs (flushes are serialized, oldest memtables first).
+    pub(crate) flushing: bool,
+    /// Flush every sealed memtable now, without waiting for `memtables_per_flush` of
+    /// them (set by `Db::flush`, a log-size limit, recovery; cleared when `imm` empties).
+    pub(crate) flush_requested: bool,
+    /// When the last memtable was sealed: sealed memtables waiting for company are
+    /// flushed anyway once writes pause for `background::IDLE_FLUSH_AFTER`.
+    pub(crate) last_seal: std::time::Instant,
+    /// Keyspaces with a compaction running.
+    pub(crate) compacting: Vec<KeyspaceId>,
+    /// The first background failure; writes return it (as `Error::Stopped`) from then on.
+    pub(crate) bg_error: Option<(&'static str, Error)>,
+    /// Set by `close`: background threads finish their current job and exit.
+    pub(crate) shutting_down: bool,
+    /// Table ids being written (not yet in a version), kept from obsolete-file deletion.
+    pub(crate) pending_outputs: Vec<u64>,
+    /// When an idle background thread next looks for tables with expired entries.
+    pub(crate) next_expiry_check: std::time::Instant,
+    /// Blob files removed from the version, deleted once no reader can reach them.
+    pub(crate) obsolete_blobs: Vec<u64>,
+    /// Set by flushes and compactions: an idle background thread runs value-log GC.
+    pub(crate) gc_due: bool,
+}
+
+/// Everything the store's threads share.
+pub(crate) struct Inner {
+    pub(crate) dir: PathBuf,
+    pub(crate) fs: Arc<dyn FileSystem>,
+    pub(crate) options: Options,
+    /// The directory lock; `None` for a read-only open, which takes none.
+    pub(crate) _lock: Mutex<Option<Box<dyn FileLock>>>,
+    /// Opened with [`crate::Db::open_read_only`]: nothing is ever written, and no background
+    /// thread runs.
+    pub(crate) read_only: bool,
+    pub(crate) state: Mutex<State>,
+    /// Wakes background threads (new memtable to flush, new tables to compact, shutdown).
+    pub(crate) bg_cv: Condvar,
+    /// Wakes writers held back by a full memtable queue or too many level-0 tables.
+    pub(crate) stall_cv: Condvar,
+    /// The current super version, and every one readers still hold.
+    pub(crate) supers: SuperVersions,
+    /// The group-commit queue writers join.
+    pub(crate) commits: CommitQueue,
+    /// The write-ahead log, the value log's writer and the log thread's state.
+    pub(crate) log: Log,
+    /// The largest seqno readers may see.
+    pub(crate) visible_seqno: AtomicU64,
+    /// The largest seqno known to survive power loss.
+    pub(crate) durable_seqno: AtomicU64,
+    /// The store's one file-id counter (shared with the value log's writers).
+    pub(crate) next_file_id: Arc<AtomicU64>,
+    /// Reads separated values from blob files.
+    pub(crate) blobs: crate::vlog::Reader,
+    pub(crate) snapshots: Arc<Registry>,
+    pub(crate) block_cache: Arc<BlockCache>,
+    pub(crate) tables: Arc<TableCache>,
+    pub(crate) threads: Mutex<Vec<JoinHandle<()>>>,
+    pub(crate) closed: AtomicBool,
+    pub(crate) stats: Counters,
+    /// What the open recovered and left out.
+    pub(crate) recovery: RecoveryReport,
+    /// For a read-only store, the files its view was read from (for checkpoints).
+    pub(crate) read_point: Option<ReadPoint>,
+}
+
+/// The files a read-only view was read from.
+#[derive(Debug, Clone)]
+pub(crate) struct ReadPoint {
+    /// The manifest whose version the view holds.
+    pub(crate) manifest_id: u64,
+    /// Each log file replayed, with the length read: (id, bytes).
+    pub(crate) wal_lens: Vec<(u64, u64)>,
+    /// Every file of the view (tables, blob files, log files), by name, opened during the
+    /// open and held for the view's life.
+    pub(crate) files: std::collections::BTreeMap<String, Arc<dyn crate::fs::ReadableFile>>,
+}
+
+impl Inner {
+    pub(crate) fn new_file_id(&self) -> u64 {
+        self.next_file_id.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// The separation threshold of `keyspace` in `version`: its own, else the store's.
+    pub(crate) fn blob_threshold(&self, version: &Version, keyspace: KeyspaceId) -> Option<u64> {
+        version
+            .keyspace(keyspace)
+            .and_then(|k| k.blob_threshold)
+            .or(self.options.blob_threshold.map(|t| t as u64))
+    }
+
+    /// Fails if a background error or a poisoned log stops writes.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::invalid("the store is closed"));
+        }
+        match self.state.lock().stopped() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// The durability a write uses: its own, or the store's default.
+    pub(crate) fn durability(&self, requested: Option<Durability>) -> Durability {
+        requested.unwrap_or(self.options.durability)
+    }
+
+    /// The current super version and the seqno to read at (`snapshot`, or the visible
+    /// one).
+    pub(crate) fn acquire(&self, snapshot: Option<SeqNo>) -> (Arc<SuperVersion>, SeqNo) {
+        self.supers.acquire(&self.visible_seqno, snapshot)
+    }
+
+    /// Publishes a super version of `st` for readers.
+    pub(crate) fn install(&self, st: &State) {
+        self.supers.install(st.super_version());
+    }
+
+    /// Tracks a super version of `st` without publishing it: held by a checkpoint, it
+    /// keeps that moment's files on disk.
+    pub(crate) fn pin(&self, st: &State) -> Arc<SuperVersion> {
+        self.supers.track(st.super_version())
+    }
+}
+
+impl State {
+    /// A super version of the state's memtables and version.
+    pub(crate) fn super_version(&self) -> SuperVersion {
+        SuperVersion::new(&self.mem, &self.imm, &self.version)
+    }
+
+    /// The error writes get once a background failure stopped them.
+    pub(crate) fn stopped(&self) -> Option<Error> {
+        self.bg_error.as_ref().map(|(during, e)| Error::Stopped {
+            during,
+            cause: Box::new(e.duplicate()),
+        })
+    }
+
+    /// Records `e`, failed `during` a background job, as the store's background error
+    /// unless one is recorded already.
+    pub(crate) fn record_failure(&mut self, during: &'static str, e: &Error) {
+        self.bg_error.get_or_insert_with(|| (during, e.duplicate()));
+    }
+}

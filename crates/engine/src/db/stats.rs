@@ -1,0 +1,63 @@
+//! Counters of the store's work, kept by the threads that do it, and [`Stats`], the
+//! snapshot of them `Db::stats` returns. Counters only grow; they are relaxed atomics,
+//! read without a lock, so a snapshot is not one instant (each counter is exact).
+
+use std::sync::atomic::AtomicU64;
+
+/// Counters of the store's work since open.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) stalls: AtomicU64,
+    pub(crate) flushes: AtomicU64,
+    pub(crate) compactions: AtomicU64,
+    pub(crate) flush_bytes: AtomicU64,
+    pub(crate) compaction_bytes: AtomicU64,
+    /// Key and value bytes appended to blob files (separated writes, GC relocations).
+    pub(crate) blob_bytes: AtomicU64,
+    /// Key and value bytes of user writes (a separated value with its full length).
+    pub(crate) user_bytes: AtomicU64,
+}
+
+/// Statistics of a store, for monitoring and benchmarks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// The largest seqno readers see.
+    pub last_seqno: u64,
+    /// The largest seqno known to survive power loss.
+    pub durable_seqno: u64,
+    /// Table files per level, summed over keyspaces.
+    pub tables_per_level: Vec<usize>,
+    /// Bytes of table files, summed over keyspaces.
+    pub table_bytes: u64,
+    /// Bytes of the memtables (active and waiting to be flushed).
+    pub memtable_bytes: u64,
+    /// Bytes the WAL writer has written to log files.
+    pub wal_bytes_written: u64,
+    /// Bytes written to tables by flushes.
+    pub flush_bytes_written: u64,
+    /// Bytes written to tables by compactions.
+    pub compaction_bytes_written: u64,
+    /// Key and value bytes written to blob files: separated values as they are written,
+    /// and values moved by value-log garbage collection.
+    pub blob_bytes_written: u64,
+    /// Bytes of the blob files the current version lists (flushed separated values, live
+    /// and garbage; see [`crate::Db::space_stats`]).
+    pub blob_bytes: u64,
+    /// Bytes of user keys and values written (the denominator of write amplification).
+    pub user_bytes_written: u64,
+    /// Flushes completed.
+    pub flushes: u64,
+    /// Compactions completed.
+    pub compactions: u64,
+    /// Block-cache hits and misses.
+    pub cache_hits: u64,
+    /// Block-cache misses.
+    pub cache_misses: u64,
+    /// Missed blocks the block cache did not keep: a full cache keeps a block only when it
+    /// is missed again soon after (see `Options::block_cache_size`). Many refusals with a
+    /// low hit rate mean the data read is much larger than the cache.
+    pub cache_refused: u64,
+    /// Times a writer was slowed or held for background work.
+    pub write_stalls: u64,
+}

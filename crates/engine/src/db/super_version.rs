@@ -1,0 +1,155 @@
+//! The [`SuperVersion`]: the memtables and the table set readers use together, and
+//! [`SuperVersions`], which publishes the current one and remembers every one handed out.
+//!
+//! Invariants:
+//! 1. A reader takes the current super version and the visible seqno under one read lock
+//!    ([`SuperVersions::acquire`]); a writer publishes a new super version under the write
+//!    lock only after its memtables hold every write up to the visible seqno, so the seqno
+//!    never covers a write the super version lacks.
+//! 2. Every super version handed out is tracked until its last holder drops it. Obsolete
+//!    file deletion (`db/versions.rs`) keeps every table and blob file a tracked super
+//!    version can reach: holding one keeps its files on disk.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
+
+use super::table_cache::TableCache;
+use super::tombstones;
+use crate::error::Result;
+use crate::key::{KeyspaceId, SeqNo};
+use crate::memtable::Memtable;
+use crate::rangedel::{Fragments, RangeTombstone, ReadTombstones};
+use crate::version::Version;
+
+/// The memtables and tables a reader consults, captured together.
+pub(crate) struct SuperVersion {
+    pub(crate) mem: Arc<Memtable>,
+    /// Newest first.
+    pub(crate) imm: Vec<Arc<Memtable>>,
+    pub(crate) version: Arc<Version>,
+    /// The range tombstones of `imm` and `version`, per keyspace, built on first use.
+    range_dels: tombstones::Cache,
+}
+
+impl SuperVersion {
+    /// A super version of these sources; `imm_oldest_first` as the state keeps them.
+    pub(crate) fn new(
+        mem: &Arc<Memtable>,
+        imm_oldest_first: &[Arc<Memtable>],
+        version: &Arc<Version>,
+    ) -> SuperVersion {
+        let imm: Vec<Arc<Memtable>> = imm_oldest_first.iter().rev().cloned().collect();
+        let range_dels = tombstones::Cache::new(&imm, version);
+        SuperVersion {
+            mem: Arc::clone(mem),
+            imm,
+            version: Arc::clone(version),
+            range_dels,
+        }
+    }
+
+    /// Every memtable, newest first.
+    pub(crate) fn memtables(&self) -> impl Iterator<Item = &Arc<Memtable>> {
+        std::iter::once(&self.mem).chain(&self.imm)
+    }
+
+    /// Every range tombstone a reader of `keyspace` must apply (it filters by its own
+    /// seqno): those of the sealed memtables and tables, fragmented once per super
+    /// version, and the active memtable's, fragmented per call (they grow meanwhile).
+    ///
+    /// # Errors
+    /// Opening a table that holds tombstones: `Corruption`, `Io`.
+    pub(crate) fn range_tombstones(
+        &self,
+        tables: &TableCache,
+        keyspace: KeyspaceId,
+    ) -> Result<ReadTombstones> {
+        let mut sets = Vec::new();
+        if self.range_dels.any() {
+            sets.push(self.range_dels.get_or_build(keyspace, || {
+                let mut all: Vec<RangeTombstone> = Vec::new();
+                for m in &self.imm {
+                    all.extend(m.range_tombstones(keyspace));
+                }
+                if let Some(ks) = self.version.keyspace(keyspace) {
+                    for meta in ks.levels.iter().flatten() {
+                        if meta.has_range_tombstones() {
+                            let reader = tables.get(meta.id)?;
+                            all.extend_from_slice(reader.range_tombstones());
+                        }
+                    }
+                }
+                Ok(all)
+            })?);
+        }
+        if self.mem.has_range_tombstones() {
+            let mem = self.mem.range_tombstones(keyspace);
+            sets.push(Arc::new(Fragments::build(&mem)));
+        }
+        Ok(ReadTombstones::new(sets))
+    }
+}
+
+/// The current super version, and every super version still held by someone.
+pub(crate) struct SuperVersions {
+    current: RwLock<Arc<SuperVersion>>,
+    live: Mutex<Vec<Arc<SuperVersion>>>,
+}
+
+impl SuperVersions {
+    /// Starts with `first` as the current super version.
+    pub(crate) fn new(first: SuperVersion) -> SuperVersions {
+        let first = Arc::new(first);
+        SuperVersions {
+            current: RwLock::new(Arc::clone(&first)),
+            live: Mutex::new(vec![first]),
+        }
+    }
+
+    /// Publishes `sv` as the current super version (the caller holds the state lock, so
+    /// super versions are published in the order the state changed).
+    pub(crate) fn install(&self, sv: SuperVersion) {
+        let sv = self.track(sv);
+        *self.current.write() = sv;
+    }
+
+    /// Tracks `sv` without publishing it (a checkpoint's pin of one moment).
+    pub(crate) fn track(&self, sv: SuperVersion) -> Arc<SuperVersion> {
+        let sv = Arc::new(sv);
+        self.live.lock().push(Arc::clone(&sv));
+        sv
+    }
+
+    /// The current super version and the seqno to read at: `snapshot`, or the visible
+    /// seqno read under the same lock (invariant 1).
+    pub(crate) fn acquire(
+        &self,
+        visible: &AtomicU64,
+        snapshot: Option<SeqNo>,
+    ) -> (Arc<SuperVersion>, SeqNo) {
+        let guard = self.current.read();
+        let seqno = snapshot.unwrap_or(SeqNo(visible.load(Ordering::Acquire)));
+        (Arc::clone(&guard), seqno)
+    }
+
+    /// The current super version, read-locked: while the guard lives no new one is
+    /// published (a snapshot's seqno is read under it).
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Arc<SuperVersion>> {
+        self.current.read()
+    }
+
+    /// The version of the current super version.
+    pub(crate) fn version(&self) -> Arc<Version> {
+        Arc::clone(&self.current.read().version)
+    }
+
+    /// Every super version still held outside this registry, after forgetting the
+    /// others.
+    pub(crate) fn held(&self) -> MutexGuard<'_, Vec<Arc<SuperVersion>>> {
+        let mut live = self.live.lock();
+        live.retain(|sv| Arc::strong_count(sv) > 1);
+        live
+    }
+}

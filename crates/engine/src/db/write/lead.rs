@@ -1,0 +1,322 @@
+//! The leader's commit of one group, in three steps after making room and resolving
+//! counters and separated values: [`assign`] seqnos and the durability the group needs,
+//! [`append`] the group's records to the log as durable as its most demanding member
+//! asked, and [`apply`] its batches to the memtable, publishing their seqnos.
+//!
+//! Counter operations are resolved into Puts by [`resolve`] before seqnos are assigned:
+//! with every earlier group in the memtable, the leader reads the counter at the visible
+//! seqno, or takes the newest write of the key made earlier in its own group (see
+//! `counter::Overlay`). An increment that fails (not a counter, overflow, a failed read)
+//! is refused alone and gets no seqno; the rest of its group goes on.
+//!
+//! Invariants:
+//! 1. A group's applied members get consecutive seqnos in queue order, starting right
+//!    after the visible seqno; refused members get none and write nothing.
+//! 2. Seqnos become visible only after every batch of the group is in the memtable, so
+//!    readers never see part of a batch or a hole.
+//! 3. A member is acknowledged only when its records are as durable as its mode
+//!    promises (the log's invariants hold for the whole group).
+
+use std::borrow::Cow;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use smallvec::SmallVec;
+
+use super::member::{Member, Members};
+use super::room::make_room;
+use super::separate::separate;
+use crate::batch::WriteBatch;
+use crate::db::commit_queue::{Done, Job, Outcomes, Pending, GROUP_INLINE};
+use crate::db::counter::{self, Overlay};
+use crate::db::inner::Inner;
+use crate::db::log::{poison, WalState, WAL_BYTES_PER_SYNC};
+use crate::entry;
+use crate::error::{Error, Result};
+use crate::key::{Kind, SeqNo};
+use crate::memtable::{KeyspaceBytes, Memtable};
+use crate::options::Durability;
+
+/// The leader's work for one group; returns each member's outcome, in order.
+pub(super) fn lead(inner: &Inner, group: &[Pending]) -> Result<Outcomes> {
+    // A group led after `close` began could append after its final log sync and be lost
+    // though acknowledged; `close` waits for the group led before (`wait_for_leader`).
+    if inner.closed.load(Ordering::Acquire) {
+        return Err(Error::invalid("the store is closed"));
+    }
+    if group.iter().any(|p| matches!(p.job, Job::Rotate)) {
+        make_room(inner, true)?;
+        let seqno = SeqNo(inner.visible_seqno.load(Ordering::Acquire));
+        return Ok(smallvec::smallvec![Ok(Done { seqno, counter: 0 })]);
+    }
+    make_room(inner, false)?;
+    // The memtable cannot change under the leader: only a leader rotates.
+    let mem = Arc::clone(&inner.state.lock().mem);
+    let mut members = resolve(inner, group);
+    separate(inner, &mut members, &mem)?;
+
+    let plan = assign(&members, inner.visible_seqno.load(Ordering::Acquire))?;
+    if !plan.firsts.is_empty() {
+        append(inner, &members, &plan)?;
+        apply(inner, &members, &plan, &mem)?;
+    }
+    Ok(outcomes(members, &plan.lasts))
+}
+
+/// What [`assign`] decided for a group.
+struct Plan {
+    /// The first seqno of each applied member, in order.
+    firsts: SmallVec<[u64; GROUP_INLINE]>,
+    /// The last seqno of each applied member, in order.
+    lasts: SmallVec<[SeqNo; GROUP_INLINE]>,
+    /// The group's last seqno.
+    last: u64,
+    /// Some member asked for `Sync`.
+    sync: bool,
+    /// Some member asked for its write to reach the OS (`Periodic`, `Buffered`).
+    to_os: bool,
+    /// Every member is `Async`: the records join the log thread's queue.
+    all_async: bool,
+    /// The shortest `Periodic` interval asked for.
+    periodic: Option<Duration>,
+    /// The smallest `Async` queue depth asked for.
+    depth: usize,
+}
+
+/// Step 1: each applied member's seqnos, consecutive from `base + 1` in order
+/// (invariant 1), and the strongest durability asked for.
+fn assign(members: &[Member<'_>], base: u64) -> Result<Plan> {
+    let mut plan = Plan {
+        firsts: SmallVec::with_capacity(members.len()),
+        lasts: SmallVec::with_capacity(members.len()),
+        last: base,
+        sync: false,
+        to_os: false,
+        all_async: true,
+        periodic: None,
+        depth: usize::MAX,
+    };
+    for m in members {
+        let Member::Apply {
+            batch, durability, ..
+        } = m
+        else {
+            continue;
+        };
+        let first = plan.last + 1;
+        let last = batch
+            .last_seqno(SeqNo(first))?
+            .ok_or_else(|| Error::invalid("empty batch in a write group"))?;
+        plan.firsts.push(first);
+        plan.lasts.push(last);
+        plan.last = last.0;
+        match durability {
+            Durability::Sync => plan.sync = true,
+            Durability::Periodic(d) => {
+                plan.to_os = true;
+                plan.periodic = Some(plan.periodic.map_or(*d, |p| p.min(*d)));
+            }
+            Durability::Buffered => plan.to_os = true,
+            Durability::Async { queue_depth } => plan.depth = plan.depth.min(*queue_depth),
+            Durability::None => {}
+        }
+        if !matches!(durability, Durability::Async { .. }) {
+            plan.all_async = false;
+        }
+    }
+    Ok(plan)
+}
+
+/// The batches of the applied members, in order.
+fn applied<'m>(members: &'m [Member<'_>]) -> impl Iterator<Item = &'m WriteBatch> {
+    members.iter().filter_map(|m| match m {
+        Member::Apply { batch, .. } => Some(batch.as_ref()),
+        Member::Refused(_) => None,
+    })
+}
+
+/// Step 2: the group's records into the log, as durable as `plan` says: queued for the
+/// log thread if every member is `Async` (waiting while the queue is full), else appended
+/// after the queue is drained, handed to the OS and fsynced as asked. A failure poisons
+/// the log.
+fn append(inner: &Inner, members: &[Member<'_>], plan: &Plan) -> Result<()> {
+    let log = &inner.log;
+    let mut wal = log.wal.lock();
+    if wal.poisoned.is_some() {
+        return Err(Error::Poisoned);
+    }
+    let batches = applied(members);
+    if plan.all_async {
+        for (batch, first) in batches.zip(&plan.firsts) {
+            while wal.pending.len() >= plan.depth && wal.poisoned.is_none() {
+                log.wal_cv.notify_all();
+                log.space_cv.wait(&mut wal);
+            }
+            if wal.poisoned.is_some() {
+                return Err(Error::Poisoned);
+            }
+            wal.pending.push_back((*first, batch.encoded().to_vec()));
+        }
+        wal.appended = plan.last;
+        log.wal_cv.notify_all();
+        return Ok(());
+    }
+    let outcome = (|| -> Result<()> {
+        log.drain_pending(&mut wal)?;
+        let ws: &mut WalState = &mut wal;
+        let writer = ws.writer.as_mut().ok_or(Error::Poisoned)?;
+        for (batch, first) in batches.zip(&plan.firsts) {
+            writer.append(*first, batch.encoded())?;
+        }
+        if plan.sync {
+            let started = Instant::now();
+            ws.sync_all()?;
+            inner.commits.note_sync(started.elapsed());
+        }
+        let writer = ws.writer.as_mut().ok_or(Error::Poisoned)?;
+        if plan.to_os && !plan.sync {
+            writer.flush()?;
+        }
+        log.wal_len.store(writer.len(), Ordering::Relaxed);
+        Ok(())
+    })();
+    if log.wal_len.load(Ordering::Relaxed) >= wal.bg_synced_len + WAL_BYTES_PER_SYNC {
+        log.wal_cv.notify_all();
+    }
+    if let Err(e) = outcome {
+        poison(&mut wal, &e);
+        return Err(e);
+    }
+    wal.appended = plan.last;
+    if plan.sync {
+        wal.synced = plan.last;
+        wal.last_sync = Instant::now();
+        inner.durable_seqno.fetch_max(plan.last, Ordering::AcqRel);
+    }
+    if let Some(d) = plan.periodic {
+        if wal.periodic.is_none_or(|cur| d < cur) {
+            wal.periodic = Some(d);
+            log.wal_cv.notify_all();
+        }
+    }
+    Ok(())
+}
+
+/// Step 3: the group's batches into the memtable `mem` (with the blob files streamed
+/// values went to), then their seqnos published (invariant 2).
+fn apply(inner: &Inner, members: &[Member<'_>], plan: &Plan, mem: &Memtable) -> Result<()> {
+    let mut user_bytes = 0u64;
+    let mut logged = KeyspaceBytes::default();
+    for m in members {
+        if let Member::Apply { blob_files, .. } = m {
+            mem.attach_blob_files(blob_files.to_vec());
+        }
+    }
+    for (batch, first) in applied(members).zip(&plan.firsts) {
+        for (seqno, op) in batch.ops_with_seqno(SeqNo(*first))? {
+            // A separated value counts with its full length (the user wrote it), not the
+            // length of its handle.
+            let value_len = match op.kind() {
+                Kind::ValueHandle => match entry::view(op.kind(), op.stored()) {
+                    Ok(Some(view)) => view.body.len(),
+                    _ => op.stored().len() as u64,
+                },
+                _ => op.stored().len() as u64,
+            };
+            user_bytes += op.key().len() as u64 + value_len;
+            logged.add(op.keyspace(), WriteBatch::op_encoded_len(&op) as u64);
+            mem.apply(seqno, &op);
+        }
+    }
+    mem.add_logged(logged);
+    inner
+        .stats
+        .user_bytes
+        .fetch_add(user_bytes, Ordering::Relaxed);
+    inner.visible_seqno.store(plan.last, Ordering::Release);
+    Ok(())
+}
+
+/// Each member's outcome; `lasts` holds the last seqno of each applied member, in order.
+fn outcomes(members: Members<'_>, lasts: &[SeqNo]) -> Outcomes {
+    let mut lasts = lasts.iter();
+    members
+        .into_iter()
+        .map(|m| match m {
+            Member::Apply { counter, .. } => Ok(Done {
+                seqno: lasts.next().copied().unwrap_or_default(),
+                counter,
+            }),
+            Member::Refused(e) => Err(e),
+        })
+        .collect()
+}
+
+/// Turns the group's jobs into what the leader applies: writes as they are, increments
+/// resolved into Puts (see the module documentation). Must run after every earlier group
+/// is in the memtable and before this group is.
+pub(super) fn resolve<'a>(inner: &Inner, group: &'a [Pending]) -> Members<'a> {
+    let counters = group.iter().filter_map(|p| match &p.job {
+        Job::Incr { keyspace, key, .. } => Some((*keyspace, key.as_slice())),
+        _ => None,
+    });
+    let mut overlay = Overlay::watching(counters);
+    let now_ms = inner.options.clock.now_ms();
+    group
+        .iter()
+        .map(|p| match &p.job {
+            Job::Write {
+                batch,
+                durability,
+                blob_files,
+            } => {
+                overlay.record(batch, now_ms);
+                Member::Apply {
+                    batch: Cow::Borrowed(batch),
+                    durability: *durability,
+                    counter: 0,
+                    blob_files,
+                }
+            }
+            Job::Incr {
+                keyspace,
+                key,
+                delta,
+                durability,
+            } => {
+                let resolved =
+                    overlay
+                        .next_value(inner, *keyspace, key, *delta)
+                        .and_then(|(n, carried)| {
+                            // The new value keeps the entry's tag, metadata and expiry.
+                            let mut batch = WriteBatch::new();
+                            let attrs = carried.attrs();
+                            if attrs.is_empty() {
+                                batch.put(*keyspace, key, &counter::encode(n))?;
+                            } else {
+                                batch.put_attrs(*keyspace, key, &attrs, &counter::encode(n))?;
+                            }
+                            Ok((batch, n))
+                        });
+                match resolved {
+                    Ok((batch, counter)) => {
+                        overlay.record(&batch, now_ms);
+                        Member::Apply {
+                            batch: Cow::Owned(batch),
+                            durability: *durability,
+                            counter,
+                            blob_files: &[],
+                        }
+                    }
+                    Err(e) => Member::Refused(e),
+                }
+            }
+            Job::Rotate => Member::Refused(Error::invalid("a rotation inside a write group")),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "group_tests.rs"]
+mod group_tests;

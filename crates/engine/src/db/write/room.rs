@@ -1,0 +1,146 @@
+//! Room for writes: before a group is committed, the leader makes sure the memtable has
+//! room, sealing it (with its log file) when full, and holds writers back while flushes
+//! or compactions are behind.
+//!
+//! Invariants:
+//! 1. Only a leader switches memtables, so the memtable cannot change under a group.
+//! 2. The old log file is fsynced, and the active blob file sealed, before the new log
+//!    file takes records: no file can lose a tail that a later file's records depend on,
+//!    and a sealed memtable's separated values all lie in finished blob files, which its
+//!    flush records.
+//! 3. Writers stall (never fail) while `l0_stop_trigger` level-0 tables or
+//!    `max_immutable_memtables` sealed memtables wait, and are slowed in the band from
+//!    `l0_slowdown_trigger`; a background error or `close` ends the wait with an error.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::db::inner::{Inner, State};
+use crate::db::log::poison;
+use crate::error::{Error, Result};
+use crate::memtable::Memtable;
+use crate::wal;
+
+/// How long a held-back writer sleeps between checks of the background state.
+const STALL_WAIT: Duration = Duration::from_millis(50);
+
+/// Largest number of level-0 tables in any keyspace.
+fn max_l0(state: &State) -> usize {
+    state
+        .version
+        .keyspaces()
+        .map(|(_, k)| k.levels.first().map_or(0, Vec::len))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Makes sure the memtable has room (or, with `force`, switches memtables if the current
+/// one holds anything), slowing the writer while compaction is behind.
+pub(super) fn make_room(inner: &Inner, force: bool) -> Result<()> {
+    let opts = &inner.options;
+    let mut slowed = false;
+    loop {
+        let mut st = inner.state.lock();
+        if let Some(e) = st.stopped() {
+            return Err(e);
+        }
+        // `close` waits for this group: stop holding it back once `close` has begun.
+        if st.shutting_down || inner.closed.load(Ordering::Acquire) {
+            return Err(Error::invalid("the store is closed"));
+        }
+        let l0 = max_l0(&st);
+        if l0 >= opts.l0_stop_trigger {
+            inner.stats.stalls.fetch_add(1, Ordering::Relaxed);
+            inner.bg_cv.notify_all();
+            inner.stall_cv.wait_for(&mut st, STALL_WAIT);
+            continue;
+        }
+        if l0 >= opts.l0_slowdown_trigger && !slowed {
+            // Smooth slowdown: the deeper into the slowdown band, the longer the pause.
+            drop(st);
+            let band = (opts.l0_stop_trigger - opts.l0_slowdown_trigger + 1) as u64;
+            let depth = (l0 - opts.l0_slowdown_trigger + 1) as u64;
+            inner.stats.stalls.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_micros(1000 * depth / band));
+            slowed = true;
+            continue;
+        }
+        let wal_len = inner.log.wal_len.load(Ordering::Relaxed);
+        // Separated values count like log bytes: the memtable's blob files are part of
+        // its unflushed state (replayed and validated by recovery, invisible to GC).
+        let log_full = wal_len.saturating_add(st.mem.blob_bytes()) >= opts.max_wal_size;
+        let full = st.mem.size() >= opts.memtable_size || log_full;
+        if !(full || force) || (force && st.mem.is_empty()) {
+            if force && !st.imm.is_empty() {
+                // Nothing new to seal, but what is sealed must still be flushed.
+                st.flush_requested = true;
+                inner.bg_cv.notify_all();
+            }
+            return Ok(());
+        }
+        if st.imm.len() >= opts.max_immutable_memtables {
+            inner.stats.stalls.fetch_add(1, Ordering::Relaxed);
+            inner.bg_cv.notify_all();
+            inner.stall_cv.wait_for(&mut st, STALL_WAIT);
+            continue;
+        }
+        // A log-size limit bounds the unflushed log, not just the active file: the
+        // memtables it seals are flushed without waiting for `memtables_per_flush`.
+        return switch_memtable(inner, &mut st, force || log_full);
+    }
+}
+
+/// Seals the log file (fsync) and the memtable, and starts new ones; with `flush_now`,
+/// asks for every sealed memtable to be flushed at once.
+fn switch_memtable(inner: &Inner, st: &mut State, flush_now: bool) -> Result<()> {
+    let id = inner.new_file_id();
+    {
+        let mut wal = inner.log.wal.lock();
+        if wal.poisoned.is_some() {
+            return Err(Error::Poisoned);
+        }
+        let outcome = (|| -> Result<wal::Writer> {
+            inner.log.drain_pending(&mut wal)?;
+            // Seal the blob file with the memtable: the frozen memtable's separated values
+            // all point into files finished now, which its flush records (FORMAT.md §12).
+            wal.blob.rotate()?;
+            wal.blob_unsynced = false;
+            st.mem.attach_blob_files(wal.blob.take_sealed());
+            if let Some(w) = wal.writer.as_mut() {
+                w.sync()?;
+            }
+            wal::Writer::create(inner.fs.as_ref(), &inner.dir, id)
+        })();
+        match outcome {
+            Ok(writer) => {
+                if let Some(old) = wal.writer.replace(writer) {
+                    inner.log.wal_bytes.fetch_add(old.len(), Ordering::Relaxed);
+                }
+                wal.synced = wal.appended;
+                wal.bg_synced_len = 0;
+                inner
+                    .durable_seqno
+                    .fetch_max(wal.appended, Ordering::AcqRel);
+                inner
+                    .log
+                    .wal_len
+                    .store(wal::FILE_HEADER_LEN as u64, Ordering::Relaxed);
+            }
+            Err(e) => {
+                poison(&mut wal, &e);
+                return Err(e);
+            }
+        }
+    }
+    let old = std::mem::replace(
+        &mut st.mem,
+        Arc::new(Memtable::new(id, inner.options.memtable_size)),
+    );
+    st.imm.push(old);
+    st.flush_requested |= flush_now;
+    st.last_seal = std::time::Instant::now();
+    inner.install(st);
+    inner.bg_cv.notify_all();
+    Ok(())
+}
