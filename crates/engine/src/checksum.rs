@@ -56,29 +56,6 @@ impl Checksum {
     }
 }
 
-/// The 20-byte header shared by the ordered store's log-structured files (WAL and
-/// manifest): `magic`, `version` and the file id (little-endian), then the masked checksum
-/// of those 16 bytes. Each format's `FORMAT.md` documents its magic and how its reader
-/// treats a damaged header.
-pub(crate) fn file_header(magic: u32, version: u32, id: u64) -> Vec<u8> {
-    let mut h = Vec::with_capacity(20);
-    h.extend_from_slice(&magic.to_le_bytes());
-    h.extend_from_slice(&version.to_le_bytes());
-    h.extend_from_slice(&id.to_le_bytes());
-    let crc = Checksum::of(&h).masked();
-    h.extend_from_slice(&crc.to_le_bytes());
-    h
-}
-
-/// The file id spelled by `digits` if it is exactly 20 ASCII digits (the id part of every
-/// ordered-store file name).
-pub(crate) fn parse_file_id(digits: &str) -> Option<u64> {
-    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {

@@ -12,6 +12,7 @@ use crate::batch::{Op, WriteBatch};
 use crate::cursor::Cursor;
 use crate::entry;
 use crate::error::{Error, FileKind, Reason, Result};
+use crate::files::FileType;
 use crate::fs::{FileSystem, MemFs};
 use crate::key::{split_encoded, Kind};
 use crate::version::{self, NUM_LEVELS};
@@ -481,7 +482,7 @@ pub fn decode_blob_file(bytes: &[u8], path: &Path) -> Result<BlobFileImage> {
     let decode = || -> Result<BlobFileImage> {
         fs.create_dir(dir)?;
         let header_id = vlog::format::decode_file_header(bytes, None).unwrap_or(0);
-        let image = dir.join(vlog::file_name(header_id));
+        let image = dir.join(FileType::Blob.name(header_id));
         fs.create(&image)?.append(bytes)?;
         let scanned = vlog::scan_path(fs.as_ref(), &image, true)?;
         let reader = vlog::Reader::new(fs.clone(), dir, 1);
@@ -592,9 +593,7 @@ mod tests {
 
     #[test]
     fn a_manifest_decodes_to_its_summary_and_a_torn_tail_is_reported() {
-        use crate::version::{
-            encode_current, encode_file_header, encode_record, manifest_file_name, Edit,
-        };
+        use crate::version::{encode_current, encode_file_header, encode_record, Edit};
         let snapshot = Edit {
             created_keyspaces: vec![(KeyspaceId(0), "default".into())],
             next_file_id: Some(10),
@@ -637,7 +636,7 @@ mod tests {
             decode_current(&encode_current(4), Path::new("CURRENT")).unwrap(),
             4
         );
-        assert_eq!(manifest_file_name(4), path.to_str().unwrap());
+        assert_eq!(FileType::Manifest.name(4), path.to_str().unwrap());
         assert!(decode_current(b"MANIFEST-4\n", Path::new("CURRENT"))
             .unwrap_err()
             .is_corruption());

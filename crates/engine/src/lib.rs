@@ -75,6 +75,7 @@ mod cursor;
 mod db;
 mod entry;
 mod error;
+mod files;
 mod fs;
 pub mod hash;
 pub mod inspect;

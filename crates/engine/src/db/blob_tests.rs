@@ -153,7 +153,7 @@ fn garbage_collection_moves_live_values_and_deletes_files_no_reader_needs() {
     let names = fs.list_dir(Path::new("/db")).unwrap();
     assert!(old
         .iter()
-        .all(|id| names.contains(&crate::vlog::file_name(*id))));
+        .all(|id| names.contains(&crate::files::FileType::Blob.name(*id))));
     let rest: Vec<_> = it.map(|r| r.unwrap()).collect();
     assert_eq!(rest.len(), 39);
     assert_eq!(rest[0].1, value(1));
@@ -164,7 +164,7 @@ fn garbage_collection_moves_live_values_and_deletes_files_no_reader_needs() {
     let names = fs.list_dir(Path::new("/db")).unwrap();
     assert!(
         old.iter()
-            .all(|id| !names.contains(&crate::vlog::file_name(*id))),
+            .all(|id| !names.contains(&crate::files::FileType::Blob.name(*id))),
         "{names:?}"
     );
     drop(ks);
@@ -226,10 +226,10 @@ fn a_logged_write_whose_blob_was_lost_ends_the_log_and_later_writes_survive() {
         .list_dir(Path::new("/db"))
         .unwrap()
         .into_iter()
-        .filter_map(|n| crate::vlog::parse_file_name(&n))
+        .filter_map(|n| crate::files::FileType::Blob.parse(&n))
         .max()
         .unwrap();
-    let path = Path::new("/db").join(crate::vlog::file_name(active));
+    let path = Path::new("/db").join(crate::files::FileType::Blob.name(active));
     let bytes = crate::fs::read_all(&image, &path).unwrap();
     let keep = bytes.len() - (16 + 1 + 103 + 4) - (16 + 1 + 104 + 4);
     image.remove(&path).unwrap();
@@ -283,7 +283,7 @@ fn a_damaged_value_reads_as_corruption_and_its_head_still_answers() {
         .list_dir(Path::new("/db"))
         .unwrap()
         .into_iter()
-        .find(|n| crate::vlog::parse_file_name(n).is_some())
+        .find(|n| crate::files::FileType::Blob.parse(n).is_some())
         .unwrap();
     let path = Path::new("/db").join(&blob);
     let mut bytes = crate::fs::read_all(&fs, &path).unwrap();

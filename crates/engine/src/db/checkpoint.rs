@@ -32,15 +32,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::inner::{Inner, ReadPoint};
-use super::recover::LOCK_FILE;
 use super::super_version::SuperVersion;
 use super::write;
 use crate::error::{Error, FileKind, Reason, Result};
+use crate::files::{self, FileType};
 use crate::fs::{FileLock, FileSystem, ReadableFile};
-use crate::table::{self, TableMeta};
+use crate::table::TableMeta;
 use crate::version::{self, Manifest, Version};
-use crate::vlog::{self, BlobFileMeta};
-use crate::wal;
+use crate::vlog::BlobFileMeta;
 
 /// One immutable file a version needs.
 #[derive(Debug, Clone)]
@@ -65,7 +64,7 @@ pub(crate) fn live_files(version: &Version) -> Vec<LiveFile> {
     for (_, ks) in version.keyspaces() {
         for t in ks.levels.iter().flatten() {
             out.push(LiveFile {
-                name: table::file_name(t.id),
+                name: FileType::Table.name(t.id),
                 kind: FileKind::Table,
                 len: t.file_size,
                 table: Some(Arc::clone(t)),
@@ -75,7 +74,7 @@ pub(crate) fn live_files(version: &Version) -> Vec<LiveFile> {
     }
     for b in version.blob_files().values() {
         out.push(LiveFile {
-            name: vlog::file_name(b.id),
+            name: FileType::Blob.name(b.id),
             kind: FileKind::Blob,
             len: b.file_size,
             table: None,
@@ -178,13 +177,13 @@ fn manifest_members(version: &Version, id: u64) -> Result<[Member; 2]> {
     let current = version::encode_current(id);
     Ok([
         Member {
-            name: version::manifest_file_name(id),
+            name: FileType::Manifest.name(id),
             kind: FileKind::Manifest,
             len: manifest.len() as u64,
             source: Source::Bytes(manifest),
         },
         Member {
-            name: version::CURRENT.to_string(),
+            name: files::CURRENT.to_string(),
             kind: FileKind::Manifest,
             len: current.len() as u64,
             source: Source::Bytes(current),
@@ -205,18 +204,18 @@ fn wal_members(
 ) -> Result<Vec<Member>> {
     let mut ids: Vec<u64> = names
         .iter()
-        .filter_map(|n| wal::parse_file_name(n))
+        .filter_map(|n| FileType::Wal.parse(n))
         .filter(|&id| id >= version.wal_min_id())
         .filter(|&id| current.is_none_or(|(last, _)| id <= last))
         .collect();
     ids.sort_unstable();
     let wal_min = version.wal_min_id();
     if wal_min > 0 && ids.first() != Some(&wal_min) {
-        return Err(missing(dir, FileKind::Wal, &wal::file_name(wal_min)));
+        return Err(missing(dir, FileKind::Wal, &FileType::Wal.name(wal_min)));
     }
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
-        let name = wal::file_name(id);
+        let name = FileType::Wal.name(id);
         let handle = fs.open_read(&dir.join(&name))?;
         let len = match current {
             Some((cur, len)) if cur == id => len,
@@ -274,7 +273,7 @@ pub(crate) fn capture(inner: &Inner) -> Result<Checkpoint> {
 
     let mut members = immutable_members(&inner.dir, &names, version)?;
     for b in unflushed_blob_files(&pin) {
-        let name = vlog::file_name(b.id);
+        let name = FileType::Blob.name(b.id);
         if !names.contains(&name) {
             return Err(missing(&inner.dir, FileKind::Blob, &name));
         }
@@ -323,7 +322,7 @@ fn capture_view(inner: &Inner, point: &ReadPoint) -> Result<Checkpoint> {
         });
     }
     for b in unflushed_blob_files(&pin) {
-        let name = vlog::file_name(b.id);
+        let name = FileType::Blob.name(b.id);
         members.push(Member {
             source: Source::Prefix(held(&name, FileKind::Blob)?),
             name,
@@ -332,7 +331,7 @@ fn capture_view(inner: &Inner, point: &ReadPoint) -> Result<Checkpoint> {
         });
     }
     for &(id, len) in &point.wal_lens {
-        let name = wal::file_name(id);
+        let name = FileType::Wal.name(id);
         members.push(Member {
             source: Source::Prefix(held(&name, FileKind::Wal)?),
             name,
@@ -376,7 +375,7 @@ fn immutable_members(dir: &Path, names: &[String], version: &Version) -> Result<
 /// # Errors
 /// `Error::Io` of kind `WouldBlock` if the store is open.
 pub(crate) fn lock_closed(fs: &dyn FileSystem, dir: &Path) -> Result<Option<Box<dyn FileLock>>> {
-    let path = dir.join(LOCK_FILE);
+    let path = dir.join(files::LOCK);
     if !fs.exists(&path)? {
         return Ok(None);
     }
@@ -408,7 +407,7 @@ pub(crate) fn capture_closed(fs: &dyn FileSystem, dir: &Path) -> Result<Checkpoi
     // Blob files no flush recorded yet: the WAL may reference them (recovery of the copy
     // deletes those it does not).
     for name in &names {
-        let Some(id) = vlog::parse_file_name(name) else {
+        let Some(id) = FileType::Blob.parse(name) else {
             continue;
         };
         if version.blob_files().contains_key(&id) {

@@ -19,6 +19,7 @@ use crate::compaction::Choice;
 use crate::cursor::Cursor;
 use crate::entry::{self, Body};
 use crate::error::Result;
+use crate::files::FileType;
 use crate::iter::level::{LevelCursor, Opener};
 use crate::iter::merge::MergingCursor;
 use crate::key::{split_encoded, Kind, MAX_KEY_LEN};
@@ -205,7 +206,7 @@ fn write_outputs(
                     let id = inner.new_file_id();
                     inner.state.lock().pending_outputs.push(id);
                     ids.push(id);
-                    let path = inner.dir.join(table::file_name(id));
+                    let path = inner.dir.join(FileType::Table.name(id));
                     writer = Some(table::Writer::create(inner.fs.as_ref(), &path, id, &topts)?);
                 }
                 if let Some(w) = writer.as_mut() {
@@ -238,7 +239,7 @@ fn write_outputs(
         let id = inner.new_file_id();
         inner.state.lock().pending_outputs.push(id);
         ids.push(id);
-        let path = inner.dir.join(table::file_name(id));
+        let path = inner.dir.join(FileType::Table.name(id));
         writer = Some(table::Writer::create(inner.fs.as_ref(), &path, id, &topts)?);
     }
     if let Some(mut w) = writer.take() {

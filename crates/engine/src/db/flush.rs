@@ -29,6 +29,7 @@ use super::inner::{Inner, State};
 use super::versions;
 use crate::cursor::Cursor;
 use crate::error::Result;
+use crate::files::FileType;
 use crate::iter::merge::MergingCursor;
 use crate::options::{Compression, Options};
 use crate::table::{self, TableOptions};
@@ -85,7 +86,7 @@ pub(crate) fn flush_oldest(inner: &Inner) -> Result<()> {
             let id = inner.new_file_id();
             inner.state.lock().pending_outputs.push(id);
             ids.push(id);
-            let path = inner.dir.join(table::file_name(id));
+            let path = inner.dir.join(FileType::Table.name(id));
             let mut writer = table::Writer::create(inner.fs.as_ref(), &path, id, &topts)?;
             for t in mems.iter().flat_map(|m| m.range_tombstones(ks)) {
                 writer.add_range_tombstone(t);

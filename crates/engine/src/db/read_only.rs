@@ -35,12 +35,12 @@ use super::recover::{
     assemble, attach_unlisted_blobs, check_named_files, check_unlisted_tables, replay, Opened,
 };
 use crate::error::{Error, Result};
+use crate::files::FileType;
 use crate::fs::{FileSystem, ReadableFile};
 use crate::memtable::Memtable;
 use crate::options::Options;
-use crate::table;
-use crate::version::{self, Manifest};
-use crate::{vlog, wal};
+use crate::version::Manifest;
+use crate::vlog;
 
 /// Opens tried before giving up on a store that keeps changing under the open.
 pub(crate) const ATTEMPTS: u32 = 8;
@@ -83,14 +83,14 @@ fn open_once(fs: &Arc<dyn FileSystem>, dir: &Path, options: &Options) -> Result<
     let Some(recovered) = Manifest::recover(fs.as_ref(), dir)? else {
         return Err(no_store(dir, "no CURRENT file"));
     };
-    let manifest = dir.join(version::manifest_file_name(recovered.manifest_id));
+    let manifest = dir.join(FileType::Manifest.name(recovered.manifest_id));
     let version = recovered.version;
     check_named_files(&names, &version, &manifest)?;
 
     let blobs = vlog::Reader::new(Arc::clone(fs), dir, usize::MAX);
     let mut wal_ids: Vec<u64> = names
         .iter()
-        .filter_map(|n| wal::parse_file_name(n))
+        .filter_map(|n| FileType::Wal.parse(n))
         .filter(|id| *id >= version.wal_min_id())
         .collect();
     wal_ids.sort_unstable();
@@ -103,12 +103,12 @@ fn open_once(fs: &Arc<dyn FileSystem>, dir: &Path, options: &Options) -> Result<
         Ok(())
     };
     for id in &wal_ids {
-        hold(wal::file_name(*id))?;
+        hold(FileType::Wal.name(*id))?;
     }
     for id in version.live_table_ids() {
-        hold(table::file_name(id))?;
+        hold(FileType::Table.name(id))?;
     }
-    for name in names.iter().filter(|n| vlog::parse_file_name(n).is_some()) {
+    for name in names.iter().filter(|n| FileType::Blob.parse(n).is_some()) {
         hold(name.clone())?;
     }
     let mut replayed = replay(fs.as_ref(), dir, &wal_ids, &version, options, &blobs, false)?;
@@ -291,7 +291,7 @@ mod tests {
         let held = ro.inner.state.lock().version.live_table_ids();
         assert!(held
             .iter()
-            .all(|id| !names.contains(&crate::table::file_name(*id))));
+            .all(|id| !names.contains(&crate::files::FileType::Table.name(*id))));
         assert_eq!(first.1, vec![0u8; 100]);
         let rest: Vec<_> = scan.map(|r| r.unwrap()).collect();
         assert_eq!(rest.len(), 299);

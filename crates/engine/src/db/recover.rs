@@ -63,18 +63,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::batch::{Op, WriteBatch};
 use crate::entry::{self, Body, EntryView};
 use crate::error::{Error, FileKind, Reason, Result};
+use crate::files::{self, FileType};
 use crate::fs::FileSystem;
 use crate::key::{KeyspaceId, SeqNo};
 use crate::memtable::{KeyspaceBytes, Memtable};
 use crate::options::Options;
 use crate::snapshot::Registry;
 use crate::table::{self, BlockCache};
-use crate::version::{self, Edit, Manifest, Version};
+use crate::version::{Edit, Manifest, Version};
 use crate::vlog;
 use crate::wal;
-
-/// The name of the lock file in a store directory.
-pub(crate) const LOCK_FILE: &str = "LOCK";
 
 /// Opens (or creates) the store in `dir`.
 pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Result<Arc<Inner>> {
@@ -98,7 +96,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
     // Without CURRENT, a directory holding store files is a damaged store (Corruption from
     // `Manifest::recover`, which only reads), not a missing one.
     if !options.create_if_missing
-        && !fs.exists(&dir.join(version::CURRENT))?
+        && !fs.exists(&dir.join(files::CURRENT))?
         && Manifest::recover(fs.as_ref(), dir)?.is_none()
     {
         return Err(Error::invalid(format!(
@@ -106,15 +104,16 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
             dir.display()
         )));
     }
-    let lock = lock_store(fs.as_ref(), &dir.join(LOCK_FILE))?;
+    let lock = lock_store(fs.as_ref(), &dir.join(files::LOCK))?;
     let names = fs.list_dir(dir)?;
     let max_id = names
         .iter()
         .filter_map(|n| {
-            table::parse_file_name(n)
-                .or_else(|| wal::parse_file_name(n))
-                .or_else(|| version::parse_manifest_file_name(n))
-                .or_else(|| vlog::parse_file_name(n))
+            FileType::Table
+                .parse(n)
+                .or_else(|| FileType::Wal.parse(n))
+                .or_else(|| FileType::Manifest.parse(n))
+                .or_else(|| FileType::Blob.parse(n))
         })
         .max()
         .unwrap_or(0);
@@ -123,7 +122,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
     let new_store = recovered.is_none();
     let manifest = recovered
         .as_ref()
-        .map(|r| dir.join(version::manifest_file_name(r.manifest_id)));
+        .map(|r| dir.join(FileType::Manifest.name(r.manifest_id)));
     let mut version = match recovered {
         Some(recovered) => recovered.version,
         None => {
@@ -160,7 +159,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
     // Replay.
     let mut wal_ids: Vec<u64> = names
         .iter()
-        .filter_map(|n| wal::parse_file_name(n))
+        .filter_map(|n| FileType::Wal.parse(n))
         .filter(|id| *id >= version.wal_min_id())
         .collect();
     wal_ids.sort_unstable();
@@ -365,7 +364,7 @@ pub(super) fn attach_unlisted_blobs(
     delete: bool,
 ) -> Result<()> {
     for name in names {
-        let Some(id) = vlog::parse_file_name(name) else {
+        let Some(id) = FileType::Blob.parse(name) else {
             continue;
         };
         if version.blob_files().contains_key(&id) {
@@ -424,20 +423,20 @@ pub(super) fn check_named_files(
         disagrees(manifest, field, detail)
     };
     for id in version.live_table_ids() {
-        let name = table::file_name(id);
+        let name = FileType::Table.name(id);
         if !names.contains(&name) {
             return Err(missing("table", name));
         }
     }
     for &id in version.blob_files().keys() {
-        let name = vlog::file_name(id);
+        let name = FileType::Blob.name(id);
         if !names.contains(&name) {
             return Err(missing("blob file", name));
         }
     }
     let wal_min = version.wal_min_id();
-    if wal_min > 0 && !names.contains(&wal::file_name(wal_min)) {
-        return Err(missing("wal_min_id", wal::file_name(wal_min)));
+    if wal_min > 0 && !names.contains(&FileType::Wal.name(wal_min)) {
+        return Err(missing("wal_min_id", FileType::Wal.name(wal_min)));
     }
     Ok(())
 }
@@ -457,7 +456,10 @@ pub(super) fn check_unlisted_tables(
     let listed = version.live_table_ids();
     let cache = Arc::new(BlockCache::new(0));
     for name in names {
-        let Some(id) = table::parse_file_name(name).filter(|id| !listed.contains(id)) else {
+        let Some(id) = FileType::Table
+            .parse(name)
+            .filter(|id| !listed.contains(id))
+        else {
             continue;
         };
         let Ok(reader) = table::Reader::open(fs, &dir.join(name), id, Arc::clone(&cache)) else {
@@ -549,7 +551,7 @@ pub(super) fn replay(
     let mut report = RecoveryReport::default();
     let mut wal_lens = Vec::new();
     'files: for (n, &id) in wal_ids.iter().enumerate() {
-        let path = dir.join(wal::file_name(id));
+        let path = dir.join(FileType::Wal.name(id));
         let mut reader = wal::Reader::open(fs, &path, options.salvage_wal)?;
         report.log_files += 1;
         wal_lens.push((id, reader.file_len()));

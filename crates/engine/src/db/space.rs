@@ -31,8 +31,9 @@ use std::sync::Arc;
 use super::inner::Inner;
 use super::versions;
 use crate::error::{Error, Result};
+use crate::files::FileType;
 use crate::version::{Edit, Version};
-use crate::vlog::{self, gc};
+use crate::vlog::gc;
 
 /// Space of one blob file of the value log.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -140,9 +141,9 @@ pub(crate) fn space_stats(inner: &Inner) -> Result<SpaceStats> {
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(0),
             Err(e) => Err(e),
         };
-        if crate::wal::parse_file_name(&name).is_some() {
+        if FileType::Wal.parse(&name).is_some() {
             stats.wal_bytes += len()?;
-        } else if let Some(id) = vlog::parse_file_name(&name) {
+        } else if let Some(id) = FileType::Blob.parse(&name) {
             if !version.blob_files().contains_key(&id) {
                 stats.unflushed_blob_files += 1;
                 stats.unflushed_blob_bytes += len()?;

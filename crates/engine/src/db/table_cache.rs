@@ -16,6 +16,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::error::Result;
+use crate::files::FileType;
 use crate::fs::FileSystem;
 use crate::table::{self, BlockCache};
 use crate::version::Version;
@@ -72,7 +73,7 @@ impl TableCache {
                 return Ok(Arc::clone(r));
             }
         }
-        let path = self.dir.join(table::file_name(id));
+        let path = self.dir.join(FileType::Table.name(id));
         let reader = Arc::new(table::Reader::open(
             self.fs.as_ref(),
             &path,

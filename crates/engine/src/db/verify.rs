@@ -38,10 +38,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::checkpoint::{live_files, lock_closed, missing};
-use super::recover::LOCK_FILE;
 use super::{write, Db};
 use crate::batch::WriteBatch;
 use crate::error::{Error, FileKind, Reason, Result};
+use crate::files::{self, FileType};
 use crate::fs::{read_exact_at, FileLock, FileSystem, ReadableFile, StdFs};
 use crate::key::{compare_encoded, SeqNo};
 use crate::table::{self, BlockCache};
@@ -157,11 +157,11 @@ impl Db {
         let names = fs.list_dir(&inner.dir)?;
         let mut held = BTreeMap::new();
         let open = st.manifest.as_ref().ok_or(Error::ReadOnly)?;
-        let manifest = version::manifest_file_name(open.id());
+        let manifest = FileType::Manifest.name(open.id());
         let handle = fs.open_read(&inner.dir.join(&manifest))?;
         held.insert(manifest, (handle, open.len()));
         for name in &names {
-            let Some(id) = wal::parse_file_name(name) else {
+            let Some(id) = FileType::Wal.parse(name) else {
                 continue;
             };
             if id < st.version.wal_min_id() || id > wal_id {
@@ -175,7 +175,7 @@ impl Db {
         drop(st);
         let files = Files {
             dir: inner.dir.clone(),
-            names: names.into_iter().filter(|n| n != LOCK_FILE).collect(),
+            names: names.into_iter().filter(|n| n != files::LOCK).collect(),
             current,
             held,
             _lock: None,
@@ -230,10 +230,10 @@ fn read_current(
     dir: &Path,
     names: &[String],
 ) -> Result<Option<std::result::Result<Vec<u8>, Error>>> {
-    if !names.iter().any(|n| n == version::CURRENT) {
+    if !names.iter().any(|n| n == files::CURRENT) {
         return Ok(None);
     }
-    let path = dir.join(version::CURRENT);
+    let path = dir.join(files::CURRENT);
     let handle = fs.open_read(&path)?;
     let len = handle.len()?;
     if len > version::MAX_CURRENT_LEN {
@@ -248,7 +248,7 @@ fn verify_closed(fs: &dyn FileSystem, dir: &Path) -> Result<VerifyReport> {
     let names: Vec<String> = fs
         .list_dir(dir)?
         .into_iter()
-        .filter(|n| n != LOCK_FILE)
+        .filter(|n| n != files::LOCK)
         .collect();
     let current = read_current(fs, dir, &names)?;
     let files = Files {
@@ -274,15 +274,15 @@ fn problem(report: &mut VerifyReport, e: Error) -> Result<()> {
 fn check(fs: &dyn FileSystem, files: &Files) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
     let dir = &files.dir;
-    let mut referenced = vec![version::CURRENT.to_string()];
+    let mut referenced = vec![files::CURRENT.to_string()];
 
     // 1. CURRENT.
-    let current_path = dir.join(version::CURRENT);
+    let current_path = dir.join(files::CURRENT);
     let manifest_id = match &files.current {
         None => {
             problem(
                 &mut report,
-                missing(dir, FileKind::Manifest, version::CURRENT),
+                missing(dir, FileKind::Manifest, files::CURRENT),
             )?;
             return finish(report, files, &referenced);
         }
@@ -293,7 +293,7 @@ fn check(fs: &dyn FileSystem, files: &Files) -> Result<VerifyReport> {
         Some(Ok(bytes)) => match version::decode_current(bytes, &current_path) {
             Ok(id) => {
                 report.files.push(VerifiedFile {
-                    name: version::CURRENT.to_string(),
+                    name: files::CURRENT.to_string(),
                     kind: FileKind::Manifest,
                     bytes: bytes.len() as u64,
                     items: 1,
@@ -308,7 +308,7 @@ fn check(fs: &dyn FileSystem, files: &Files) -> Result<VerifyReport> {
     };
 
     // 2. The manifest.
-    let name = version::manifest_file_name(manifest_id);
+    let name = FileType::Manifest.name(manifest_id);
     let path = dir.join(&name);
     referenced.push(name.clone());
     let Some(bytes) = files.read(fs, &name)? else {
@@ -367,7 +367,7 @@ fn check(fs: &dyn FileSystem, files: &Files) -> Result<VerifyReport> {
     // 4. Blob files no flush has recorded yet (the WAL's separated values point into
     // them): checked whole like listed ones.
     for name in &files.names {
-        let Some(id) = crate::vlog::parse_file_name(name) else {
+        let Some(id) = FileType::Blob.parse(name) else {
             continue;
         };
         if version.blob_files().contains_key(&id) {
@@ -395,18 +395,18 @@ fn check(fs: &dyn FileSystem, files: &Files) -> Result<VerifyReport> {
     let mut wal_ids: Vec<u64> = files
         .names
         .iter()
-        .filter_map(|n| wal::parse_file_name(n))
+        .filter_map(|n| FileType::Wal.parse(n))
         .filter(|&id| id >= version.wal_min_id())
         .collect();
     wal_ids.sort_unstable();
     if version.wal_min_id() > 0 && wal_ids.first() != Some(&version.wal_min_id()) {
-        let name = wal::file_name(version.wal_min_id());
+        let name = FileType::Wal.name(version.wal_min_id());
         problem(&mut report, missing(dir, FileKind::Wal, &name))?;
     }
     let mut last = version.flushed_seqno();
     let mut cut = false;
     for id in wal_ids {
-        let name = wal::file_name(id);
+        let name = FileType::Wal.name(id);
         referenced.push(name.clone());
         if cut {
             report.notes.push(format!(
@@ -454,7 +454,7 @@ fn check(fs: &dyn FileSystem, files: &Files) -> Result<VerifyReport> {
         &files.names,
         &version,
         last,
-        &dir.join(version::manifest_file_name(manifest_id)),
+        &dir.join(FileType::Manifest.name(manifest_id)),
     ) {
         problem(&mut report, e)?;
     }
@@ -627,7 +627,7 @@ impl WalCheck<'_> {
                                  blob file {} is damaged or missing",
                                 record.seqno,
                                 lost.offset,
-                                crate::vlog::file_name(lost.file_id)
+                                FileType::Blob.name(lost.file_id)
                             ),
                         },
                     ));
@@ -636,7 +636,7 @@ impl WalCheck<'_> {
                     "{}: the log ends at byte {} (seqno {}), a write whose value never became \
                      durable; recovery drops it and every later write, which were never \
                      durable either",
-                    wal::file_name(id),
+                    FileType::Wal.name(id),
                     record.offset,
                     record.seqno
                 ));

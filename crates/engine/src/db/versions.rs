@@ -27,10 +27,9 @@ use std::sync::Arc;
 use super::inner::{Inner, State};
 use super::super_version::SuperVersion;
 use crate::error::{Error, Result};
+use crate::files::FileType;
 use crate::key::KeyspaceId;
-use crate::table;
-use crate::version::{self, Edit, Manifest};
-use crate::wal;
+use crate::version::{Edit, Manifest};
 
 /// Manifest bytes after which a fresh manifest is started.
 const MAX_MANIFEST_SIZE: u64 = 64 << 20;
@@ -151,15 +150,15 @@ pub(crate) fn delete_obsolete_files(inner: &Inner) {
         let _ = inner.fs.remove(&inner.blobs.path(id));
     }
     for name in names {
-        let obsolete = if let Some(id) = table::parse_file_name(&name) {
+        let obsolete = if let Some(id) = FileType::Table.parse(&name) {
             let dead = !live.contains(&id);
             if dead {
                 inner.tables.evict(id);
             }
             dead
-        } else if let Some(id) = wal::parse_file_name(&name) {
+        } else if let Some(id) = FileType::Wal.parse(&name) {
             id < wal_min
-        } else if let Some(id) = version::parse_manifest_file_name(&name) {
+        } else if let Some(id) = FileType::Manifest.parse(&name) {
             id != manifest_id
         } else {
             false

@@ -77,7 +77,12 @@ pub(crate) fn valid_name(name: &str) -> bool {
 
 /// The header of a pack of a checkpoint at `seqno`.
 pub(crate) fn encode_header(seqno: u64) -> Vec<u8> {
-    crate::checksum::file_header(MAGIC, VERSION, seqno)
+    crate::files::FileHeader {
+        magic: MAGIC,
+        version: VERSION,
+        id: seqno,
+    }
+    .encode()
 }
 
 /// The directory of `entries`.
@@ -277,7 +282,7 @@ pub(crate) fn decode_directory(
     if end != frame.dir_offset {
         return Err(corrupt(path, base, Reason::LengthOutOfRange));
     }
-    if !names.contains(crate::version::CURRENT) {
+    if !names.contains(crate::files::CURRENT) {
         return Err(corrupt(
             path,
             base,

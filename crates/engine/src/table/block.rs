@@ -34,8 +34,6 @@ use crate::cursor::Cursor;
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::key::{compare_encoded, TRAILER_LEN};
 
-use super::fences::Fences;
-
 /// Encodes one block; see the module documentation.
 #[derive(Debug)]
 pub(crate) struct BlockBuilder {
@@ -368,10 +366,10 @@ impl<B: Deref<Target = Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
         Ok(())
     }
 
-    /// As [`Cursor::seek`], narrowing the search with `fences`, which must have been built
-    /// from this cursor's block.
-    pub(crate) fn seek_with(&mut self, target: &[u8], fences: &Fences) -> Result<()> {
-        let (lo, hi) = fences.candidates(target);
+    /// As [`Cursor::seek`], searching only the restart points `candidates` (inclusive;
+    /// `Fences::candidates` of this cursor's block gives them for `target`).
+    pub(crate) fn seek_in(&mut self, target: &[u8], candidates: (usize, usize)) -> Result<()> {
+        let (lo, hi) = candidates;
         let last = self.block.restart_count.saturating_sub(1);
         self.seek_between(target, lo.min(last), hi.min(last))
     }

@@ -35,7 +35,7 @@ fn both_seeks(block: &Block, fences: &Fences, target: &[u8]) -> ((bool, Vec<u8>)
     let mut plain = BlockCursor::new(block, path, 0);
     plain.seek(target).unwrap();
     let mut fenced = BlockCursor::new(block, path, 0);
-    fenced.seek_with(target, fences).unwrap();
+    fenced.seek_in(target, fences.candidates(target)).unwrap();
     (
         (plain.valid(), plain.key().to_vec()),
         (fenced.valid(), fenced.key().to_vec()),

@@ -171,3 +171,23 @@ impl Cursor for TableIter {
         self.guard(r)
     }
 }
+
+impl Reader {
+    /// A cursor over every entry; data blocks it reads are offered to the cache.
+    #[cfg(test)]
+    pub(crate) fn iter(self: &Arc<Self>) -> TableIter {
+        TableIter::new(Arc::clone(self), u32::MAX)
+    }
+
+    /// A cursor over every entry that uses cached blocks but does not offer the blocks it
+    /// reads (for long scans and compaction, which would evict the working set).
+    pub(crate) fn iter_no_fill(self: &Arc<Self>) -> TableIter {
+        TableIter::new(Arc::clone(self), 0)
+    }
+
+    /// A cursor that offers only the first `blocks` blocks it reads from the file to the
+    /// cache: short range reads stay cached, a long scan does not evict the working set.
+    pub(crate) fn iter_fill_first(self: &Arc<Self>, blocks: u32) -> TableIter {
+        TableIter::new(Arc::clone(self), blocks)
+    }
+}

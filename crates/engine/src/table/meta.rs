@@ -24,7 +24,7 @@ use crate::rangedel::RangeTombstone;
 /// Summary of one finished table file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TableMeta {
-    /// The table's file id (its file is `table::file_name(id)`).
+    /// The table's file id (its file is `FileType::Table.name(id)`).
     pub(crate) id: u64,
     /// Bytes of the finished file.
     pub(crate) file_size: u64,

@@ -155,13 +155,3 @@ impl TableOptions {
         Ok(())
     }
 }
-
-/// The file name of table `id`: 20 decimal digits, then `.sst`.
-pub(crate) fn file_name(id: u64) -> String {
-    format!("{id:020}.sst")
-}
-
-/// The id in a table file name, or `None` if `name` is not one (exactly 20 digits + `.sst`).
-pub(crate) fn parse_file_name(name: &str) -> Option<u64> {
-    crate::checksum::parse_file_id(name.strip_suffix(".sst")?)
-}

@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use super::*;
 use crate::error::Error;
+use crate::files::FileType;
 use crate::fs::{FileSystem, MemFs};
 use crate::key::{split_encoded, InternalKey, Kind, SeqNo};
 use crate::rangedel::RangeTombstone;
 
 fn path() -> PathBuf {
-    PathBuf::from("/").join(file_name(9))
+    PathBuf::from("/").join(FileType::Table.name(9))
 }
 
 fn rt(start: &[u8], end: &[u8], seqno: u64) -> RangeTombstone {

@@ -1,5 +1,5 @@
 //! [`Reader`]: an open table file, validated once and then shared by every thread that
-//! reads it. Its cursor, [`TableIter`], is in `iter.rs`.
+//! reads it. Its cursor, `TableIter`, and the methods that make one are in `iter.rs`.
 //!
 //! `open` reads the footer, the properties block, the index block and the filter, and
 //! checks them (FORMAT.md §6): the blocks tile the file, every index entry points at the
@@ -30,7 +30,6 @@ use super::compression::unseal;
 use super::fences::Fences;
 use super::filter::Filter;
 use super::footer::{BlockHandle, Footer};
-use super::iter::TableIter;
 use super::properties::Properties;
 use super::range_block;
 use super::{TableMeta, FOOTER_LEN, MAX_BLOCK_LEN};
@@ -369,7 +368,7 @@ impl Reader {
         target.extend_from_slice(&trailer.to_le_bytes());
         // Borrowed cursors: a lookup clones no shared reference count but the data block's.
         let mut index = BlockCursor::new(&*self.index, &*self.path, self.footer.index.offset);
-        index.seek_with(&target, &self.index_fences)?;
+        index.seek_in(&target, self.index_fences.candidates(&target))?;
         // The block the index points at, then (if it ends before the target) the next one.
         for _ in 0..2 {
             if !index.valid() {
@@ -392,24 +391,6 @@ impl Reader {
             index.next()?;
         }
         Ok(None)
-    }
-
-    /// A cursor over every entry; data blocks it reads are offered to the cache.
-    #[cfg(test)]
-    pub(crate) fn iter(self: &Arc<Self>) -> TableIter {
-        TableIter::new(Arc::clone(self), u32::MAX)
-    }
-
-    /// A cursor over every entry that uses cached blocks but does not offer the blocks it
-    /// reads (for long scans and compaction, which would evict the working set).
-    pub(crate) fn iter_no_fill(self: &Arc<Self>) -> TableIter {
-        TableIter::new(Arc::clone(self), 0)
-    }
-
-    /// A cursor that offers only the first `blocks` blocks it reads from the file to the
-    /// cache: short range reads stay cached, a long scan does not evict the working set.
-    pub(crate) fn iter_fill_first(self: &Arc<Self>, blocks: u32) -> TableIter {
-        TableIter::new(Arc::clone(self), blocks)
     }
 
     /// Reads every data block from the file (not the cache), checks its checksum and
@@ -533,7 +514,7 @@ impl Reader {
     /// Positions `index` (a cursor from [`Reader::index_cursor`]) at the first entry
     /// `>= target`, searching the fences first.
     pub(super) fn seek_index(&self, index: &mut BlockCursor, target: &[u8]) -> Result<()> {
-        index.seek_with(target, &self.index_fences)
+        index.seek_in(target, self.index_fences.candidates(target))
     }
 
     /// The handle in the current index entry, checked against the data region.

@@ -16,6 +16,7 @@ use super::*;
 use crate::checksum::Checksum;
 use crate::cursor::Cursor;
 use crate::error::{FileKind, Reason};
+use crate::files::FileType;
 use crate::fs::{read_all, FileSystem, MemFs, Op, StdFs};
 use crate::key::{compare_encoded, split_encoded, InternalKey, Kind, SeqNo};
 
@@ -26,7 +27,7 @@ fn ik(user: &[u8], seqno: u64, kind: Kind) -> Vec<u8> {
 }
 
 fn table_path() -> PathBuf {
-    PathBuf::from("/").join(file_name(7))
+    PathBuf::from("/").join(FileType::Table.name(7))
 }
 
 /// Sorts by `compare_encoded` and drops repeated keys.
@@ -305,7 +306,7 @@ fn versions_of_one_key_spanning_many_blocks_are_found_at_every_snapshot() {
 #[test]
 fn a_table_on_real_files_round_trips() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join(file_name(7));
+    let path = dir.path().join(FileType::Table.name(7));
     let model = sample(2000);
     let options = TableOptions {
         compression: Compression::Zstd,
@@ -370,22 +371,6 @@ fn cache_is_filled_by_iter_but_not_by_iter_no_fill() {
     let reader = Arc::new(Reader::open(&fs, &table_path(), 7, Arc::clone(&small)).unwrap());
     scan(&reader, true).unwrap();
     assert!(small.used_bytes() <= 2000 && small.used_bytes() > 0);
-}
-
-#[test]
-fn file_names_round_trip_and_reject_others() {
-    assert_eq!(file_name(42), "00000000000000000042.sst");
-    assert_eq!(parse_file_name(&file_name(42)), Some(42));
-    assert_eq!(parse_file_name(&file_name(u64::MAX)), Some(u64::MAX));
-    for bad in [
-        "42.sst",
-        "0000000000000000042.sst",
-        "00000000000000000042.wal",
-        "99999999999999999999.sst",
-        "",
-    ] {
-        assert_eq!(parse_file_name(bad), None, "{bad}");
-    }
 }
 
 #[test]
@@ -474,7 +459,7 @@ fn blob_references_are_recorded_in_the_properties() {
         ]
     );
     assert_eq!(r.verify().unwrap(), 10);
-    let plain = PathBuf::from("/").join(file_name(8));
+    let plain = PathBuf::from("/").join(FileType::Table.name(8));
     let mut w = Writer::create(&fs, &plain, 8, &options).unwrap();
     w.add(&ik(b"a", 1, Kind::Put), b"v").unwrap();
     w.finish().unwrap();

@@ -124,7 +124,7 @@ fn separator(a: &[u8], b: &[u8]) -> Vec<u8> {
 }
 
 impl Writer {
-    /// Creates the table file at `path` (normally `dir/file_name(id)`); nothing is synced
+    /// Creates the table file at `path` (normally `dir/FileType::Table.name(id)`); nothing is synced
     /// until [`Writer::finish`].
     ///
     /// # Errors

@@ -13,22 +13,16 @@
 
 use std::path::Path;
 
-use super::manifest::{manifest_file_name, parse_manifest_file_name};
 use crate::checksum::Checksum;
 use crate::error::{Error, FileKind, Reason, Result};
-
-/// The name of the pointer file.
-pub(crate) const CURRENT: &str = "CURRENT";
-
-/// The temporary name a new pointer is written under before it is renamed to [`CURRENT`].
-pub(crate) const CURRENT_TMP: &str = "CURRENT.tmp";
+use crate::files::FileType;
 
 /// Largest `CURRENT` file a reader accepts; a real one is 39 bytes.
 pub(crate) const MAX_CURRENT_LEN: u64 = 64;
 
 /// The content of a `CURRENT` file naming manifest `id`.
 pub(crate) fn encode_current(id: u64) -> Vec<u8> {
-    let name = manifest_file_name(id);
+    let name = FileType::Manifest.name(id);
     let crc = Checksum::of(name.as_bytes()).masked();
     format!("{name} {crc:08x}\n").into_bytes()
 }
@@ -72,7 +66,7 @@ pub(crate) fn decode_current(bytes: &[u8], path: &Path) -> Result<u64> {
     }
     std::str::from_utf8(name)
         .ok()
-        .and_then(parse_manifest_file_name)
+        .and_then(|n| FileType::Manifest.parse(n))
         .ok_or_else(|| corrupt(0, Reason::BadEntry("CURRENT does not name a manifest file")))
 }
 

@@ -31,11 +31,13 @@ use std::path::Path;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::current::{decode_current, encode_current, CURRENT, CURRENT_TMP, MAX_CURRENT_LEN};
+use super::current::{decode_current, encode_current, MAX_CURRENT_LEN};
 use super::{Edit, Version};
 use crate::checksum::Checksum;
-use crate::coding::{get_u32_le, get_u64_le};
+use crate::coding::get_u32_le;
 use crate::error::{Error, FileKind, Reason, Result};
+use crate::files::{FileHeader, FileType};
+use crate::files::{CURRENT, CURRENT_TMP};
 use crate::fs::{read_all, FileSystem, WritableFile};
 
 /// The file magic: the bytes `C M A N` read as a little-endian `u32`.
@@ -45,7 +47,7 @@ pub(crate) const MAGIC: u32 = u32::from_le_bytes(*b"CMAN");
 pub(crate) const VERSION: u32 = 1;
 
 /// Bytes of the file header: magic, version, file id, header checksum.
-pub(crate) const FILE_HEADER_LEN: usize = 20;
+pub(crate) const FILE_HEADER_LEN: usize = crate::files::FILE_HEADER_LEN;
 
 /// Bytes of a record header: length checksum, record checksum, payload length.
 pub(crate) const RECORD_HEADER_LEN: usize = 12;
@@ -56,22 +58,14 @@ pub(crate) const RECORD_HEADER_LEN: usize = 12;
 pub(crate) const MAX_RECORD_LEN: usize = 64 << 20;
 
 /// The name prefix of manifest files.
-const PREFIX: &str = "MANIFEST-";
-
-/// The file name of manifest file `id`: `MANIFEST-` and 20 decimal digits.
-pub(crate) fn manifest_file_name(id: u64) -> String {
-    format!("{PREFIX}{id:020}")
-}
-
-/// The id in a manifest file name, or `None` if `name` is not one (exactly `MANIFEST-`
-/// and 20 digits).
-pub(crate) fn parse_manifest_file_name(name: &str) -> Option<u64> {
-    crate::checksum::parse_file_id(name.strip_prefix(PREFIX)?)
-}
-
 /// The 20-byte file header of manifest file `id`.
 pub(crate) fn encode_file_header(id: u64) -> Vec<u8> {
-    crate::checksum::file_header(MAGIC, VERSION, id)
+    FileHeader {
+        magic: MAGIC,
+        version: VERSION,
+        id,
+    }
+    .encode()
 }
 
 /// Appends one record carrying `payload` to `out`.
@@ -174,7 +168,7 @@ impl Manifest {
                 payload.len()
             )));
         }
-        let path = dir.join(manifest_file_name(id));
+        let path = dir.join(FileType::Manifest.name(id));
         if fs.exists(&path)? {
             if read_current(fs, dir)? == Some(id) {
                 return Err(Error::invalid(format!(
@@ -287,11 +281,11 @@ impl Manifest {
             let names = fs.list_dir(dir)?;
             let manifests = names
                 .iter()
-                .filter(|n| parse_manifest_file_name(n).is_some())
+                .filter(|n| FileType::Manifest.parse(n).is_some())
                 .count();
             let data_files = names
                 .iter()
-                .any(|n| crate::wal::parse_file_name(n).is_some() || n.ends_with(".sst"));
+                .any(|n| matches!(FileType::of(n), Some((FileType::Wal | FileType::Table, _))));
             if data_files || manifests > 1 {
                 return Err(Error::corruption(
                     FileKind::Manifest,
@@ -302,7 +296,7 @@ impl Manifest {
             }
             return Ok(None);
         };
-        let path = dir.join(manifest_file_name(id));
+        let path = dir.join(FileType::Manifest.name(id));
         if !fs.exists(&path)? {
             return Err(Error::corruption(
                 FileKind::Manifest,
@@ -366,7 +360,7 @@ pub(crate) fn obsolete_files(fs: &dyn FileSystem, dir: &Path, live_id: u64) -> R
     Ok(fs
         .list_dir(dir)?
         .into_iter()
-        .filter(|n| n == CURRENT_TMP || parse_manifest_file_name(n).is_some_and(|id| id != live_id))
+        .filter(|n| n == CURRENT_TMP || FileType::Manifest.parse(n).is_some_and(|id| id != live_id))
         .collect())
 }
 
@@ -449,21 +443,8 @@ fn valid_record_after(
 /// Checks the file header; `expected_id` is the id `CURRENT` (or the file name) gives.
 fn check_header(data: &[u8], path: &Path, expected_id: Option<u64>) -> Result<u64> {
     let corrupt = |at, reason| Error::corruption(FileKind::Manifest, path, at, reason);
-    let (Some(magic), Some(version), Some(id), Some(stored)) = (
-        get_u32_le(data, 0),
-        get_u32_le(data, 4),
-        get_u64_le(data, 8),
-        get_u32_le(data, 16),
-    ) else {
-        return Err(corrupt(0, Reason::Truncated));
-    };
-    if magic != MAGIC {
-        return Err(corrupt(0, Reason::BadMagic { found: magic }));
-    }
-    let computed = Checksum::of(data.get(..16).unwrap_or_default()).masked();
-    if computed != stored {
-        return Err(corrupt(16, Reason::Checksum { stored, computed }));
-    }
+    let FileHeader { version, id, .. } =
+        FileHeader::decode(data, MAGIC).map_err(|(at, reason)| corrupt(at, reason))?;
     if version != VERSION {
         return Err(Error::UnsupportedVersion {
             file: FileKind::Manifest,

@@ -50,27 +50,6 @@ fn build(fs: &MemFs, seed: u64, edits: usize) -> (Manifest, Vec<Version>, Vec<u6
     (m, versions, starts)
 }
 
-#[test]
-fn file_names_round_trip_and_reject_others() {
-    assert_eq!(manifest_file_name(42), "MANIFEST-00000000000000000042");
-    assert_eq!(parse_manifest_file_name(&manifest_file_name(42)), Some(42));
-    assert_eq!(
-        parse_manifest_file_name(&manifest_file_name(u64::MAX)),
-        Some(u64::MAX)
-    );
-    for bad in [
-        "MANIFEST-42",
-        "MANIFEST-0000000000000000004x",
-        "MANIFEST-99999999999999999999",
-        "manifest-00000000000000000042",
-        "00000000000000000042.wal",
-        "CURRENT",
-        "",
-    ] {
-        assert_eq!(parse_manifest_file_name(bad), None, "{bad}");
-    }
-}
-
 /// The bytes of FORMAT.md §9 (worked example).
 #[test]
 fn encoding_matches_the_worked_example() {
@@ -189,7 +168,7 @@ fn rotation_moves_current_and_lists_obsolete_files() {
     let mut m2 = Manifest::create(shared(&fs), &dir(), new_id, &v).unwrap();
     assert_eq!(
         obsolete_files(&fs, &dir(), new_id).unwrap(),
-        vec![manifest_file_name(1)]
+        vec![FileType::Manifest.name(1)]
     );
     let e = Edit {
         next_file_id: Some(v.next_file_id() + 3),
@@ -225,7 +204,7 @@ fn create_refuses_ids_that_are_not_fresh_and_replaces_leftovers() {
     let err = Manifest::create(shared(&fs), &dir(), 1, &v5).unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
     // Leftovers of an interrupted create (a partial manifest, a stray CURRENT.tmp).
-    fs.create(&dir().join(manifest_file_name(3)))
+    fs.create(&dir().join(FileType::Manifest.name(3)))
         .unwrap()
         .append(b"partial")
         .unwrap();
@@ -235,7 +214,7 @@ fn create_refuses_ids_that_are_not_fresh_and_replaces_leftovers() {
         .unwrap();
     assert_eq!(
         obsolete_files(&fs, &dir(), 1).unwrap(),
-        vec![CURRENT_TMP.to_string(), manifest_file_name(3)]
+        vec![CURRENT_TMP.to_string(), FileType::Manifest.name(3)]
     );
     let m3 = Manifest::create(shared(&fs), &dir(), 3, &v5).unwrap();
     assert_eq!(recover(&fs.crash()).unwrap().version, v5);
@@ -304,17 +283,17 @@ fn recovery_without_current() {
     let fs = new_fs();
     assert!(recover(&fs).is_none());
     fs.create(&dir().join("LOCK")).unwrap();
-    fs.create(&dir().join(manifest_file_name(1))).unwrap();
+    fs.create(&dir().join(FileType::Manifest.name(1))).unwrap();
     fs.create(&dir().join(CURRENT_TMP)).unwrap();
     assert!(recover(&fs).is_none());
     // Store files without CURRENT: refuse to start over.
     for extra in [
-        manifest_file_name(2),
+        FileType::Manifest.name(2),
         "00000000000000000003.wal".into(),
         "00000000000000000004.sst".into(),
     ] {
         let fs = new_fs();
-        fs.create(&dir().join(manifest_file_name(1))).unwrap();
+        fs.create(&dir().join(FileType::Manifest.name(1))).unwrap();
         fs.create(&dir().join(&extra)).unwrap();
         let c = corruption(Manifest::recover(&fs, &dir()));
         assert_eq!(c.path, dir().join(CURRENT), "{extra}");
@@ -474,7 +453,7 @@ fn checksum_valid_records_that_do_not_decode_or_apply_are_corruption() {
 
 /// Writes a manifest image and a CURRENT naming `id` straight to `fs`.
 fn write_image(fs: &MemFs, id: u64, image: &[u8]) -> PathBuf {
-    let path = dir().join(manifest_file_name(id));
+    let path = dir().join(FileType::Manifest.name(id));
     fs.create(&path).unwrap().append(image).unwrap();
     fs.create(&dir().join(CURRENT))
         .unwrap()

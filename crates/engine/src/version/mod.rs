@@ -44,11 +44,10 @@ mod version;
 #[cfg(test)]
 pub(crate) mod workload;
 
-pub(crate) use current::{decode_current, encode_current, CURRENT, MAX_CURRENT_LEN};
+pub(crate) use current::{decode_current, encode_current, MAX_CURRENT_LEN};
 pub(crate) use edit::{check_keyspace_name, Edit, MAX_KEYSPACE_NAME_LEN};
 pub(crate) use manifest::{
-    decode_image, encode_file_header, encode_record, manifest_file_name, parse_manifest_file_name,
-    Manifest, MAX_RECORD_LEN,
+    decode_image, encode_file_header, encode_record, Manifest, MAX_RECORD_LEN,
 };
 
 pub(crate) use version::{KeyspaceTables, Version};

@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::scan::scan_path;
-use super::{file_name, Reader, ValueHandle, Writer, WriterOptions};
+use super::{Reader, ValueHandle, Writer, WriterOptions};
+use crate::files::FileType;
 use crate::fs::{CrashOptions, FileSystem, MemFs};
 use crate::key::KeyspaceId;
 
@@ -109,7 +110,7 @@ fn check(run: &Run, crashed: &MemFs, label: &str) -> usize {
     );
     // Every file that exists scans to a prefix of what was written to it, never an error.
     for id in &run.files {
-        let path = dir().join(file_name(*id));
+        let path = dir().join(FileType::Blob.name(*id));
         if !crashed.exists(&path).unwrap() {
             continue;
         }

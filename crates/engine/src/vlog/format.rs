@@ -25,6 +25,7 @@
 use crate::checksum::Checksum;
 use crate::coding::{get_u32_le, get_u64_le};
 use crate::error::Reason;
+use crate::files::FileHeader;
 
 /// The file magic: the bytes `C B L B` read as a little-endian `u32`.
 pub(crate) const MAGIC: u32 = u32::from_le_bytes(*b"CBLB");
@@ -36,7 +37,7 @@ pub(crate) const FOOTER_MAGIC: u32 = u32::from_le_bytes(*b"CBLF");
 pub(crate) const VERSION: u32 = 1;
 
 /// Bytes of the file header: magic, version, file id, header checksum.
-pub(crate) const FILE_HEADER_LEN: u64 = 20;
+pub(crate) const FILE_HEADER_LEN: u64 = crate::files::FILE_HEADER_LEN as u64;
 
 /// Bytes of a record header (before the key).
 pub(crate) const RECORD_HEADER_LEN: u64 = 16;
@@ -52,7 +53,12 @@ pub(crate) const FOOTER_LEN: u64 = 40;
 
 /// The 20-byte file header of blob file `id`.
 pub(crate) fn encode_file_header(id: u64) -> Vec<u8> {
-    crate::checksum::file_header(MAGIC, VERSION, id)
+    FileHeader {
+        magic: MAGIC,
+        version: VERSION,
+        id,
+    }
+    .encode()
 }
 
 /// Why a file header is unusable.
@@ -74,25 +80,8 @@ pub(crate) fn decode_file_header(
     bytes: &[u8],
     expected_id: Option<u64>,
 ) -> Result<u64, HeaderError> {
-    let (Some(magic), Some(version), Some(id), Some(stored), Some(fields)) = (
-        get_u32_le(bytes, 0),
-        get_u32_le(bytes, 4),
-        get_u64_le(bytes, 8),
-        get_u32_le(bytes, 16),
-        bytes.get(..16),
-    ) else {
-        return Err(HeaderError::Damaged(0, Reason::Truncated));
-    };
-    if magic != MAGIC {
-        return Err(HeaderError::Damaged(0, Reason::BadMagic { found: magic }));
-    }
-    let computed = Checksum::of(fields).masked();
-    if computed != stored {
-        return Err(HeaderError::Damaged(
-            16,
-            Reason::Checksum { stored, computed },
-        ));
-    }
+    let FileHeader { version, id, .. } = FileHeader::decode(bytes, MAGIC)
+        .map_err(|(at, reason)| HeaderError::Damaged(at, reason))?;
     if version != VERSION {
         return Err(HeaderError::Unsupported(version));
     }
@@ -475,7 +464,12 @@ mod tests {
             bad[i] ^= 0x10;
             assert!(decode_file_header(&bad, Some(9)).is_err(), "byte {i}");
         }
-        let v2 = crate::checksum::file_header(MAGIC, 2, 9);
+        let v2 = FileHeader {
+            magic: MAGIC,
+            version: 2,
+            id: 9,
+        }
+        .encode();
         assert_eq!(
             decode_file_header(&v2, None),
             Err(HeaderError::Unsupported(2))

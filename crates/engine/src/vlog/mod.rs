@@ -79,16 +79,6 @@ pub(crate) struct BlobFileMeta {
     pub(crate) value_bytes: u64,
 }
 
-/// The file name of blob file `id`: 20 decimal digits, then `.blob`.
-pub(crate) fn file_name(id: u64) -> String {
-    format!("{id:020}.blob")
-}
-
-/// The id in a blob file name, or `None` if `name` is not one (exactly 20 digits + `.blob`).
-pub(crate) fn parse_file_name(name: &str) -> Option<u64> {
-    crate::checksum::parse_file_id(name.strip_suffix(".blob")?)
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
@@ -102,22 +92,5 @@ mod tests {
         send::<Writer>();
         send::<ValueReader>();
         assert_eq!(DEFAULT_MAX_FILE_LEN, 256 << 20);
-    }
-
-    #[test]
-    fn file_names_round_trip_and_reject_others() {
-        assert_eq!(file_name(42), "00000000000000000042.blob");
-        assert_eq!(parse_file_name(&file_name(42)), Some(42));
-        assert_eq!(parse_file_name(&file_name(u64::MAX)), Some(u64::MAX));
-        for bad in [
-            "42.blob",
-            "00000000000000000042.wal",
-            "00000000000000000042.sst",
-            "0000000000000000004x.blob",
-            "99999999999999999999.blob",
-            "",
-        ] {
-            assert_eq!(parse_file_name(bad), None, "{bad}");
-        }
     }
 }

@@ -31,8 +31,9 @@ use parking_lot::Mutex;
 use super::format::RecordRef;
 use super::scan::{read_chunk, read_record};
 use super::value_reader::ValueReader;
-use super::{file_name, ValueHandle};
+use super::ValueHandle;
 use crate::error::{Error, FileKind, Reason, Result};
+use crate::files::FileType;
 use crate::fs::{FileSystem, ReadableFile};
 
 /// Default number of blob files kept open.
@@ -89,7 +90,7 @@ impl Reader {
 
     /// The path of blob file `id`.
     pub(crate) fn path(&self, id: u64) -> PathBuf {
-        self.dir.join(file_name(id))
+        self.dir.join(FileType::Blob.name(id))
     }
 
     /// Blob file `id`, opened if it is not in the cache, and its known length.
@@ -292,7 +293,7 @@ mod tests {
             let mut bytes = encode_file_header(*id);
             let at = bytes.len() as u64;
             let r = encode_record(&mut bytes, *id, at, 0, b"key", v);
-            let p = Path::new("/db").join(file_name(*id));
+            let p = Path::new("/db").join(FileType::Blob.name(*id));
             fs.create(&p).unwrap().append(&bytes).unwrap();
             handles.push(ValueHandle {
                 file_id: *id,
@@ -394,7 +395,7 @@ mod tests {
         let (fs, h) = setup(&[(1, first.clone())]);
         let r = Reader::new(Arc::new(fs.clone()), Path::new("/db"), DEFAULT_OPEN_FILES);
         assert_eq!(r.read(&h[0]).unwrap(), first); // opens the file, learns its length
-        let path = Path::new("/db").join(file_name(1));
+        let path = Path::new("/db").join(FileType::Blob.name(1));
         let at = fs.file_len(&path).unwrap();
         let second = value(9_000);
         let mut bytes = Vec::new();

@@ -26,8 +26,9 @@ use super::format::{
     decode_file_header, Footer, HeaderError, RecordRef, CHUNK_CRC_LEN, CHUNK_LEN, FILE_HEADER_LEN,
     FOOTER_LEN, RECORD_HEADER_LEN,
 };
-use super::{parse_file_name, ValueHandle};
+use super::ValueHandle;
 use crate::error::{Error, FileKind, Reason, Result};
+use crate::files::FileType;
 use crate::fs::{FileSystem, ReadableFile};
 
 /// One record found by [`scan`].
@@ -278,7 +279,7 @@ pub(crate) fn scan_path(fs: &dyn FileSystem, path: &Path, verify_values: bool) -
     let expected = path
         .file_name()
         .and_then(|n| n.to_str())
-        .and_then(parse_file_name);
+        .and_then(|n| FileType::Blob.parse(n));
     scan(file.as_ref(), expected, verify_values)
 }
 
@@ -286,8 +287,9 @@ pub(crate) fn scan_path(fs: &dyn FileSystem, path: &Path, verify_values: bool) -
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 mod tests {
     use super::super::format::{encode_file_header, encode_record};
-    use super::super::{file_name, Reader};
+    use super::super::Reader;
     use super::*;
+    use crate::files::FileType;
     use crate::fs::MemFs;
     use std::sync::Arc;
 
@@ -317,7 +319,7 @@ mod tests {
     }
 
     fn path() -> std::path::PathBuf {
-        Path::new("/db").join(file_name(ID))
+        Path::new("/db").join(FileType::Blob.name(ID))
     }
 
     fn put(fs: &MemFs, bytes: &[u8]) {
@@ -509,7 +511,12 @@ mod tests {
         // A newer version.
         put(
             &fs,
-            &crate::checksum::file_header(super::super::format::MAGIC, 9, ID),
+            &crate::files::FileHeader {
+                magic: super::super::format::MAGIC,
+                version: 9,
+                id: ID,
+            }
+            .encode(),
         );
         assert!(matches!(
             scan_path(&fs, &path(), true),

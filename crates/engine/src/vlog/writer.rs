@@ -43,8 +43,9 @@ use super::format::{
     chunk_crc, encode_file_header, record_len, Footer, RecordRef, CHUNK_CRC_LEN, CHUNK_LEN,
     FILE_HEADER_LEN, FOOTER_LEN,
 };
-use super::{file_name, BlobFileMeta, ValueHandle};
+use super::{BlobFileMeta, ValueHandle};
 use crate::error::{Error, Result};
+use crate::files::FileType;
 use crate::fs::{FileSystem, WritableFile};
 use crate::key::{check_key_len, KeyspaceId};
 
@@ -458,7 +459,7 @@ impl Writer {
     fn active_file(&mut self) -> Result<&mut Active> {
         if self.active.is_none() {
             let id = (self.next_id)();
-            let path = self.dir.join(file_name(id));
+            let path = self.dir.join(FileType::Blob.name(id));
             let created = (|| -> Result<Box<dyn WritableFile>> {
                 let mut file = self.fs.create(&path)?;
                 file.append(&encode_file_header(id))?;
@@ -668,7 +669,7 @@ mod tests {
                 .map(|(h, _)| u64::from(h.value_len))
                 .sum::<u64>()
         );
-        let path = dir().join(file_name(10));
+        let path = dir().join(FileType::Blob.name(10));
         assert_eq!(fs.file_len(&path).unwrap(), meta.file_size);
         let s = scan_path(&fs, &path, true).unwrap();
         assert!(s.footer.is_some());
@@ -703,7 +704,7 @@ mod tests {
             if m.id != hb.file_id {
                 assert!(m.file_size <= max, "{m:?}");
             }
-            let s = scan_path(&fs, &dir().join(file_name(m.id)), true).unwrap();
+            let s = scan_path(&fs, &dir().join(FileType::Blob.name(m.id)), true).unwrap();
             assert_eq!(s.records.len() as u64, m.record_count);
             assert_eq!(s.footer.unwrap().value_bytes, m.value_bytes);
         }
@@ -793,9 +794,9 @@ mod tests {
         assert_eq!(sealed[1].record_count, 2);
         let reader = Reader::new(Arc::new(fs.clone()), &dir(), 2);
         assert_eq!(reader.read(&again).unwrap(), b"more");
-        let s = scan_path(&fs, &dir().join(file_name(next.file_id)), true).unwrap();
+        let s = scan_path(&fs, &dir().join(FileType::Blob.name(next.file_id)), true).unwrap();
         assert!(s.footer.is_some() && s.records.len() == 2);
-        let path = dir().join(file_name(first.file_id));
+        let path = dir().join(FileType::Blob.name(first.file_id));
         assert_eq!(fs.file_len(&path).unwrap(), sealed[0].file_size);
         // The abandoned file: no footer, the valid prefix ends at the partial record.
         let s = scan_path(&fs, &path, true).unwrap();
@@ -858,7 +859,7 @@ mod tests {
         }
         a.sync().unwrap();
         b.sync().unwrap();
-        let path = dir().join(file_name(10));
+        let path = dir().join(FileType::Blob.name(10));
         let bytes = crate::fs::read_all(&direct, &path).unwrap();
         assert_eq!(bytes.len() as u64, a.active_len());
         assert_eq!(bytes, crate::fs::read_all(&streamed, &path).unwrap());
@@ -909,7 +910,7 @@ mod tests {
     fn gathered_records_reach_the_file_when_handed_over() {
         let fs = new_fs();
         let mut w = writer(&fs, DEFAULT_MAX_FILE_LEN);
-        let path = dir().join(file_name(10));
+        let path = dir().join(FileType::Blob.name(10));
         let mut handles = Vec::new();
         for i in 0..10u64 {
             let v = value(i, 4096);
@@ -937,7 +938,7 @@ mod tests {
     fn gathered_records_are_bounded_in_memory() {
         let fs = new_fs();
         let mut w = writer(&fs, DEFAULT_MAX_FILE_LEN);
-        let path = dir().join(file_name(10));
+        let path = dir().join(FileType::Blob.name(10));
         for i in 0..600u64 {
             w.append_gathered(KeyspaceId(0), b"k", &value(i, 4096))
                 .unwrap();
@@ -965,7 +966,7 @@ mod tests {
         assert!(sealed.len() > 3, "{sealed:?}");
         assert_eq!(sealed.iter().map(|m| m.record_count).sum::<u64>(), 30);
         for m in &sealed {
-            let path = dir().join(file_name(m.id));
+            let path = dir().join(FileType::Blob.name(m.id));
             assert_eq!(fs.file_len(&path).unwrap(), m.file_size);
             assert!(scan_path(&fs, &path, true).unwrap().footer.is_some());
         }
@@ -1056,7 +1057,7 @@ mod proptests {
             }
             let mut scanned = Vec::new();
             for meta in w.take_sealed() {
-                let s = scan_path(&fs, &dir().join(file_name(meta.id)), true).unwrap();
+                let s = scan_path(&fs, &dir().join(FileType::Blob.name(meta.id)), true).unwrap();
                 prop_assert!(s.footer.is_some());
                 prop_assert_eq!(s.records.len() as u64, meta.record_count);
                 prop_assert_eq!(s.value_bytes, meta.value_bytes);

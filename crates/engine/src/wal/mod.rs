@@ -27,6 +27,7 @@ pub(crate) use reader::{decode_all, Dropped, ReadOptions, Reader, Record, TornTa
 pub(crate) use writer::Writer;
 
 use crate::checksum::Checksum;
+use crate::files::FileHeader;
 
 /// The file magic: the bytes `C W A L` read as a little-endian `u32`.
 pub(crate) const MAGIC: u32 = u32::from_le_bytes(*b"CWAL");
@@ -47,7 +48,7 @@ pub(crate) const SYNCED_PAYLOAD_LEN: usize = 8;
 pub(crate) const MIN_READ_VERSION: u32 = 1;
 
 /// Bytes of the file header: magic, version, file id, header checksum.
-pub(crate) const FILE_HEADER_LEN: usize = 20;
+pub(crate) const FILE_HEADER_LEN: usize = crate::files::FILE_HEADER_LEN;
 
 /// Bytes of a record header: two checksums, payload length, kind, flags, reserved, seqno.
 pub(crate) const RECORD_HEADER_LEN: usize = 24;
@@ -68,19 +69,14 @@ pub(crate) enum Kind {
     Synced = 2,
 }
 
-/// The file name of WAL file `id`: 20 decimal digits, then `.wal`.
-pub(crate) fn file_name(id: u64) -> String {
-    format!("{id:020}.wal")
-}
-
-/// The id in a WAL file name, or `None` if `name` is not one (exactly 20 digits + `.wal`).
-pub(crate) fn parse_file_name(name: &str) -> Option<u64> {
-    crate::checksum::parse_file_id(name.strip_suffix(".wal")?)
-}
-
 /// The 20-byte file header of WAL file `id`.
 pub(crate) fn encode_file_header(id: u64) -> Vec<u8> {
-    crate::checksum::file_header(MAGIC, VERSION, id)
+    FileHeader {
+        magic: MAGIC,
+        version: VERSION,
+        id,
+    }
+    .encode()
 }
 
 /// The 16 checksummed fixed fields of a record header (offsets 8..24).
@@ -131,23 +127,6 @@ mod tests {
 
     fn hex(bytes: &[u8]) -> String {
         bytes.iter().map(|b| format!("{b:02x}")).collect()
-    }
-
-    #[test]
-    fn file_names_round_trip_and_reject_others() {
-        assert_eq!(file_name(42), "00000000000000000042.wal");
-        assert_eq!(parse_file_name(&file_name(42)), Some(42));
-        assert_eq!(parse_file_name(&file_name(u64::MAX)), Some(u64::MAX));
-        for bad in [
-            "42.wal",
-            "0000000000000000042.wal",
-            "00000000000000000042.tbl",
-            "0000000000000000004x.wal",
-            "99999999999999999999.wal", // overflows u64
-            "",
-        ] {
-            assert_eq!(parse_file_name(bad), None, "{bad}");
-        }
     }
 
     /// The sizes and bytes of FORMAT.md §9 (worked example).

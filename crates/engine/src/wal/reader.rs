@@ -39,6 +39,7 @@ use super::{
 use crate::checksum::Checksum;
 use crate::coding::{get_u32_le, get_u64_le};
 use crate::error::{Error, FileKind, Reason, Result};
+use crate::files::{FileHeader, FileType};
 use crate::fs::{read_all, FileSystem};
 
 /// How to treat corruption that is followed by valid records.
@@ -212,21 +213,10 @@ fn check_header(
     path: &Path,
     expected_id: Option<u64>,
 ) -> Result<std::result::Result<u32, Reason>> {
-    let (Some(magic), Some(version), Some(id), Some(stored)) = (
-        get_u32_le(data, 0),
-        get_u32_le(data, 4),
-        get_u64_le(data, 8),
-        get_u32_le(data, 16),
-    ) else {
-        return Ok(Err(Reason::Truncated));
+    let FileHeader { version, id, .. } = match FileHeader::decode(data, MAGIC) {
+        Ok(h) => h,
+        Err((_, reason)) => return Ok(Err(reason)),
     };
-    if magic != MAGIC {
-        return Ok(Err(Reason::BadMagic { found: magic }));
-    }
-    let computed = Checksum::of(data.get(..16).unwrap_or_default()).masked();
-    if computed != stored {
-        return Ok(Err(Reason::Checksum { stored, computed }));
-    }
     if !(MIN_READ_VERSION..=VERSION).contains(&version) {
         return Err(Error::UnsupportedVersion {
             file: FileKind::Wal,
@@ -462,7 +452,7 @@ impl Reader {
         let expected_id = path
             .file_name()
             .and_then(|n| n.to_str())
-            .and_then(super::parse_file_name);
+            .and_then(|n| FileType::Wal.parse(n));
         let options = ReadOptions {
             salvage,
             expected_id,
@@ -905,7 +895,12 @@ mod tests {
         let (mut data, starts) = image(2);
         data.splice(
             0..FILE_HEADER_LEN,
-            crate::checksum::file_header(MAGIC, 2, 7),
+            FileHeader {
+                magic: MAGIC,
+                version: 2,
+                id: 7,
+            }
+            .encode(),
         );
         super::super::encode_synced(&mut data, *starts.last().unwrap() as u64);
         assert_eq!(

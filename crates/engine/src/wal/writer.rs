@@ -32,10 +32,9 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::{
-    encode_file_header, encode_record, encode_synced, file_name, FILE_HEADER_LEN, MAX_PAYLOAD_LEN,
-};
+use super::{encode_file_header, encode_record, encode_synced, FILE_HEADER_LEN, MAX_PAYLOAD_LEN};
 use crate::error::{Error, Result};
+use crate::files::FileType;
 use crate::fs::{FileSystem, WritableFile};
 
 /// Buffered bytes that trigger a write to the OS from `append` (64 KiB).
@@ -77,7 +76,7 @@ impl Writer {
     /// # Errors
     /// `Error::Io` if the file exists or any step fails (no writer is returned then).
     pub(crate) fn create(fs: &dyn FileSystem, dir: &Path, id: u64) -> Result<Writer> {
-        let path = dir.join(file_name(id));
+        let path = dir.join(FileType::Wal.name(id));
         let mut file = fs.create(&path)?;
         file.append(&encode_file_header(id))?;
         file.sync_data()?;
@@ -246,7 +245,7 @@ mod tests {
     }
 
     fn recover(fs: &MemFs, id: u64) -> Vec<u64> {
-        Reader::open(fs, &dir().join(file_name(id)), false)
+        Reader::open(fs, &dir().join(FileType::Wal.name(id)), false)
             .unwrap()
             .map(|r| {
                 let r = r.unwrap();
@@ -450,13 +449,13 @@ mod tests {
         }
         // A process crash keeps what reached the OS: the marks are there unsynced.
         let image = fs.crash_with(CrashOptions::KeepAll);
-        let data = read_all(&image, &dir().join(file_name(3))).unwrap();
+        let data = read_all(&image, &dir().join(FileType::Wal.name(3))).unwrap();
         let r = decode_all(&data, Path::new("/db/x.wal"), ReadOptions::default()).unwrap();
         assert_eq!(r.records.len(), 20);
         assert_eq!(r.synced_end, *synced.last().unwrap());
         // A power loss keeps every mark but possibly the last: each is synced by the next.
         let image = fs.crash();
-        let data = read_all(&image, &dir().join(file_name(3))).unwrap();
+        let data = read_all(&image, &dir().join(FileType::Wal.name(3))).unwrap();
         let r = decode_all(&data, Path::new("/db/x.wal"), ReadOptions::default()).unwrap();
         assert!(r.synced_end >= synced[synced.len() - 2], "{}", r.synced_end);
         assert!(r.records.len() >= 20);
@@ -469,7 +468,7 @@ mod tests {
         let covered = w.append(1, &payload(1)).unwrap();
         w.flush().unwrap();
         // Synced elsewhere; meanwhile another record was appended.
-        fs.open_append(&dir().join(file_name(3)))
+        fs.open_append(&dir().join(FileType::Wal.name(3)))
             .unwrap()
             .sync_data()
             .unwrap();
@@ -477,7 +476,7 @@ mod tests {
         w.note_synced(covered);
         w.note_synced(covered); // said once
         w.flush().unwrap();
-        let data = read_all(&fs, &dir().join(file_name(3))).unwrap();
+        let data = read_all(&fs, &dir().join(FileType::Wal.name(3))).unwrap();
         let r = decode_all(&data, Path::new("/db/x.wal"), ReadOptions::default()).unwrap();
         assert_eq!(
             r.synced_end, covered,

@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use super::*;
 use crate::error::FileKind;
+use crate::files::FileType;
 use crate::fs::{read_all, CrashOptions};
 use crate::wal;
 
@@ -178,11 +179,11 @@ fn probe(
 
 /// The file kind of a store file name (`None`: not the store's, e.g. `LOCK`).
 fn kind_of(name: &str) -> Option<FileKind> {
-    if wal::parse_file_name(name).is_some() {
+    if FileType::Wal.parse(name).is_some() {
         Some(FileKind::Wal)
-    } else if crate::table::parse_file_name(name).is_some() {
+    } else if crate::files::FileType::Table.parse(name).is_some() {
         Some(FileKind::Table)
-    } else if name == "CURRENT" || crate::version::parse_manifest_file_name(name).is_some() {
+    } else if name == "CURRENT" || crate::files::FileType::Manifest.parse(name).is_some() {
         Some(FileKind::Manifest)
     } else {
         None
@@ -197,7 +198,7 @@ type RecordSpan = (u64, u64, usize);
 fn wal_records(fs: &MemFs, names: &[String], model: &Model) -> Option<(String, Vec<RecordSpan>)> {
     let last = names
         .iter()
-        .filter(|n| wal::parse_file_name(n).is_some())
+        .filter(|n| FileType::Wal.parse(n).is_some())
         .max()?;
     let path = dir().join(last);
     let data = read_all(fs, &path).unwrap();

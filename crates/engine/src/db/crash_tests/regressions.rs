@@ -4,8 +4,9 @@ use std::sync::Arc;
 
 use super::*;
 use crate::error::FileKind;
+use crate::files::FileType;
 use crate::fs::{read_all, CrashOptions, Fault, FaultKind, Op};
-use crate::version::{decode_image, manifest_file_name, parse_manifest_file_name};
+use crate::version::decode_image;
 
 fn open(fs: &MemFs) -> Result<Db> {
     Db::open_with_fs(Arc::new(fs.clone()), &dir(), options(Durability::Sync))
@@ -15,16 +16,16 @@ fn manifest_path(fs: &MemFs) -> PathBuf {
     let names = fs.list_dir(&dir()).unwrap();
     let id = names
         .iter()
-        .find_map(|n| parse_manifest_file_name(n))
+        .find_map(|n| FileType::Manifest.parse(n))
         .unwrap();
-    dir().join(manifest_file_name(id))
+    dir().join(FileType::Manifest.name(id))
 }
 
 fn table_count(fs: &MemFs) -> usize {
     let names = fs.list_dir(&dir()).unwrap();
     names
         .iter()
-        .filter(|n| crate::table::parse_file_name(n).is_some())
+        .filter(|n| crate::files::FileType::Table.parse(n).is_some())
         .count()
 }
 
