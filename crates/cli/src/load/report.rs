@@ -8,6 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use cairn_harness::latency::latency_json;
+use cairn_harness::report::{duration_ns, per_second, thousands};
+use cairn_harness::{durability_name, Summary, WriteCost};
 use hdrhistogram::Histogram;
 use serde_json::{json, Map, Value};
 
@@ -15,8 +18,6 @@ use super::args::Plan;
 use super::durability::{loss_window, LossWindow};
 use super::mix::OpKind;
 use super::pattern::Pattern;
-use crate::bench::ordered::durability_name;
-use crate::bench::report::{duration_ns, latency_json, Latency, WriteCost};
 use crate::plural::count;
 
 /// One thread's counts.
@@ -101,12 +102,7 @@ impl Outcome {
     }
 
     fn per_sec(&self, ops: u64) -> f64 {
-        let secs = self.runtime.as_secs_f64();
-        if secs > 0.0 {
-            ops as f64 / secs
-        } else {
-            0.0
-        }
+        per_second(ops as f64, self.runtime)
     }
 
     /// Operations per second over all threads.
@@ -145,13 +141,13 @@ impl Outcome {
         t.push_str(&format!(
             "total_ops   {total} in {:.2} s = {} ops/s\n",
             self.runtime.as_secs_f64(),
-            rate(self.ops_per_sec())
+            thousands(self.ops_per_sec())
         ));
         let threads: Vec<String> = self
             .threads
             .iter()
             .enumerate()
-            .map(|(i, c)| format!("#{i} {} ({} ops/s)", c.ops, rate(self.per_sec(c.ops))))
+            .map(|(i, c)| format!("#{i} {} ({} ops/s)", c.ops, thousands(self.per_sec(c.ops))))
             .collect();
         for (i, chunk) in threads.chunks(4).enumerate() {
             let label = if i == 0 { "per thread" } else { "" };
@@ -160,7 +156,7 @@ impl Outcome {
         t.push_str(&format!(
             "{:<11} {} ops/s per thread\n",
             "average",
-            rate(self.average_thread_ops_per_sec())
+            thousands(self.average_thread_ops_per_sec())
         ));
         t.push_str(&format!(
             "\n{:<7} {:>10} {:>7}  {:>9} {:>9} {:>9} {:>9}\n",
@@ -172,23 +168,20 @@ impl Outcome {
             } else {
                 0.0
             };
-            let q = |x: f64| {
-                if h.is_empty() {
+            let s = Summary::of(h);
+            let q = |ns: u64| {
+                if s.is_empty() {
                     "-".to_string()
                 } else {
-                    duration_ns(h.value_at_quantile(x))
+                    duration_ns(ns)
                 }
             };
-            let max = if h.is_empty() {
-                "-".to_string()
-            } else {
-                duration_ns(h.max())
-            };
             format!(
-                "{name:<7} {count:>10} {share:>6.1}%  {:>9} {:>9} {:>9} {max:>9}\n",
-                q(0.5),
-                q(0.99),
-                q(0.999)
+                "{name:<7} {count:>10} {share:>6.1}%  {:>9} {:>9} {:>9} {:>9}\n",
+                q(s.p50_ns),
+                q(s.p99_ns),
+                q(s.p999_ns),
+                q(s.max_ns)
             )
         };
         for kind in OpKind::ALL {
@@ -250,13 +243,7 @@ impl Outcome {
     /// The JSON object.
     pub fn json(&self) -> Value {
         let p = &self.plan;
-        let lat = |h: &Histogram<u64>| {
-            latency_json(&Latency {
-                label: "",
-                per_sample: 1,
-                hist: h.clone(),
-            })
-        };
+        let lat = |h: &Histogram<u64>| latency_json(h, 1);
         let mut latency = Map::new();
         latency.insert("all".into(), lat(&self.latency_all));
         let mut ops = Map::new();
@@ -395,15 +382,15 @@ pub fn backend_title(plan: &Plan) -> String {
 pub fn header(title: &str, plan: &Plan, dir: Option<&Path>, temporary: bool) -> String {
     let pace = match (plan.pattern, plan.rate) {
         (Pattern::Consistent, None) => "as fast as possible".to_string(),
-        (Pattern::Consistent, Some(r)) => format!("{} ops/s", rate(r)),
-        (Pattern::Ramp, Some(r)) => format!("rising to {} ops/s", rate(r)),
+        (Pattern::Consistent, Some(r)) => format!("{} ops/s", thousands(r)),
+        (Pattern::Ramp, Some(r)) => format!("rising to {} ops/s", thousands(r)),
         (Pattern::Ramp, None) => "flat out".to_string(),
         (Pattern::Burst, r) => format!(
             "{} busy at {}, {} idle",
             secs(plan.burst_on),
             r.map_or_else(
                 || "full speed".to_string(),
-                |r| format!("{} ops/s", rate(r))
+                |r| format!("{} ops/s", thousands(r))
             ),
             secs(plan.burst_off)
         ),
@@ -431,20 +418,6 @@ pub fn header(title: &str, plan: &Plan, dir: Option<&Path>, temporary: bool) -> 
     h
 }
 
-/// A rate with thousands separators: `1,234,567`.
-pub fn rate(r: f64) -> String {
-    let n = r.round().max(0.0) as u64;
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// `1.5 MiB`.
 pub fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / 1_048_576.0)
@@ -456,18 +429,5 @@ fn secs(d: Duration) -> String {
         format!("{s} s")
     } else {
         format!("{} ms", d.as_millis())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rates_have_separators() {
-        assert_eq!(rate(0.4), "0");
-        assert_eq!(rate(999.0), "999");
-        assert_eq!(rate(1000.0), "1,000");
-        assert_eq!(rate(1_234_567.2), "1,234,567");
     }
 }
