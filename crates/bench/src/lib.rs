@@ -11,6 +11,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _};
+use cairn_harness::report::thousands;
+use cairn_harness::{Rng, ScratchDir};
 use clap::Parser;
 use serde::Serialize;
 
@@ -226,26 +228,6 @@ pub struct Row {
     pub lookups_per_cpu_s: f64,
 }
 
-/// SplitMix64: a fast, fixed-seed, well-mixed 64-bit generator.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    #[inline]
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (multiply-shift; bias below 2^-40 for n < 2^24).
-    #[inline]
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-    }
-}
-
 fn run_one(spec: PeerSpec, dir: &Path, n: u64, lookups: u64, seed: u64) -> anyhow::Result<Row> {
     let mut peer = spec.make();
     let batch = spec.batch();
@@ -266,7 +248,8 @@ fn run_one(spec: PeerSpec, dir: &Path, n: u64, lookups: u64, seed: u64) -> anyho
     let file_bytes = peer.disk_size(dir)?;
 
     eprint!(" lookups...");
-    let mut rng = SplitMix64(seed);
+    // splitmix64 from the seed itself, as the reference bench seeds its generator.
+    let mut rng = Rng::from_state(seed);
     let (looked, lookup) = measure(|| -> anyhow::Result<()> {
         peer.open(dir)?;
         let (mut kb, mut vb) = (StackBuf::new(), StackBuf::new());
@@ -312,7 +295,7 @@ fn run_one(spec: PeerSpec, dir: &Path, n: u64, lookups: u64, seed: u64) -> anyho
 /// formatted inside the timed loop as for single lookups, and every value is checked.
 fn batched_lookups(
     peer: &dyn ConstantPeer,
-    rng: &mut SplitMix64,
+    rng: &mut Rng,
     n: u64,
     lookups: u64,
     batch: usize,
@@ -341,19 +324,6 @@ fn batched_lookups(
         done += m as u64;
     }
     Ok(())
-}
-
-/// `1234567.8` -> `1,234,568`.
-fn thousands(x: f64) -> String {
-    let s = format!("{:.0}", x.max(0.0));
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
 }
 
 fn print_table(rows: &[Row]) -> std::io::Result<()> {
@@ -437,10 +407,11 @@ pub fn rows(args: &Args) -> anyhow::Result<Vec<Row>> {
     } else {
         peer_specs(args)?
     };
-    let base = match &args.dir {
-        Some(d) => d.clone(),
-        None => std::env::temp_dir().join(format!("cairn-bench-{}", std::process::id())),
+    let scratch = match &args.dir {
+        Some(d) => ScratchDir::given(d),
+        None => ScratchDir::temporary("cairn-bench-").context("creating a scratch directory")?,
     };
+    let base = scratch.path();
 
     let mut rows = Vec::new();
     if let Some(path) = &args.from_json {
@@ -455,9 +426,6 @@ pub fn rows(args: &Args) -> anyhow::Result<Vec<Row>> {
             let dir = base.join(format!("{spec:?}-{n}").replace(['(', ')', ',', ' '], "_"));
             rows.push(run_one(spec, &dir, n, args.lookups, args.seed)?);
         }
-    }
-    if args.dir.is_none() {
-        let _ = std::fs::remove_dir(&base);
     }
     Ok(rows)
 }
@@ -490,30 +458,4 @@ pub fn main_with(args: &Args) -> anyhow::Result<()> {
         print_table(&rows)?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rng_below_is_in_range_and_spread() {
-        let mut rng = SplitMix64(1);
-        let mut seen = [0u32; 10];
-        for _ in 0..10_000 {
-            let r = rng.below(10);
-            assert!(r < 10);
-            if let Some(s) = seen.get_mut(r as usize) {
-                *s += 1;
-            }
-        }
-        assert!(seen.iter().all(|&c| c > 800));
-    }
-
-    #[test]
-    fn thousands_groups() {
-        assert_eq!(thousands(1234567.4), "1,234,567");
-        assert_eq!(thousands(999.0), "999");
-        assert_eq!(thousands(1000.0), "1,000");
-    }
 }

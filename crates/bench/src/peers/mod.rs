@@ -9,6 +9,8 @@ use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
 
+use cairn_harness::scratch::{dir_size, Measure};
+
 pub mod cairn;
 pub mod cdb2;
 pub mod sparkey_c;
@@ -47,9 +49,10 @@ pub trait ConstantPeer {
         }
         Ok(())
     }
-    /// Bytes on disk of what build() wrote.
+    /// Bytes on disk of what build() wrote: the apparent size (`st_size`) of every file
+    /// under `dir`, as the reference bench's `total_file_size`.
     fn disk_size(&self, dir: &Path) -> anyhow::Result<u64> {
-        dir_size(dir)
+        Ok(dir_size(dir, Measure::Apparent)?)
     }
 }
 
@@ -157,23 +160,6 @@ pub fn bench_key(buf: &mut StackBuf, i: u64) -> &[u8] {
 #[inline]
 pub fn bench_value(buf: &mut StackBuf, i: u64) -> &[u8] {
     buf.format("value_", i)
-}
-
-/// Total apparent size (`st_size`) of the regular files under `dir`, recursively,
-/// as the reference bench's `total_file_size`.
-pub fn dir_size(dir: &Path) -> anyhow::Result<u64> {
-    let meta = std::fs::symlink_metadata(dir)?;
-    if meta.is_file() {
-        return Ok(meta.len());
-    }
-    if !meta.is_dir() {
-        return Ok(0);
-    }
-    let mut sum = 0;
-    for entry in std::fs::read_dir(dir)? {
-        sum += dir_size(&entry?.path())?;
-    }
-    Ok(sum)
 }
 
 /// A path as a NUL-terminated C string, for the C peers.
