@@ -13,11 +13,11 @@ pub fn per_second(count: f64, time: Duration) -> f64 {
     }
 }
 
-/// A whole number with thousands separators, rounded: `1234567.8` -> `1,234,568`;
-/// negative numbers print as `0`.
+/// A whole number with thousands separators: `1234567.8` -> `1,234,568`. Rounded as
+/// `{:.0}` rounds (a half to the even neighbour, so reports re-rendered from their JSON
+/// print what they printed); negative numbers and NaN print as `0`.
 pub fn thousands(x: f64) -> String {
-    let n = x.round().max(0.0) as u64;
-    let digits = n.to_string();
+    let digits = format!("{:.0}", if x > 0.0 { x } else { 0.0 });
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
         if i > 0 && (digits.len() - i).is_multiple_of(3) {
@@ -55,6 +55,10 @@ mod tests {
     fn thousands_groups_and_rounds() {
         assert_eq!(thousands(0.4), "0");
         assert_eq!(thousands(-3.0), "0");
+        assert_eq!(thousands(-0.0), "0");
+        assert_eq!(thousands(f64::NAN), "0");
+        assert_eq!(thousands(2.5), "2");
+        assert_eq!(thousands(579_778.5), "579,778");
         assert_eq!(thousands(999.0), "999");
         assert_eq!(thousands(1000.0), "1,000");
         assert_eq!(thousands(1_234_567.2), "1,234,567");

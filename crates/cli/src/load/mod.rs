@@ -27,7 +27,6 @@ mod sweep;
 use std::io::Write;
 
 pub use args::Args;
-use cairn_harness::report::thousands;
 use cairn_harness::ScratchDir as Dir;
 
 use crate::errors::{CliError, CliResult, EXIT_OK};
@@ -94,7 +93,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
                 "  preloaded {} in {:.2} s ({} keys/s)\n",
                 count(keys, "key", "keys"),
                 took.as_secs_f64(),
-                thousands(keys as f64 / took.as_secs_f64().max(1e-9))
+                report::rate(keys as f64 / took.as_secs_f64().max(1e-9))
             ));
         }
         text.push('\n');

@@ -141,13 +141,13 @@ impl Outcome {
         t.push_str(&format!(
             "total_ops   {total} in {:.2} s = {} ops/s\n",
             self.runtime.as_secs_f64(),
-            thousands(self.ops_per_sec())
+            rate(self.ops_per_sec())
         ));
         let threads: Vec<String> = self
             .threads
             .iter()
             .enumerate()
-            .map(|(i, c)| format!("#{i} {} ({} ops/s)", c.ops, thousands(self.per_sec(c.ops))))
+            .map(|(i, c)| format!("#{i} {} ({} ops/s)", c.ops, rate(self.per_sec(c.ops))))
             .collect();
         for (i, chunk) in threads.chunks(4).enumerate() {
             let label = if i == 0 { "per thread" } else { "" };
@@ -156,7 +156,7 @@ impl Outcome {
         t.push_str(&format!(
             "{:<11} {} ops/s per thread\n",
             "average",
-            thousands(self.average_thread_ops_per_sec())
+            rate(self.average_thread_ops_per_sec())
         ));
         t.push_str(&format!(
             "\n{:<7} {:>10} {:>7}  {:>9} {:>9} {:>9} {:>9}\n",
@@ -382,15 +382,15 @@ pub fn backend_title(plan: &Plan) -> String {
 pub fn header(title: &str, plan: &Plan, dir: Option<&Path>, temporary: bool) -> String {
     let pace = match (plan.pattern, plan.rate) {
         (Pattern::Consistent, None) => "as fast as possible".to_string(),
-        (Pattern::Consistent, Some(r)) => format!("{} ops/s", thousands(r)),
-        (Pattern::Ramp, Some(r)) => format!("rising to {} ops/s", thousands(r)),
+        (Pattern::Consistent, Some(r)) => format!("{} ops/s", rate(r)),
+        (Pattern::Ramp, Some(r)) => format!("rising to {} ops/s", rate(r)),
         (Pattern::Ramp, None) => "flat out".to_string(),
         (Pattern::Burst, r) => format!(
             "{} busy at {}, {} idle",
             secs(plan.burst_on),
             r.map_or_else(
                 || "full speed".to_string(),
-                |r| format!("{} ops/s", thousands(r))
+                |r| format!("{} ops/s", rate(r))
             ),
             secs(plan.burst_off)
         ),
@@ -418,6 +418,11 @@ pub fn header(title: &str, plan: &Plan, dir: Option<&Path>, temporary: bool) -> 
     h
 }
 
+/// A rate with thousands separators, rounded half away from zero: `1,234,567`.
+pub fn rate(r: f64) -> String {
+    thousands(r.round())
+}
+
 /// `1.5 MiB`.
 pub fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / 1_048_576.0)
@@ -429,5 +434,19 @@ fn secs(d: Duration) -> String {
         format!("{s} s")
     } else {
         format!("{} ms", d.as_millis())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_have_separators() {
+        assert_eq!(rate(0.4), "0");
+        assert_eq!(rate(2.5), "3");
+        assert_eq!(rate(999.0), "999");
+        assert_eq!(rate(1000.0), "1,000");
+        assert_eq!(rate(1_234_567.2), "1,234,567");
     }
 }

@@ -20,7 +20,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cairn_harness::report::thousands;
 use cairn_harness::scratch::{dir_size, Measure};
 use cairn_harness::{histogram, Lap, Rng, ValueSource, WriteCost};
 use hdrhistogram::Histogram;
@@ -32,7 +31,7 @@ use super::backend::{self, Backend};
 use super::keys::{KeyChooser, KeyShape, MAX_VALUE_SIZE};
 use super::mix::{Mix, OpKind};
 use super::pattern::Pacer;
-use super::report::{Outcome, Place, Seqnos, ThreadCounts};
+use super::report::{rate, Outcome, Place, Seqnos, ThreadCounts};
 use crate::errors::{CliError, CliResult};
 use crate::progress;
 
@@ -229,11 +228,7 @@ fn timed(
             let secs = now.duration_since(last_at).as_secs_f64();
             if secs >= 0.25 {
                 let current = (ops - last_ops) as f64 / secs;
-                bar.set_message(format!(
-                    "{} ops/s, {} ops",
-                    thousands(current),
-                    thousands(ops as f64)
-                ));
+                bar.set_message(format!("{} ops/s, {} ops", rate(current), rate(ops as f64)));
                 (last_ops, last_at) = (ops, now);
             }
             bar.set_position(now.duration_since(shared.start).as_millis() as u64);

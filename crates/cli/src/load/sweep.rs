@@ -21,7 +21,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use cairn::Durability;
-use cairn_harness::report::{duration_ns, thousands};
+use cairn_harness::report::duration_ns;
 use cairn_harness::Summary;
 use serde_json::{json, Value};
 
@@ -91,7 +91,7 @@ fn text_row(o: &Outcome, baseline: Option<f64>) -> String {
     );
     row([
         &o.mode(),
-        &thousands(o.ops_per_sec()),
+        &report::rate(o.ops_per_sec()),
         &share,
         &p99(&o.latency_all),
         &p99(o.hist(OpKind::Write)),
