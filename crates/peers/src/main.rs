@@ -8,12 +8,13 @@
 //! constant stores run through `cairn-bench`'s peers.
 
 use std::io::{IsTerminal as _, Write as _};
-use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use cairn_harness::scratch::{dir_size as walk_size, Measure};
+use cairn_harness::{ScratchDir, ValueSource};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -27,7 +28,6 @@ mod row;
 mod stores;
 mod workload;
 
-use data::ValueSource;
 use row::{Labels, Row};
 use stores::{Config, Kind};
 use workload::{Plan, Workload};
@@ -248,13 +248,8 @@ fn run(args: &Args) -> anyhow::Result<report::Report> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let workloads = selected_workloads(args)?;
     let scratch = match &args.dir {
-        Some(d) => {
-            std::fs::create_dir_all(d)?;
-            tempfile::Builder::new()
-                .prefix("cairn-peers-")
-                .tempdir_in(d)?
-        }
-        None => tempfile::Builder::new().prefix("cairn-peers-").tempdir()?,
+        Some(d) => ScratchDir::temporary_in(d, "cairn-peers-")?,
+        None => ScratchDir::temporary("cairn-peers-")?,
     };
     let go = go::Driver::find(&args.go_driver, &args.go_stores);
     let mut report = report::Report::new(args_line(), args.num, args.cache_mb, go.note());
@@ -519,19 +514,9 @@ fn fresh_dir(scratch: &Path, name: &str) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-/// Bytes of every file under `dir` (0 for what cannot be read): for each file the smaller
+/// Bytes of every file under `dir` (0 if it cannot be read): for each file the smaller
 /// of its length and its allocated blocks, so preallocated or sparse files (write-ahead
 /// logs, memory-mapped files) count what they hold, as the Go driver counts them.
 pub fn dir_size(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|e| match e.metadata() {
-            Ok(m) if m.is_dir() => dir_size(&e.path()),
-            Ok(m) => m.len().min(m.blocks().saturating_mul(512)),
-            Err(_) => 0,
-        })
-        .sum()
+    walk_size(dir, Measure::Allocated).unwrap_or(0)
 }
