@@ -1,7 +1,9 @@
 //! `cairn-bench`: constant-store benchmark, after the reference Sparkey `bench.c`, as a
-//! library (the `cairn-bench` command, and the peer suite `cairn-peers`, run it).
+//! library (the `cairn-bench` command, and the ordered-store peer suite
+//! `cairn-ordered-peers`, run it). The stores under benchmark (Cairn's constant store and
+//! its peers Sparkey C, tinycdb and cdb2) are in [`stores`].
 //!
-//! For each size `n` and each peer: build `n` entries `key_<i> -> value_<i>`
+//! For each size `n` and each store: build `n` entries `key_<i> -> value_<i>`
 //! (timed: wall, process CPU), report the bytes on disk, then open the store
 //! and do `--lookups` random lookups of `key_<r>`, `r` uniform in `0..n` from
 //! a fixed-seed RNG, checking each value is `value_<r>` (timed likewise; as
@@ -17,12 +19,12 @@ use clap::Parser;
 use serde::Serialize;
 
 pub mod measure;
-pub mod peers;
 pub mod plot;
+pub mod stores;
 
 use measure::measure;
-use peers::{
-    bench_key, bench_value, Cairn, Cdb2, Compression, ConstantPeer, SparkeyC, StackBuf, TinyCdb,
+use stores::{
+    bench_key, bench_value, Cairn, Cdb2, Compression, ConstantStore, SparkeyC, StackBuf, TinyCdb,
 };
 
 /// Constant-store benchmark: Cairn's stores next to reference peers, one process.
@@ -108,7 +110,7 @@ impl std::str::FromStr for CompressionSpec {
 
 /// Which store and variant one row measures.
 #[derive(Clone, Copy, Debug)]
-enum PeerSpec {
+enum StoreSpec {
     /// Cairn with this compression and block size; `batch` > 0 uses `get_many`.
     Cairn {
         compression: Compression,
@@ -122,17 +124,17 @@ enum PeerSpec {
     Cdb2,
 }
 
-impl PeerSpec {
+impl StoreSpec {
     fn batch(self) -> usize {
         match self {
-            PeerSpec::Cairn { batch, .. } => batch,
+            StoreSpec::Cairn { batch, .. } => batch,
             _ => 0,
         }
     }
 
-    fn make(self) -> Box<dyn ConstantPeer> {
+    fn make(self) -> Box<dyn ConstantStore> {
         match self {
-            PeerSpec::Cairn {
+            StoreSpec::Cairn {
                 compression,
                 block_size,
                 pin,
@@ -144,14 +146,14 @@ impl PeerSpec {
                 c.load_log = load;
                 Box::new(c)
             }
-            PeerSpec::SparkeyC(c, bs) => Box::new(SparkeyC::new(c, bs)),
-            PeerSpec::TinyCdb => Box::new(TinyCdb::new()),
-            PeerSpec::Cdb2 => Box::new(Cdb2::new()),
+            StoreSpec::SparkeyC(c, bs) => Box::new(SparkeyC::new(c, bs)),
+            StoreSpec::TinyCdb => Box::new(TinyCdb::new()),
+            StoreSpec::Cdb2 => Box::new(Cdb2::new()),
         }
     }
 }
 
-fn peer_specs(args: &Args) -> anyhow::Result<Vec<PeerSpec>> {
+fn store_specs(args: &Args) -> anyhow::Result<Vec<StoreSpec>> {
     let mut specs = Vec::new();
     for p in &args.peers {
         match p.trim() {
@@ -160,7 +162,7 @@ fn peer_specs(args: &Args) -> anyhow::Result<Vec<PeerSpec>> {
                     let compression = spec.compression;
                     let block_size = spec.block_size.unwrap_or(args.block_size);
                     let (pin, load) = (args.pin_index, args.load_log);
-                    specs.push(PeerSpec::Cairn {
+                    specs.push(StoreSpec::Cairn {
                         compression,
                         block_size,
                         batch: 0,
@@ -168,7 +170,7 @@ fn peer_specs(args: &Args) -> anyhow::Result<Vec<PeerSpec>> {
                         load,
                     });
                     if args.batch > 0 {
-                        specs.push(PeerSpec::Cairn {
+                        specs.push(StoreSpec::Cairn {
                             compression,
                             block_size,
                             batch: args.batch,
@@ -187,14 +189,14 @@ fn peer_specs(args: &Args) -> anyhow::Result<Vec<PeerSpec>> {
                         );
                         continue;
                     }
-                    specs.push(PeerSpec::SparkeyC(
+                    specs.push(StoreSpec::SparkeyC(
                         c,
                         spec.block_size.unwrap_or(args.block_size),
                     ));
                 }
             }
-            "tinycdb" | "cdb" => specs.push(PeerSpec::TinyCdb),
-            "cdb2" => specs.push(PeerSpec::Cdb2),
+            "tinycdb" | "cdb" => specs.push(StoreSpec::TinyCdb),
+            "cdb2" => specs.push(StoreSpec::Cdb2),
             other => bail!("unknown peer {other:?} (cairn, sparkey-c, tinycdb, cdb2)"),
         }
     }
@@ -228,40 +230,40 @@ pub struct Row {
     pub lookups_per_cpu_s: f64,
 }
 
-fn run_one(spec: PeerSpec, dir: &Path, n: u64, lookups: u64, seed: u64) -> anyhow::Result<Row> {
-    let mut peer = spec.make();
+fn run_one(spec: StoreSpec, dir: &Path, n: u64, lookups: u64, seed: u64) -> anyhow::Result<Row> {
+    let mut store = spec.make();
     let batch = spec.batch();
     let variant = if batch > 0 {
-        format!("{} get_many({batch})", peer.variant())
+        format!("{} get_many({batch})", store.variant())
     } else {
-        peer.variant()
+        store.variant()
     };
-    let label = format!("{} {variant} n={n}", peer.name());
+    let label = format!("{} {variant} n={n}", store.name());
     if dir.exists() {
         std::fs::remove_dir_all(dir)?;
     }
     std::fs::create_dir_all(dir)?;
 
     eprint!("{label}: build...");
-    let (built, create) = measure(|| peer.build(dir, n));
+    let (built, create) = measure(|| store.build(dir, n));
     built.with_context(|| format!("{label}: build"))?;
-    let file_bytes = peer.disk_size(dir)?;
+    let file_bytes = store.disk_size(dir)?;
 
     eprint!(" lookups...");
     // splitmix64 from the seed itself, as the reference bench seeds its generator.
     let mut rng = Rng::from_state(seed);
     let (looked, lookup) = measure(|| -> anyhow::Result<()> {
-        peer.open(dir)?;
+        store.open(dir)?;
         let (mut kb, mut vb) = (StackBuf::new(), StackBuf::new());
         if batch > 0 {
-            return batched_lookups(&*peer, &mut rng, n, lookups, batch);
+            return batched_lookups(&*store, &mut rng, n, lookups, batch);
         }
         let mut out = Vec::with_capacity(64);
         for _ in 0..lookups {
             let r = rng.below(n);
             let key = bench_key(&mut kb, r);
             let want = bench_value(&mut vb, r);
-            if !peer.get(key, &mut out)? {
+            if !store.get(key, &mut out)? {
                 bail!("key_{r} not found");
             }
             if out.as_slice() != want {
@@ -274,7 +276,7 @@ fn run_one(spec: PeerSpec, dir: &Path, n: u64, lookups: u64, seed: u64) -> anyho
     eprintln!(" done");
 
     let row = Row {
-        store: peer.name(),
+        store: store.name(),
         variant,
         n,
         create_wall_s: create.wall.as_secs_f64(),
@@ -286,15 +288,15 @@ fn run_one(spec: PeerSpec, dir: &Path, n: u64, lookups: u64, seed: u64) -> anyho
         lookup_cpu_s: lookup.cpu.as_secs_f64(),
         lookups_per_cpu_s: lookup.per_cpu_sec(lookups),
     };
-    drop(peer);
+    drop(store);
     std::fs::remove_dir_all(dir)?;
     Ok(row)
 }
 
-/// Lookups in batches of `batch` keys through [`ConstantPeer::get_many`]; keys are
+/// Lookups in batches of `batch` keys through [`ConstantStore::get_many`]; keys are
 /// formatted inside the timed loop as for single lookups, and every value is checked.
 fn batched_lookups(
-    peer: &dyn ConstantPeer,
+    store: &dyn ConstantStore,
     rng: &mut Rng,
     n: u64,
     lookups: u64,
@@ -312,7 +314,7 @@ fn batched_lookups(
             bench_key(k, *p);
         }
         let refs: Vec<&[u8]> = keys.iter().take(m).map(StackBuf::as_bytes).collect();
-        peer.get_many(&refs, &mut |i, v| {
+        store.get_many(&refs, &mut |i, v| {
             let r = picks.get(i).copied().unwrap_or(u64::MAX);
             if v != Some(bench_value(&mut vb, r)) && failure.is_none() {
                 failure = Some(format!("key_{r}: got {:?}", v.map(String::from_utf8_lossy)));
@@ -405,7 +407,7 @@ pub fn rows(args: &Args) -> anyhow::Result<Vec<Row>> {
     let specs = if args.from_json.is_some() {
         Vec::new()
     } else {
-        peer_specs(args)?
+        store_specs(args)?
     };
     let scratch = match &args.dir {
         Some(d) => ScratchDir::given(d),

@@ -1,6 +1,6 @@
 //! Constant (build-once, read-many) key-value stores under benchmark.
 //!
-//! Every peer is built from the same data set as the reference Sparkey
+//! Every store is built from the same data set as the reference Sparkey
 //! `bench.c`: `n` entries `key_<i> -> value_<i>` for `i` in `0..n`, inserted
 //! in order, keys and values formatted into a stack buffer inside the timed
 //! loop (see [`StackBuf`]).
@@ -22,7 +22,7 @@ pub use sparkey_c::SparkeyC;
 pub use tinycdb::TinyCdb;
 
 /// One constant (build-once, read-many) key-value store under benchmark.
-pub trait ConstantPeer {
+pub trait ConstantStore {
     /// Store name, e.g. `sparkey-c`.
     fn name(&self) -> String;
     /// Compression / layout variant, e.g. `snappy(1024)`; `-` when the store has none.
@@ -192,30 +192,30 @@ mod tests {
         Ok(())
     }
 
-    /// Every peer must round-trip the bench data set and report absent keys.
-    pub(crate) fn round_trip(peer: &mut dyn ConstantPeer, n: u64) -> anyhow::Result<()> {
+    /// Every store must round-trip the bench data set and report absent keys.
+    pub(crate) fn round_trip(store: &mut dyn ConstantStore, n: u64) -> anyhow::Result<()> {
         let dir = std::env::temp_dir().join(format!(
             "cairn-bench-test-{}-{}-{}",
             std::process::id(),
-            peer.name(),
-            peer.variant()
+            store.name(),
+            store.variant()
         ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)?;
-        peer.build(&dir, n)?;
-        peer.open(&dir)?;
+        store.build(&dir, n)?;
+        store.open(&dir)?;
         let (mut kb, mut vb) = (StackBuf::new(), StackBuf::new());
         let mut out = Vec::new();
         for i in 0..n {
             assert!(
-                peer.get(bench_key(&mut kb, i), &mut out)?,
+                store.get(bench_key(&mut kb, i), &mut out)?,
                 "key_{i} missing"
             );
             assert_eq!(out.as_slice(), bench_value(&mut vb, i));
         }
-        assert!(!peer.get(b"key_absent", &mut out)?);
-        assert!(!peer.get(bench_key(&mut kb, n), &mut out)?);
-        assert!(peer.disk_size(&dir)? > 0);
+        assert!(!store.get(b"key_absent", &mut out)?);
+        assert!(!store.get(bench_key(&mut kb, n), &mut out)?);
+        assert!(store.disk_size(&dir)? > 0);
         std::fs::remove_dir_all(&dir)?;
         Ok(())
     }
