@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The peer suite: Cairn and its peers, the same workloads in one run. Installs and builds
-# the peers (crates/peers/install-peers.sh), then runs cairn-peers and writes the report
-# to docs/bench/peers.{md,json,svg}. Extra arguments go to cairn-peers, e.g.
+# the peers (crates/ordered-peers/install-peers.sh), then runs cairn-ordered-peers and writes the report
+# to docs/bench/peers.{md,json,svg}. Extra arguments go to cairn-ordered-peers, e.g.
 #   scripts/bench-peers.sh --num 10000000 --threads 1 --out docs/bench/peers-10m
 # Takes about 30 minutes with the defaults on a 2-core machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash crates/peers/install-peers.sh
-exec target/release/cairn-peers "$@"
+bash crates/ordered-peers/install-peers.sh
+exec target/release/cairn-ordered-peers "$@"

@@ -4,7 +4,7 @@
 # Installs what it needs on a fresh machine with only stable Rust (scripts/setup.sh,
 # idempotent), then runs, in order:
 #   1. formatting and lints (cargo fmt --check, clippy -D warnings on every crate but the
-#      peer suite crates/peers, which links peers CI does not install)
+#      peer suite crates/ordered-peers, which links peers CI does not install)
 #   2. every Rust test of the workspace (unit, integration, doc tests)
 #   3. interoperability with sparkey-java, an independent Sparkey implementation
 #   4. a short fuzzing run of every decoder (FUZZ_SECONDS each, default 30)
@@ -22,10 +22,10 @@ step "cargo fmt --check"
 cargo fmt --all -- --check
 
 step "cargo clippy (every crate but the peer suite, all targets, -D warnings)"
-cargo clippy --workspace --exclude cairn-peers --all-targets --locked -- -D warnings
+cargo clippy --workspace --exclude cairn-ordered-peers --all-targets --locked -- -D warnings
 
 step "cargo test (workspace but the peer suite)"
-cargo test --workspace --exclude cairn-peers --locked
+cargo test --workspace --exclude cairn-ordered-peers --locked
 
 step "interoperability with sparkey-java"
 cargo build --release --locked -p cairn-cli

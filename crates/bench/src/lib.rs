@@ -1,7 +1,9 @@
 //! `cairn-bench`: constant-store benchmark, after the reference Sparkey `bench.c`, as a
-//! library (the `cairn-bench` command, and the peer suite `cairn-peers`, run it).
+//! library (the `cairn-bench` command, and the ordered-store peer suite
+//! `cairn-ordered-peers`, run it). The stores under benchmark (Cairn's constant store and
+//! its peers Sparkey C, tinycdb and cdb2) are in [`stores`].
 //!
-//! For each size `n` and each peer: build `n` entries `key_<i> -> value_<i>`
+//! For each size `n` and each store: build `n` entries `key_<i> -> value_<i>`
 //! (timed: wall, process CPU), report the bytes on disk, then open the store
 //! and do `--lookups` random lookups of `key_<r>`, `r` uniform in `0..n` from
 //! a fixed-seed RNG, checking each value is `value_<r>` (timed likewise; as
@@ -11,16 +13,18 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _};
+use cairn_harness::report::thousands;
+use cairn_harness::{Rng, ScratchDir};
 use clap::Parser;
 use serde::Serialize;
 
 pub mod measure;
-pub mod peers;
 pub mod plot;
+pub mod stores;
 
 use measure::measure;
-use peers::{
-    bench_key, bench_value, Cairn, Cdb2, Compression, ConstantPeer, SparkeyC, StackBuf, TinyCdb,
+use stores::{
+    bench_key, bench_value, Cairn, Cdb2, Compression, ConstantStore, SparkeyC, StackBuf, TinyCdb,
 };
 
 /// Constant-store benchmark: Cairn's stores next to reference peers, one process.
@@ -106,7 +110,7 @@ impl std::str::FromStr for CompressionSpec {
 
 /// Which store and variant one row measures.
 #[derive(Clone, Copy, Debug)]
-enum PeerSpec {
+enum StoreSpec {
     /// Cairn with this compression and block size; `batch` > 0 uses `get_many`.
     Cairn {
         compression: Compression,
@@ -120,17 +124,17 @@ enum PeerSpec {
     Cdb2,
 }
 
-impl PeerSpec {
+impl StoreSpec {
     fn batch(self) -> usize {
         match self {
-            PeerSpec::Cairn { batch, .. } => batch,
+            StoreSpec::Cairn { batch, .. } => batch,
             _ => 0,
         }
     }
 
-    fn make(self) -> Box<dyn ConstantPeer> {
+    fn make(self) -> Box<dyn ConstantStore> {
         match self {
-            PeerSpec::Cairn {
+            StoreSpec::Cairn {
                 compression,
                 block_size,
                 pin,
@@ -142,14 +146,14 @@ impl PeerSpec {
                 c.load_log = load;
                 Box::new(c)
             }
-            PeerSpec::SparkeyC(c, bs) => Box::new(SparkeyC::new(c, bs)),
-            PeerSpec::TinyCdb => Box::new(TinyCdb::new()),
-            PeerSpec::Cdb2 => Box::new(Cdb2::new()),
+            StoreSpec::SparkeyC(c, bs) => Box::new(SparkeyC::new(c, bs)),
+            StoreSpec::TinyCdb => Box::new(TinyCdb::new()),
+            StoreSpec::Cdb2 => Box::new(Cdb2::new()),
         }
     }
 }
 
-fn peer_specs(args: &Args) -> anyhow::Result<Vec<PeerSpec>> {
+fn store_specs(args: &Args) -> anyhow::Result<Vec<StoreSpec>> {
     let mut specs = Vec::new();
     for p in &args.peers {
         match p.trim() {
@@ -158,7 +162,7 @@ fn peer_specs(args: &Args) -> anyhow::Result<Vec<PeerSpec>> {
                     let compression = spec.compression;
                     let block_size = spec.block_size.unwrap_or(args.block_size);
                     let (pin, load) = (args.pin_index, args.load_log);
-                    specs.push(PeerSpec::Cairn {
+                    specs.push(StoreSpec::Cairn {
                         compression,
                         block_size,
                         batch: 0,
@@ -166,7 +170,7 @@ fn peer_specs(args: &Args) -> anyhow::Result<Vec<PeerSpec>> {
                         load,
                     });
                     if args.batch > 0 {
-                        specs.push(PeerSpec::Cairn {
+                        specs.push(StoreSpec::Cairn {
                             compression,
                             block_size,
                             batch: args.batch,
@@ -185,14 +189,14 @@ fn peer_specs(args: &Args) -> anyhow::Result<Vec<PeerSpec>> {
                         );
                         continue;
                     }
-                    specs.push(PeerSpec::SparkeyC(
+                    specs.push(StoreSpec::SparkeyC(
                         c,
                         spec.block_size.unwrap_or(args.block_size),
                     ));
                 }
             }
-            "tinycdb" | "cdb" => specs.push(PeerSpec::TinyCdb),
-            "cdb2" => specs.push(PeerSpec::Cdb2),
+            "tinycdb" | "cdb" => specs.push(StoreSpec::TinyCdb),
+            "cdb2" => specs.push(StoreSpec::Cdb2),
             other => bail!("unknown peer {other:?} (cairn, sparkey-c, tinycdb, cdb2)"),
         }
     }
@@ -226,59 +230,40 @@ pub struct Row {
     pub lookups_per_cpu_s: f64,
 }
 
-/// SplitMix64: a fast, fixed-seed, well-mixed 64-bit generator.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    #[inline]
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (multiply-shift; bias below 2^-40 for n < 2^24).
-    #[inline]
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-    }
-}
-
-fn run_one(spec: PeerSpec, dir: &Path, n: u64, lookups: u64, seed: u64) -> anyhow::Result<Row> {
-    let mut peer = spec.make();
+fn run_one(spec: StoreSpec, dir: &Path, n: u64, lookups: u64, seed: u64) -> anyhow::Result<Row> {
+    let mut store = spec.make();
     let batch = spec.batch();
     let variant = if batch > 0 {
-        format!("{} get_many({batch})", peer.variant())
+        format!("{} get_many({batch})", store.variant())
     } else {
-        peer.variant()
+        store.variant()
     };
-    let label = format!("{} {variant} n={n}", peer.name());
+    let label = format!("{} {variant} n={n}", store.name());
     if dir.exists() {
         std::fs::remove_dir_all(dir)?;
     }
     std::fs::create_dir_all(dir)?;
 
     eprint!("{label}: build...");
-    let (built, create) = measure(|| peer.build(dir, n));
+    let (built, create) = measure(|| store.build(dir, n));
     built.with_context(|| format!("{label}: build"))?;
-    let file_bytes = peer.disk_size(dir)?;
+    let file_bytes = store.disk_size(dir)?;
 
     eprint!(" lookups...");
-    let mut rng = SplitMix64(seed);
+    // splitmix64 from the seed itself, as the reference bench seeds its generator.
+    let mut rng = Rng::from_state(seed);
     let (looked, lookup) = measure(|| -> anyhow::Result<()> {
-        peer.open(dir)?;
+        store.open(dir)?;
         let (mut kb, mut vb) = (StackBuf::new(), StackBuf::new());
         if batch > 0 {
-            return batched_lookups(&*peer, &mut rng, n, lookups, batch);
+            return batched_lookups(&*store, &mut rng, n, lookups, batch);
         }
         let mut out = Vec::with_capacity(64);
         for _ in 0..lookups {
             let r = rng.below(n);
             let key = bench_key(&mut kb, r);
             let want = bench_value(&mut vb, r);
-            if !peer.get(key, &mut out)? {
+            if !store.get(key, &mut out)? {
                 bail!("key_{r} not found");
             }
             if out.as_slice() != want {
@@ -291,7 +276,7 @@ fn run_one(spec: PeerSpec, dir: &Path, n: u64, lookups: u64, seed: u64) -> anyho
     eprintln!(" done");
 
     let row = Row {
-        store: peer.name(),
+        store: store.name(),
         variant,
         n,
         create_wall_s: create.wall.as_secs_f64(),
@@ -303,16 +288,16 @@ fn run_one(spec: PeerSpec, dir: &Path, n: u64, lookups: u64, seed: u64) -> anyho
         lookup_cpu_s: lookup.cpu.as_secs_f64(),
         lookups_per_cpu_s: lookup.per_cpu_sec(lookups),
     };
-    drop(peer);
+    drop(store);
     std::fs::remove_dir_all(dir)?;
     Ok(row)
 }
 
-/// Lookups in batches of `batch` keys through [`ConstantPeer::get_many`]; keys are
+/// Lookups in batches of `batch` keys through [`ConstantStore::get_many`]; keys are
 /// formatted inside the timed loop as for single lookups, and every value is checked.
 fn batched_lookups(
-    peer: &dyn ConstantPeer,
-    rng: &mut SplitMix64,
+    store: &dyn ConstantStore,
+    rng: &mut Rng,
     n: u64,
     lookups: u64,
     batch: usize,
@@ -329,7 +314,7 @@ fn batched_lookups(
             bench_key(k, *p);
         }
         let refs: Vec<&[u8]> = keys.iter().take(m).map(StackBuf::as_bytes).collect();
-        peer.get_many(&refs, &mut |i, v| {
+        store.get_many(&refs, &mut |i, v| {
             let r = picks.get(i).copied().unwrap_or(u64::MAX);
             if v != Some(bench_value(&mut vb, r)) && failure.is_none() {
                 failure = Some(format!("key_{r}: got {:?}", v.map(String::from_utf8_lossy)));
@@ -341,19 +326,6 @@ fn batched_lookups(
         done += m as u64;
     }
     Ok(())
-}
-
-/// `1234567.8` -> `1,234,568`.
-fn thousands(x: f64) -> String {
-    let s = format!("{:.0}", x.max(0.0));
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
 }
 
 fn print_table(rows: &[Row]) -> std::io::Result<()> {
@@ -435,12 +407,13 @@ pub fn rows(args: &Args) -> anyhow::Result<Vec<Row>> {
     let specs = if args.from_json.is_some() {
         Vec::new()
     } else {
-        peer_specs(args)?
+        store_specs(args)?
     };
-    let base = match &args.dir {
-        Some(d) => d.clone(),
-        None => std::env::temp_dir().join(format!("cairn-bench-{}", std::process::id())),
+    let scratch = match &args.dir {
+        Some(d) => ScratchDir::given(d),
+        None => ScratchDir::temporary("cairn-bench-").context("creating a scratch directory")?,
     };
+    let base = scratch.path();
 
     let mut rows = Vec::new();
     if let Some(path) = &args.from_json {
@@ -455,9 +428,6 @@ pub fn rows(args: &Args) -> anyhow::Result<Vec<Row>> {
             let dir = base.join(format!("{spec:?}-{n}").replace(['(', ')', ',', ' '], "_"));
             rows.push(run_one(spec, &dir, n, args.lookups, args.seed)?);
         }
-    }
-    if args.dir.is_none() {
-        let _ = std::fs::remove_dir(&base);
     }
     Ok(rows)
 }
@@ -490,30 +460,4 @@ pub fn main_with(args: &Args) -> anyhow::Result<()> {
         print_table(&rows)?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rng_below_is_in_range_and_spread() {
-        let mut rng = SplitMix64(1);
-        let mut seen = [0u32; 10];
-        for _ in 0..10_000 {
-            let r = rng.below(10);
-            assert!(r < 10);
-            if let Some(s) = seen.get_mut(r as usize) {
-                *s += 1;
-            }
-        }
-        assert!(seen.iter().all(|&c| c > 800));
-    }
-
-    #[test]
-    fn thousands_groups() {
-        assert_eq!(thousands(1234567.4), "1,234,567");
-        assert_eq!(thousands(999.0), "999");
-        assert_eq!(thousands(1000.0), "1,000");
-    }
 }

@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+use cairn_harness::report::xml_escape as escape;
+
 /// One bar: a label and a value.
 pub struct Bar {
     /// Store and variant, e.g. `cairn snappy(1024)`.
@@ -23,12 +25,6 @@ const PALETTE: [&str; 10] = [
     "#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62728", "#9467bd",
     "#8c564b", "#7f7f7f",
 ];
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
 
 /// Renders `bars` as an SVG document.
 pub fn svg(title: &str, bars: &[Bar]) -> String {

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use cairn::hash::{write_index, IndexOptions, LogOptions, LogWriter, ReadOptions, Reader};
+use cairn_harness::Rng;
 
 use crate::errors::{CliError, CliResult, EXIT_OK};
 use crate::plural::count;
@@ -41,19 +42,6 @@ pub struct DemoArgs {
     /// Write the files (demo.spl, demo.spi) into this directory and keep them.
     #[arg(long, value_name = "D")]
     dir: Option<PathBuf>,
-}
-
-/// splitmix64: a small, good-enough generator for picking keys (no dependency needed).
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
 }
 
 /// Writes `key_<i>` / `value_<i>` into `buf` (cleared first).
@@ -185,13 +173,13 @@ pub fn run(args: &DemoArgs, out: &mut dyn Write) -> CliResult<u8> {
 
     // 2. Lookups: the same random keys, one at a time and in batches.
     let reader = Reader::open_with(&index_path, &log_path, &ReadOptions::default())?;
-    let mut rng = SplitMix(
+    let mut rng = Rng::from_state(
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0x5EED, |d| d.as_nanos() as u64),
     );
     let picks: Vec<u64> = (0..args.lookups)
-        .map(|_| rng.next() % args.entries.max(1))
+        .map(|_| rng.next_u64() % args.entries.max(1))
         .collect();
 
     let start = Instant::now();

@@ -73,3 +73,15 @@ impl From<cairn::Error> for CliError {
         CliError::Engine(e)
     }
 }
+
+impl From<hdrhistogram::CreationError> for CliError {
+    fn from(e: hdrhistogram::CreationError) -> Self {
+        CliError::msg(format!("creating a latency histogram failed: {e}"))
+    }
+}
+
+impl From<hdrhistogram::AdditionError> for CliError {
+    fn from(e: hdrhistogram::AdditionError) -> Self {
+        CliError::msg(format!("merging latency histograms failed: {e}"))
+    }
+}

@@ -7,7 +7,7 @@
 //! cargo run --release -p cairn --example cache_admission [DIR]
 //! ```
 //!
-//! The store is built like the peer suite's (`crates/peers`): 1M 16-byte keys written in
+//! The store is built like the peer suite's (`crates/ordered-peers`): 1M 16-byte keys written in
 //! a random order, then 1M random overwrites, 100-byte values that compress to half,
 //! batches of 1,000, a 64 MiB block cache. It goes in DIR if given (emptied first and kept
 //! for `cairn info DIR`), else in a temporary directory.

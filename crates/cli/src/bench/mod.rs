@@ -1,15 +1,14 @@
 //! `cairn bench <store>`: db_bench-style benchmarks of Cairn's stores.
 //!
 //! `ordered.rs` is the command (flags, the store's life, the list of benchmarks);
-//! `workloads.rs` holds the timed loops, `keys.rs` what they write, `report.rs` how the
-//! results are printed, `store.rs` the benchmark directory. `cairn load` (`load/`)
-//! reuses the key and value generators, the latency helpers, the directory handling and
-//! the durability spellings.
+//! `workloads.rs` holds the timed loops, `report.rs` how the results are printed,
+//! `store.rs` the benchmark directory. What they write (keys, values), how they time
+//! (latency histograms, the per-operation clock) and how durability is spelled come from
+//! `cairn-harness` (crates/harness), which `cairn load` and the peer suites use too.
 
-pub(crate) mod keys;
-pub(crate) mod ordered;
-pub(crate) mod report;
-pub(crate) mod store;
+mod ordered;
+mod report;
+mod store;
 mod workloads;
 
 use std::io::Write;

@@ -6,15 +6,15 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use cairn::{Compression, Db, Durability, Keyspace, Options, DEFAULT_KEYSPACE};
+use cairn_harness::{durability_name, parse_durability, KeyFormat, Keys, ValueSource, WriteCost};
 use clap::ValueEnum;
 use indicatif::ProgressBar;
 use serde_json::{json, Value};
 
-use super::keys::{KeyFormat, Keys, ValueSource};
-use super::report::{Outcome, WriteCost};
+use super::report::Outcome;
 use super::store::Place;
 use super::workloads::{self, Order, Workload, Write as WriteKind};
 use crate::errors::{CliError, CliResult, EXIT_OK};
@@ -235,52 +235,6 @@ impl CompressionArg {
     }
 }
 
-/// Parses `sync`, `periodic:<µs>`, `buffered`, `async:<depth>` or `none`.
-pub(crate) fn parse_durability(text: &str) -> Result<Durability, String> {
-    let positive = |what: &str, value: &str| match value.parse::<u64>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!(
-            "{what} must be a whole number of at least 1, got {value:?}"
-        )),
-    };
-    match text.split_once(':') {
-        None => match text {
-            "sync" => Ok(Durability::Sync),
-            "buffered" => Ok(Durability::Buffered),
-            "none" => Ok(Durability::None),
-            "periodic" => Err("periodic needs an interval: periodic:<microseconds>".into()),
-            "async" => Err("async needs a queue depth: async:<depth>".into()),
-            _ => Err(format!(
-                "unknown durability {text:?}: expected sync, periodic:<µs>, buffered, async:<depth> or none"
-            )),
-        },
-        Some(("periodic", us)) => Ok(Durability::Periodic(Duration::from_micros(positive(
-            "the periodic interval (µs)",
-            us,
-        )?))),
-        Some(("async", depth)) => {
-            let depth = positive("the async queue depth", depth)?;
-            usize::try_from(depth)
-                .map(|queue_depth| Durability::Async { queue_depth })
-                .map_err(|_| format!("async queue depth {depth} is too large"))
-        }
-        Some(_) => Err(format!(
-            "unknown durability {text:?}: expected sync, periodic:<µs>, buffered, async:<depth> or none"
-        )),
-    }
-}
-
-/// The command-line spelling of a durability.
-pub(crate) fn durability_name(d: Durability) -> String {
-    match d {
-        Durability::Sync => "sync".into(),
-        Durability::Periodic(every) => format!("periodic:{}", every.as_micros()),
-        Durability::Buffered => "buffered".into(),
-        Durability::Async { queue_depth } => format!("async:{queue_depth}"),
-        Durability::None => "none".into(),
-    }
-}
-
 /// An open store and its default keyspace.
 struct Open {
     db: Db,
@@ -375,8 +329,15 @@ fn emit(out: &mut dyn Write, text: &str) -> CliResult<()> {
 
 /// Runs `cairn bench ordered`.
 pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
-    let keys = Keys::new(usize::from(args.key_size), args.key_format, args.num)
-        .map_err(|e| CliError::msg(format!("bench ordered: {e}")))?;
+    let keys = Keys::new(usize::from(args.key_size), args.key_format, args.num).map_err(|e| {
+        CliError::msg(format!(
+            "bench ordered: --key-size {} is too small for --num {}: {} keys need at least {} bytes",
+            e.size,
+            e.num,
+            e.format.name(),
+            e.needed
+        ))
+    })?;
     let reads = args.reads.unwrap_or(args.num);
     let place = match &args.dir {
         Some(dir) => Place::given(dir, args.use_existing_db)?,
@@ -521,44 +482,4 @@ pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
     store.close()?;
     drop(place);
     Ok(EXIT_OK)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durability_spellings() {
-        assert_eq!(parse_durability("sync"), Ok(Durability::Sync));
-        assert_eq!(parse_durability("buffered"), Ok(Durability::Buffered));
-        assert_eq!(parse_durability("none"), Ok(Durability::None));
-        assert_eq!(
-            parse_durability("periodic:1000"),
-            Ok(Durability::Periodic(Duration::from_millis(1)))
-        );
-        assert_eq!(
-            parse_durability("async:64"),
-            Ok(Durability::Async { queue_depth: 64 })
-        );
-        for bad in [
-            "",
-            "Sync",
-            "periodic",
-            "periodic:",
-            "periodic:0",
-            "periodic:1.5",
-            "async:0",
-            "async:-1",
-            "async",
-            "fsync:3",
-        ] {
-            assert!(parse_durability(bad).is_err(), "{bad:?} accepted");
-        }
-        for text in ["sync", "periodic:250", "buffered", "async:8", "none"] {
-            assert_eq!(
-                parse_durability(text).map(durability_name).as_deref(),
-                Ok(text)
-            );
-        }
-    }
 }

@@ -15,22 +15,11 @@
 
 use std::time::Duration;
 
+use cairn_harness::latency::latency_json;
+use cairn_harness::report::{duration_ns, per_second};
+use cairn_harness::{Summary, WriteCost};
 use hdrhistogram::Histogram;
 use serde_json::{json, Map, Value};
-
-use crate::errors::{CliError, CliResult};
-
-/// Largest latency recorded exactly (one hour); longer ones count as one hour.
-const HIGHEST_NS: u64 = 3_600_000_000_000;
-
-/// An empty latency histogram in nanoseconds (three significant digits).
-///
-/// # Errors
-/// Only if hdrhistogram refused the constant bounds, which it does not.
-pub fn histogram() -> CliResult<Histogram<u64>> {
-    Histogram::new_with_bounds(1, HIGHEST_NS, 3)
-        .map_err(|e| CliError::msg(format!("creating a latency histogram failed: {e}")))
-}
 
 /// What one latency histogram counts.
 #[derive(Debug)]
@@ -41,61 +30,6 @@ pub struct Latency {
     pub per_sample: u64,
     /// Nanoseconds per sample.
     pub hist: Histogram<u64>,
-}
-
-/// Store counters over one benchmark, from [`cairn::Stats`] before and after it.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct WriteCost {
-    /// Bytes of keys and values written by the benchmark.
-    pub user_bytes: u64,
-    /// Bytes appended to the write-ahead log.
-    pub wal_bytes: u64,
-    /// Bytes of tables written by flushes.
-    pub flush_bytes: u64,
-    /// Bytes of tables written by compactions.
-    pub compaction_bytes: u64,
-    /// Key and value bytes written to blob files (separated values, GC moves).
-    pub blob_written: u64,
-    /// Bytes of all table files at the end (the store's space on disk, without the log).
-    pub table_bytes: u64,
-    /// Bytes of blob files at the end (flushed or not; 0 without value separation).
-    pub blob_bytes: u64,
-    /// Times writers were slowed or held back for background work.
-    pub stalls: u64,
-}
-
-impl WriteCost {
-    /// The change from `before` to `after`.
-    pub fn between(before: &cairn::Stats, after: &cairn::Stats) -> WriteCost {
-        WriteCost {
-            user_bytes: after
-                .user_bytes_written
-                .saturating_sub(before.user_bytes_written),
-            wal_bytes: after
-                .wal_bytes_written
-                .saturating_sub(before.wal_bytes_written),
-            flush_bytes: after
-                .flush_bytes_written
-                .saturating_sub(before.flush_bytes_written),
-            compaction_bytes: after
-                .compaction_bytes_written
-                .saturating_sub(before.compaction_bytes_written),
-            blob_written: after
-                .blob_bytes_written
-                .saturating_sub(before.blob_bytes_written),
-            table_bytes: after.table_bytes,
-            blob_bytes: after.blob_bytes,
-            stalls: after.write_stalls.saturating_sub(before.write_stalls),
-        }
-    }
-
-    /// Bytes written to files per byte of user data, if any user data was written.
-    pub fn amplification(&self) -> Option<f64> {
-        (self.user_bytes > 0).then(|| {
-            (self.wal_bytes + self.flush_bytes + self.compaction_bytes + self.blob_written) as f64
-                / self.user_bytes as f64
-        })
-    }
 }
 
 /// The result of one benchmark.
@@ -134,17 +68,12 @@ impl Outcome {
     }
 
     fn ops_per_sec(&self) -> f64 {
-        let secs = self.elapsed.as_secs_f64();
-        if secs > 0.0 {
-            self.ops as f64 / secs
-        } else {
-            0.0
-        }
+        per_second(self.ops as f64, self.elapsed)
     }
 
     fn mb_per_sec(&self) -> Option<f64> {
-        let secs = self.elapsed.as_secs_f64();
-        (self.bytes > 0 && secs > 0.0).then(|| self.bytes as f64 / 1_048_576.0 / secs)
+        (self.bytes > 0 && !self.elapsed.is_zero())
+            .then(|| per_second(self.bytes as f64 / 1_048_576.0, self.elapsed))
     }
 
     fn message(&self) -> Option<String> {
@@ -210,7 +139,7 @@ impl Outcome {
     /// One JSON object; `histogram` adds the buckets of each latency histogram.
     pub fn json(&self, histogram: bool) -> Value {
         let latency = |lat: &Latency| {
-            let mut v = latency_json(lat);
+            let mut v = latency_json(&lat.hist, lat.per_sample);
             if histogram {
                 if let Value::Object(m) = &mut v {
                     m.insert("buckets".into(), buckets_json(&lat.hist));
@@ -262,20 +191,8 @@ impl Outcome {
     }
 }
 
-/// `1.2 µs`, `345.0 µs`, `1.2 ms`, `3.40 s`.
-pub fn duration_ns(ns: u64) -> String {
-    let n = ns as f64;
-    if ns < 1_000_000 {
-        format!("{:.1} µs", n / 1e3)
-    } else if ns < 1_000_000_000 {
-        format!("{:.1} ms", n / 1e6)
-    } else {
-        format!("{:.2} s", n / 1e9)
-    }
-}
-
 fn percentile_line(lat: &Latency) -> String {
-    let h = &lat.hist;
+    let s = Summary::of(&lat.hist);
     let mut prefix = String::new();
     if !lat.label.is_empty() {
         prefix.push_str(lat.label);
@@ -284,38 +201,16 @@ fn percentile_line(lat: &Latency) -> String {
     if lat.per_sample > 1 {
         prefix.push_str(&format!("per batch of {}: ", lat.per_sample));
     }
-    if h.is_empty() {
+    if s.is_empty() {
         return format!("    {prefix}no samples\n");
     }
     format!(
         "    {prefix}p50 {}  p99 {}  p99.9 {}  max {}\n",
-        duration_ns(h.value_at_quantile(0.5)),
-        duration_ns(h.value_at_quantile(0.99)),
-        duration_ns(h.value_at_quantile(0.999)),
-        duration_ns(h.max()),
+        duration_ns(s.p50_ns),
+        duration_ns(s.p99_ns),
+        duration_ns(s.p999_ns),
+        duration_ns(s.max_ns),
     )
-}
-
-/// A latency histogram as JSON: sample count, mean and p50/p99/p99.9/max in ns.
-pub fn latency_json(lat: &Latency) -> Value {
-    let h = &lat.hist;
-    let q = |x: f64| {
-        if h.is_empty() {
-            0
-        } else {
-            h.value_at_quantile(x)
-        }
-    };
-    json!({
-        "unit": if lat.per_sample > 1 { "batch" } else { "op" },
-        "ops_per_sample": lat.per_sample,
-        "samples": h.len(),
-        "mean_ns": if h.is_empty() { 0.0 } else { h.mean() },
-        "p50_ns": q(0.5),
-        "p99_ns": q(0.99),
-        "p999_ns": q(0.999),
-        "max_ns": h.max(),
-    })
 }
 
 /// Non-empty buckets of doubling width from 1 µs: (low, high) bounds in ns and count.
@@ -385,6 +280,8 @@ fn distribution(h: &Histogram<u64>) -> String {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+    use cairn_harness::histogram;
+
     use super::*;
 
     fn outcome() -> Outcome {
@@ -453,13 +350,5 @@ mod tests {
         assert_eq!(v["write_amp"], json!(1.85));
         assert_eq!(v["cost"]["stalls"], json!(2));
         assert_eq!(v["latency"]["samples"], json!(5));
-    }
-
-    #[test]
-    fn durations_pick_a_unit() {
-        assert_eq!(duration_ns(900), "0.9 µs");
-        assert_eq!(duration_ns(12_000), "12.0 µs");
-        assert_eq!(duration_ns(1_200_000), "1.2 ms");
-        assert_eq!(duration_ns(3_400_000_000), "3.40 s");
     }
 }

@@ -5,10 +5,10 @@
 //! a Cairn store (a `CURRENT` file), so pointing `--dir` at the wrong place cannot delete
 //! unrelated files.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use cairn::{Db, Options};
-use tempfile::TempDir;
+use cairn_harness::ScratchDir;
 
 use crate::errors::{CliError, CliResult};
 
@@ -18,8 +18,7 @@ const CURRENT: &str = "CURRENT";
 /// The benchmark's store directory; a temporary one is removed when this is dropped.
 #[derive(Debug)]
 pub struct Place {
-    path: PathBuf,
-    temp: Option<TempDir>,
+    dir: ScratchDir,
 }
 
 impl Place {
@@ -28,22 +27,9 @@ impl Place {
     /// # Errors
     /// If it cannot be created.
     pub fn temporary() -> CliResult<Place> {
-        Place::temporary_named("cairn-bench-")
-    }
-
-    /// A fresh temporary directory whose name starts with `prefix`.
-    ///
-    /// # Errors
-    /// If it cannot be created.
-    pub fn temporary_named(prefix: &str) -> CliResult<Place> {
-        let temp = tempfile::Builder::new()
-            .prefix(prefix)
-            .tempdir()
+        let dir = ScratchDir::temporary("cairn-bench-")
             .map_err(|e| CliError::msg(format!("creating a temporary directory failed: {e}")))?;
-        Ok(Place {
-            path: temp.path().to_path_buf(),
-            temp: Some(temp),
-        })
+        Ok(Place { dir })
     }
 
     /// `dir` as given; with `existing`, it must hold a store.
@@ -53,8 +39,7 @@ impl Place {
     /// holds no store (it is not ours to empty).
     pub fn given(dir: &Path, existing: bool) -> CliResult<Place> {
         let place = Place {
-            path: dir.to_path_buf(),
-            temp: None,
+            dir: ScratchDir::given(dir),
         };
         if existing {
             if !place.has_store() {
@@ -72,44 +57,27 @@ impl Place {
         Ok(place)
     }
 
-    /// `dir` as given, unchecked: for callers that never empty it (`cairn load`).
-    pub fn at(dir: &Path) -> Place {
-        Place {
-            path: dir.to_path_buf(),
-            temp: None,
-        }
-    }
-
     /// The directory.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.dir.path()
     }
 
     /// True for a temporary directory.
     pub fn is_temporary(&self) -> bool {
-        self.temp.is_some()
-    }
-
-    /// Keeps a temporary directory on disk (it is no longer removed on drop) and returns
-    /// its path; a given directory is returned as it is.
-    pub fn keep(self) -> PathBuf {
-        match self.temp {
-            Some(temp) => temp.keep(),
-            None => self.path,
-        }
+        self.dir.is_temporary()
     }
 
     fn has_store(&self) -> bool {
-        self.path.join(CURRENT).is_file()
+        self.path().join(CURRENT).is_file()
     }
 
     fn is_empty_or_missing(&self) -> CliResult<bool> {
-        match std::fs::read_dir(&self.path) {
+        match std::fs::read_dir(self.path()) {
             Ok(mut entries) => Ok(entries.next().is_none()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
             Err(e) => Err(CliError::msg(format!(
                 "reading {} failed: {e}",
-                self.path.display()
+                self.path().display()
             ))),
         }
     }
@@ -120,19 +88,21 @@ impl Place {
     /// # Errors
     /// If an entry cannot be removed.
     pub fn wipe(&self) -> CliResult<()> {
-        let entries = match std::fs::read_dir(&self.path) {
+        let entries = match std::fs::read_dir(self.path()) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(e) => {
                 return Err(CliError::msg(format!(
                     "reading {} failed: {e}",
-                    self.path.display()
+                    self.path().display()
                 )))
             }
         };
         for entry in entries {
             let path = entry
-                .map_err(|e| CliError::msg(format!("reading {} failed: {e}", self.path.display())))?
+                .map_err(|e| {
+                    CliError::msg(format!("reading {} failed: {e}", self.path().display()))
+                })?
                 .path();
             let removed = if path.is_dir() {
                 std::fs::remove_dir_all(&path)
@@ -150,7 +120,7 @@ impl Place {
     /// # Errors
     /// The engine's error.
     pub fn open(&self, options: &Options) -> CliResult<Db> {
-        Ok(Db::open(&self.path, options.clone())?)
+        Ok(Db::open(self.path(), options.clone())?)
     }
 }
 

@@ -19,12 +19,17 @@ use std::thread::{self, Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
 use cairn::{Db, Keyspace};
+use cairn_harness::latency::wall_time;
+use cairn_harness::split::{portion, share};
+use cairn_harness::{histogram, Keys, Lap, Rng, Ticker, ValueSource};
 use hdrhistogram::Histogram;
 use indicatif::ProgressBar;
 
-use super::keys::{Keys, Rng, ValueSource};
-use super::report::{histogram, Latency, Outcome};
+use super::report::{Latency, Outcome};
 use crate::errors::{CliError, CliResult};
+
+/// Operations a thread counts before it advances the shared progress bar.
+const TICK: u64 = 4096;
 
 /// Everything a benchmark needs, fixed for the run.
 pub struct Workload<'a> {
@@ -74,7 +79,7 @@ struct Tally {
     end: Instant,
     hist: Histogram<u64>,
     write_hist: Histogram<u64>,
-    last: Instant,
+    clock: Lap,
 }
 
 impl Tally {
@@ -90,57 +95,25 @@ impl Tally {
             end: now,
             hist: histogram()?,
             write_hist: histogram()?,
-            last: now,
+            clock: Lap::at(now),
         })
     }
 
-    /// Nanoseconds since the previous operation ended (or the thread started).
-    fn lap(&mut self) -> u64 {
-        let now = Instant::now();
-        let ns = now.duration_since(self.last).as_nanos();
-        self.last = now;
-        u64::try_from(ns).unwrap_or(u64::MAX)
-    }
-
+    /// Records the operation that just ended.
     fn record(&mut self) {
-        let ns = self.lap();
+        let ns = self.clock.lap();
         self.hist.saturating_record(ns);
     }
 
+    /// Records the write (of a mix) that just ended.
     fn record_write(&mut self) {
-        let ns = self.lap();
+        let ns = self.clock.lap();
         self.write_hist.saturating_record(ns);
     }
 
     fn finish(mut self) -> Tally {
         self.end = Instant::now();
         self
-    }
-}
-
-/// Advances a shared progress bar in steps, so threads rarely touch it.
-struct Ticker<'a> {
-    bar: &'a ProgressBar,
-    pending: u64,
-}
-
-impl<'a> Ticker<'a> {
-    fn new(bar: &'a ProgressBar) -> Ticker<'a> {
-        Ticker { bar, pending: 0 }
-    }
-
-    fn add(&mut self, n: u64) {
-        self.pending += n;
-        if self.pending >= 4096 {
-            self.bar.inc(self.pending);
-            self.pending = 0;
-        }
-    }
-}
-
-impl Drop for Ticker<'_> {
-    fn drop(&mut self) {
-        self.bar.inc(self.pending);
     }
 }
 
@@ -152,18 +125,14 @@ impl Workload<'_> {
     /// Operations thread `t` does out of `total`: `total * t / threads` up to
     /// `total * (t + 1) / threads`, so the shares of the scans match their slices.
     fn share(&self, total: u64, t: usize) -> u64 {
-        portion(total, t + 1, self.threads) - portion(total, t, self.threads)
+        let ops = share(total, t, self.threads);
+        ops.end - ops.start
     }
 
     /// The key number where thread `t`'s slice of the key space starts.
     fn slice_start(&self, t: usize) -> u64 {
         portion(self.num, t, self.threads)
     }
-}
-
-/// `total * t / threads`, without overflow.
-fn portion(total: u64, t: usize, threads: usize) -> u64 {
-    (u128::from(total) * t as u128 / threads.max(1) as u128) as u64
 }
 
 /// Writes `limit` keys (or until `stop` is set) on the calling thread.
@@ -179,7 +148,7 @@ fn write_loop(
     let mut rng = w.rng(stream);
     let mut values = w.values.cursor();
     let mut key = Vec::with_capacity(w.keys.size());
-    let mut ticker = Ticker::new(w.bar);
+    let mut ticker = Ticker::new(w.bar, TICK);
     let next_key = |done: u64, rng: &mut Rng| match order {
         Order::Sequential => done,
         Order::Random => rng.below(w.num),
@@ -231,7 +200,7 @@ fn read_random_loop(w: &Workload<'_>, t: usize, head: bool) -> CliResult<Tally> 
     let mut tally = Tally::start()?;
     let mut rng = w.rng(t as u64);
     let mut key = Vec::with_capacity(w.keys.size());
-    let mut ticker = Ticker::new(w.bar);
+    let mut ticker = Ticker::new(w.bar, TICK);
     let n = w.share(w.reads, t);
     for _ in 0..n {
         w.keys.write(rng.below(w.num), &mut key);
@@ -254,7 +223,7 @@ fn read_random_loop(w: &Workload<'_>, t: usize, head: bool) -> CliResult<Tally> 
 /// most its share of `reads` entries.
 fn scan_loop(w: &Workload<'_>, t: usize, reverse: bool) -> CliResult<Tally> {
     let mut tally = Tally::start()?;
-    let mut ticker = Ticker::new(w.bar);
+    let mut ticker = Ticker::new(w.bar, TICK);
     let limit = w.share(w.reads, t);
     let lo = match t {
         0 => Bound::Unbounded,
@@ -288,7 +257,7 @@ fn seek_random_loop(w: &Workload<'_>, t: usize) -> CliResult<Tally> {
     let mut tally = Tally::start()?;
     let mut rng = w.rng(t as u64);
     let mut key = Vec::with_capacity(w.keys.size());
-    let mut ticker = Ticker::new(w.bar);
+    let mut ticker = Ticker::new(w.bar, TICK);
     let n = w.share(w.reads, t);
     for _ in 0..n {
         w.keys.write(rng.below(w.num), &mut key);
@@ -309,7 +278,7 @@ fn mix_loop(w: &Workload<'_>, t: usize) -> CliResult<Tally> {
     let mut rng = w.rng(t as u64);
     let mut values = w.values.cursor();
     let mut key = Vec::with_capacity(w.keys.size());
-    let mut ticker = Ticker::new(w.bar);
+    let mut ticker = Ticker::new(w.bar, TICK);
     let n = w.share(w.reads, t);
     for _ in 0..n {
         w.keys.write(rng.below(w.num), &mut key);
@@ -386,12 +355,6 @@ fn combine(
     let mut write_hist = histogram()?;
     let (mut ops, mut found, mut bytes, mut reads, mut writes) = (0, 0, 0, 0, 0);
     let mut thread_time = Duration::ZERO;
-    let first = tallies.iter().map(|t| t.start).min();
-    let last = tallies.iter().map(|t| t.end).max();
-    let add = |into: &mut Histogram<u64>, from: &Histogram<u64>| {
-        into.add(from)
-            .map_err(|e| CliError::msg(format!("merging latency histograms failed: {e:?}")))
-    };
     for t in &tallies {
         ops += t.ops;
         found += t.found;
@@ -399,17 +362,14 @@ fn combine(
         reads += t.reads;
         writes += t.writes;
         thread_time += t.end.duration_since(t.start);
-        add(&mut hist, &t.hist)?;
-        add(&mut write_hist, &t.write_hist)?;
+        hist.add(&t.hist)?;
+        write_hist.add(&t.write_hist)?;
     }
     let mut outcome = Outcome {
         name,
         ops,
         threads: tallies.len(),
-        elapsed: match (first, last) {
-            (Some(a), Some(b)) => b.duration_since(a),
-            _ => Duration::ZERO,
-        },
+        elapsed: wall_time(tallies.iter().map(|t| (t.start, t.end))),
         thread_time,
         bytes,
         found: None,

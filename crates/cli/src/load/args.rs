@@ -8,12 +8,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use cairn::Durability;
+use cairn_harness::{parse_durability, KeyFormat};
 
 use super::backend::Kind;
 use super::keys::{Popularity, Size, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 use super::mix::Mix;
 use super::pattern::{parse_duration, parse_rate, Pattern};
-use crate::bench::ordered::parse_durability;
 use crate::errors::{CliError, CliResult};
 
 /// Length of a single load when no duration is given.
@@ -163,11 +163,7 @@ impl Args {
             return bad("--dir applies to the cairn and constant backends".into());
         }
         if let Size::Fixed(n) = self.key_size {
-            let digits = self
-                .key_count
-                .saturating_sub(1)
-                .checked_ilog10()
-                .map_or(1, |d| d as usize + 1);
+            let digits = KeyFormat::Decimal.width_for(self.key_count);
             if n < digits {
                 return bad(format!(
                     "--key-size {n} is too small for --key-count {}: the keys are decimal numbers of up to {digits} digits",

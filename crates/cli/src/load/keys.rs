@@ -2,7 +2,7 @@
 //! number becomes bytes (`--key-size`), and how long values are (`--value-size`).
 //!
 //! Keys are the numbers `0..key_count`, written as zero-padded ASCII decimal (the keys of
-//! `cairn bench`, [`crate::bench::keys::Keys`]). A key's length is a pure function of its
+//! `cairn bench`, [`KeyFormat::Decimal`] of `cairn-harness`). A key's length is a pure function of its
 //! number and the seed, so every operation on number `n` uses the same bytes and a read
 //! finds what the preload or an earlier write stored. Two numbers never share bytes:
 //! same length means different digits.
@@ -24,9 +24,9 @@
 //! "scrambled" zipfian does the same).
 
 use std::fmt;
-use std::sync::Arc;
 
-use crate::bench::keys::{KeyFormat, Keys, Rng};
+use cairn_harness::split::portion;
+use cairn_harness::{KeyFormat, Rng};
 
 /// Default θ of `zipfian` (YCSB's).
 pub const DEFAULT_THETA: f64 = 0.99;
@@ -109,11 +109,6 @@ impl fmt::Display for Popularity {
     }
 }
 
-/// A uniform number in `[0, 1)` with 53 random bits.
-fn unit(rng: &mut Rng) -> f64 {
-    (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-}
-
 fn gcd(mut a: u64, mut b: u64) -> u64 {
     while b != 0 {
         (a, b) = (b, a % b);
@@ -192,7 +187,7 @@ impl Zipf {
 
     /// A popularity rank in `0..n` (0 the most popular).
     fn rank(&self, rng: &mut Rng) -> u64 {
-        let u = unit(rng);
+        let u = rng.unit();
         let uz = u * self.zetan;
         if uz < 1.0 || self.n == 1 {
             return 0;
@@ -243,10 +238,9 @@ impl KeyChooser {
 
     /// The generator of thread `thread` of `threads`.
     pub fn picker(&self, thread: usize, threads: usize) -> KeyPicker {
-        let start = (u128::from(self.n) * thread as u128 / threads.max(1) as u128) as u64;
         KeyPicker {
             chooser: *self,
-            next: start,
+            next: portion(self.n, thread, threads),
         }
     }
 
@@ -281,7 +275,7 @@ impl KeyPicker {
             }
             Draw::Zipfian(z) => c.scramble.apply(z.rank(rng)),
             Draw::Pareto(exponent) => {
-                let rank = ((c.n as f64) * unit(rng).powf(exponent)) as u64;
+                let rank = ((c.n as f64) * rng.unit().powf(exponent)) as u64;
                 c.scramble.apply(rank.min(c.n - 1))
             }
         }
@@ -357,7 +351,7 @@ impl Size {
             Size::Fixed(n) => n,
             Size::Uniform(lo, hi) => lo + rng.below((hi - lo) as u64 + 1) as usize,
             Size::Exp(mean) => {
-                let x = -(mean as f64) * (1.0 - unit(rng)).ln();
+                let x = -(mean as f64) * (1.0 - rng.unit()).ln();
                 (x as usize).min(self.max(limit))
             }
         }
@@ -384,8 +378,6 @@ pub struct KeyShape {
     seed: u64,
     /// The shortest length able to hold every number (decimal digits of `key_count - 1`).
     min_len: usize,
-    /// `Keys` for each length from `min_len` to the largest drawn.
-    by_len: Arc<[Keys]>,
 }
 
 impl KeyShape {
@@ -395,8 +387,7 @@ impl KeyShape {
     /// # Errors
     /// A fixed `--key-size` too short for `key_count`.
     pub fn new(size: Size, key_count: u64, seed: u64) -> Result<KeyShape, String> {
-        let largest = key_count.saturating_sub(1);
-        let min_len = largest.checked_ilog10().map_or(1, |d| d as usize + 1);
+        let min_len = KeyFormat::Decimal.width_for(key_count);
         if let Size::Fixed(n) = size {
             if n < min_len {
                 return Err(format!(
@@ -404,15 +395,10 @@ impl KeyShape {
                 ));
             }
         }
-        let max_len = size.max(MAX_KEY_SIZE).max(min_len);
-        let by_len = (min_len..=max_len)
-            .map(|len| Keys::new(len, KeyFormat::Decimal, key_count))
-            .collect::<Result<Vec<Keys>, String>>()?;
         Ok(KeyShape {
             size,
             seed,
             min_len,
-            by_len: by_len.into(),
         })
     }
 
@@ -429,10 +415,9 @@ impl KeyShape {
 
     /// Writes the bytes of key number `n` into `buf` (replacing its contents).
     pub fn write(&self, n: u64, buf: &mut Vec<u8>) {
-        let len = self.len_of(n);
-        if let Some(keys) = self.by_len.get(len - self.min_len) {
-            keys.write(n, buf);
-        }
+        buf.clear();
+        buf.resize(self.len_of(n), 0);
+        KeyFormat::Decimal.fill(n, buf);
     }
 
     /// The bytes of key number `n`, allocated.

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::bench::keys::Rng;
+use cairn_harness::Rng;
 
 /// What one operation does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,8 +10,9 @@
 //! popularity, key and value sizes), `mix.rs` (operation kinds), `pattern.rs` (the rate
 //! schedule), `backend/` (the stores), `runner.rs` (preload and the timed threads),
 //! `report.rs` (text and JSON), `durability.rs` (what each mode can lose), `sweep.rs`.
-//! The key and value generators, latency histograms, write-cost counters, directory
-//! handling and durability spellings are those of `cairn bench` (`crate::bench`).
+//! The random generator, keys, values, latency histograms, write-cost counters, scratch
+//! directories and durability spellings come from `cairn-harness` (crates/harness), as
+//! for `cairn bench`.
 
 mod args;
 mod backend;
@@ -26,8 +27,8 @@ mod sweep;
 use std::io::Write;
 
 pub use args::Args;
+use cairn_harness::ScratchDir as Dir;
 
-use crate::bench::store::Place as Dir;
 use crate::errors::{CliError, CliResult, EXIT_OK};
 use crate::plural::count;
 
@@ -43,8 +44,9 @@ fn emit(out: &mut dyn Write, text: &str) -> CliResult<()> {
 /// The directory of a load: `--dir` as given, or a new temporary one.
 fn directory(plan: &args::Plan) -> CliResult<Dir> {
     match &plan.dir {
-        Some(d) => Ok(Dir::at(d)),
-        None => Dir::temporary_named(TEMP_PREFIX),
+        Some(d) => Ok(Dir::given(d)),
+        None => Dir::temporary(TEMP_PREFIX)
+            .map_err(|e| CliError::msg(format!("creating a temporary directory failed: {e}"))),
     }
 }
 

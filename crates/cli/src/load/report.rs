@@ -8,6 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use cairn_harness::latency::latency_json;
+use cairn_harness::report::{duration_ns, per_second, thousands};
+use cairn_harness::{durability_name, Summary, WriteCost};
 use hdrhistogram::Histogram;
 use serde_json::{json, Map, Value};
 
@@ -15,8 +18,6 @@ use super::args::Plan;
 use super::durability::{loss_window, LossWindow};
 use super::mix::OpKind;
 use super::pattern::Pattern;
-use crate::bench::ordered::durability_name;
-use crate::bench::report::{duration_ns, latency_json, Latency, WriteCost};
 use crate::plural::count;
 
 /// One thread's counts.
@@ -101,12 +102,7 @@ impl Outcome {
     }
 
     fn per_sec(&self, ops: u64) -> f64 {
-        let secs = self.runtime.as_secs_f64();
-        if secs > 0.0 {
-            ops as f64 / secs
-        } else {
-            0.0
-        }
+        per_second(ops as f64, self.runtime)
     }
 
     /// Operations per second over all threads.
@@ -172,23 +168,20 @@ impl Outcome {
             } else {
                 0.0
             };
-            let q = |x: f64| {
-                if h.is_empty() {
+            let s = Summary::of(h);
+            let q = |ns: u64| {
+                if s.is_empty() {
                     "-".to_string()
                 } else {
-                    duration_ns(h.value_at_quantile(x))
+                    duration_ns(ns)
                 }
             };
-            let max = if h.is_empty() {
-                "-".to_string()
-            } else {
-                duration_ns(h.max())
-            };
             format!(
-                "{name:<7} {count:>10} {share:>6.1}%  {:>9} {:>9} {:>9} {max:>9}\n",
-                q(0.5),
-                q(0.99),
-                q(0.999)
+                "{name:<7} {count:>10} {share:>6.1}%  {:>9} {:>9} {:>9} {:>9}\n",
+                q(s.p50_ns),
+                q(s.p99_ns),
+                q(s.p999_ns),
+                q(s.max_ns)
             )
         };
         for kind in OpKind::ALL {
@@ -250,13 +243,7 @@ impl Outcome {
     /// The JSON object.
     pub fn json(&self) -> Value {
         let p = &self.plan;
-        let lat = |h: &Histogram<u64>| {
-            latency_json(&Latency {
-                label: "",
-                per_sample: 1,
-                hist: h.clone(),
-            })
-        };
+        let lat = |h: &Histogram<u64>| latency_json(h, 1);
         let mut latency = Map::new();
         latency.insert("all".into(), lat(&self.latency_all));
         let mut ops = Map::new();
@@ -431,18 +418,9 @@ pub fn header(title: &str, plan: &Plan, dir: Option<&Path>, temporary: bool) -> 
     h
 }
 
-/// A rate with thousands separators: `1,234,567`.
+/// A rate with thousands separators, rounded half away from zero: `1,234,567`.
 pub fn rate(r: f64) -> String {
-    let n = r.round().max(0.0) as u64;
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    thousands(r.round())
 }
 
 /// `1.5 MiB`.
@@ -466,6 +444,7 @@ mod tests {
     #[test]
     fn rates_have_separators() {
         assert_eq!(rate(0.4), "0");
+        assert_eq!(rate(2.5), "3");
         assert_eq!(rate(999.0), "999");
         assert_eq!(rate(1000.0), "1,000");
         assert_eq!(rate(1_234_567.2), "1,234,567");

@@ -20,6 +20,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use cairn_harness::scratch::{dir_size, Measure};
+use cairn_harness::{histogram, Lap, Rng, ValueSource, WriteCost};
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 use parking_lot::Mutex;
@@ -30,8 +32,6 @@ use super::keys::{KeyChooser, KeyShape, MAX_VALUE_SIZE};
 use super::mix::{Mix, OpKind};
 use super::pattern::Pacer;
 use super::report::{rate, Outcome, Place, Seqnos, ThreadCounts};
-use crate::bench::keys::{Rng, ValueSource};
-use crate::bench::report::{histogram, WriteCost};
 use crate::errors::{CliError, CliResult};
 use crate::progress;
 
@@ -94,7 +94,9 @@ pub fn run(plan: &Plan, dir: Option<&Path>, place: Option<Place>) -> CliResult<O
     });
     store.close()?;
     let disk_bytes = match dir {
-        Some(d) if plan.backend.has_files() => Some(dir_size(d)?),
+        Some(d) if plan.backend.has_files() => {
+            Some(dir_size(d, Measure::Apparent).map_err(|e| CliError::msg(e.to_string()))?)
+        }
         _ => None,
     };
 
@@ -102,16 +104,13 @@ pub fn run(plan: &Plan, dir: Option<&Path>, place: Option<Place>) -> CliResult<O
     let mut threads = Vec::with_capacity(tallies.len());
     for t in tallies {
         for (sum, h) in latency.iter_mut().zip(&t.hists) {
-            sum.add(h)
-                .map_err(|e| CliError::msg(format!("merging latency histograms failed: {e}")))?;
+            sum.add(h)?;
         }
         threads.push(t.counts);
     }
     let mut latency_all = histogram()?;
     for h in &latency {
-        latency_all
-            .add(h)
-            .map_err(|e| CliError::msg(format!("merging latency histograms failed: {e}")))?;
+        latency_all.add(h)?;
     }
     Ok(Outcome {
         plan: plan.clone(),
@@ -249,11 +248,6 @@ fn timed(
     Ok((runtime, tallies, at_end, max_gap))
 }
 
-/// Nanoseconds between two instants, saturating.
-fn nanos(from: Instant, to: Instant) -> u64 {
-    u64::try_from(to.duration_since(from).as_nanos()).unwrap_or(u64::MAX)
-}
-
 /// One load thread.
 fn worker(sh: &Shared<'_>, t: usize, published: &AtomicU64) -> CliResult<Tally> {
     let plan = sh.plan;
@@ -273,16 +267,16 @@ fn worker(sh: &Shared<'_>, t: usize, published: &AtomicU64) -> CliResult<Tally> 
     let mut buf = Vec::new();
     let mut counts = ThreadCounts::default();
     let mut hists = [histogram()?, histogram()?, histogram()?];
-    let mut last = Instant::now().max(sh.start);
+    let mut clock = Lap::at(Instant::now().max(sh.start));
     loop {
-        let now = last.duration_since(sh.start);
+        let now = clock.last().duration_since(sh.start);
         if now >= plan.duration || sh.stop.load(Ordering::Relaxed) {
             break;
         }
         let due = pacer.due(counts.ops, now);
         if due > now {
             thread::sleep(due.min(plan.duration) - now);
-            last = Instant::now();
+            clock.restart();
             continue;
         }
         let kind = mix.pick(&mut rng);
@@ -300,11 +294,10 @@ fn worker(sh: &Shared<'_>, t: usize, published: &AtomicU64) -> CliResult<Tally> 
             }
             OpKind::Delete => sh.backend.delete(&key)?,
         }
-        let end = Instant::now();
+        let ns = clock.lap();
         if let Some(h) = hists.get_mut(kind.index()) {
-            h.saturating_record(nanos(last, end));
+            h.saturating_record(ns);
         }
-        last = end;
         counts.ops += 1;
         if let Some(c) = counts.by_kind.get_mut(kind.index()) {
             *c += 1;
@@ -314,32 +307,6 @@ fn worker(sh: &Shared<'_>, t: usize, published: &AtomicU64) -> CliResult<Tally> 
     Ok(Tally {
         counts,
         hists,
-        ended: last.duration_since(sh.start),
+        ended: clock.last().duration_since(sh.start),
     })
-}
-
-/// Bytes of every file under `dir`.
-///
-/// # Errors
-/// If the directory cannot be read.
-pub fn dir_size(dir: &Path) -> CliResult<u64> {
-    let read = |p: &Path| {
-        std::fs::read_dir(p)
-            .map_err(|e| CliError::msg(format!("reading {} failed: {e}", p.display())))
-    };
-    let mut total = 0;
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(d) = pending.pop() {
-        for entry in read(&d)? {
-            let entry =
-                entry.map_err(|e| CliError::msg(format!("reading {} failed: {e}", d.display())))?;
-            match entry.metadata() {
-                Ok(m) if m.is_dir() => pending.push(entry.path()),
-                Ok(m) => total += m.len(),
-                // A file removed meanwhile (a finished compaction's input) counts as 0.
-                Err(_) => {}
-            }
-        }
-    }
-    Ok(total)
 }

@@ -21,6 +21,8 @@ use std::io::Write;
 use std::time::Duration;
 
 use cairn::Durability;
+use cairn_harness::report::duration_ns;
+use cairn_harness::Summary;
 use serde_json::{json, Value};
 
 use super::args::Plan;
@@ -28,7 +30,6 @@ use super::backend::Kind;
 use super::mix::OpKind;
 use super::report::{self, mode_name, Outcome};
 use super::{directory, emit, finish_dir, runner};
-use crate::bench::report::duration_ns;
 use crate::errors::{CliError, CliResult, EXIT_OK};
 
 /// The modes of a sweep, in order (the baseline first).
@@ -69,10 +70,11 @@ fn row(cells: [&str; 8]) -> String {
 }
 
 fn p99(h: &hdrhistogram::Histogram<u64>) -> String {
-    if h.is_empty() {
+    let s = Summary::of(h);
+    if s.is_empty() {
         "-".into()
     } else {
-        duration_ns(h.value_at_quantile(0.99))
+        duration_ns(s.p99_ns)
     }
 }
 
@@ -206,7 +208,7 @@ mod tests {
         let mut names: Vec<String> = m
             .iter()
             .map(|(k, d)| match k {
-                Kind::Cairn => crate::bench::ordered::durability_name(*d),
+                Kind::Cairn => cairn_harness::durability_name(*d),
                 other => other.name().to_string(),
             })
             .collect();

@@ -13,7 +13,7 @@ use anyhow::{bail, Context as _};
 use sparkey_sys as sk;
 
 use super::{
-    bench_key, bench_value, c_path, compression_label, Compression, ConstantPeer, StackBuf,
+    bench_key, bench_value, c_path, compression_label, Compression, ConstantStore, StackBuf,
 };
 
 const LOG_FILE: &str = "bench.spl";
@@ -64,7 +64,7 @@ pub struct SparkeyC {
 }
 
 impl SparkeyC {
-    /// A peer writing logs with `compression` in blocks of `block_size` bytes.
+    /// A store writing logs with `compression` in blocks of `block_size` bytes.
     pub fn new(compression: Compression, block_size: u32) -> Self {
         SparkeyC {
             compression,
@@ -78,7 +78,7 @@ impl SparkeyC {
     }
 }
 
-impl ConstantPeer for SparkeyC {
+impl ConstantStore for SparkeyC {
     fn name(&self) -> String {
         "sparkey-c".to_owned()
     }
@@ -188,12 +188,12 @@ mod tests {
 
     #[test]
     fn round_trip_none() -> anyhow::Result<()> {
-        crate::peers::tests::round_trip(&mut SparkeyC::new(Compression::None, 0), 5000)
+        crate::stores::tests::round_trip(&mut SparkeyC::new(Compression::None, 0), 5000)
     }
 
     #[test]
     fn round_trip_snappy() -> anyhow::Result<()> {
-        crate::peers::tests::round_trip(&mut SparkeyC::new(Compression::Snappy, 1024), 5000)
+        crate::stores::tests::round_trip(&mut SparkeyC::new(Compression::Snappy, 1024), 5000)
     }
 
     #[test]

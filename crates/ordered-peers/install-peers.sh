@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Installs and builds everything the peer suite (cairn-peers) needs, idempotently:
+# Installs and builds everything the peer suite (cairn-ordered-peers) needs, idempotently:
 #   apt:   librocksdb-dev rocksdb-tools (RocksDB 7.8.3, linked instead of compiled),
 #          libsnappy-dev, tinycdb libcdb-dev, liblmdb-dev lmdb-utils, libclang-dev
 #          (bindgen for the RocksDB bindings), gcc
-#   Go:    the Go driver (pebble, badger, bbolt) -> target/cairn-peers-go, when `go` is
-#          installed (the Go stores are skipped otherwise)
-#   Rust:  cargo build --release -p cairn-peers, linked to Debian's librocksdb
+#   Go:    the Go driver (pebble, badger, bbolt) -> target/cairn-ordered-peers-go, when
+#          `go` is installed (the Go stores are skipped otherwise)
+#   Rust:  cargo build --release -p cairn-ordered-peers, linked to Debian's librocksdb
 # Run from anywhere; builds into the repository's target/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,11 +30,11 @@ fi
 
 if command -v go >/dev/null; then
   echo "building the Go driver (pebble, badger, bbolt)"
-  (cd crates/peers/go && go build -o ../../../target/cairn-peers-go .)
+  (cd crates/ordered-peers/go && go build -o ../../../target/cairn-ordered-peers-go .)
 else
   echo "go not found: the Go stores (pebble, badger, bbolt) will be skipped" >&2
 fi
 
 libdir=$(dirname "$(find /usr/lib -name 'librocksdb.so' -print -quit)")
-echo "building cairn-peers (RocksDB from $libdir)"
-ROCKSDB_LIB_DIR="$libdir" SNAPPY_LIB_DIR="$libdir" cargo build --release --locked -p cairn-peers
+echo "building cairn-ordered-peers (RocksDB from $libdir)"
+ROCKSDB_LIB_DIR="$libdir" SNAPPY_LIB_DIR="$libdir" cargo build --release --locked -p cairn-ordered-peers

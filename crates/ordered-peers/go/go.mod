@@ -1,4 +1,4 @@
-module github.com/cairn/peers-go
+module github.com/cairn/ordered-peers-go
 
 go 1.25.0
 

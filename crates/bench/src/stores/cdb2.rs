@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-use super::{bench_key, bench_value, ConstantPeer, StackBuf};
+use super::{bench_key, bench_value, ConstantStore, StackBuf};
 
 const CDB_FILE: &str = "bench.cdb";
 
@@ -17,13 +17,13 @@ pub struct Cdb2 {
 }
 
 impl Cdb2 {
-    /// A peer with nothing built yet.
+    /// A store with nothing built yet.
     pub fn new() -> Self {
         Self::default()
     }
 }
 
-impl ConstantPeer for Cdb2 {
+impl ConstantStore for Cdb2 {
     fn name(&self) -> String {
         "cdb2".to_owned()
     }

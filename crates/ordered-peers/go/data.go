@@ -2,7 +2,7 @@ package main
 
 // Data generation shared by every workload: the splitmix64 RNG, the 16-byte decimal
 // keys, the fillrandom permutation and the compressible value buffer. See
-// crates/peers/README.md, "Workloads".
+// crates/ordered-peers/README.md, "Workloads".
 
 import "math/bits"
 

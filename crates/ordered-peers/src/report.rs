@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Context as _;
+use cairn_harness::report::thousands;
 use serde::{Deserialize, Serialize};
 
 use crate::plot;
@@ -88,19 +89,6 @@ pub fn write(report: &Report, out: &Path) -> anyhow::Result<()> {
     std::fs::write(with("md"), markdown(report)).context("writing the Markdown report")?;
     std::fs::write(with("svg"), plot::ratios(report)).context("writing the chart")?;
     Ok(())
-}
-
-/// `1234567.8` -> `1,234,568`.
-pub fn thousands(x: f64) -> String {
-    let s = format!("{:.0}", x.max(0.0));
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
 }
 
 /// The stores of `rows` in first-seen order.

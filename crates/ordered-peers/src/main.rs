@@ -1,19 +1,22 @@
-//! `cairn-peers`: Cairn side by side with other embedded stores, in one run.
+//! `cairn-ordered-peers`: Cairn's ordered store side by side with other embedded ordered
+//! stores, in one run.
 //!
 //! The same workloads (see [`workload`]) run on Cairn and on every peer, one store at a
 //! time on a fresh directory and in a fresh process of this program (`--worker`), so no
 //! store inherits another's heap, threads or mappings; the rows go to a Markdown report,
 //! a JSON file and an SVG chart of Cairn's ratio to each peer. The Go stores (pebble,
 //! badger, bbolt) run in the Go driver (`go/`), which prints rows of the same shape; the
-//! constant stores run through `cairn-bench`'s peers.
+//! constant stores run through `cairn-bench` (crates/bench, its `stores` module). Keys,
+//! values, the random generator and latency recording are `cairn-harness`'s.
 
 use std::io::{IsTerminal as _, Write as _};
-use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use cairn_harness::scratch::{dir_size as walk_size, Measure};
+use cairn_harness::{ScratchDir, ValueSource};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -27,14 +30,13 @@ mod row;
 mod stores;
 mod workload;
 
-use data::ValueSource;
 use row::{Labels, Row};
 use stores::{Config, Kind};
 use workload::{Plan, Workload};
 
 /// Cairn and its peers, the same workloads in one run, with a report of the ratios.
 #[derive(Parser, Debug)]
-#[command(name = "cairn-peers", version)]
+#[command(name = "cairn-ordered-peers", version)]
 struct Args {
     /// Keys of the ordered workloads (16-byte keys).
     #[arg(long, default_value_t = 1_000_000)]
@@ -60,9 +62,10 @@ struct Args {
     /// Go stores, run by the Go driver: pebble, badger, bbolt (none without --go-driver).
     #[arg(long, value_delimiter = ',', default_values = ["pebble", "badger", "bbolt"])]
     go_stores: Vec<String>,
-    /// The Go driver's binary (built by install-peers.sh as target/cairn-peers-go); the Go
-    /// stores are skipped, and the report says so, when it is missing.
-    #[arg(long, default_value = "target/cairn-peers-go")]
+    /// The Go driver's binary (built by install-peers.sh as
+    /// target/cairn-ordered-peers-go); the Go stores are skipped, and the report says so,
+    /// when it is missing.
+    #[arg(long, default_value = "target/cairn-ordered-peers-go")]
     go_driver: PathBuf,
     /// Ordered workloads to run (default: all, in their fixed order).
     #[arg(long, value_delimiter = ',')]
@@ -248,13 +251,8 @@ fn run(args: &Args) -> anyhow::Result<report::Report> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let workloads = selected_workloads(args)?;
     let scratch = match &args.dir {
-        Some(d) => {
-            std::fs::create_dir_all(d)?;
-            tempfile::Builder::new()
-                .prefix("cairn-peers-")
-                .tempdir_in(d)?
-        }
-        None => tempfile::Builder::new().prefix("cairn-peers-").tempdir()?,
+        Some(d) => ScratchDir::temporary_in(d, "cairn-ordered-peers-")?,
+        None => ScratchDir::temporary("cairn-ordered-peers-")?,
     };
     let go = go::Driver::find(&args.go_driver, &args.go_stores);
     let mut report = report::Report::new(args_line(), args.num, args.cache_mb, go.note());
@@ -322,7 +320,7 @@ fn run(args: &Args) -> anyhow::Result<report::Report> {
 }
 
 fn args_line() -> String {
-    let mut line = String::from("cairn-peers");
+    let mut line = String::from("cairn-ordered-peers");
     for a in std::env::args().skip(1) {
         line.push(' ');
         line.push_str(&a);
@@ -519,19 +517,9 @@ fn fresh_dir(scratch: &Path, name: &str) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-/// Bytes of every file under `dir` (0 for what cannot be read): for each file the smaller
+/// Bytes of every file under `dir` (0 if it cannot be read): for each file the smaller
 /// of its length and its allocated blocks, so preallocated or sparse files (write-ahead
 /// logs, memory-mapped files) count what they hold, as the Go driver counts them.
 pub fn dir_size(dir: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|e| match e.metadata() {
-            Ok(m) if m.is_dir() => dir_size(&e.path()),
-            Ok(m) => m.len().min(m.blocks().saturating_mul(512)),
-            Err(_) => 0,
-        })
-        .sum()
+    walk_size(dir, Measure::Allocated).unwrap_or(0)
 }

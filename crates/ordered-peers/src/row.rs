@@ -1,6 +1,8 @@
 //! One result row: a workload on a store, as the report, the JSON file and the Go driver
 //! all spell it.
 
+use cairn_harness::report::per_second;
+use cairn_harness::Summary;
 use serde::{Deserialize, Serialize};
 
 use crate::data::KEY_LEN;
@@ -84,12 +86,13 @@ impl Row {
     /// The row of `outcome`.
     pub fn new(labels: Labels<'_>, outcome: &Outcome, disk_bytes: Option<u64>) -> Row {
         let seconds = outcome.elapsed.as_secs_f64();
-        let rate = if seconds > 0.0 {
-            outcome.ops as f64 / seconds
-        } else {
-            0.0
-        };
-        let h = &outcome.latency;
+        let rate = per_second(outcome.ops as f64, outcome.elapsed);
+        let all = Summary::of(&outcome.latency);
+        let writes = outcome
+            .write_latency
+            .as_ref()
+            .map(Summary::of)
+            .filter(|w| !w.is_empty());
         Row {
             suite: labels.suite.to_owned(),
             store: labels.store.to_owned(),
@@ -105,20 +108,12 @@ impl Row {
             ops_per_sec: rate,
             mb_per_sec: rate * (KEY_LEN + labels.value_size) as f64 / 1e6,
             found: outcome.found,
-            p50_us: us(h.value_at_quantile(0.5)),
-            p99_us: us(h.value_at_quantile(0.99)),
-            p999_us: us(h.value_at_quantile(0.999)),
-            max_us: us(h.max()),
-            write_p99_us: outcome
-                .write_latency
-                .as_ref()
-                .filter(|w| !w.is_empty())
-                .map(|w| us(w.value_at_quantile(0.99))),
-            write_p999_us: outcome
-                .write_latency
-                .as_ref()
-                .filter(|w| !w.is_empty())
-                .map(|w| us(w.value_at_quantile(0.999))),
+            p50_us: us(all.p50_ns),
+            p99_us: us(all.p99_ns),
+            p999_us: us(all.p999_ns),
+            max_us: us(all.max_ns),
+            write_p99_us: writes.map(|w| us(w.p99_ns)),
+            write_p999_us: writes.map(|w| us(w.p999_ns)),
             disk_bytes,
         }
     }

@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+use cairn_harness::report::xml_escape as escape;
+
 use crate::report::{find, human_size, select, stores, workloads, Report};
 use crate::row::Row;
 
@@ -56,12 +58,6 @@ fn groups(report: &Report, peers: &[String]) -> Vec<Group> {
         }
     }
     out
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 /// The chart of `report` as an SVG document.

@@ -31,7 +31,7 @@ impl Driver {
         match (&self.path, self.stores.is_empty()) {
             (_, true) => "Go stores: none asked for.".to_owned(),
             (None, false) => format!(
-                "Go stores ({}) skipped: the Go driver is not built (run crates/peers/install-peers.sh).",
+                "Go stores ({}) skipped: the Go driver is not built (run crates/ordered-peers/install-peers.sh).",
                 self.stores.join(", ")
             ),
             (Some(p), false) => format!(

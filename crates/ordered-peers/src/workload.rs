@@ -17,11 +17,18 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
+use cairn_harness::keys::permuted;
+use cairn_harness::latency::{nanos, wall_time};
+use cairn_harness::split::share;
+use cairn_harness::{KeyFormat, Lap, Ticker, ValueSource};
 use hdrhistogram::Histogram;
 use indicatif::ProgressBar;
 
-use crate::data::{key, permuted, Rng, ValueSource, KEY_LEN};
+use crate::data::{thread_rng, KEY_LEN};
 use crate::stores::{Op, Store};
+
+/// Operations a thread counts before it advances the shared progress bar.
+const TICK: u64 = 1024;
 
 /// One workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,7 +133,7 @@ pub struct Outcome {
 }
 
 fn histogram() -> anyhow::Result<Histogram<u64>> {
-    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).context("creating a histogram")
+    cairn_harness::histogram().context("creating a histogram")
 }
 
 /// One thread's counts.
@@ -135,7 +142,7 @@ struct Tally {
     found: u64,
     start: Instant,
     end: Instant,
-    last: Instant,
+    clock: Lap,
     latency: Histogram<u64>,
     write_latency: Histogram<u64>,
 }
@@ -148,59 +155,24 @@ impl Tally {
             found: 0,
             start: now,
             end: now,
-            last: now,
+            clock: Lap::at(now),
             latency: histogram()?,
             write_latency: histogram()?,
         })
     }
 
-    fn lap(&mut self) -> u64 {
-        let now = Instant::now();
-        let ns = now.duration_since(self.last).as_nanos();
-        self.last = now;
-        u64::try_from(ns).unwrap_or(u64::MAX)
-    }
-
+    /// Records the operation that just ended.
     fn record(&mut self) {
-        let ns = self.lap();
+        let ns = self.clock.lap();
         self.latency.saturating_record(ns);
     }
 
+    /// Records the write (of a mix) that just ended: among all operations, and apart.
     fn record_write(&mut self) {
-        let ns = self.lap();
+        let ns = self.clock.lap();
         self.latency.saturating_record(ns);
         self.write_latency.saturating_record(ns);
     }
-}
-
-/// Progress shared by the threads: they add to it every 1,024 operations.
-struct Ticker<'a> {
-    bar: &'a ProgressBar,
-    pending: u64,
-}
-
-impl Ticker<'_> {
-    fn add(&mut self, n: u64) {
-        self.pending += n;
-        if self.pending >= 1024 {
-            self.bar.inc(self.pending);
-            self.pending = 0;
-        }
-    }
-}
-
-impl Drop for Ticker<'_> {
-    fn drop(&mut self) {
-        self.bar.inc(self.pending);
-    }
-}
-
-/// The operation range `[lo, hi)` of thread `t` of `threads` in a workload of `total`.
-fn share(total: u64, t: usize, threads: usize) -> (u64, u64) {
-    let th = threads.max(1) as u128;
-    let lo = (u128::from(total) * t as u128 / th) as u64;
-    let hi = (u128::from(total) * (t as u128 + 1) / th) as u64;
-    (lo, hi)
 }
 
 /// The operations `w` counts (for the progress bar).
@@ -254,8 +226,7 @@ pub fn run(
     let mut found = 0;
     let mut latency = histogram()?;
     let mut write_latency = histogram()?;
-    let mut first: Option<Instant> = None;
-    let mut last: Option<Instant> = None;
+    let mut spans = Vec::with_capacity(tallies.len());
     for tally in tallies {
         let tally = tally?;
         ops += tally.ops;
@@ -264,13 +235,9 @@ pub fn run(
         write_latency
             .add(&tally.write_latency)
             .context("merging histograms")?;
-        first = Some(first.map_or(tally.start, |f| f.min(tally.start)));
-        last = Some(last.map_or(tally.end, |l| l.max(tally.end)));
+        spans.push((tally.start, tally.end));
     }
-    let elapsed = match (first, last) {
-        (Some(f), Some(l)) => l.duration_since(f),
-        _ => Duration::ZERO,
-    };
+    let elapsed = wall_time(spans);
     let reads_found = matches!(
         w,
         Workload::ReadRandom | Workload::ReadWrite(_) | Workload::SeekRandom
@@ -295,19 +262,19 @@ fn thread_body(
     must_find: bool,
     bar: &ProgressBar,
 ) -> anyhow::Result<Tally> {
-    let mut rng = Rng::new(plan.seed, index, t as u64);
-    let mut ticker = Ticker { bar, pending: 0 };
-    let mut values = values.cursor(t * 7919);
+    let mut rng = thread_rng(plan.seed, index, t as u64);
+    let mut ticker = Ticker::new(bar, TICK);
+    let mut values = values.cursor_at(t * 7919);
     let size = values.size();
     let mut tally = Tally::start()?;
     let mut out = Vec::new();
     let num = plan.num;
     match w {
         Workload::FillSeq | Workload::FillRandom | Workload::Overwrite | Workload::DeleteRandom => {
-            let (lo, hi) = share(num, t, plan.threads);
+            let mine = share(num, t, plan.threads);
             let batch = plan.batch.max(1) as u64;
             let mut keys: Vec<[u8; KEY_LEN]> = Vec::with_capacity(batch as usize);
-            let mut i = lo;
+            let (mut i, hi) = (mine.start, mine.end);
             while i < hi {
                 let end = (i + batch).min(hi);
                 keys.clear();
@@ -318,7 +285,7 @@ fn thread_body(
                         _ => rng.below(num),
                     };
                     let mut buf = [0u8; KEY_LEN];
-                    key(k, &mut buf);
+                    KeyFormat::Decimal.fill(k, &mut buf);
                     keys.push(buf);
                 }
                 let mut ops: Vec<Op<'_>> = Vec::with_capacity(keys.len());
@@ -337,10 +304,9 @@ fn thread_body(
             }
         }
         Workload::PutRandom => {
-            let (lo, hi) = share(num, t, plan.threads);
             let mut buf = [0u8; KEY_LEN];
-            for _ in lo..hi {
-                key(rng.below(num), &mut buf);
+            for _ in share(num, t, plan.threads) {
+                KeyFormat::Decimal.fill(rng.below(num), &mut buf);
                 store.write(&[Op::Put(&buf, values.next_value())])?;
                 tally.record();
                 tally.ops += 1;
@@ -348,14 +314,13 @@ fn thread_body(
             }
         }
         Workload::ReadRandom | Workload::ReadWrite(_) => {
-            let (lo, hi) = share(plan.reads, t, plan.threads);
             let percent = match w {
                 Workload::ReadWrite(p) => u64::from(p),
                 _ => 100,
             };
             let mut buf = [0u8; KEY_LEN];
-            for _ in lo..hi {
-                key(rng.below(num), &mut buf);
+            for _ in share(plan.reads, t, plan.threads) {
+                KeyFormat::Decimal.fill(rng.below(num), &mut buf);
                 if percent == 100 || rng.below(100) < percent {
                     if store.get(&buf, &mut out)? {
                         if out.len() != size {
@@ -410,17 +375,16 @@ fn thread_body(
                 );
             }
             // One sample per entry is not measurable; the latency of a scan is its whole.
-            tally.lap();
-            tally.latency.saturating_record(
-                u64::try_from(tally.start.elapsed().as_nanos()).unwrap_or(u64::MAX) / n.max(1),
-            );
+            tally.clock.lap();
+            tally
+                .latency
+                .saturating_record(nanos(tally.start, Instant::now()) / n.max(1));
             tally.ops = visited;
         }
         Workload::SeekRandom => {
-            let (lo, hi) = share(plan.reads / 10, t, plan.threads);
             let mut buf = [0u8; KEY_LEN];
-            for _ in lo..hi {
-                key(rng.below(num), &mut buf);
+            for _ in share(plan.reads / 10, t, plan.threads) {
+                KeyFormat::Decimal.fill(rng.below(num), &mut buf);
                 let mut first_ok = true;
                 let mut seen = 0usize;
                 let n = store.seek(&buf, 10, &mut |k, _v| {
@@ -449,20 +413,6 @@ fn thread_body(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn shares_cover_the_range_once() {
-        for (total, threads) in [(10u64, 3usize), (1_000_000, 2), (7, 1), (0, 2)] {
-            let mut next = 0;
-            for t in 0..threads {
-                let (lo, hi) = share(total, t, threads);
-                assert_eq!(lo, next);
-                assert!(hi >= lo);
-                next = hi;
-            }
-            assert_eq!(next, total);
-        }
-    }
 
     #[test]
     fn names_round_trip() {

@@ -1,6 +1,6 @@
 //! Constant (build-once, read-many) key-value stores under benchmark.
 //!
-//! Every peer is built from the same data set as the reference Sparkey
+//! Every store is built from the same data set as the reference Sparkey
 //! `bench.c`: `n` entries `key_<i> -> value_<i>` for `i` in `0..n`, inserted
 //! in order, keys and values formatted into a stack buffer inside the timed
 //! loop (see [`StackBuf`]).
@@ -8,6 +8,8 @@
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
+
+use cairn_harness::scratch::{dir_size, Measure};
 
 pub mod cairn;
 pub mod cdb2;
@@ -20,7 +22,7 @@ pub use sparkey_c::SparkeyC;
 pub use tinycdb::TinyCdb;
 
 /// One constant (build-once, read-many) key-value store under benchmark.
-pub trait ConstantPeer {
+pub trait ConstantStore {
     /// Store name, e.g. `sparkey-c`.
     fn name(&self) -> String;
     /// Compression / layout variant, e.g. `snappy(1024)`; `-` when the store has none.
@@ -47,9 +49,10 @@ pub trait ConstantPeer {
         }
         Ok(())
     }
-    /// Bytes on disk of what build() wrote.
+    /// Bytes on disk of what build() wrote: the apparent size (`st_size`) of every file
+    /// under `dir`, as the reference bench's `total_file_size`.
     fn disk_size(&self, dir: &Path) -> anyhow::Result<u64> {
-        dir_size(dir)
+        Ok(dir_size(dir, Measure::Apparent)?)
     }
 }
 
@@ -159,23 +162,6 @@ pub fn bench_value(buf: &mut StackBuf, i: u64) -> &[u8] {
     buf.format("value_", i)
 }
 
-/// Total apparent size (`st_size`) of the regular files under `dir`, recursively,
-/// as the reference bench's `total_file_size`.
-pub fn dir_size(dir: &Path) -> anyhow::Result<u64> {
-    let meta = std::fs::symlink_metadata(dir)?;
-    if meta.is_file() {
-        return Ok(meta.len());
-    }
-    if !meta.is_dir() {
-        return Ok(0);
-    }
-    let mut sum = 0;
-    for entry in std::fs::read_dir(dir)? {
-        sum += dir_size(&entry?.path())?;
-    }
-    Ok(sum)
-}
-
 /// A path as a NUL-terminated C string, for the C peers.
 pub(crate) fn c_path(path: &Path) -> anyhow::Result<std::ffi::CString> {
     use std::os::unix::ffi::OsStrExt as _;
@@ -206,30 +192,30 @@ mod tests {
         Ok(())
     }
 
-    /// Every peer must round-trip the bench data set and report absent keys.
-    pub(crate) fn round_trip(peer: &mut dyn ConstantPeer, n: u64) -> anyhow::Result<()> {
+    /// Every store must round-trip the bench data set and report absent keys.
+    pub(crate) fn round_trip(store: &mut dyn ConstantStore, n: u64) -> anyhow::Result<()> {
         let dir = std::env::temp_dir().join(format!(
             "cairn-bench-test-{}-{}-{}",
             std::process::id(),
-            peer.name(),
-            peer.variant()
+            store.name(),
+            store.variant()
         ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)?;
-        peer.build(&dir, n)?;
-        peer.open(&dir)?;
+        store.build(&dir, n)?;
+        store.open(&dir)?;
         let (mut kb, mut vb) = (StackBuf::new(), StackBuf::new());
         let mut out = Vec::new();
         for i in 0..n {
             assert!(
-                peer.get(bench_key(&mut kb, i), &mut out)?,
+                store.get(bench_key(&mut kb, i), &mut out)?,
                 "key_{i} missing"
             );
             assert_eq!(out.as_slice(), bench_value(&mut vb, i));
         }
-        assert!(!peer.get(b"key_absent", &mut out)?);
-        assert!(!peer.get(bench_key(&mut kb, n), &mut out)?);
-        assert!(peer.disk_size(&dir)? > 0);
+        assert!(!store.get(b"key_absent", &mut out)?);
+        assert!(!store.get(bench_key(&mut kb, n), &mut out)?);
+        assert!(store.disk_size(&dir)? > 0);
         std::fs::remove_dir_all(&dir)?;
         Ok(())
     }

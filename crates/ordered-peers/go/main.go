@@ -1,5 +1,5 @@
-// Command cairn-peers-go runs the workloads of Cairn's peer suite
-// (crates/peers/README.md, "Workloads") on a Go store — pebble, badger or bbolt — and prints
+// Command cairn-ordered-peers-go runs the workloads of Cairn's peer suite
+// (crates/ordered-peers/README.md, "Workloads") on a Go store — pebble, badger or bbolt — and prints
 // one JSON row per workload on stdout. Progress and errors go to stderr; any error
 // (including a value of the wrong size or a key not found) exits non-zero.
 package main
@@ -54,7 +54,7 @@ func parseFlags() opts {
 
 func main() {
 	if err := run(parseFlags()); err != nil {
-		fmt.Fprintln(os.Stderr, "cairn-peers-go:", err)
+		fmt.Fprintln(os.Stderr, "cairn-ordered-peers-go:", err)
 		os.Exit(1)
 	}
 }

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context as _};
 
-use super::{bench_key, bench_value, ConstantPeer, StackBuf};
+use super::{bench_key, bench_value, ConstantStore, StackBuf};
 
 const CDB_FILE: &str = "bench.cdb";
 
@@ -80,7 +80,7 @@ pub struct TinyCdb {
 }
 
 impl TinyCdb {
-    /// A tinycdb peer.
+    /// A tinycdb store.
     pub fn new() -> Self {
         TinyCdb::default()
     }
@@ -94,7 +94,7 @@ fn os_err(what: &str) -> anyhow::Error {
     anyhow::Error::new(std::io::Error::last_os_error()).context(format!("tinycdb: {what}"))
 }
 
-impl ConstantPeer for TinyCdb {
+impl ConstantStore for TinyCdb {
     fn name(&self) -> String {
         "tinycdb".to_owned()
     }
@@ -195,6 +195,6 @@ mod tests {
 
     #[test]
     fn round_trip() -> anyhow::Result<()> {
-        crate::peers::tests::round_trip(&mut TinyCdb::new(), 5000)
+        crate::stores::tests::round_trip(&mut TinyCdb::new(), 5000)
     }
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use cairn::hash::{self, IndexOptions, LogOptions, LogWriter, ReadOptions, Reader};
 
-use super::{bench_key, bench_value, compression_label, Compression, ConstantPeer, StackBuf};
+use super::{bench_key, bench_value, compression_label, Compression, ConstantStore, StackBuf};
 
 const LOG_FILE: &str = "bench.spl";
 const INDEX_FILE: &str = "bench.spi";
@@ -24,7 +24,7 @@ pub struct Cairn {
 }
 
 impl Cairn {
-    /// A peer writing logs with `compression` in blocks of `block_size` bytes.
+    /// A store writing logs with `compression` in blocks of `block_size` bytes.
     pub fn new(compression: Compression, block_size: u32) -> Self {
         Cairn {
             compression,
@@ -48,7 +48,7 @@ impl Cairn {
     }
 }
 
-impl ConstantPeer for Cairn {
+impl ConstantStore for Cairn {
     fn name(&self) -> String {
         "cairn".to_owned()
     }

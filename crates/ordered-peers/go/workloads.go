@@ -1,6 +1,6 @@
 package main
 
-// The workloads of crates/peers/README.md. Thread t of T owns the index range
+// The workloads of crates/ordered-peers/README.md. Thread t of T owns the index range
 // [t*X/T, (t+1)*X/T) of a workload of X operations; each thread has its own RNG,
 // value generator and histograms; a latency sample is the time since the previous
 // operation of the same thread ended (one per batch for batched writes).
