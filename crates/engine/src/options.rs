@@ -132,6 +132,10 @@ pub struct Options {
     /// where known, and the recovered writes are flushed before the open returns, so the
     /// damaged log is not read again. Default: false (damage is `Error::Corruption`).
     pub salvage_wal: bool,
+    /// For a follower ([`crate::Db::open_follower`]): how often a background thread moves
+    /// its view to the writer's latest state ([`crate::Db::refresh`]). `None` (the
+    /// default): only when `refresh` is called. Ignored by other opens.
+    pub refresh_interval: Option<Duration>,
     /// Where entry expiry (TTL) reads the time. Default: the system clock.
     pub clock: Clock,
     /// How often an idle background thread looks for tables whose earliest expiry has
@@ -206,6 +210,7 @@ impl Default for Options {
             table_size: 64 << 20,
             background_threads: 2,
             salvage_wal: false,
+            refresh_interval: None,
             clock: Clock::system(),
             expiry_check_interval: Duration::from_secs(60),
             blob_threshold: None,
@@ -238,6 +243,9 @@ impl Options {
             if d.is_zero() {
                 return bad("Durability::Periodic needs a non-zero interval");
             }
+        }
+        if self.refresh_interval.is_some_and(|d| d.is_zero()) {
+            return bad("refresh_interval needs a non-zero interval");
         }
         if self.memtable_size < 1024 {
             return bad("memtable_size must be at least 1 KiB");

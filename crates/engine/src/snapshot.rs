@@ -1,6 +1,5 @@
-//! Snapshots: a [`Snapshot`] pins one seqno so reads through it see the store exactly as it
-//! was when it was taken, and the [`Registry`] of live snapshot seqnos tells compaction
-//! which old versions must be kept.
+//! The [`Registry`] of live snapshot seqnos: a snapshot (`crate::Snapshot`) holds a [`Pin`]
+//! on one seqno, and compaction keeps every old version a pinned seqno can see.
 //!
 //! Invariants:
 //! 1. A snapshot's seqno is registered before the snapshot is handed out and unregistered
@@ -82,21 +81,6 @@ impl Drop for Pin {
                 live.remove(&self.seqno);
             }
         }
-    }
-}
-
-/// A consistent, read-only view of the whole store (every keyspace) at one point in time.
-/// Cheap to take and to hold; while it lives, compaction keeps the versions it can see.
-/// Long scans through a snapshot never block writers.
-#[derive(Debug, Clone)]
-pub struct Snapshot {
-    pub(crate) pin: Arc<Pin>,
-}
-
-impl Snapshot {
-    /// The seqno the snapshot reads at: it sees every write numbered up to it.
-    pub fn seqno(&self) -> u64 {
-        self.pin.seqno().0
     }
 }
 

@@ -52,6 +52,36 @@ pub(crate) fn start(inner: &Arc<Inner>) -> Result<()> {
     Ok(())
 }
 
+/// Starts a follower's refresh thread, if `Options::refresh_interval` asks for one.
+pub(crate) fn start_refresher(inner: &Arc<Inner>) -> Result<()> {
+    let Some(interval) = inner.options.refresh_interval else {
+        return Ok(());
+    };
+    // The thread holds the store weakly: dropping the last handle ends it.
+    let weak = Arc::downgrade(inner);
+    let thread = std::thread::Builder::new()
+        .name("cairn-follow".into())
+        .spawn(move || loop {
+            let Some(inner) = weak.upgrade() else { return };
+            {
+                let mut st = inner.state.lock();
+                if st.shutting_down {
+                    return;
+                }
+                inner.bg_cv.wait_for(&mut st, interval);
+                if st.shutting_down {
+                    return;
+                }
+            }
+            // A failed refresh leaves the view as it was; the next one tries again, and an
+            // explicit `Db::refresh` returns the error.
+            let _ = super::read_only::refresh(&inner);
+        })
+        .map_err(|e| Error::io(&inner.dir, "spawn thread", e))?;
+    inner.threads.lock().push(thread);
+    Ok(())
+}
+
 fn background_loop(inner: &Inner) {
     let mut st = inner.state.lock();
     loop {
@@ -321,7 +351,19 @@ pub(crate) fn wait_idle(inner: &Inner) -> Result<()> {
 
 /// Stops writes, writes and fsyncs the log, and joins the background threads. Idempotent.
 pub(crate) fn shutdown(inner: &Inner) -> Result<()> {
-    if inner.closed.swap(true, Ordering::AcqRel) || inner.read_only {
+    if inner.closed.swap(true, Ordering::AcqRel) {
+        return Ok(());
+    }
+    if inner.read_only {
+        // A follower's refresh thread is the only thread a read-only store runs.
+        inner.state.lock().shutting_down = true;
+        inner.bg_cv.notify_all();
+        let threads: Vec<_> = inner.threads.lock().drain(..).collect();
+        for t in threads {
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
+        }
         return Ok(());
     }
     // The group being led finishes first; later groups are refused (see `write::lead::lead`),

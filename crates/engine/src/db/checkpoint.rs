@@ -31,7 +31,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::inner::{Inner, ReadPoint};
+use super::inner::Inner;
 use super::super_version::SuperVersion;
 use super::write;
 use crate::error::{Error, FileKind, Reason, Result};
@@ -251,8 +251,8 @@ pub(crate) fn capture(inner: &Inner) -> Result<Checkpoint> {
     if inner.closed.load(std::sync::atomic::Ordering::Acquire) {
         return Err(Error::invalid("the store is closed"));
     }
-    if let Some(point) = &inner.read_point {
-        return capture_view(inner, point);
+    if inner.read_only {
+        return capture_view(inner);
     }
     let st = inner.state.lock();
     let pin = inner.pin(&st);
@@ -301,8 +301,16 @@ pub(crate) fn capture(inner: &Inner) -> Result<Checkpoint> {
 ///
 /// # Errors
 /// As [`capture`].
-fn capture_view(inner: &Inner, point: &ReadPoint) -> Result<Checkpoint> {
-    let pin = inner.pin(&inner.state.lock());
+fn capture_view(inner: &Inner) -> Result<Checkpoint> {
+    // The view and its files, taken together (a follower's refresh swaps both at once).
+    let (pin, point) = {
+        let st = inner.state.lock();
+        let point = st
+            .read_point
+            .clone()
+            .ok_or_else(|| Error::invalid("a read-only store without a view"))?;
+        (inner.pin(&st), point)
+    };
     let version = &pin.version;
     let held = |name: &str, kind: FileKind| {
         point

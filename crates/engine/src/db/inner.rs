@@ -21,7 +21,7 @@ use super::commit_queue::CommitQueue;
 use super::log::Log;
 use super::recovery::RecoveryReport;
 use super::stats::Counters;
-use super::super_version::{SuperVersion, SuperVersions};
+use super::super_version::{ReadAt, SuperVersion, SuperVersions};
 use super::table_cache::TableCache;
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
@@ -54,6 +54,9 @@ pub(crate) struct State {
     pub(crate) bg_error: Option<(&'static str, Error)>,
     /// Set by `close`: background threads finish their current job and exit.
     pub(crate) shutting_down: bool,
+    /// For a read-only store, the files its current view was read from (for checkpoints
+    /// and for a follower's refresh, which compares them with the directory).
+    pub(crate) read_point: Option<ReadPoint>,
     /// Table ids being written (not yet in a version), kept from obsolete-file deletion.
     pub(crate) pending_outputs: Vec<u64>,
     /// When an idle background thread next looks for tables with expired entries.
@@ -101,8 +104,12 @@ pub(crate) struct Inner {
     pub(crate) stats: Counters,
     /// What the open recovered and left out.
     pub(crate) recovery: RecoveryReport,
-    /// For a read-only store, the files its view was read from (for checkpoints).
-    pub(crate) read_point: Option<ReadPoint>,
+    /// Opened with [`crate::Db::open_follower`]: a read-only store whose view
+    /// [`crate::Db::refresh`] moves to the writer's latest state.
+    pub(crate) follower: bool,
+    /// Held by a refresh from reading the new view to installing it: refreshes run one at
+    /// a time.
+    pub(crate) refreshing: Mutex<()>,
 }
 
 /// The files a read-only view was read from.
@@ -110,6 +117,8 @@ pub(crate) struct Inner {
 pub(crate) struct ReadPoint {
     /// The manifest whose version the view holds.
     pub(crate) manifest_id: u64,
+    /// The manifest's length before it was read (the view holds at least its edits).
+    pub(crate) manifest_len: u64,
     /// Each log file replayed, with the length read: (id, bytes).
     pub(crate) wal_lens: Vec<(u64, u64)>,
     /// Every file of the view (tables, blob files, log files), by name, opened during the
@@ -151,8 +160,8 @@ impl Inner {
 
     /// The current super version and the seqno to read at (`snapshot`, or the visible
     /// one).
-    pub(crate) fn acquire(&self, snapshot: Option<SeqNo>) -> (Arc<SuperVersion>, SeqNo) {
-        self.supers.acquire(&self.visible_seqno, snapshot)
+    pub(crate) fn acquire(&self, at: Option<&ReadAt>) -> (Arc<SuperVersion>, SeqNo) {
+        self.supers.acquire(&self.visible_seqno, at)
     }
 
     /// Publishes a super version of `st` for readers.
@@ -164,6 +173,14 @@ impl Inner {
     /// keeps that moment's files on disk.
     pub(crate) fn pin(&self, st: &State) -> Arc<SuperVersion> {
         self.supers.track(st.super_version())
+    }
+}
+
+#[cfg(test)]
+impl Inner {
+    /// The ids of the open tables.
+    pub(crate) fn tables_open(&self) -> std::collections::BTreeSet<u64> {
+        self.tables.open_ids()
     }
 }
 

@@ -9,15 +9,16 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::snapshot::Snapshot;
+use super::super_version::ReadAt;
 use super::{read, scan, write, Db};
 use crate::attrs::{EntryOptions, Head, Meta};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::iter::visible::Bounds;
-use crate::key::{KeyspaceId, SeqNo};
+use crate::key::KeyspaceId;
 use crate::options::Durability;
 use crate::rangedel;
-use crate::snapshot::Snapshot;
 
 /// A named keyspace of a [`Db`]: an ordered map from byte keys to byte values.
 ///
@@ -85,9 +86,9 @@ impl Keyspace {
     ///
     /// # Errors
     /// `InvalidArgument` for a snapshot of another store: its seqno means nothing here.
-    fn at(&self, snapshot: &Snapshot) -> Result<Option<SeqNo>> {
+    fn at(&self, snapshot: &Snapshot) -> Result<Option<ReadAt>> {
         if snapshot.pin.is_in(&self.db.inner.snapshots) {
-            Ok(Some(SeqNo(snapshot.seqno())))
+            Ok(Some(snapshot.read_at()))
         } else {
             Err(Error::invalid(format!(
                 "the snapshot was taken from another store than the one of keyspace {:?} ({})",
@@ -410,7 +411,12 @@ impl Keyspace {
     /// As [`Keyspace::get`].
     pub fn get_at(&self, key: impl AsRef<[u8]>, snapshot: &Snapshot) -> Result<Option<Vec<u8>>> {
         self.check_live()?;
-        read::get(&self.db.inner, self.id, key.as_ref(), self.at(snapshot)?)
+        read::get(
+            &self.db.inner,
+            self.id,
+            key.as_ref(),
+            self.at(snapshot)?.as_ref(),
+        )
     }
 
     /// Everything about the entry of `key` except its value ([`Head`]), if present; reads
@@ -429,7 +435,12 @@ impl Keyspace {
     /// As [`Keyspace::get`].
     pub fn head_at(&self, key: impl AsRef<[u8]>, snapshot: &Snapshot) -> Result<Option<Head>> {
         self.check_live()?;
-        read::lookup::<Head>(&self.db.inner, self.id, key.as_ref(), self.at(snapshot)?)
+        read::lookup::<Head>(
+            &self.db.inner,
+            self.id,
+            key.as_ref(),
+            self.at(snapshot)?.as_ref(),
+        )
     }
 
     /// The [`Head`]s of the entries with keys in `range`, ascending (or descending with
@@ -512,7 +523,7 @@ impl Keyspace {
     /// As [`Keyspace::get`].
     pub fn len_at(&self, snapshot: &Snapshot) -> Result<u64> {
         self.check_live()?;
-        read::count(&self.db.inner, self.id, self.at(snapshot)?)
+        read::count(&self.db.inner, self.id, self.at(snapshot)?.as_ref())
     }
 
     /// True if the keyspace holds no key. Stops at the first live key, but a keyspace
@@ -562,7 +573,7 @@ impl Keyspace {
     fn range_inner<K: AsRef<[u8]>, R: RangeBounds<K>>(
         &self,
         range: R,
-        snapshot: Result<Option<SeqNo>>,
+        snapshot: Result<Option<ReadAt>>,
     ) -> scan::Iter {
         let lo = to_bound(range.start_bound().map(|k| k.as_ref()));
         let hi = to_bound(range.end_bound().map(|k| k.as_ref()));
@@ -590,7 +601,7 @@ impl Keyspace {
         self.prefix_inner(prefix.as_ref(), self.at(snapshot))
     }
 
-    fn prefix_inner(&self, prefix: &[u8], snapshot: Result<Option<SeqNo>>) -> scan::Iter {
+    fn prefix_inner(&self, prefix: &[u8], snapshot: Result<Option<ReadAt>>) -> scan::Iter {
         let b = Bounds::prefix(prefix);
         scan::Iter::new(&self.db.inner, self.id, b.lo, b.hi, snapshot)
     }

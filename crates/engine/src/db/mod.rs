@@ -47,6 +47,7 @@ mod read_only;
 mod recover;
 mod recovery;
 mod scan;
+mod snapshot;
 mod space;
 mod stats;
 mod super_version;
@@ -64,7 +65,6 @@ use crate::error::{Error, Result};
 use crate::fs::{FileSystem, StdFs};
 use crate::key::SeqNo;
 use crate::options::{KeyspaceOptions, Options};
-use crate::snapshot::Snapshot;
 use crate::version::NUM_LEVELS;
 
 pub(crate) use backup::temp_sibling;
@@ -73,6 +73,7 @@ pub use catalog::DEFAULT_KEYSPACE;
 use inner::Inner;
 pub use recovery::{Loss, LossCause, RecoveryReport};
 pub use scan::{EntryIter, HeadIter, Iter};
+pub use snapshot::Snapshot;
 pub use stats::Stats;
 pub use verify::{verify, verify_report, VerifiedFile, VerifyReport};
 
@@ -163,7 +164,7 @@ impl Db {
         options: Options,
     ) -> Result<Db> {
         options.validate()?;
-        let inner = read_only::open(fs, dir, options)?;
+        let inner = read_only::open(fs, dir, options, false)?;
         Ok(Db {
             _handle: Arc::new(Handle {
                 inner: Arc::clone(&inner),
@@ -172,9 +173,82 @@ impl Db {
         })
     }
 
-    /// True if the store was opened with [`Db::open_read_only`].
+    /// Opens the store in `dir` as a follower: a read-only view, like
+    /// [`Db::open_read_only`] (no lock, nothing written, beside a writer in another
+    /// process), that [`Db::refresh`] moves to the writer's latest state, and a
+    /// background thread moves every `Options::refresh_interval` if one is set.
+    ///
+    /// A refresh reads the manifest and the log, as an open does, and swaps the new view
+    /// in at once; when nothing changed it costs a few metadata calls. Snapshots and
+    /// iterators keep the view they began in, with its files open, across refreshes and
+    /// whatever the writer compacts or deletes meanwhile. The view lags the writer by at
+    /// most the refresh interval plus one refresh, and shows only writes the writer has
+    /// handed to the OS (`Durability::None` and `Async` writes still in the writer's
+    /// memory are not visible yet).
+    ///
+    /// ```
+    /// use cairn::{Db, Options};
+    ///
+    /// # fn main() -> cairn::Result<()> {
+    /// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+    /// let writer = Db::open(dir.path(), Options::default())?;
+    /// let users = writer.keyspace("users")?;
+    /// users.insert("u:1", "Ada")?;
+    ///
+    /// let follower = Db::open_follower(dir.path(), Options::default())?;
+    /// let before = follower.snapshot();
+    /// users.insert("u:2", "Grace")?;
+    /// assert!(follower.refresh()?); // the view moved
+    /// let seen = follower.get_keyspace("users").expect("exists");
+    /// assert_eq!(seen.get("u:2")?, Some(b"Grace".to_vec()));
+    /// assert_eq!(seen.get_at("u:2", &before)?, None); // the snapshot stays where it was
+    /// assert!(!follower.refresh()?); // nothing new
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Db::open_read_only`].
+    pub fn open_follower(dir: impl AsRef<Path>, options: Options) -> Result<Db> {
+        Db::open_follower_with_fs(Arc::new(StdFs), dir.as_ref(), options)
+    }
+
+    /// [`Db::open_follower`] through a given file system.
+    pub(crate) fn open_follower_with_fs(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        options: Options,
+    ) -> Result<Db> {
+        options.validate()?;
+        let inner = read_only::open(fs, dir, options, true)?;
+        background::start_refresher(&inner)?;
+        Ok(Db {
+            _handle: Arc::new(Handle {
+                inner: Arc::clone(&inner),
+            }),
+            inner,
+        })
+    }
+
+    /// Moves a follower's view to the store's current state; returns false if nothing
+    /// changed since the last refresh. See [`Db::open_follower`].
+    ///
+    /// # Errors
+    /// `InvalidArgument` if the store was not opened with [`Db::open_follower`];
+    /// `Corruption` or `Io` as for [`Db::open_read_only`] (a store that keeps changing
+    /// under the refresh is retried a few times). The view is left as it was.
+    pub fn refresh(&self) -> Result<bool> {
+        read_only::refresh(&self.inner)
+    }
+
+    /// True if the store was opened with [`Db::open_read_only`] or [`Db::open_follower`].
     pub fn is_read_only(&self) -> bool {
         self.inner.read_only
+    }
+
+    /// True if the store was opened with [`Db::open_follower`].
+    pub fn is_follower(&self) -> bool {
+        self.inner.follower
     }
 
     /// Opens the store through a given file system (tests inject faults through it).
@@ -269,10 +343,12 @@ impl Db {
     /// scans through it never block writers. See [`Keyspace::get_at`] and
     /// [`Keyspace::range_at`].
     pub fn snapshot(&self) -> Snapshot {
-        let _super = self.inner.supers.read();
+        let current = self.inner.supers.read();
         let seqno = SeqNo(self.inner.visible_seqno.load(Ordering::Acquire));
         Snapshot {
             pin: Arc::new(self.inner.snapshots.register(seqno)),
+            // A follower's snapshot keeps its view (db/snapshot.rs, invariant 2).
+            view: self.inner.follower.then(|| Arc::clone(&current)),
         }
     }
 

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::inner::Inner;
-use super::super_version::SuperVersion;
+use super::super_version::{ReadAt, SuperVersion};
 use crate::attrs::Head;
 use crate::cursor::Cursor;
 use crate::entry;
@@ -30,12 +30,12 @@ pub(crate) fn lookup<T: Extract>(
     inner: &Inner,
     keyspace: KeyspaceId,
     key: &[u8],
-    snapshot: Option<SeqNo>,
+    at: Option<&ReadAt>,
 ) -> Result<Option<T::Out>> {
     // The super version stays pinned until the value is read: it keeps listing the blob
     // file the handle names, so GC cannot delete that file between the find and the read
     // (a relocation may move the value meanwhile; the old copy stays readable).
-    let (sv, seqno) = inner.acquire(snapshot);
+    let (sv, seqno) = inner.acquire(at);
     let found = find_at::<T>(inner, &sv, keyspace, key, seqno)?;
     let out = found.map(|item| item.resolve(&inner.blobs)).transpose();
     drop(sv);
@@ -98,9 +98,9 @@ pub(crate) fn get(
     inner: &Inner,
     keyspace: KeyspaceId,
     key: &[u8],
-    snapshot: Option<SeqNo>,
+    at: Option<&ReadAt>,
 ) -> Result<Option<Vec<u8>>> {
-    lookup::<Lazy>(inner, keyspace, key, snapshot)
+    lookup::<Lazy>(inner, keyspace, key, at)
 }
 
 /// Blocks a scan offers to the block cache per table, from the start of the scan: short
@@ -152,8 +152,8 @@ pub(super) fn merged(
 ///
 /// # Errors
 /// `InvalidArgument` if the keyspace was dropped; `Corruption`, `Io` from its tables.
-pub(crate) fn count(inner: &Inner, keyspace: KeyspaceId, snapshot: Option<SeqNo>) -> Result<u64> {
-    let (sv, seqno) = inner.acquire(snapshot);
+pub(crate) fn count(inner: &Inner, keyspace: KeyspaceId, at: Option<&ReadAt>) -> Result<u64> {
+    let (sv, seqno) = inner.acquire(at);
     if sv.version.keyspace(keyspace).is_none() {
         return Err(crate::Error::invalid("the keyspace has been dropped"));
     }

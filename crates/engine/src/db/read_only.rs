@@ -23,7 +23,7 @@
 //!    a checkpoint of the view (`Db::backup`, packs) copies exactly the view from those
 //!    handles, whatever the writer has deleted since.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -34,12 +34,15 @@ use super::log::Log;
 use super::recover::{
     assemble, attach_unlisted_blobs, check_named_files, check_unlisted_tables, replay, Opened,
 };
+use super::recovery::RecoveryReport;
+use super::versions;
 use crate::error::{Error, Result};
-use crate::files::FileType;
+use crate::files::{self, FileType};
 use crate::fs::{FileSystem, ReadableFile};
+use crate::key::SeqNo;
 use crate::memtable::Memtable;
 use crate::options::Options;
-use crate::version::Manifest;
+use crate::version::{self, Manifest, Version};
 use crate::vlog;
 
 /// Opens tried before giving up on a store that keeps changing under the open.
@@ -50,26 +53,38 @@ pub(crate) const ATTEMPTS: u32 = 8;
 /// # Errors
 /// `InvalidArgument` if `dir` holds no store; `Corruption` or `Io` as for a read-write
 /// open, after [`ATTEMPTS`] tries.
-pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Result<Arc<Inner>> {
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        match open_once(&fs, dir, &options) {
-            Ok(inner) => return Ok(inner),
-            Err(e @ (Error::InvalidArgument(_) | Error::UnsupportedVersion { .. })) => {
-                return Err(e)
-            }
-            Err(e) if attempt >= ATTEMPTS => return Err(e),
-            Err(_) => std::thread::sleep(Duration::from_millis(2 << attempt)),
-        }
-    }
+pub(crate) fn open(
+    fs: Arc<dyn FileSystem>,
+    dir: &Path,
+    options: Options,
+    follower: bool,
+) -> Result<Arc<Inner>> {
+    retrying(|| open_once(&fs, dir, &options, follower))
 }
 
 fn no_store(dir: &Path, why: &str) -> Error {
     Error::invalid(format!("no store at {} ({why})", dir.display()))
 }
 
-fn open_once(fs: &Arc<dyn FileSystem>, dir: &Path, options: &Options) -> Result<Arc<Inner>> {
+/// One point of the store as a reader sees it (invariant 2), with every file it needs
+/// open (invariant 3).
+struct View {
+    version: Arc<Version>,
+    /// The log replayed, oldest first.
+    memtables: Vec<Arc<Memtable>>,
+    last: SeqNo,
+    recovery: RecoveryReport,
+    point: ReadPoint,
+}
+
+/// Reads one view of the store in `dir`; separated values are read through `blobs`,
+/// which holds every blob file the view needs when this returns.
+fn read_view(
+    fs: &Arc<dyn FileSystem>,
+    dir: &Path,
+    options: &Options,
+    blobs: &vlog::Reader,
+) -> Result<View> {
     if !fs.exists(dir)? {
         return Err(no_store(dir, "the directory does not exist"));
     }
@@ -80,6 +95,9 @@ fn open_once(fs: &Arc<dyn FileSystem>, dir: &Path, options: &Options) -> Result<
         }
         Err(e) => return Err(e),
     };
+    // The manifest's length before it is read: the view holds at least its edits, so a
+    // follower that finds it longer later knows there is more to read.
+    let manifest_len = current_manifest_len(fs.as_ref(), dir).unwrap_or(0);
     let Some(recovered) = Manifest::recover(fs.as_ref(), dir)? else {
         return Err(no_store(dir, "no CURRENT file"));
     };
@@ -87,7 +105,6 @@ fn open_once(fs: &Arc<dyn FileSystem>, dir: &Path, options: &Options) -> Result<
     let version = recovered.version;
     check_named_files(&names, &version, &manifest)?;
 
-    let blobs = vlog::Reader::new(Arc::clone(fs), dir, usize::MAX);
     let mut wal_ids: Vec<u64> = names
         .iter()
         .filter_map(|n| FileType::Wal.parse(n))
@@ -111,7 +128,14 @@ fn open_once(fs: &Arc<dyn FileSystem>, dir: &Path, options: &Options) -> Result<
     for name in names.iter().filter(|n| FileType::Blob.parse(n).is_some()) {
         hold(name.clone())?;
     }
-    let mut replayed = replay(fs.as_ref(), dir, &wal_ids, &version, options, &blobs, false)?;
+    // A blob file the manifest does not list yet may still be growing: read its length
+    // afresh, or the log's newest values would look lost.
+    for id in names.iter().filter_map(|n| FileType::Blob.parse(n)) {
+        if !version.blob_files().contains_key(&id) {
+            blobs.refresh_len(id)?;
+        }
+    }
+    let mut replayed = replay(fs.as_ref(), dir, &wal_ids, &version, options, blobs, false)?;
     attach_unlisted_blobs(fs.as_ref(), dir, &names, &version, &replayed, false)?;
     let last = replayed.last_seqno;
     if !options.salvage_wal {
@@ -120,9 +144,42 @@ fn open_once(fs: &Arc<dyn FileSystem>, dir: &Path, options: &Options) -> Result<
     for id in version.blob_files().keys().chain(replayed.blob_refs.keys()) {
         blobs.hold(*id)?;
     }
+    Ok(View {
+        version: Arc::new(version),
+        memtables: std::mem::take(&mut replayed.memtables),
+        last,
+        recovery: std::mem::take(&mut replayed.report),
+        point: ReadPoint {
+            manifest_id: recovered.manifest_id,
+            manifest_len,
+            wal_lens: std::mem::take(&mut replayed.wal_lens),
+            files,
+        },
+    })
+}
 
-    let version = Arc::new(version);
-    let next_file_id = Arc::new(AtomicU64::new(version.next_file_id()));
+/// The length of the manifest `CURRENT` names now.
+fn current_manifest_len(fs: &dyn FileSystem, dir: &Path) -> Result<u64> {
+    let id = current_manifest_id(fs, dir)?;
+    fs.file_len(&dir.join(FileType::Manifest.name(id)))
+}
+
+/// The id of the manifest `CURRENT` names now.
+fn current_manifest_id(fs: &dyn FileSystem, dir: &Path) -> Result<u64> {
+    let path = dir.join(files::CURRENT);
+    let bytes = crate::fs::read_all(fs, &path)?;
+    version::decode_current(&bytes, &path)
+}
+
+fn open_once(
+    fs: &Arc<dyn FileSystem>,
+    dir: &Path,
+    options: &Options,
+    follower: bool,
+) -> Result<Arc<Inner>> {
+    let blobs = vlog::Reader::new(Arc::clone(fs), dir, usize::MAX);
+    let view = read_view(fs, dir, options, &blobs)?;
+    let next_file_id = Arc::new(AtomicU64::new(view.version.next_file_id()));
     let ids = Arc::clone(&next_file_id);
     // Never written to: a read-only store refuses writes before they reach it.
     let blob_writer = vlog::Writer::new(
@@ -133,6 +190,7 @@ fn open_once(fs: &Arc<dyn FileSystem>, dir: &Path, options: &Options) -> Result<
         },
         Box::new(move || ids.fetch_add(1, std::sync::atomic::Ordering::SeqCst)),
     );
+    let last = view.last;
     let inner = assemble(
         Arc::clone(fs),
         dir,
@@ -141,24 +199,134 @@ fn open_once(fs: &Arc<dyn FileSystem>, dir: &Path, options: &Options) -> Result<
             lock: None,
             manifest: None,
             mem: Arc::new(Memtable::new(0, options.memtable_size)),
-            imm: std::mem::take(&mut replayed.memtables),
-            version: Arc::clone(&version),
+            imm: view.memtables,
+            version: Arc::clone(&view.version),
             log: Log::new(Arc::clone(fs), None, blob_writer, last.0, last.0),
             last,
             next_file_id,
             blobs,
-            recovery: std::mem::take(&mut replayed.report),
-            read_point: Some(ReadPoint {
-                manifest_id: recovered.manifest_id,
-                wal_lens: std::mem::take(&mut replayed.wal_lens),
-                files,
-            }),
+            recovery: view.recovery,
+            read_point: Some(view.point),
+            follower,
         },
     );
-    for id in version.live_table_ids() {
+    for id in view.version.live_table_ids() {
         inner.tables.get(id)?;
     }
     Ok(inner)
+}
+
+/// True if the directory shows nothing the view `point` lacks: the same manifest, no
+/// longer, and the same log files, none longer. Cheap: a few metadata calls.
+fn unchanged(inner: &Inner, point: &ReadPoint) -> Result<bool> {
+    let fs = inner.fs.as_ref();
+    let dir = &inner.dir;
+    if current_manifest_id(fs, dir)? != point.manifest_id {
+        return Ok(false);
+    }
+    if current_manifest_len(fs, dir)? != point.manifest_len {
+        return Ok(false);
+    }
+    let mut wals: Vec<u64> = fs
+        .list_dir(dir)?
+        .iter()
+        .filter_map(|n| FileType::Wal.parse(n))
+        .collect();
+    wals.sort_unstable();
+    for id in wals {
+        let Some(&(_, read)) = point.wal_lens.iter().find(|(w, _)| *w == id) else {
+            // A log file the view did not read: new, unless the version already left it
+            // behind (the writer deletes those soon).
+            if point.wal_lens.first().is_none_or(|(first, _)| id > *first) {
+                return Ok(false);
+            }
+            continue;
+        };
+        if fs.file_len(&dir.join(FileType::Wal.name(id)))? != read {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Moves a follower's view to the store's current state (see `Db::refresh`): reads a new
+/// view beside the current one, opens its tables, then swaps it in with one super
+/// version, so readers see the old view or the new one, never a mix. Snapshots and
+/// iterators of the old view keep it (they hold its super version; its files stay open
+/// until the last of them is gone). Returns false if the store had not changed.
+///
+/// # Errors
+/// `InvalidArgument` for a store that is not a follower; the errors of a read-only open,
+/// after [`ATTEMPTS`] tries. The view is left as it was.
+pub(crate) fn refresh(inner: &Inner) -> Result<bool> {
+    if !inner.follower {
+        return Err(Error::invalid(
+            "refresh moves a follower (Db::open_follower); reopen a read-only store to see \
+             later writes",
+        ));
+    }
+    if inner.closed.load(std::sync::atomic::Ordering::Acquire) {
+        return Err(Error::invalid("the store is closed"));
+    }
+    let _one = inner.refreshing.lock();
+    let point = inner.state.lock().read_point.clone();
+    if let Some(point) = &point {
+        if unchanged(inner, point)? {
+            return Ok(false);
+        }
+    }
+    let view = retrying(|| read_view(&inner.fs, &inner.dir, &inner.options, &inner.blobs))?;
+    for id in view.version.live_table_ids() {
+        inner.tables.get(id)?;
+    }
+    {
+        let mut st = inner.state.lock();
+        st.version = view.version;
+        st.imm = view.memtables;
+        st.mem = Arc::new(Memtable::new(0, inner.options.memtable_size));
+        st.read_point = Some(view.point);
+        // The super version first, then the seqno: a reader never gets a seqno its super
+        // version lacks writes for.
+        inner.install(&st);
+        inner
+            .visible_seqno
+            .store(view.last.0, std::sync::atomic::Ordering::Release);
+        inner
+            .durable_seqno
+            .store(view.last.0, std::sync::atomic::Ordering::Release);
+    }
+    release_unneeded(inner);
+    Ok(true)
+}
+
+/// Closes the tables and blob files no held super version can reach any more (the old
+/// views nobody reads).
+fn release_unneeded(inner: &Inner) {
+    let supers = inner.supers.held();
+    let mut tables = BTreeSet::new();
+    for sv in supers.iter() {
+        tables.extend(sv.version.live_table_ids());
+    }
+    inner.tables.retain(|id| tables.contains(&id));
+    inner
+        .blobs
+        .retain(|id| !versions::blob_deletable(id, supers.iter().map(AsRef::as_ref)));
+}
+
+/// Runs `read` until it succeeds, up to [`ATTEMPTS`] times (invariant 4).
+fn retrying<T>(mut read: impl FnMut() -> Result<T>) -> Result<T> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match read() {
+            Ok(v) => return Ok(v),
+            Err(e @ (Error::InvalidArgument(_) | Error::UnsupportedVersion { .. })) => {
+                return Err(e)
+            }
+            Err(e) if attempt >= ATTEMPTS => return Err(e),
+            Err(_) => std::thread::sleep(Duration::from_millis(2 << attempt)),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -304,6 +472,137 @@ mod tests {
         );
         drop((rks, ks));
         ro.close().unwrap();
+        db.close().unwrap();
+    }
+
+    /// A follower moves with the writer on `refresh`; its snapshots and iterators stay
+    /// where they began, even after the writer compacts and collects garbage (deleting
+    /// every file the old view uses); the old view's files are closed once nobody holds
+    /// it; a refresh with nothing new is a no-op; a refresh writes nothing.
+    #[test]
+    fn a_follower_follows_and_its_snapshots_and_iterators_stay_put() {
+        let fs = MemFs::new();
+        let dir = Path::new("/db");
+        let db = Db::open_with_fs(Arc::new(fs.clone()), dir, options()).unwrap();
+        let ks = db
+            .keyspace_with("k", KeyspaceOptions::separated(64))
+            .unwrap();
+        for i in 0..200u32 {
+            ks.insert(format!("key{i:04}"), vec![1u8; 100]).unwrap();
+        }
+        db.flush().unwrap();
+        for i in 200..250u32 {
+            ks.insert(format!("key{i:04}"), vec![1u8; 100]).unwrap();
+        }
+        let f = Db::open_follower_with_fs(Arc::new(fs.clone()), dir, options()).unwrap();
+        assert!(f.is_follower() && f.is_read_only());
+        assert!(!db.is_follower());
+        let fks = f.get_keyspace("k").unwrap();
+        assert_eq!(fks.len().unwrap(), 250);
+        assert!(!f.refresh().unwrap(), "nothing changed");
+
+        let snap = f.snapshot();
+        let mut scan = fks.iter();
+        assert_eq!(scan.next().unwrap().unwrap().1, vec![1u8; 100]);
+        let old_tables = f.inner.tables_open();
+
+        // The writer rewrites every key, adds more, compacts and collects garbage: every
+        // file of the follower's first view is deleted.
+        for i in 0..300u32 {
+            ks.insert(format!("key{i:04}"), vec![2u8; 100]).unwrap();
+        }
+        db.flush().unwrap();
+        db.compact().unwrap();
+        db.collect_garbage().unwrap();
+        ks.insert("tail", "only in the log").unwrap();
+        db.flush_wal(false).unwrap();
+
+        // The writer is idle from here until `more`: the follower's refresh and reads make
+        // no mutating call.
+        let idle = counts(&fs);
+        assert!(f.refresh().unwrap());
+        assert_eq!(f.last_seqno(), db.last_seqno());
+        assert_eq!(fks.len().unwrap(), 301);
+        assert_eq!(fks.get("key0299").unwrap(), Some(vec![2u8; 100]));
+        assert_eq!(fks.get("tail").unwrap(), Some(b"only in the log".to_vec()));
+        // The snapshot and the iterator still read the first view, in full.
+        assert_eq!(fks.len_at(&snap).unwrap(), 250);
+        assert_eq!(fks.get_at("key0000", &snap).unwrap(), Some(vec![1u8; 100]));
+        assert_eq!(fks.get_at("key0299", &snap).unwrap(), None);
+        let rest: Vec<_> = scan.map(|r| r.unwrap()).collect();
+        assert_eq!(rest.len(), 249);
+        assert!(rest.iter().all(|(_, v)| v == &vec![1u8; 100]));
+        assert_eq!(counts(&fs), idle, "{MUTATING:?}");
+        // Once nothing holds the first view, its tables are closed at the next refresh.
+        drop(snap);
+        ks.insert("more", "1").unwrap();
+        db.flush_wal(false).unwrap();
+        assert!(f.refresh().unwrap());
+        let live = f.inner.state.lock().version.live_table_ids();
+        assert!(
+            f.inner.tables_open().iter().all(|id| live.contains(id)),
+            "old tables {old_tables:?} still open: {:?}",
+            f.inner.tables_open()
+        );
+        assert!(matches!(fks.insert("x", "y"), Err(Error::ReadOnly)));
+        drop(fks);
+        f.close().unwrap();
+        drop(ks);
+        db.close().unwrap();
+    }
+
+    #[test]
+    fn refresh_is_for_followers() {
+        let fs = MemFs::new();
+        let dir = Path::new("/db");
+        let db = Db::open_with_fs(Arc::new(fs.clone()), dir, options()).unwrap();
+        assert!(matches!(db.refresh(), Err(Error::InvalidArgument(_))));
+        let ro = Db::open_read_only_with_fs(Arc::new(fs.clone()), dir, options()).unwrap();
+        assert!(matches!(ro.refresh(), Err(Error::InvalidArgument(_))));
+        assert!(!ro.is_follower());
+        let bad = Options {
+            refresh_interval: Some(std::time::Duration::ZERO),
+            ..options()
+        };
+        assert!(matches!(
+            Db::open_follower_with_fs(Arc::new(fs.clone()), dir, bad),
+            Err(Error::InvalidArgument(_))
+        ));
+        drop(ro);
+        db.close().unwrap();
+    }
+
+    /// With `refresh_interval`, a background thread moves the view; closing the follower
+    /// stops it.
+    #[test]
+    fn a_follower_refreshes_in_the_background() {
+        let fs = MemFs::new();
+        let dir = Path::new("/db");
+        let db = Db::open_with_fs(Arc::new(fs.clone()), dir, options()).unwrap();
+        let ks = db.keyspace("k").unwrap();
+        ks.insert("a", "1").unwrap();
+        let f = Db::open_follower_with_fs(
+            Arc::new(fs.clone()),
+            dir,
+            Options {
+                refresh_interval: Some(std::time::Duration::from_millis(5)),
+                ..options()
+            },
+        )
+        .unwrap();
+        ks.insert("b", "2").unwrap();
+        let target = db.last_seqno();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while f.last_seqno() < target {
+            assert!(std::time::Instant::now() < deadline, "never caught up");
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        assert_eq!(
+            f.get_keyspace("k").unwrap().get("b").unwrap(),
+            Some(b"2".to_vec())
+        );
+        f.close().unwrap();
+        drop(ks);
         db.close().unwrap();
     }
 

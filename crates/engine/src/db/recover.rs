@@ -234,6 +234,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
             blobs,
             recovery: std::mem::take(&mut replay.report),
             read_point: None,
+            follower: false,
         },
     );
     // A log cut short, or one salvage skipped damage in, is never read again: its
@@ -266,6 +267,8 @@ pub(super) struct Opened {
     pub(super) recovery: RecoveryReport,
     /// `Some` for a read-only open, which this makes the store.
     pub(super) read_point: Option<ReadPoint>,
+    /// A read-only open that follows the writer (`Db::open_follower`).
+    pub(super) follower: bool,
 }
 
 /// The store's shared state from what an open found. A read-only store (`read_point`
@@ -292,6 +295,7 @@ pub(super) fn assemble(
         pending_outputs: Vec::new(),
         obsolete_blobs: Vec::new(),
         gc_due: !read_only,
+        read_point: o.read_point,
         next_expiry_check: Instant::now() + options.expiry_check_interval,
     };
     let supers = SuperVersions::new(state.super_version());
@@ -328,7 +332,8 @@ pub(super) fn assemble(
         closed: AtomicBool::new(false),
         stats: Counters::default(),
         recovery: o.recovery,
-        read_point: o.read_point,
+        follower: o.follower,
+        refreshing: Mutex::new(()),
         options,
     })
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::inner::Inner;
 use super::read::merged;
-use super::super_version::SuperVersion;
+use super::super_version::{ReadAt, SuperVersion};
 use crate::attrs::Head;
 use crate::error::Result;
 use crate::iter::visible::{Bounds, Extract, Lazy, Visible};
@@ -47,13 +47,13 @@ impl<T: Extract> Scan<T> {
         keyspace: KeyspaceId,
         lo: Bound<Vec<u8>>,
         hi: Bound<Vec<u8>>,
-        snapshot: Result<Option<SeqNo>>,
+        snapshot: Result<Option<ReadAt>>,
     ) -> Scan<T> {
         let (snapshot, refused) = match snapshot {
             Ok(at) => (at, None),
             Err(e) => (None, Some(e)),
         };
-        let (sv, seqno) = inner.acquire(snapshot);
+        let (sv, seqno) = inner.acquire(snapshot.as_ref());
         let error = refused.or_else(|| {
             sv.version
                 .keyspace(keyspace)
@@ -183,7 +183,7 @@ macro_rules! scan_iter {
                 keyspace: KeyspaceId,
                 lo: Bound<Vec<u8>>,
                 hi: Bound<Vec<u8>>,
-                snapshot: Result<Option<SeqNo>>,
+                snapshot: Result<Option<ReadAt>>,
             ) -> $name {
                 $name {
                     scan: Scan::new(inner, keyspace, lo, hi, snapshot),

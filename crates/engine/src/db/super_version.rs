@@ -92,6 +92,14 @@ impl SuperVersion {
     }
 }
 
+/// Where a read looks: at `seqno`, through `view` if given (a follower's snapshot, see
+/// `db/snapshot.rs`), else through the current super version.
+#[derive(Clone)]
+pub(crate) struct ReadAt {
+    pub(crate) seqno: SeqNo,
+    pub(crate) view: Option<Arc<SuperVersion>>,
+}
+
 /// The current super version, and every super version still held by someone.
 pub(crate) struct SuperVersions {
     current: RwLock<Arc<SuperVersion>>,
@@ -122,15 +130,22 @@ impl SuperVersions {
         sv
     }
 
-    /// The current super version and the seqno to read at: `snapshot`, or the visible
-    /// seqno read under the same lock (invariant 1).
+    /// The super version and the seqno to read at: `at`'s, or the current super version
+    /// and the visible seqno read under the same lock (invariant 1).
     pub(crate) fn acquire(
         &self,
         visible: &AtomicU64,
-        snapshot: Option<SeqNo>,
+        at: Option<&ReadAt>,
     ) -> (Arc<SuperVersion>, SeqNo) {
+        if let Some(ReadAt {
+            seqno,
+            view: Some(view),
+        }) = at
+        {
+            return (Arc::clone(view), *seqno);
+        }
         let guard = self.current.read();
-        let seqno = snapshot.unwrap_or(SeqNo(visible.load(Ordering::Acquire)));
+        let seqno = at.map_or_else(|| SeqNo(visible.load(Ordering::Acquire)), |a| a.seqno);
         (Arc::clone(&guard), seqno)
     }
 

@@ -123,6 +123,36 @@ impl TableCache {
         Ok(())
     }
 
+    /// Closes every open table whose id `keep` refuses, and forgets its cached blocks (a
+    /// follower's tables that no view it still holds lists). A reader in use stays open
+    /// until its user drops it.
+    pub(crate) fn retain(&self, keep: impl Fn(u64) -> bool) {
+        let gone: Vec<u64> = {
+            let mut slots = self.open.lock();
+            let gone = slots
+                .readers
+                .keys()
+                .copied()
+                .filter(|id| !keep(*id))
+                .collect::<Vec<_>>();
+            for id in &gone {
+                slots.readers.remove(id);
+            }
+            gone
+        };
+        let mut expiry = self.expiry.lock();
+        for id in gone {
+            expiry.remove(&id);
+            self.blocks.forget_table(id);
+        }
+    }
+
+    /// The ids of the open tables.
+    #[cfg(test)]
+    pub(crate) fn open_ids(&self) -> std::collections::BTreeSet<u64> {
+        self.open.lock().readers.keys().copied().collect()
+    }
+
     /// Forgets table `id` and its cached blocks (its file is being deleted).
     pub(crate) fn evict(&self, id: u64) {
         self.expiry.lock().remove(&id);

@@ -48,10 +48,10 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 
 use crate::checksum::Checksum;
+use crate::db::Snapshot;
 use crate::db::{Db, Keyspace, DEFAULT_KEYSPACE};
 use crate::error::{Error, Result};
 use crate::options::KeyspaceOptions;
-use crate::snapshot::Snapshot;
 use entry::{Item, Thresholds};
 
 pub use entry::{Entry, EntryRef, MAX_DUMP_VALUE_LEN, MAX_META_LEN, MAX_RECORD_BYTES};

@@ -18,9 +18,9 @@ use std::path::{Path, PathBuf};
 use super::{find_keyspace, stage, Batcher, Entry, Progress, RestoreOptions, PROGRESS_EVERY};
 use crate::atomic;
 use crate::db::Db;
+use crate::db::Snapshot;
 use crate::error::{Error, Result};
 use crate::hash::{self, EntryKind, IndexOptions, LogOptions, LogReader, LogWriter, Reader};
-use crate::snapshot::Snapshot;
 
 /// Options of [`export`].
 #[derive(Debug, Clone, Default)]

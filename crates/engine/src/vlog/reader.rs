@@ -147,6 +147,30 @@ impl Reader {
         }
     }
 
+    /// Reopens blob file `id` if it is open, so its length is read afresh: a file another
+    /// process appends to grows (a follower reading the writer's active blob file). The
+    /// old handle stays valid for reads already under way.
+    ///
+    /// # Errors
+    /// `Error::Io` if the file cannot be opened or its length read.
+    pub(crate) fn refresh_len(&self, id: u64) -> Result<()> {
+        if !self.cache.lock().files.contains_key(&id) {
+            return Ok(());
+        }
+        let file: Arc<dyn ReadableFile> = Arc::from(self.fs.open_read(&self.path(id))?);
+        let len = file.len()?;
+        if let Some(open) = self.cache.lock().files.get_mut(&id) {
+            open.file = file;
+            open.len = open.len.max(len);
+        }
+        Ok(())
+    }
+
+    /// Closes every open blob file whose id `keep` refuses.
+    pub(crate) fn retain(&self, keep: impl Fn(u64) -> bool) {
+        self.cache.lock().files.retain(|id, _| keep(*id));
+    }
+
     /// Closes blob file `id` if it is open (before it is deleted, or after a GC).
     pub(crate) fn forget(&self, id: u64) {
         self.cache.lock().files.remove(&id);
