@@ -187,6 +187,41 @@ fn info_lists_keyspaces_seqnos_and_wal() {
     assert!(text.contains("seqno: last 101"), "{text}");
 }
 
+/// The CLI opens a store with the options its application recorded, not the defaults:
+/// `info` shows them, and a large value `put` by the CLI is separated as the application's
+/// store-wide threshold asks.
+#[test]
+fn commands_use_the_options_the_application_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    {
+        let options = cairn::Options {
+            compression: cairn::Compression::Zstd(9),
+            blob_threshold: Some(1000),
+            block_size: 8192,
+            ..cairn::Options::default()
+        };
+        let db = cairn::Db::open(&store, options).unwrap();
+        db.keyspace("default")
+            .unwrap()
+            .insert("small", "v")
+            .unwrap();
+        db.close().unwrap();
+    }
+    let v: Value = serde_json::from_slice(&ok(&run(&["info", "--json", s(&store)]))).unwrap();
+    assert_eq!(v["options"]["compression"], "Zstd(9)", "{v}");
+    assert_eq!(v["options"]["block_size"], 8192, "{v}");
+
+    let value = "x".repeat(5000);
+    ok(&run(&["put", s(&store), "big", &value]));
+    let head = json_lines(&ok(&run(&["head", s(&store), "big"])));
+    assert_eq!(head[0]["separated"], true, "{head:?}");
+    // The CLI's own open kept the record as it was.
+    let back = cairn::Options::from_store(&store).unwrap();
+    assert_eq!(back.compression, cairn::Compression::Zstd(9));
+    assert_eq!(back.blob_threshold, Some(1000));
+}
+
 #[test]
 fn damaged_table_exits_3() {
     let dir = tempfile::tempdir().unwrap();

@@ -141,18 +141,27 @@ pub fn check_creatable(path: &Path) -> CliResult<()> {
 }
 
 /// Opens the store at `path`; creates it only if `create`, and then only where
-/// [`check_creatable`] allows.
+/// [`check_creatable`] allows. An existing store opens with the options that shape its
+/// files as its application recorded them (`Options::from_store`), so the tables and
+/// blob files the command writes match the application's.
 pub fn open(path: &Path, create: bool) -> CliResult<Db> {
-    if create {
+    let exists = path.join("CURRENT").exists();
+    if create && !exists {
         check_creatable(path)?;
-    } else if !path.join("CURRENT").exists() {
+    } else if !exists {
         return Err(no_store(path));
     }
-    let options = Options {
-        create_if_missing: create,
-        ..Options::default()
-    };
+    let mut options = stored_options(path)?;
+    options.create_if_missing = create;
     Db::open(path, options).map_err(|e| open_error(path, e))
+}
+
+/// The options recorded in the store at `path` (the defaults for a new store).
+pub fn stored_options(path: &Path) -> CliResult<Options> {
+    if !path.join("CURRENT").exists() {
+        return Ok(Options::default());
+    }
+    Options::from_store(path).map_err(|e| open_error(path, e))
 }
 
 /// Opens the store at `path` read-only, for the commands that only read: it takes no

@@ -50,6 +50,7 @@ mod scan;
 mod snapshot;
 mod space;
 mod stats;
+mod stored_options;
 mod super_version;
 mod table_cache;
 mod tombstones;

@@ -57,7 +57,7 @@ use super::recovery::{Loss, LossCause, RecoveryReport};
 use super::stats::Counters;
 use super::super_version::SuperVersions;
 use super::table_cache::TableCache;
-use super::{flush, versions};
+use super::{flush, stored_options, versions};
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::batch::{Op, WriteBatch};
@@ -175,8 +175,12 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
     // after a clean open.
     let manifest_id = next_file_id.fetch_add(1, Ordering::SeqCst);
     let wal_id = next_file_id.fetch_add(1, Ordering::SeqCst);
+    // The new manifest's snapshot also records this open's file-shaping options
+    // (`db/stored_options.rs`, invariant 1).
+    let recorded = stored_options::record(&options);
     let bump = Edit {
         next_file_id: Some(next_file_id.load(Ordering::SeqCst)),
+        store_options: (version.store_options() != Some(&recorded)).then_some(recorded),
         ..Edit::default()
     };
     version = version.apply(&bump, dir, 0)?;

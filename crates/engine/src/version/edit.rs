@@ -56,13 +56,25 @@ mod tag {
     pub(super) const ADD_BLOB_FILE: u64 = 9;
     pub(super) const REMOVE_BLOB_FILE: u64 = 10;
     pub(super) const BLOB_THRESHOLD: u64 = 11;
+    pub(super) const STORE_OPTIONS: u64 = 12;
 }
+
+/// Most entries a `StoreOptions` field may hold (FORMAT.md §5).
+pub(crate) const MAX_STORE_OPTIONS: usize = 64;
+
+/// The store's file-shaping options as the manifest records them: option key -> value
+/// (FORMAT.md §5, tag 12; the keys are `db/stored_options.rs`'s registry). Keys this build
+/// does not know are kept as read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct StoreOptions(pub(crate) std::collections::BTreeMap<u64, u64>);
 
 /// One change to the table set: what a flush, a compaction, a keyspace creation or drop,
 /// or a manifest rotation (a snapshot of a whole version) records. Applied with
 /// [`super::Version::apply`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Edit {
+    /// The store's file-shaping options, replacing the recorded ones.
+    pub(crate) store_options: Option<StoreOptions>,
     /// Keyspaces created, with their names.
     pub(crate) created_keyspaces: Vec<(KeyspaceId, String)>,
     /// Keyspaces dropped, with all their tables.
@@ -200,6 +212,14 @@ impl Edit {
             put_vlq(&mut out, u64::from(id.0));
             put_bytes(&mut out, name.as_bytes());
         }
+        if let Some(StoreOptions(map)) = &self.store_options {
+            put_vlq(&mut out, tag::STORE_OPTIONS);
+            put_vlq(&mut out, map.len() as u64);
+            for (k, v) in map {
+                put_vlq(&mut out, *k);
+                put_vlq(&mut out, *v);
+            }
+        }
         for (ks, threshold) in &self.blob_thresholds {
             put_vlq(&mut out, tag::BLOB_THRESHOLD);
             put_vlq(&mut out, u64::from(ks.0));
@@ -313,6 +333,10 @@ impl Edit {
                     let v = dec.keyspace()?.0;
                     dec.set_once(&mut edit.next_keyspace_id, v, at)?;
                 }
+                tag::STORE_OPTIONS => {
+                    let v = dec.store_options()?;
+                    dec.set_once(&mut edit.store_options, v, at)?;
+                }
                 other => {
                     let reason = u8::try_from(other)
                         .map_or(Reason::BadEntry("edit field tag above 255"), Reason::BadTag);
@@ -366,6 +390,31 @@ impl<'a> Decoder<'a> {
         u32::try_from(v)
             .map(KeyspaceId)
             .map_err(|_| self.err(at, Reason::LengthOutOfRange))
+    }
+
+    /// A `StoreOptions` body: a count, then that many (key, value) pairs with strictly
+    /// increasing keys.
+    fn store_options(&mut self) -> Result<StoreOptions> {
+        let at = self.cur.position();
+        let count = usize::try_from(self.vlq()?)
+            .ok()
+            .filter(|&n| n <= MAX_STORE_OPTIONS)
+            .ok_or_else(|| self.err(at, Reason::LengthOutOfRange))?;
+        let mut map = std::collections::BTreeMap::new();
+        let mut last: Option<u64> = None;
+        for _ in 0..count {
+            let key_at = self.cur.position();
+            let key = self.vlq()?;
+            if last.is_some_and(|l| key <= l) {
+                return Err(self.err(
+                    key_at,
+                    Reason::BadEntry("store option keys are not strictly increasing"),
+                ));
+            }
+            last = Some(key);
+            map.insert(key, self.vlq()?);
+        }
+        Ok(StoreOptions(map))
     }
 
     fn level(&mut self) -> Result<usize> {
@@ -470,6 +519,7 @@ mod tests {
             added_blob_files: vec![blob(10)],
             removed_blob_files: vec![4],
             blob_thresholds: Vec::new(),
+            store_options: Some(StoreOptions([(1, 3), (2, 18), (300, u64::MAX)].into())),
         }
     }
 
@@ -548,9 +598,38 @@ mod tests {
     }
 
     #[test]
+    fn store_options_are_bounded_ordered_and_single() {
+        let mut bytes = Vec::new();
+        put_vlq(&mut bytes, tag::STORE_OPTIONS);
+        put_vlq(&mut bytes, 2);
+        for (k, v) in [(5u64, 1u64), (5, 2)] {
+            put_vlq(&mut bytes, k);
+            put_vlq(&mut bytes, v);
+        }
+        assert_eq!(
+            corruption(decode(&bytes)).1,
+            Reason::BadEntry("store option keys are not strictly increasing")
+        );
+        let mut bytes = Vec::new();
+        put_vlq(&mut bytes, tag::STORE_OPTIONS);
+        put_vlq(&mut bytes, MAX_STORE_OPTIONS as u64 + 1);
+        assert_eq!(corruption(decode(&bytes)).1, Reason::LengthOutOfRange);
+        let one = Edit {
+            store_options: Some(StoreOptions([(1, 1)].into())),
+            ..Edit::default()
+        }
+        .encode();
+        let twice = [one.clone(), one].concat();
+        assert_eq!(
+            corruption(decode(&twice)).1,
+            Reason::BadEntry("edit repeats a single-valued field")
+        );
+    }
+
+    #[test]
     fn unknown_and_reserved_tags_are_rejected() {
         assert_eq!(corruption(decode(&[0x00])), (100, Reason::BadTag(0)));
-        assert_eq!(corruption(decode(&[0x0c, 0x00])), (100, Reason::BadTag(12)));
+        assert_eq!(corruption(decode(&[0x0d, 0x00])), (100, Reason::BadTag(13)));
         let (at, reason) = corruption(decode(&[0x06, 0x01, 0x80, 0x02]));
         assert_eq!(at, 102);
         assert_eq!(reason, Reason::BadEntry("edit field tag above 255"));
@@ -782,9 +861,13 @@ mod tests {
                 prop::option::of((0..=SeqNo::MAX.0).prop_map(SeqNo)),
                 any::<Option<u32>>(),
             ),
+            prop::option::of(
+                prop::collection::btree_map(any::<u64>(), any::<u64>(), 0..=MAX_STORE_OPTIONS)
+                    .prop_map(StoreOptions),
+            ),
         )
             .prop_map(
-                |(created, dropped, added, removed, (blobs, unblobs), (w, n, f, k))| Edit {
+                |(created, dropped, added, removed, (blobs, unblobs), (w, n, f, k), opts)| Edit {
                     // "\PC{1,40}" is at most 160 bytes, inside the name limit.
                     created_keyspaces: created,
                     dropped_keyspaces: dropped,
@@ -797,6 +880,7 @@ mod tests {
                     added_blob_files: blobs,
                     removed_blob_files: unblobs,
                     blob_thresholds: Vec::new(),
+                    store_options: opts,
                 },
             )
     }

@@ -43,8 +43,11 @@ use crate::fs::{read_all, FileSystem, WritableFile};
 /// The file magic: the bytes `C M A N` read as a little-endian `u32`.
 pub(crate) const MAGIC: u32 = u32::from_le_bytes(*b"CMAN");
 
-/// The format version this build writes and reads.
-pub(crate) const VERSION: u32 = 1;
+/// The format version this build writes (FORMAT.md §10).
+pub(crate) const VERSION: u32 = 2;
+
+/// The oldest format version this build reads (version 1 never holds tag 12).
+pub(crate) const MIN_READ_VERSION: u32 = 1;
 
 /// Bytes of the file header: magic, version, file id, header checksum.
 pub(crate) const FILE_HEADER_LEN: usize = crate::files::FILE_HEADER_LEN;
@@ -445,7 +448,7 @@ fn check_header(data: &[u8], path: &Path, expected_id: Option<u64>) -> Result<u6
     let corrupt = |at, reason| Error::corruption(FileKind::Manifest, path, at, reason);
     let FileHeader { version, id, .. } =
         FileHeader::decode(data, MAGIC).map_err(|(at, reason)| corrupt(at, reason))?;
-    if version != VERSION {
+    if !(MIN_READ_VERSION..=VERSION).contains(&version) {
         return Err(Error::UnsupportedVersion {
             file: FileKind::Manifest,
             path: path.to_path_buf(),

@@ -91,7 +91,7 @@ fn encoding_matches_the_worked_example() {
     assert_eq!(bytes.len(), 50 + RECORD_HEADER_LEN + 37);
     assert_eq!(
         hex(&bytes),
-        "434d414e010000000200000000000000ba79eea8\
+        "434d414e0200000002000000000000009e144ea1\
          a1277955b773445412000000050006030700080101000764656661756c74\
          235d912aaca4d8aa2500000005040605070203000003800809610102000000000000\
          096201010000000000000102020004"
@@ -481,15 +481,21 @@ fn header_damage_and_foreign_versions() {
     );
 
     let fs = new_fs();
-    write_image(&fs, 1, &image(1, 2));
+    write_image(&fs, 1, &image(1, VERSION + 1));
     assert!(matches!(
         Manifest::recover(&fs, &dir()),
         Err(Error::UnsupportedVersion {
             file: FileKind::Manifest,
-            major: 2,
+            major: 3,
             ..
         })
     ));
+
+    // Version 1 (written before tag 12 existed) is still read.
+    let fs = new_fs();
+    write_image(&fs, 1, &image(1, 1));
+    let r = Manifest::recover(&fs, &dir()).unwrap().unwrap();
+    assert_eq!(r.version, Workload::new(1).start());
 
     let fs = new_fs();
     write_image(&fs, 1, &image(6, VERSION));

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use super::edit::{check_blob_file, check_table, keyspace_name_ok, Edit};
+use super::edit::{check_blob_file, check_table, keyspace_name_ok, Edit, StoreOptions};
 use super::NUM_LEVELS;
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::key::{compare_encoded, split_encoded, KeyspaceId, SeqNo};
@@ -46,6 +46,8 @@ pub(crate) struct Version {
     next_keyspace_id: u32,
     /// The live blob files of the value log, by id (shared: most edits leave them alone).
     blob_files: Arc<BTreeMap<u64, BlobFileMeta>>,
+    /// The store's file-shaping options as last recorded (`None` before any was).
+    store_options: Option<StoreOptions>,
 }
 
 /// The user key of an encoded internal key (the whole input if it is too short, which a
@@ -79,6 +81,7 @@ impl Version {
             flushed_seqno: SeqNo::ZERO,
             next_keyspace_id: 1,
             blob_files: Arc::new(BTreeMap::new()),
+            store_options: None,
         }
     }
 
@@ -106,6 +109,9 @@ impl Version {
         };
         let mut next = self.clone();
 
+        if let Some(o) = &edit.store_options {
+            next.store_options = Some(o.clone());
+        }
         if let Some(v) = edit.wal_min_id {
             if v < self.wal_min_id {
                 return Err(bad("edit moves wal_min_id backwards"));
@@ -314,6 +320,11 @@ impl Version {
         &self.blob_files
     }
 
+    /// The store's file-shaping options as last recorded, if any was.
+    pub(crate) fn store_options(&self) -> Option<&StoreOptions> {
+        self.store_options.as_ref()
+    }
+
     /// An edit that recreates this version from [`Version::empty`] (written first in every
     /// new manifest): every keyspace, every table, every blob file, every counter.
     pub(crate) fn snapshot_edit(&self) -> Edit {
@@ -323,6 +334,7 @@ impl Version {
             flushed_seqno: Some(self.flushed_seqno),
             next_keyspace_id: Some(self.next_keyspace_id),
             added_blob_files: self.blob_files.values().copied().collect(),
+            store_options: self.store_options.clone(),
             ..Edit::default()
         };
         for (id, ks) in self.keyspaces() {
