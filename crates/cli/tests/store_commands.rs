@@ -536,6 +536,12 @@ fn read_commands_work_on_a_store_another_process_holds() {
     let unpacked = tmp.path().join("unpacked");
     ok(&run(&["unpack", s(&pack), s(&unpacked)]));
     assert_eq!(ok(&run(&["get", s(&unpacked), "in-log"])), b"yes");
+    // The read commands open a pack in place, with no unpack step.
+    assert_eq!(ok(&run(&["get", s(&pack), "in-log"])), b"yes");
+    let count = run(&["count", s(&pack)]);
+    assert!(stdout(&count).contains("51"), "{}", stdout(&count));
+    let scan = run(&["scan", s(&pack), "--prefix", "k0"]);
+    assert_eq!(json_lines(&ok(&scan)).len(), 10);
     let verify = run(&["verify", s(&store)]);
     assert_eq!(code(&verify), 1, "{}", stderr(&verify));
     assert!(

@@ -166,8 +166,12 @@ pub fn stored_options(path: &Path) -> CliResult<Options> {
 
 /// Opens the store at `path` read-only, for the commands that only read: it takes no
 /// lock and writes nothing, so it works while an application holds the store, and it
-/// sees the store as it is at the open (`Db::open_read_only`).
+/// sees the store as it is at the open (`Db::open_read_only`). A pack file (`cairn pack`)
+/// opens in place (`Db::open_pack`).
 pub fn open_read(path: &Path) -> CliResult<Db> {
+    if path.is_file() {
+        return Db::open_pack(path, Options::default()).map_err(|e| open_error(path, e));
+    }
     if !path.join("CURRENT").exists() {
         return Err(no_store(path));
     }

@@ -7,25 +7,29 @@
 //! - [`pack`] packs a closed store or a backup directory, reading it only;
 //! - [`unpack`] checks the whole pack (header, footer, directory, every member's length,
 //!   offset, name and checksum) before it writes anything, then restores it to a new
-//!   store directory through a temporary sibling renamed into place.
+//!   store directory through a temporary sibling renamed into place;
+//! - [`crate::Db::open_pack`] opens a pack in place, read-only, as one file: a read-only
+//!   open over [`fs::PackFs`], which shows the members as a directory.
 //!
 //! Writing: the pack is written to a temporary sibling (`<file>.tmp-<pid>-<n>`), fsynced,
 //! renamed to `file` and the directory fsynced, so `file` appears complete or not at all.
 //!
-//! A pack is not opened in place: [`crate::Db::open`] always writes to the store it opens
-//! (its lock file, a new manifest and WAL file, deletion of obsolete files), and the store
-//! has no read-only mode that a read-only file system view over member ranges could
-//! serve. Unpack it to a directory and open that.
+//! Opened in place, a pack is read as a read-only store is ([`crate::Db::open_read_only`]):
+//! nothing is written, and every member is read through its own format's checksums; to
+//! write to the store, unpack it and open the directory.
 
 mod format;
+mod fs;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::checksum::Checksum;
 use crate::db::checkpoint::{self, copy_range, for_each_piece, Checkpoint, Source};
 use crate::db::Db;
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::fs::{parent_of, read_exact_at, FileSystem, ReadableFile, StdFs};
+use crate::options::Options;
 
 /// What a pack holds (from [`crate::Db::pack`], [`pack`] or [`unpack`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -43,6 +47,46 @@ pub struct PackInfo {
 }
 
 impl Db {
+    /// Opens the pack `file` in place, read-only, as one file (no unpack step): the store
+    /// it holds, at the point it was packed, exactly as [`Db::open_read_only`] would open
+    /// the unpacked directory. The open checks the pack's frame, its directory and the
+    /// checksum of every member but the tables (so it reads those bytes once); tables are
+    /// checked block by block as they are read. Writes return [`Error::ReadOnly`]; a
+    /// backup or pack of it copies its view.
+    ///
+    /// ```
+    /// use cairn::{Db, Options};
+    ///
+    /// # fn main() -> cairn::Result<()> {
+    /// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+    /// let db = Db::open(dir.path().join("store"), Options::default())?;
+    /// db.keyspace("users")?.insert("u:1", "Ada")?;
+    /// db.pack(dir.path().join("users.cpack"))?;
+    ///
+    /// let shipped = Db::open_pack(dir.path().join("users.cpack"), Options::default())?;
+    /// let users = shipped.get_keyspace("users").expect("packed");
+    /// assert_eq!(users.get("u:1")?, Some(b"Ada".to_vec()));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// `Corruption` (`FileKind::Pack`) for a damaged frame or directory, or (of the
+    /// member's kind) for a damaged member read; `UnsupportedVersion`; `Io`.
+    pub fn open_pack(file: impl AsRef<Path>, options: Options) -> Result<Db> {
+        Db::open_pack_with(Arc::new(StdFs), file.as_ref(), options)
+    }
+
+    /// [`Db::open_pack`] through a given file system.
+    pub(crate) fn open_pack_with(
+        fs: Arc<dyn FileSystem>,
+        file: &Path,
+        options: Options,
+    ) -> Result<Db> {
+        let pack = fs::PackFs::open(fs, file)?;
+        Db::open_read_only_with_fs(Arc::new(pack), file, options)
+    }
+
     /// Writes a consistent checkpoint of this store into the new file `file` while writes
     /// continue (the checkpoint a backup takes); restore it with [`unpack`].
     ///

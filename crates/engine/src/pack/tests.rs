@@ -212,3 +212,76 @@ fn directory_entries_must_tile_the_member_data() {
         other => panic!("expected refusal, got {other:?}"),
     }
 }
+
+/// A pack opened in place reads exactly the packed store, writes nothing, refuses writes,
+/// and a backup of it restores the same store.
+#[test]
+fn a_pack_opens_in_place_read_only() {
+    let (fs, model) = packed();
+    let before = fs.op_count(Op::Write) + fs.op_count(Op::Create) + fs.op_count(Op::Rename);
+    let db = Db::open_pack_with(Arc::new(fs.clone()), Path::new("/db.pack"), options()).unwrap();
+    assert!(db.is_read_only());
+    let ks = db.get_keyspace("k").unwrap();
+    let all: Contents = ks.iter().map(|kv| kv.unwrap()).collect();
+    assert_eq!(all, model);
+    assert_eq!(ks.len().unwrap(), model.len() as u64);
+    assert!(matches!(ks.insert("x", "y"), Err(Error::ReadOnly)));
+    assert_eq!(
+        fs.op_count(Op::Write) + fs.op_count(Op::Create) + fs.op_count(Op::Rename),
+        before
+    );
+    db.backup(Path::new("/copy")).unwrap();
+    drop(ks);
+    db.close().unwrap();
+    assert_eq!(read(&fs, "/copy"), model);
+}
+
+/// Any flipped byte of a pack opened in place gives the packed data or an error, never
+/// other data; damage outside the tables is refused at the open.
+#[test]
+fn a_damaged_pack_opened_in_place_never_reads_wrong_data() {
+    let (fs, model) = packed();
+    let bytes = read_all(&fs, Path::new("/db.pack")).unwrap();
+    let checked = super::open_checked(&fs, Path::new("/db.pack")).unwrap();
+    let table_ranges: Vec<(u64, u64)> = checked
+        .entries
+        .iter()
+        .filter(|e| e.name.ends_with(".sst"))
+        .map(|e| (e.offset, e.offset + e.len))
+        .collect();
+    drop(checked);
+    let mut refused_at_open = 0;
+    for at in (0..bytes.len()).step_by(7) {
+        let mut bad = bytes.clone();
+        bad[at] ^= 0x20;
+        let path = Path::new("/bad.pack");
+        if fs.exists(path).unwrap() {
+            fs.remove(path).unwrap();
+        }
+        fs.create(path).unwrap().append(&bad).unwrap();
+        let in_table = table_ranges
+            .iter()
+            .any(|&(lo, hi)| (lo..hi).contains(&(at as u64)));
+        let db = match Db::open_pack_with(Arc::new(fs.clone()), path, options()) {
+            Ok(db) => db,
+            Err(e) => {
+                refused_at_open += 1;
+                assert!(
+                    e.as_corruption().is_some() || matches!(e, Error::UnsupportedVersion { .. }),
+                    "byte {at}: {e}"
+                );
+                continue;
+            }
+        };
+        assert!(
+            in_table,
+            "byte {at} outside the tables was not caught at the open"
+        );
+        let ks = db.get_keyspace("k").unwrap();
+        let read: crate::Result<Contents> = ks.iter().collect();
+        if let Ok(read) = read {
+            assert_eq!(read, model, "byte {at}");
+        }
+    }
+    assert!(refused_at_open > 0);
+}
