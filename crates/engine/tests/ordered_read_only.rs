@@ -216,3 +216,70 @@ fn a_backup_through_a_read_only_view_of_a_live_store_is_that_view() {
     view.close().unwrap();
     db.close().unwrap();
 }
+
+/// `Db::verify` of a read-only view checks the files the view holds while the writer
+/// keeps the store open and goes on compacting and deleting them, writes nothing, and
+/// finds damage in a file of the view.
+#[test]
+fn a_read_only_view_of_a_live_store_verifies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    let writer = Db::open(&dir, options()).unwrap();
+    let ks = writer
+        .keyspace_with("k", KeyspaceOptions::separated(512))
+        .unwrap();
+    for i in 0..3000u64 {
+        ks.insert(key(i), format!("value {i}")).unwrap();
+        if i % 100 == 0 {
+            ks.insert(format!("big{i}"), vec![i as u8; 2000]).unwrap();
+        }
+    }
+    writer.flush().unwrap();
+    for i in 3000..3100u64 {
+        ks.insert(key(i), format!("value {i}")).unwrap();
+    }
+    writer.flush_wal(false).unwrap();
+
+    let view = Db::open_read_only(&dir, options()).unwrap();
+    let before = listing(&dir);
+    let report = view.verify_report().unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    assert!(report.files.iter().any(|f| f.name.ends_with(".sst")));
+    assert!(report.files.iter().any(|f| f.name.ends_with(".wal")));
+    assert!(report.files.iter().any(|f| f.name.ends_with(".blob")));
+    assert_eq!(listing(&dir), before, "verify of a view changed the store");
+
+    // The writer rewrites everything and deletes the view's files: the view still checks.
+    for i in 0..3000u64 {
+        ks.insert(key(i), "again").unwrap();
+    }
+    writer.compact().unwrap();
+    writer.collect_garbage().unwrap();
+    view.verify().unwrap();
+
+    // Damage in a table of a fresh view is found.
+    writer.flush().unwrap();
+    let table = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .unwrap();
+    let mut bytes = std::fs::read(&table).unwrap();
+    bytes[100] ^= 0x5a;
+    std::fs::write(&table, &bytes).unwrap();
+    let damaged = Db::open_read_only(&dir, options()).unwrap();
+    let report = damaged.verify_report().unwrap();
+    let name = table.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|e| e.to_string().contains(&name)),
+        "{:?}",
+        report.problems
+    );
+    assert!(matches!(damaged.verify(), Err(Error::Corruption(_))));
+    drop((view, damaged, ks));
+    writer.close().unwrap();
+}

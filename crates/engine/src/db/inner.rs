@@ -119,6 +119,9 @@ pub(crate) struct ReadPoint {
     pub(crate) manifest_id: u64,
     /// The manifest's length before it was read (the view holds at least its edits).
     pub(crate) manifest_len: u64,
+    /// The end of the manifest's last complete record when it was read: the view's
+    /// version is that of the manifest's first `manifest_end` bytes.
+    pub(crate) manifest_end: u64,
     /// Each log file replayed, with the length read: (id, bytes).
     pub(crate) wal_lens: Vec<(u64, u64)>,
     /// Every file of the view (tables, blob files, log files), by name, opened during the

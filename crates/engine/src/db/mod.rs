@@ -56,6 +56,7 @@ mod table_cache;
 mod tombstones;
 mod verify;
 mod versions;
+mod view_fs;
 mod write;
 
 use std::path::Path;

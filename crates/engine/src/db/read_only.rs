@@ -104,6 +104,9 @@ fn read_view(
     let manifest = dir.join(FileType::Manifest.name(recovered.manifest_id));
     let version = recovered.version;
     check_named_files(&names, &version, &manifest)?;
+    // The manifest is held too: checks of the view (`Db::verify`) read it after the
+    // writer may have replaced it. (Replaced before this open: the open starts over.)
+    let manifest_handle: Arc<dyn ReadableFile> = Arc::from(fs.open_read(&manifest)?);
 
     let mut wal_ids: Vec<u64> = names
         .iter()
@@ -128,6 +131,10 @@ fn read_view(
     for name in names.iter().filter(|n| FileType::Blob.parse(n).is_some()) {
         hold(name.clone())?;
     }
+    files.insert(
+        FileType::Manifest.name(recovered.manifest_id),
+        manifest_handle,
+    );
     // A blob file the manifest does not list yet may still be growing: read its length
     // afresh, or the log's newest values would look lost.
     for id in names.iter().filter_map(|n| FileType::Blob.parse(n)) {
@@ -152,6 +159,7 @@ fn read_view(
         point: ReadPoint {
             manifest_id: recovered.manifest_id,
             manifest_len,
+            manifest_end: recovered.valid_end,
             wal_lens: std::mem::take(&mut replayed.wal_lens),
             files,
         },

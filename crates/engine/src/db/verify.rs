@@ -38,6 +38,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::checkpoint::{live_files, lock_closed, missing};
+use super::inner::Inner;
+use super::view_fs::ViewFs;
 use super::{write, Db};
 use crate::batch::WriteBatch;
 use crate::error::{Error, FileKind, Reason, Result};
@@ -150,6 +152,9 @@ impl Db {
         if inner.closed.load(std::sync::atomic::Ordering::Acquire) {
             return Err(Error::invalid("the store is closed"));
         }
+        if inner.read_only {
+            return verify_view(inner);
+        }
         let fs = inner.fs.as_ref();
         let st = inner.state.lock();
         let pin = inner.pin(&st);
@@ -184,6 +189,34 @@ impl Db {
         drop(pin);
         report
     }
+}
+
+/// Checks the view of a read-only handle (a read-only open, a follower, a pack opened in
+/// place): every file the view holds, read through its handle up to the length the view
+/// knows ([`ViewFs`]), so a writer in another process changing the directory meanwhile
+/// changes nothing for the check.
+fn verify_view(inner: &Inner) -> Result<VerifyReport> {
+    let (pin, point) = {
+        let st = inner.state.lock();
+        let point = st
+            .read_point
+            .clone()
+            .ok_or_else(|| Error::invalid("a read-only store without a view"))?;
+        (inner.pin(&st), point)
+    };
+    let view = ViewFs::new(&inner.dir, &point)?;
+    let names = view.names();
+    let current = read_current(&view, &inner.dir, &names)?;
+    let files = Files {
+        dir: inner.dir.clone(),
+        names,
+        current,
+        held: BTreeMap::new(),
+        _lock: None,
+    };
+    let report = check(&view, &files);
+    drop(pin);
+    report
 }
 
 /// The files to check: the directory listing, `CURRENT`'s bytes, and handles opened at

@@ -115,6 +115,9 @@ pub(crate) struct Recovered {
     pub(crate) edits: usize,
     /// Bytes of the ignored torn tail (0 if the file ended after a complete record).
     pub(crate) torn_tail_bytes: u64,
+    /// Offset just past the last complete record: the version is that of the file's
+    /// first `valid_end` bytes.
+    pub(crate) valid_end: u64,
 }
 
 /// What [`decode_image`] found in a manifest file image.
@@ -315,6 +318,7 @@ impl Manifest {
             manifest_id: id,
             edits: replayed.edits,
             torn_tail_bytes: (data.len() as u64).saturating_sub(replayed.valid_end),
+            valid_end: replayed.valid_end,
         }))
     }
 }
