@@ -34,14 +34,12 @@ const ROLE: &str = "CAIRN_MP_ROLE";
 const DIR: &str = "CAIRN_MP_DIR";
 
 fn options() -> Options {
-    Options {
-        durability: Durability::Sync,
-        memtable_size: 16 << 10,
-        table_size: 16 << 10,
-        l0_compaction_trigger: 2,
-        level1_size: 64 << 10,
-        ..Options::default()
-    }
+    Options::default()
+        .durability(Durability::Sync)
+        .memtable_size(16 << 10)
+        .table_size(16 << 10)
+        .l0_compaction_trigger(2)
+        .level1_size(64 << 10)
 }
 
 fn key(i: u64) -> String {

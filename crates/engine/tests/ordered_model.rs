@@ -541,13 +541,12 @@ impl Harness {
     fn new(options: &Options) -> Result<Harness, TestCaseError> {
         let dir = mem_tempdir();
         let clock = Clock::manual(CLOCK_START);
-        let options = &Options {
-            clock: clock.clone(),
+        let options = &options
+            .clone()
+            .clock(clock.clone())
             // Idle background threads look for expired tables often, concurrently with
             // the steps.
-            expiry_check_interval: Duration::from_millis(20),
-            ..options.clone()
-        };
+            .expiry_check_interval(Duration::from_millis(20));
         BLOB_THRESHOLD.with(|t| t.set(options.blob_threshold));
         let db = ok!(Db::open(dir.path(), options.clone()), "open");
         let mut model = Model::new();
@@ -1070,19 +1069,17 @@ impl Harness {
 
 /// Other table and memtable settings than `o`'s.
 fn altered(o: &Options) -> Options {
-    Options {
-        block_size: o.block_size * 4,
-        restart_interval: if o.restart_interval == 1 { 3 } else { 1 },
-        compression: match o.compression {
+    o.clone()
+        .block_size(o.block_size * 4)
+        .restart_interval(if o.restart_interval == 1 { 3 } else { 1 })
+        .compression(match o.compression {
             Compression::None => Compression::Lz4,
             Compression::Lz4 => Compression::Snappy,
             Compression::Snappy => Compression::Zstd(3),
             _ => Compression::None,
-        },
-        bloom_bits_per_key: if o.bloom_bits_per_key == 0 { 10 } else { 0 },
-        memtable_size: o.memtable_size * 2,
-        ..o.clone()
-    }
+        })
+        .bloom_bits_per_key(if o.bloom_bits_per_key == 0 { 10 } else { 0 })
+        .memtable_size(o.memtable_size * 2)
 }
 
 fn count_background(db: &Db) {
@@ -1203,11 +1200,9 @@ fn model_tiny_zstd_no_bloom() {
 
 #[test]
 fn model_default_sizes() {
-    let o = Options {
-        durability: Durability::Buffered,
-        l0_compaction_trigger: 2,
-        ..Options::default()
-    };
+    let o = Options::default()
+        .durability(Durability::Buffered)
+        .l0_compaction_trigger(2);
     run_model("default_sizes", o, 1500, 120);
 }
 
@@ -1256,10 +1251,7 @@ fn all_option_sets() -> Vec<Options> {
             o.bloom_bits_per_key = 0;
         }),
         with(tiny(1 << 10, 64), |o| o.compression = Compression::Zstd(3)),
-        Options {
-            durability: Durability::Buffered,
-            ..Options::default()
-        },
+        Options::default().durability(Durability::Buffered),
     ]
 }
 

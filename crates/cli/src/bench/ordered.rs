@@ -278,6 +278,8 @@ pub(crate) fn durability_name(d: Durability) -> String {
         Durability::Buffered => "buffered".into(),
         Durability::Async { queue_depth } => format!("async:{queue_depth}"),
         Durability::None => "none".into(),
+        // `Durability` is non-exhaustive; a mode without a spelling prints as its Debug form.
+        other => format!("{other:?}"),
     }
 }
 
@@ -385,14 +387,12 @@ pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
     if !args.use_existing_db {
         place.wipe()?;
     }
-    let options = Options {
-        durability: args.durability,
-        create_if_missing: !args.use_existing_db,
-        block_cache_size: args.cache_size,
-        compression: args.compression.engine(),
-        blob_threshold: args.blob_threshold,
-        ..Options::default()
-    };
+    let options = Options::default()
+        .durability(args.durability)
+        .create_if_missing(!args.use_existing_db)
+        .block_cache_size(args.cache_size)
+        .compression(args.compression.engine())
+        .blob_threshold(args.blob_threshold);
     let values = ValueSource::new(args.value_size as usize, args.seed);
     let show_bar = !args.json && std::io::stdout().is_terminal();
     if !args.json {

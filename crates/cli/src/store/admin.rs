@@ -183,10 +183,7 @@ fn text(v: &Value) -> String {
 
 pub fn info(args: &InfoArgs, out: &mut dyn Write) -> CliResult<u8> {
     let db = open_read(&args.store)?;
-    let options = Options {
-        create_if_missing: false,
-        ..Options::default()
-    };
+    let options = Options::default().create_if_missing(false);
     let v = describe(&db, &options)?;
     close(db)?;
     let rendered = if args.json {
@@ -313,11 +310,9 @@ pub fn salvage(args: &SalvageArgs, out: &mut dyn Write) -> CliResult<u8> {
     if !args.store.join("CURRENT").exists() {
         return Err(no_store(&args.store));
     }
-    let options = Options {
-        create_if_missing: false,
-        salvage_wal: true,
-        ..Options::default()
-    };
+    let options = Options::default()
+        .create_if_missing(false)
+        .salvage_wal(true);
     let db = Db::open(&args.store, options)?;
     let report = db.recovery_report().clone();
     close(db)?;

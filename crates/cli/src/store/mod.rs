@@ -148,10 +148,7 @@ pub fn open(path: &Path, create: bool) -> CliResult<Db> {
     } else if !path.join("CURRENT").exists() {
         return Err(no_store(path));
     }
-    let options = Options {
-        create_if_missing: create,
-        ..Options::default()
-    };
+    let options = Options::default().create_if_missing(create);
     Db::open(path, options).map_err(|e| open_error(path, e))
 }
 
