@@ -14,6 +14,18 @@
 //! [`inspect`] decodes the ordered store's raw files (WAL, batches, tables, manifests) for
 //! tools.
 //!
+//! ## What is public
+//!
+//! Everything re-exported at the crate root, [`hash`] (but [`hash::raw`]), [`transfer`] and
+//! [`pack`] is the supported API: it follows semantic versioning, and the option structs
+//! and enums that may grow are `#[non_exhaustive]` (build [`Options`] and
+//! [`KeyspaceOptions`] from `default()` and their setters; match [`Error`],
+//! [`Durability`] and [`Compression`] with a wildcard arm). Two modules are for tools, with
+//! weaker promises stated in their documentation: [`inspect`] (ordered-store file images;
+//! its types mirror the formats) and [`hash::raw`] (constant-store headers, hash functions
+//! and slot access; no stability promise). `docs/DESIGN.md` (section "Public API") gives
+//! the reasons.
+//!
 //! ```
 //! use cairn::{Db, Durability, Options};
 //!
@@ -87,6 +99,12 @@ pub mod pack;
 mod rangedel;
 mod snapshot;
 mod table;
+// Crash-test hooks (`testing::open_simulating_power_loss`, for `tests/kill9.rs`). Public
+// only because integration tests are separate crates that see nothing else; hidden from
+// the documentation and outside semantic versioning. A `testing` Cargo feature was
+// considered and not taken: with `required-features` a plain `cargo test` would silently
+// skip the kill -9 tests, and enabling it otherwise needs the crate to depend on itself.
+// See docs/DESIGN.md, "Public API".
 #[doc(hidden)]
 pub mod testing;
 pub mod transfer;

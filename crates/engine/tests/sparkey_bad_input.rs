@@ -28,9 +28,10 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::path::Path;
 
+use cairn::hash::raw::{self, build_index, murmur3_x86_32, IndexHeader, LogHeader};
 use cairn::hash::{
-    build_index, murmur3_x86_32, verify, write_index, Compression, IndexHeader, IndexOptions,
-    LogHeader, LogOptions, LogReader, LogWriter, ReadOptions, Reader,
+    verify, write_index, Compression, IndexOptions, LogOptions, LogReader, LogWriter, ReadOptions,
+    Reader,
 };
 use cairn::{Error, FileKind, Reason};
 use damage::*;
@@ -878,10 +879,9 @@ fn slot_of(s: &Scratch, key: &[u8]) -> (u64, usize) {
     let h = reader.header().clone();
     let want = reader.get(key).unwrap().expect("key present");
     for i in 0..h.hash_capacity {
-        let (_, addr) = reader.slot(i).unwrap();
+        let (_, addr) = raw::slot(&reader, i).unwrap();
         if addr != 0
-            && reader
-                .entry_at(addr)
+            && raw::entry_at(&reader, addr)
                 .map(|(k, v)| k == key && v == want)
                 .unwrap_or(false)
         {

@@ -17,7 +17,8 @@
 
 mod damage;
 
-use cairn::hash::{build_index, EntryKind, IndexOptions, LogReader, Reader};
+use cairn::hash::raw::build_index;
+use cairn::hash::{EntryKind, IndexOptions, LogReader, Reader};
 use cairn::{Error, FileKind, Reason};
 use damage::*;
 

@@ -12,10 +12,10 @@ mod common;
 
 use std::collections::HashMap;
 
+use cairn::hash::raw::{build_index, murmur3_x64_128_h1, murmur3_x86_32, IndexHeader};
 use cairn::hash::{
-    build_index, murmur3_x64_128_h1, murmur3_x86_32, write_index, BuildKind, Compression,
-    EntryKind, HashSize, IndexHeader, IndexOptions, LogOptions, LogReader, LogWriter, ReadOptions,
-    Reader, Residency,
+    write_index, BuildKind, Compression, EntryKind, HashSize, IndexOptions, LogOptions, LogReader,
+    LogWriter, ReadOptions, Reader, Residency,
 };
 use common::*;
 
@@ -262,7 +262,7 @@ fn log_writer_reproduces_every_log() {
             // packing and every header field but data_end do not.
             assert_eq!(
                 got,
-                cairn::hash::LogHeader {
+                cairn::hash::raw::LogHeader {
                     data_end: got.data_end,
                     ..want
                 },

@@ -356,17 +356,17 @@ impl Reader {
     }
 
     /// Raw slot `i` as `(hash, address)`; `None` past the table.
-    pub fn slot(&self, i: u64) -> Option<(u64, u64)> {
+    pub(crate) fn slot(&self, i: u64) -> Option<(u64, u64)> {
         (i < self.inner.cap).then(|| self.inner.slot(i))
     }
 
     /// Hash of `key` under this index's hash function and seed.
-    pub fn hash_key(&self, key: &[u8]) -> u64 {
+    pub(crate) fn hash_key(&self, key: &[u8]) -> u64 {
         self.inner.hash(key)
     }
 
     /// Reads the PUT at a slot address; returns its key and value.
-    pub fn entry_at(&self, address: u64) -> Result<(Vec<u8>, Vec<u8>)> {
+    pub(crate) fn entry_at(&self, address: u64) -> Result<(Vec<u8>, Vec<u8>)> {
         let inner = &*self.inner;
         let log = &*inner.log.inner;
         let located = log.locate(
