@@ -78,6 +78,39 @@ enum Codec {
 }
 
 /// Appends entries to a log file.
+///
+/// Entries become visible to readers opened afterwards at [`LogWriter::flush`],
+/// [`LogWriter::sync`] or [`LogWriter::close`]; an index ([`super::write_index`]) makes
+/// them available to lookups.
+///
+/// ```
+/// use cairn::hash::{Compression, EntryKind, LogOptions, LogReader, LogWriter};
+///
+/// # fn main() -> cairn::Result<()> {
+/// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+/// let path = dir.path().join("events.spl");
+/// // Snappy-compressed blocks of 4 KiB (the default is uncompressed).
+/// let options = LogOptions::default().compression(Compression::Snappy, 4096);
+/// let mut log = LogWriter::create(&path, &options)?;
+/// log.put(b"user:1", b"signed up")?;
+/// log.put(b"user:2", b"signed up")?;
+/// log.delete(b"user:1")?;
+/// let header = log.close()?; // fsynced; the header counts what was written
+/// assert_eq!((header.num_puts, header.num_deletes), (2, 1));
+///
+/// // Reopen to append: the earlier entries stay.
+/// let mut log = LogWriter::append(&path)?;
+/// log.put(b"user:3", b"signed up")?;
+/// log.close()?;
+///
+/// // Every entry, in the order written.
+/// let entries = LogReader::open(&path)?.iter().collect::<cairn::Result<Vec<_>>>()?;
+/// let kinds: Vec<EntryKind> = entries.iter().map(|e| e.kind).collect();
+/// assert_eq!(kinds, [EntryKind::Put, EntryKind::Put, EntryKind::Delete, EntryKind::Put]);
+/// assert_eq!(entries[3].key, b"user:3");
+/// # Ok(())
+/// # }
+/// ```
 pub struct LogWriter {
     path: PathBuf,
     file: File,
