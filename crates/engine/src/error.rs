@@ -274,6 +274,15 @@ pub enum Error {
         /// The amount the operation adds (negative for a decrement).
         delta: i128,
     },
+    /// The operation needs a Cargo feature of the `cairn` crate that this build was
+    /// compiled without, such as reading a Zstandard-compressed file without `zstd`.
+    /// Nothing is damaged: a build with the feature can do it.
+    FeatureDisabled {
+        /// The Cargo feature (`"zstd"`).
+        feature: &'static str,
+        /// What needed it, naming the file where there is one.
+        what: String,
+    },
 }
 
 impl Error {
@@ -299,6 +308,16 @@ impl Error {
 
     pub(crate) fn invalid(msg: impl Into<String>) -> Error {
         Error::InvalidArgument(msg.into())
+    }
+
+    /// The error for a Zstandard-compressed file (block, log) this build cannot read or
+    /// write; `what` says which, naming the file.
+    #[cfg(not(feature = "zstd"))]
+    pub(crate) fn zstd_disabled(what: impl Into<String>) -> Error {
+        Error::FeatureDisabled {
+            feature: "zstd",
+            what: what.into(),
+        }
     }
 
     /// A copy of this error (an `io::Error` is copied by kind, OS error number and
@@ -371,6 +390,10 @@ impl Error {
                 key: key.clone(),
                 current: *current,
                 delta: *delta,
+            },
+            Error::FeatureDisabled { feature, what } => Error::FeatureDisabled {
+                feature,
+                what: what.clone(),
             },
         }
     }
@@ -473,6 +496,11 @@ impl fmt::Display for Error {
                 "counter \"{}\" at {current} plus {delta} is outside the range of i64; \
                  nothing was written",
                 Shown(key)
+            ),
+            Error::FeatureDisabled { feature, what } => write!(
+                f,
+                "{what} needs the cairn crate's \"{feature}\" feature, which this build was \
+                 compiled without"
             ),
         }
     }

@@ -9,7 +9,8 @@
 //!   log plus a hash index), read and written byte-compatibly with the reference Sparkey.
 //!
 //! [`transfer`] moves data in and out of the ordered store: dump and restore in JSON
-//! lines or CBOR, export to and import from the constant store's files.
+//! lines or CBOR, export to and import from the constant store's files (Cargo feature
+//! `transfer`).
 //!
 //! [`inspect`] decodes the ordered store's raw files (WAL, batches, tables, manifests) for
 //! tools.
@@ -25,6 +26,18 @@
 //! its types mirror the formats) and [`hash::raw`] (constant-store headers, hash functions
 //! and slot access; no stability promise). `docs/DESIGN.md` (section "Public API") gives
 //! the reasons.
+//!
+//! ## Cargo features
+//!
+//! Both are on by default; turn them off with `default-features = false` to build less.
+//!
+//! * `zstd`: Zstandard compression through the C libzstd, for ordered-store tables
+//!   ([`Compression::Zstd`]) and Sparkey logs ([`hash::Compression::Zstd`]). Without it,
+//!   [`Options::validate`] refuses `Compression::Zstd` with [`Error::InvalidArgument`],
+//!   and reading or writing a Zstandard-compressed table block or Sparkey log fails with
+//!   [`Error::FeatureDisabled`]. LZ4, Snappy and uncompressed files work either way.
+//! * `transfer`: the [`transfer`] module (dump, restore, export, import) and its
+//!   dependencies (`serde_json`, `base64`, `ciborium`, `tempfile`).
 //!
 //! ```
 //! use cairn::{Db, Durability, Options};
@@ -75,6 +88,10 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+// Without the `transfer` feature the module does not exist: its links lead to the feature list.
+#![cfg_attr(feature = "transfer", doc = "[`transfer`]: crate::transfer")]
+#![cfg_attr(not(feature = "transfer"), doc = "[`transfer`]: #cargo-features")]
 
 mod atomic;
 mod attrs;
@@ -107,6 +124,7 @@ mod table;
 // See docs/DESIGN.md, "Public API".
 #[doc(hidden)]
 pub mod testing;
+#[cfg(feature = "transfer")]
 pub mod transfer;
 mod version;
 mod vlog;

@@ -123,7 +123,8 @@ pub enum Compression {
     Lz4,
     /// Snappy.
     Snappy,
-    /// Zstandard at the given level (1–22).
+    /// Zstandard at the given level (1–22). Needs the `zstd` Cargo feature (on by
+    /// default); without it [`Options::validate`] refuses this choice.
     Zstd(i32),
 }
 
@@ -143,7 +144,7 @@ pub enum Compression {
 /// let mut options = Options::default()
 ///     .durability(Durability::Buffered)
 ///     .memtable_size(1 << 20)
-///     .compression(Compression::Zstd(3))
+///     .compression(Compression::Snappy)
 ///     .blob_threshold(Some(4 << 10));
 /// options.background_threads = 1; // fields can be assigned too
 /// assert_eq!(options.memtable_size, 1 << 20);
@@ -575,6 +576,12 @@ impl Options {
             return bad("restart_interval must be between 1 and 1024");
         }
         if let Compression::Zstd(level) = self.compression {
+            if !cfg!(feature = "zstd") {
+                return bad(
+                    "compression Zstd needs the cairn crate's \"zstd\" feature, which this \
+                     build was compiled without",
+                );
+            }
             if !(1..=22).contains(&level) {
                 return bad("zstd level must be between 1 and 22");
             }
@@ -685,6 +692,19 @@ mod tests {
         assert_eq!(
             KeyspaceOptions::default().blob_threshold(Some(5)),
             KeyspaceOptions::separated(5)
+        );
+    }
+
+    /// Without the `zstd` feature, Zstandard is refused before any file is touched.
+    #[cfg(not(feature = "zstd"))]
+    #[test]
+    fn zstd_needs_the_feature() {
+        let err = Options::default()
+            .compression(Compression::Zstd(3))
+            .validate();
+        assert!(
+            matches!(&err, Err(Error::InvalidArgument(m)) if m.contains("\"zstd\" feature")),
+            "{err:?}"
         );
     }
 

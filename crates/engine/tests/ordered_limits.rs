@@ -179,7 +179,13 @@ fn values_over_the_limit_are_refused_and_the_store_keeps_working() {
 #[test]
 fn a_20_mb_value_round_trips_through_memtable_flush_compaction_and_reopen() {
     let dir = mem_tempdir();
-    let options = tiny(64 << 10, 4 << 10).compression(Compression::Zstd(1));
+    // Zstandard where this build has it: its output buffer grows with the real output.
+    let compression = if cfg!(feature = "zstd") {
+        Compression::Zstd(1)
+    } else {
+        Compression::Lz4
+    };
+    let options = tiny(64 << 10, 4 << 10).compression(compression);
     let db = Db::open(dir.path(), options.clone()).unwrap();
     let ks = db.keyspace("blobs").unwrap();
     let mut x = 0x9e37_79b9u32;
@@ -419,7 +425,11 @@ fn option_errors_are_invalid_argument_naming_the_field() {
         .max_wal_size(4096)
         .block_size(64)
         .restart_interval(1024)
-        .compression(Compression::Zstd(22))
+        .compression(if cfg!(feature = "zstd") {
+            Compression::Zstd(22)
+        } else {
+            Compression::Lz4
+        })
         .bloom_bits_per_key(64)
         .l0_compaction_trigger(1)
         .l0_slowdown_trigger(1)

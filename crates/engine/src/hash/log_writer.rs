@@ -74,6 +74,7 @@ impl LogOptions {
 enum Codec {
     None,
     Snappy(Box<snap::raw::Encoder>),
+    #[cfg(feature = "zstd")]
     Zstd(Box<zstd::bulk::Compressor<'static>>),
 }
 
@@ -159,9 +160,17 @@ fn codec_for(compression: Compression, path: &Path) -> Result<Codec> {
     Ok(match compression {
         Compression::None => Codec::None,
         Compression::Snappy => Codec::Snappy(Box::new(snap::raw::Encoder::new())),
+        #[cfg(feature = "zstd")]
         Compression::Zstd => Codec::Zstd(Box::new(
             zstd::bulk::Compressor::new(3).map_err(|e| Error::io(path, "zstd init", e))?,
         )),
+        #[cfg(not(feature = "zstd"))]
+        Compression::Zstd => {
+            return Err(Error::zstd_disabled(format!(
+                "writing Zstandard-compressed log file {}",
+                path.display()
+            )))
+        }
     })
 }
 
@@ -169,7 +178,9 @@ impl LogWriter {
     /// Creates a new, empty log at `path`, replacing any existing file atomically.
     ///
     /// # Errors
-    /// `InvalidArgument` for a block size outside 10 ..= 2^30 with compression; I/O errors.
+    /// `InvalidArgument` for a block size outside 10 ..= 2^30 with compression;
+    /// `FeatureDisabled` for Zstandard in a build without the `zstd` feature (no file is
+    /// created); I/O errors.
     pub fn create(path: impl AsRef<Path>, options: &LogOptions) -> Result<LogWriter> {
         let path = path.as_ref();
         if options.compression != Compression::None
@@ -180,6 +191,7 @@ impl LogWriter {
                 options.block_size
             )));
         }
+        let codec = codec_for(options.compression, path)?;
         let id = options.file_identifier.unwrap_or_else(random_u32);
         let header = LogHeader::new(id, options.compression, options.block_size);
         let (tmp, mut file) = atomic::temp_file(path)?;
@@ -193,7 +205,7 @@ impl LogWriter {
             let _ = std::fs::remove_file(&tmp);
             return Err(e);
         }
-        LogWriter::from_parts(path, file, header)
+        LogWriter::from_parts(path, file, header, codec)
     }
 
     /// Reopens an existing log to append after its last flushed entry. Bytes past the
@@ -209,18 +221,23 @@ impl LogWriter {
                 header.block_size
             )));
         }
+        let codec = codec_for(header.compression, path)?;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .open(path)
             .map_err(|e| Error::io(path, "open", e))?;
-        LogWriter::from_parts(path, file, header)
+        LogWriter::from_parts(path, file, header, codec)
     }
 
-    fn from_parts(path: &Path, mut file: File, header: LogHeader) -> Result<LogWriter> {
+    fn from_parts(
+        path: &Path,
+        mut file: File,
+        header: LogHeader,
+        codec: Codec,
+    ) -> Result<LogWriter> {
         file.seek(SeekFrom::Start(header.data_end))
             .map_err(|e| Error::io(path, "seek", e))?;
-        let codec = codec_for(header.compression, path)?;
         Ok(LogWriter {
             path: path.to_path_buf(),
             written_end: header.data_end,
@@ -368,6 +385,7 @@ impl LogWriter {
                     })?;
                 self.compressed.truncate(n);
             }
+            #[cfg(feature = "zstd")]
             Codec::Zstd(c) => {
                 self.compressed = c
                     .compress(&self.block)
