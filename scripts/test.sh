@@ -4,7 +4,8 @@
 # Installs what it needs on a fresh machine with only stable Rust (scripts/setup.sh,
 # idempotent), then runs, in order:
 #   1. formatting and lints (cargo fmt --check, clippy -D warnings on every crate but the
-#      peer suite crates/ordered-peers, which links peers CI does not install)
+#      peer suite crates/ordered-peers, which links peers CI does not install, and on the
+#      engine built without its optional features)
 #   2. every Rust test of the workspace (unit, integration, doc tests)
 #   3. interoperability with sparkey-java, an independent Sparkey implementation
 #   4. a short fuzzing run of every decoder (FUZZ_SECONDS each, default 30)
@@ -23,6 +24,9 @@ cargo fmt --all -- --check
 
 step "cargo clippy (every crate but the peer suite, all targets, -D warnings)"
 cargo clippy --workspace --exclude cairn-ordered-peers --all-targets --locked -- -D warnings
+
+step "the engine without its optional features (zstd, transfer): cargo check, cargo clippy"
+cargo check -p cairn --no-default-features --locked && cargo clippy -p cairn --no-default-features --all-targets --locked -- -D warnings
 
 step "cargo test (workspace but the peer suite)"
 cargo test --workspace --exclude cairn-ordered-peers --locked

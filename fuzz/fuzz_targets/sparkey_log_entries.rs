@@ -11,9 +11,8 @@
 
 use std::collections::HashMap;
 
-use cairn::hash::{
-    build_index, verify, write_index, Compression, EntryKind, IndexOptions, LogReader, Reader,
-};
+use cairn::hash::raw::build_index;
+use cairn::hash::{verify, write_index, Compression, EntryKind, IndexOptions, LogReader, Reader};
 use cairn_fuzz::{check_error, decode_selector, log_file, path, write, Stats, MAX_ITEMS};
 use libfuzzer_sys::fuzz_target;
 

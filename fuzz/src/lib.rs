@@ -10,7 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use cairn::hash::{Compression, LogHeader};
+use cairn::hash::raw::LogHeader;
+use cairn::hash::Compression;
 use cairn::Error;
 
 /// This process's scratch directory, created on first use.

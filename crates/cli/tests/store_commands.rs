@@ -195,12 +195,10 @@ fn commands_use_the_options_the_application_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("s");
     {
-        let options = cairn::Options {
-            compression: cairn::Compression::Zstd(9),
-            blob_threshold: Some(1000),
-            block_size: 8192,
-            ..cairn::Options::default()
-        };
+        let options = cairn::Options::default()
+            .compression(cairn::Compression::Zstd(9))
+            .blob_threshold(Some(1000))
+            .block_size(8192);
         let db = cairn::Db::open(&store, options).unwrap();
         db.keyspace("default")
             .unwrap()

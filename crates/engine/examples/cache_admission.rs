@@ -66,11 +66,9 @@ fn main() -> cairn::Result<()> {
         .nth(1)
         .map_or_else(|| temp.path().join("db"), std::path::PathBuf::from);
     let _ = std::fs::remove_dir_all(&dir);
-    let options = Options {
-        durability: Durability::Buffered,
-        block_cache_size: 64 << 20,
-        ..Options::default()
-    };
+    let options = Options::default()
+        .durability(Durability::Buffered)
+        .block_cache_size(64 << 20);
     let db = Db::open(&dir, options)?;
     let ks = db.keyspace("bench")?;
 

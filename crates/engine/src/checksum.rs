@@ -41,6 +41,8 @@ impl Checksum {
     }
 
     /// The raw (unmasked) CRC32C value.
+    // Only the CBOR dump trailer (`transfer`) reads raw values.
+    #[cfg_attr(not(feature = "transfer"), allow(dead_code))]
     pub(crate) fn get(self) -> u32 {
         self.0
     }
@@ -51,6 +53,8 @@ impl Checksum {
     }
 
     /// The checksum whose masked form is `stored`.
+    // Only the CBOR dump trailer (`transfer`) unmasks; readers compare masked forms.
+    #[cfg_attr(not(feature = "transfer"), allow(dead_code))]
     pub(crate) fn unmask(stored: u32) -> Checksum {
         Checksum(stored.wrapping_sub(MASK_DELTA).rotate_left(15))
     }

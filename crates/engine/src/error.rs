@@ -143,6 +143,50 @@ impl fmt::Display for Corruption {
 }
 
 /// Every error Cairn returns.
+///
+/// Match the variants you act on and keep a wildcard arm: the enum is `#[non_exhaustive]`.
+/// [`Error::is_corruption`] groups the variants that blame the files.
+///
+/// ```
+/// use cairn::hash::{LogOptions, LogWriter, Reader};
+/// use cairn::{Db, Error, FileKind, Options, Reason};
+///
+/// # fn main() -> cairn::Result<()> {
+/// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+/// // A directory that holds no store, opened without permission to create one.
+/// let missing = dir.path().join("no-store-here");
+/// match Db::open(&missing, Options::default().create_if_missing(false)) {
+///     Err(Error::InvalidArgument(msg)) => assert!(msg.contains("no store")),
+///     other => panic!("expected InvalidArgument, got {other:?}"),
+/// }
+///
+/// // A file that is not an index: corruption, naming the file, the offset and the reason.
+/// let (log, index) = (dir.path().join("x.spl"), dir.path().join("x.spi"));
+/// LogWriter::create(&log, &LogOptions::default())?.close()?;
+/// std::fs::write(&index, b"this is not a Sparkey index")
+///     .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+/// let err = Reader::open(&index, &log).unwrap_err();
+/// assert!(err.is_corruption());
+/// match &err {
+///     Error::Corruption(c) => {
+///         assert_eq!((c.file, c.offset), (FileKind::SparkeyIndex, 0));
+///         assert!(matches!(c.reason, Reason::BadMagic { .. }));
+///     }
+///     other => panic!("expected Corruption, got {other:?}"),
+/// }
+/// println!("{err}"); // corrupt index file .../x.spi at byte 0: wrong magic number ...
+///
+/// // A missing file: the operating system's error, with the path and what Cairn was doing.
+/// match Reader::open(dir.path().join("gone.spi"), &log) {
+///     Err(Error::Io { op, source, .. }) => {
+///         assert_eq!(op, "open");
+///         assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+///     }
+///     other => panic!("expected Io, got {other:?}"),
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
@@ -230,6 +274,15 @@ pub enum Error {
         /// The amount the operation adds (negative for a decrement).
         delta: i128,
     },
+    /// The operation needs a Cargo feature of the `cairn` crate that this build was
+    /// compiled without, such as reading a Zstandard-compressed file without `zstd`.
+    /// Nothing is damaged: a build with the feature can do it.
+    FeatureDisabled {
+        /// The Cargo feature (`"zstd"`).
+        feature: &'static str,
+        /// What needed it, naming the file where there is one.
+        what: String,
+    },
 }
 
 impl Error {
@@ -255,6 +308,16 @@ impl Error {
 
     pub(crate) fn invalid(msg: impl Into<String>) -> Error {
         Error::InvalidArgument(msg.into())
+    }
+
+    /// The error for a Zstandard-compressed file (block, log) this build cannot read or
+    /// write; `what` says which, naming the file.
+    #[cfg(not(feature = "zstd"))]
+    pub(crate) fn zstd_disabled(what: impl Into<String>) -> Error {
+        Error::FeatureDisabled {
+            feature: "zstd",
+            what: what.into(),
+        }
     }
 
     /// A copy of this error (an `io::Error` is copied by kind, OS error number and
@@ -327,6 +390,10 @@ impl Error {
                 key: key.clone(),
                 current: *current,
                 delta: *delta,
+            },
+            Error::FeatureDisabled { feature, what } => Error::FeatureDisabled {
+                feature,
+                what: what.clone(),
             },
         }
     }
@@ -429,6 +496,11 @@ impl fmt::Display for Error {
                 "counter \"{}\" at {current} plus {delta} is outside the range of i64; \
                  nothing was written",
                 Shown(key)
+            ),
+            Error::FeatureDisabled { feature, what } => write!(
+                f,
+                "{what} needs the cairn crate's \"{feature}\" feature, which this build was \
+                 compiled without"
             ),
         }
     }

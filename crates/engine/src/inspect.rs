@@ -1,7 +1,16 @@
 //! Read-only, documented access to the raw files of the ordered store, for tools: the
 //! CLI's dump commands and the fuzz targets decode a file image here (write-ahead logs,
-//! write batches, tables, manifests, blob files) without opening a store. Nothing in this module writes, and every decoder is the one the engine itself
-//! uses, so what a tool shows is what recovery sees.
+//! write batches, tables, manifests, blob files) without opening a store. Nothing in this
+//! module writes, and every decoder is the one the engine itself uses, so what a tool shows
+//! is what recovery sees.
+//!
+//! Stability: the functions are supported, but what they return mirrors the on-disk
+//! formats (`FORMAT.md` beside each format module), so it changes when a format does.
+//! Every returned type is `#[non_exhaustive]`: a release may add a field or an operation
+//! kind, and code matching on them needs a wildcard. The summaries expose what a file
+//! records (counts, seqnos, keys, offsets and the reason for damage), never the engine's
+//! internal types or arithmetic: keyspace ids, file ids and seqnos are plain integers. The
+//! constant store's raw structures are in [`crate::hash::raw`], not here.
 //!
 //! Thread-safety: free functions over byte slices; no shared state.
 

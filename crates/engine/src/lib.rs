@@ -9,10 +9,35 @@
 //!   log plus a hash index), read and written byte-compatibly with the reference Sparkey.
 //!
 //! [`transfer`] moves data in and out of the ordered store: dump and restore in JSON
-//! lines or CBOR, export to and import from the constant store's files.
+//! lines or CBOR, export to and import from the constant store's files (Cargo feature
+//! `transfer`).
 //!
 //! [`inspect`] decodes the ordered store's raw files (WAL, batches, tables, manifests) for
 //! tools.
+//!
+//! ## What is public
+//!
+//! Everything re-exported at the crate root, [`hash`] (but [`hash::raw`]), [`transfer`] and
+//! [`pack`] is the supported API: it follows semantic versioning, and the option structs
+//! and enums that may grow are `#[non_exhaustive]` (build [`Options`] and
+//! [`KeyspaceOptions`] from `default()` and their setters; match [`Error`],
+//! [`Durability`] and [`Compression`] with a wildcard arm). Two modules are for tools, with
+//! weaker promises stated in their documentation: [`inspect`] (ordered-store file images;
+//! its types mirror the formats) and [`hash::raw`] (constant-store headers, hash functions
+//! and slot access; no stability promise). `docs/DESIGN.md` (section "Public API") gives
+//! the reasons.
+//!
+//! ## Cargo features
+//!
+//! Both are on by default; turn them off with `default-features = false` to build less.
+//!
+//! * `zstd`: Zstandard compression through the C libzstd, for ordered-store tables
+//!   ([`Compression::Zstd`]) and Sparkey logs ([`hash::Compression::Zstd`]). Without it,
+//!   [`Options::validate`] refuses `Compression::Zstd` with [`Error::InvalidArgument`],
+//!   and reading or writing a Zstandard-compressed table block or Sparkey log fails with
+//!   [`Error::FeatureDisabled`]. LZ4, Snappy and uncompressed files work either way.
+//! * `transfer`: the [`transfer`] module (dump, restore, export, import) and its
+//!   dependencies (`serde_json`, `base64`, `ciborium`, `tempfile`).
 //!
 //! ```
 //! use cairn::{Db, Durability, Options};
@@ -63,6 +88,10 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+// Without the `transfer` feature the module does not exist: its links lead to the feature list.
+#![cfg_attr(feature = "transfer", doc = "[`transfer`]: crate::transfer")]
+#![cfg_attr(not(feature = "transfer"), doc = "[`transfer`]: #cargo-features")]
 
 mod atomic;
 mod attrs;
@@ -88,8 +117,15 @@ pub mod pack;
 mod rangedel;
 mod snapshot;
 mod table;
+// Crash-test hooks (`testing::open_simulating_power_loss`, for `tests/kill9.rs`). Public
+// only because integration tests are separate crates that see nothing else; hidden from
+// the documentation and outside semantic versioning. A `testing` Cargo feature was
+// considered and not taken: with `required-features` a plain `cargo test` would silently
+// skip the kill -9 tests, and enabling it otherwise needs the crate to depend on itself.
+// See docs/DESIGN.md, "Public API".
 #[doc(hidden)]
 pub mod testing;
+#[cfg(feature = "transfer")]
 pub mod transfer;
 mod version;
 mod vlog;

@@ -5,6 +5,13 @@
 //! a few GiB of RAM; tests shrink the sizes to drive flushes and compactions often.
 //! [`Options::validate`] refuses combinations the engine cannot run with, before any file
 //! is touched.
+//!
+//! Every public type here is `#[non_exhaustive]`, so a release may add a field or a
+//! variant without breaking users: outside this crate, [`Options`] and [`KeyspaceOptions`]
+//! are built from `default()` (or [`KeyspaceOptions::separated`]) and their chainable
+//! setters, one per field and named after it, and a `match` on [`Durability`] or
+//! [`Compression`] needs a wildcard arm. The fields stay public: read them, or assign them
+//! on a mutable value.
 
 use std::time::Duration;
 
@@ -15,7 +22,38 @@ use crate::error::{Error, Result};
 ///
 /// Whatever the mode, recovery yields a prefix of the acknowledged writes: a later write is
 /// never kept while an earlier one is lost, and a batch is recovered whole or not at all.
+///
+/// A store has a default mode ([`Options::durability`]); a single write may ask for
+/// another (`insert_with`, `Batch::commit_with`).
+///
+/// ```
+/// use std::time::Duration;
+/// use cairn::{Db, Durability, Options};
+///
+/// # fn main() -> cairn::Result<()> {
+/// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+/// // Writes of this store are fsynced at least every 10 ms ...
+/// let options = Options::default().durability(Durability::Periodic(Duration::from_millis(10)));
+/// let db = Db::open(dir.path(), options)?;
+/// let ks = db.keyspace("events")?;
+/// ks.insert("e1", "login")?;
+/// // ... but this one is on disk when the call returns.
+/// ks.insert_with("e2", "payment", Some(Durability::Sync))?;
+/// assert_eq!(ks.get("e2")?, Some(b"payment".to_vec()));
+///
+/// // A mode the engine cannot run with is refused before any file is touched.
+/// let bad = Options::default().durability(Durability::Async { queue_depth: 0 });
+/// assert!(matches!(bad.validate(), Err(cairn::Error::InvalidArgument(_))));
+///
+/// // The enum may grow: a match outside Cairn needs a wildcard arm.
+/// let loses_on_power_cut = |d: Durability| !matches!(d, Durability::Sync);
+/// assert!(loses_on_power_cut(Durability::Buffered));
+/// # db.close()?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Durability {
     /// The write is in the log and the log is fsynced before the call returns. Concurrent
     /// writers share one fsync (group commit). Survives a process crash and power loss.
@@ -49,8 +87,34 @@ impl Default for Durability {
     }
 }
 
-/// How table blocks are compressed.
+/// How the ordered store's table blocks are compressed ([`Options::compression`]).
+///
+/// The choice applies to tables written from then on; a store reads tables of every kind,
+/// so it can be changed between opens. A block that does not shrink by at least 1/8 is
+/// stored uncompressed whatever this says. (The constant store has its own
+/// [`crate::hash::Compression`], which follows the Sparkey format.)
+///
+/// ```
+/// use cairn::{Compression, Db, Options};
+///
+/// # fn main() -> cairn::Result<()> {
+/// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+/// assert_eq!(Compression::default(), Compression::Lz4);
+/// let db = Db::open(dir.path(), Options::default().compression(Compression::Snappy))?;
+/// let ks = db.keyspace("logs")?;
+/// ks.insert("line:1", "GET /index.html 200 ".repeat(100))?;
+/// db.flush()?; // writes a table with Snappy-compressed blocks
+/// assert_eq!(ks.get("line:1")?.map(|v| v.len()), Some(2000));
+///
+/// // Zstandard levels outside 1..=22 are refused.
+/// let bad = Options::default().compression(Compression::Zstd(23));
+/// assert!(matches!(bad.validate(), Err(cairn::Error::InvalidArgument(_))));
+/// # db.close()?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Compression {
     /// Stored as is.
     None,
@@ -59,12 +123,46 @@ pub enum Compression {
     Lz4,
     /// Snappy.
     Snappy,
-    /// Zstandard at the given level (1–22).
+    /// Zstandard at the given level (1–22). Needs the `zstd` Cargo feature (on by
+    /// default); without it [`Options::validate`] refuses this choice.
     Zstd(i32),
 }
 
 /// Options of one store, fixed when it is opened.
+///
+/// Start from [`Options::default`] and change what you need with the chainable setters
+/// (one per field, named after it); the fields are public for reading, and for assigning
+/// on a mutable value. The type is `#[non_exhaustive]`: a struct literal, even with
+/// `..Options::default()`, does not compile outside Cairn, so new options can be added
+/// without breaking callers.
+///
+/// ```
+/// use cairn::{Compression, Db, Durability, Options};
+///
+/// # fn main() -> cairn::Result<()> {
+/// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+/// let mut options = Options::default()
+///     .durability(Durability::Buffered)
+///     .memtable_size(1 << 20)
+///     .compression(Compression::Snappy)
+///     .blob_threshold(Some(4 << 10));
+/// options.background_threads = 1; // fields can be assigned too
+/// assert_eq!(options.memtable_size, 1 << 20);
+/// assert!(options.create_if_missing); // untouched fields keep their defaults
+/// options.validate()?;
+///
+/// let db = Db::open(dir.path(), options)?;
+/// db.keyspace("default")?.insert("k", "v")?;
+/// db.close()?;
+///
+/// // Refused before any file is touched, naming the field.
+/// let err = Options::default().memtable_size(10).validate();
+/// assert!(matches!(err, Err(cairn::Error::InvalidArgument(m)) if m.contains("memtable_size")));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Options {
     /// Durability of writes that do not ask for another. Default: [`Durability::Sync`].
     pub durability: Durability,
@@ -162,7 +260,33 @@ pub struct Options {
 
 /// Options of one keyspace, given to [`crate::Db::keyspace_with`] and kept in the
 /// manifest, so a reopened store separates values as before.
+///
+/// Like [`Options`], it is `#[non_exhaustive]`: build it from `default()` or
+/// [`KeyspaceOptions::separated`] and the chainable setters.
+///
+/// ```
+/// use cairn::{Db, KeyspaceOptions, Options};
+///
+/// # fn main() -> cairn::Result<()> {
+/// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+/// let db = Db::open(dir.path(), Options::default())?;
+/// let media = db.keyspace_with(
+///     "media",
+///     KeyspaceOptions::separated(KeyspaceOptions::RECOMMENDED_BLOB_THRESHOLD),
+/// )?;
+/// // The same options, built with the setter.
+/// let same = KeyspaceOptions::default().blob_threshold(Some(4 << 10));
+/// assert_eq!(same, KeyspaceOptions::separated(4 << 10));
+///
+/// let video = vec![7u8; 64 << 10];
+/// media.insert("clip.mp4", &video)?; // 64 KiB: goes to the value log
+/// assert_eq!(media.get("clip.mp4")?, Some(video));
+/// # db.close()?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct KeyspaceOptions {
     /// Values of at least this many bytes are separated into the value log: written once
     /// to a blob file instead of to the log and every compaction, which suits values of a
@@ -184,6 +308,13 @@ impl KeyspaceOptions {
         KeyspaceOptions {
             blob_threshold: Some(threshold),
         }
+    }
+
+    /// Sets [`KeyspaceOptions::blob_threshold`].
+    #[must_use]
+    pub fn blob_threshold(mut self, blob_threshold: Option<usize>) -> KeyspaceOptions {
+        self.blob_threshold = blob_threshold;
+        self
     }
 }
 
@@ -218,6 +349,200 @@ impl Default for Options {
             blob_gc_garbage_percent: 50,
             max_open_blob_files: 100,
         }
+    }
+}
+
+/// Chainable setters, one per field, each named after the field it sets (see the field for
+/// its meaning, default and range). [`Options::validate`] (called by every open) checks the
+/// result.
+impl Options {
+    /// Sets [`Options::durability`].
+    #[must_use]
+    pub fn durability(mut self, durability: Durability) -> Options {
+        self.durability = durability;
+        self
+    }
+
+    /// Sets [`Options::create_if_missing`].
+    #[must_use]
+    pub fn create_if_missing(mut self, create_if_missing: bool) -> Options {
+        self.create_if_missing = create_if_missing;
+        self
+    }
+
+    /// Sets [`Options::memtable_size`].
+    #[must_use]
+    pub fn memtable_size(mut self, memtable_size: usize) -> Options {
+        self.memtable_size = memtable_size;
+        self
+    }
+
+    /// Sets [`Options::memtables_per_flush`].
+    #[must_use]
+    pub fn memtables_per_flush(mut self, memtables_per_flush: usize) -> Options {
+        self.memtables_per_flush = memtables_per_flush;
+        self
+    }
+
+    /// Sets [`Options::max_immutable_memtables`].
+    #[must_use]
+    pub fn max_immutable_memtables(mut self, max_immutable_memtables: usize) -> Options {
+        self.max_immutable_memtables = max_immutable_memtables;
+        self
+    }
+
+    /// Sets [`Options::max_wal_size`].
+    #[must_use]
+    pub fn max_wal_size(mut self, max_wal_size: u64) -> Options {
+        self.max_wal_size = max_wal_size;
+        self
+    }
+
+    /// Sets [`Options::block_cache_size`].
+    #[must_use]
+    pub fn block_cache_size(mut self, block_cache_size: usize) -> Options {
+        self.block_cache_size = block_cache_size;
+        self
+    }
+
+    /// Sets [`Options::max_open_tables`].
+    #[must_use]
+    pub fn max_open_tables(mut self, max_open_tables: usize) -> Options {
+        self.max_open_tables = max_open_tables;
+        self
+    }
+
+    /// Sets [`Options::block_size`].
+    #[must_use]
+    pub fn block_size(mut self, block_size: usize) -> Options {
+        self.block_size = block_size;
+        self
+    }
+
+    /// Sets [`Options::restart_interval`].
+    #[must_use]
+    pub fn restart_interval(mut self, restart_interval: usize) -> Options {
+        self.restart_interval = restart_interval;
+        self
+    }
+
+    /// Sets [`Options::compression`].
+    #[must_use]
+    pub fn compression(mut self, compression: Compression) -> Options {
+        self.compression = compression;
+        self
+    }
+
+    /// Sets [`Options::bloom_bits_per_key`].
+    #[must_use]
+    pub fn bloom_bits_per_key(mut self, bloom_bits_per_key: u32) -> Options {
+        self.bloom_bits_per_key = bloom_bits_per_key;
+        self
+    }
+
+    /// Sets [`Options::l0_compaction_trigger`].
+    #[must_use]
+    pub fn l0_compaction_trigger(mut self, l0_compaction_trigger: usize) -> Options {
+        self.l0_compaction_trigger = l0_compaction_trigger;
+        self
+    }
+
+    /// Sets [`Options::l0_slowdown_trigger`].
+    #[must_use]
+    pub fn l0_slowdown_trigger(mut self, l0_slowdown_trigger: usize) -> Options {
+        self.l0_slowdown_trigger = l0_slowdown_trigger;
+        self
+    }
+
+    /// Sets [`Options::l0_stop_trigger`].
+    #[must_use]
+    pub fn l0_stop_trigger(mut self, l0_stop_trigger: usize) -> Options {
+        self.l0_stop_trigger = l0_stop_trigger;
+        self
+    }
+
+    /// Sets [`Options::level1_size`].
+    #[must_use]
+    pub fn level1_size(mut self, level1_size: u64) -> Options {
+        self.level1_size = level1_size;
+        self
+    }
+
+    /// Sets [`Options::level_size_multiplier`].
+    #[must_use]
+    pub fn level_size_multiplier(mut self, level_size_multiplier: u64) -> Options {
+        self.level_size_multiplier = level_size_multiplier;
+        self
+    }
+
+    /// Sets [`Options::table_size`].
+    #[must_use]
+    pub fn table_size(mut self, table_size: u64) -> Options {
+        self.table_size = table_size;
+        self
+    }
+
+    /// Sets [`Options::background_threads`].
+    #[must_use]
+    pub fn background_threads(mut self, background_threads: usize) -> Options {
+        self.background_threads = background_threads;
+        self
+    }
+
+    /// Sets [`Options::salvage_wal`].
+    #[must_use]
+    pub fn salvage_wal(mut self, salvage_wal: bool) -> Options {
+        self.salvage_wal = salvage_wal;
+        self
+    }
+
+    /// Sets [`Options::refresh_interval`].
+    #[must_use]
+    pub fn refresh_interval(mut self, refresh_interval: Option<Duration>) -> Options {
+        self.refresh_interval = refresh_interval;
+        self
+    }
+
+    /// Sets [`Options::clock`].
+    #[must_use]
+    pub fn clock(mut self, clock: Clock) -> Options {
+        self.clock = clock;
+        self
+    }
+
+    /// Sets [`Options::expiry_check_interval`].
+    #[must_use]
+    pub fn expiry_check_interval(mut self, expiry_check_interval: Duration) -> Options {
+        self.expiry_check_interval = expiry_check_interval;
+        self
+    }
+
+    /// Sets [`Options::blob_threshold`].
+    #[must_use]
+    pub fn blob_threshold(mut self, blob_threshold: Option<usize>) -> Options {
+        self.blob_threshold = blob_threshold;
+        self
+    }
+
+    /// Sets [`Options::blob_file_size`].
+    #[must_use]
+    pub fn blob_file_size(mut self, blob_file_size: u64) -> Options {
+        self.blob_file_size = blob_file_size;
+        self
+    }
+
+    /// Sets [`Options::blob_gc_garbage_percent`].
+    #[must_use]
+    pub fn blob_gc_garbage_percent(mut self, blob_gc_garbage_percent: u8) -> Options {
+        self.blob_gc_garbage_percent = blob_gc_garbage_percent;
+        self
+    }
+
+    /// Sets [`Options::max_open_blob_files`].
+    #[must_use]
+    pub fn max_open_blob_files(mut self, max_open_blob_files: usize) -> Options {
+        self.max_open_blob_files = max_open_blob_files;
+        self
     }
 }
 
@@ -266,6 +591,12 @@ impl Options {
             return bad("restart_interval must be between 1 and 1024");
         }
         if let Compression::Zstd(level) = self.compression {
+            if !cfg!(feature = "zstd") {
+                return bad(
+                    "compression Zstd needs the cairn crate's \"zstd\" feature, which this \
+                     build was compiled without",
+                );
+            }
             if !(1..=22).contains(&level) {
                 return bad("zstd level must be between 1 and 22");
             }
@@ -312,6 +643,87 @@ impl Options {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each setter sets its own field: a literal with every field changed equals the same
+    /// options built with the setters (compared through `Debug`, which shows every field).
+    #[test]
+    fn every_setter_sets_its_field() {
+        let literal = Options {
+            durability: Durability::Buffered,
+            create_if_missing: false,
+            memtable_size: 1,
+            memtables_per_flush: 2,
+            max_immutable_memtables: 3,
+            max_wal_size: 4,
+            block_cache_size: 5,
+            max_open_tables: 6,
+            block_size: 7,
+            restart_interval: 8,
+            compression: Compression::Snappy,
+            bloom_bits_per_key: 9,
+            l0_compaction_trigger: 10,
+            l0_slowdown_trigger: 11,
+            l0_stop_trigger: 12,
+            level1_size: 13,
+            level_size_multiplier: 14,
+            table_size: 15,
+            background_threads: 16,
+            salvage_wal: true,
+            refresh_interval: Some(Duration::from_millis(23)),
+            clock: Clock::manual(17),
+            expiry_check_interval: Duration::from_millis(18),
+            blob_threshold: Some(19),
+            blob_file_size: 20,
+            blob_gc_garbage_percent: 21,
+            max_open_blob_files: 22,
+        };
+        let built = Options::default()
+            .durability(Durability::Buffered)
+            .create_if_missing(false)
+            .memtable_size(1)
+            .memtables_per_flush(2)
+            .max_immutable_memtables(3)
+            .max_wal_size(4)
+            .block_cache_size(5)
+            .max_open_tables(6)
+            .block_size(7)
+            .restart_interval(8)
+            .compression(Compression::Snappy)
+            .bloom_bits_per_key(9)
+            .l0_compaction_trigger(10)
+            .l0_slowdown_trigger(11)
+            .l0_stop_trigger(12)
+            .level1_size(13)
+            .level_size_multiplier(14)
+            .table_size(15)
+            .background_threads(16)
+            .salvage_wal(true)
+            .refresh_interval(Some(Duration::from_millis(23)))
+            .clock(Clock::manual(17))
+            .expiry_check_interval(Duration::from_millis(18))
+            .blob_threshold(Some(19))
+            .blob_file_size(20)
+            .blob_gc_garbage_percent(21)
+            .max_open_blob_files(22);
+        assert_eq!(format!("{literal:?}"), format!("{built:?}"));
+        assert_eq!(
+            KeyspaceOptions::default().blob_threshold(Some(5)),
+            KeyspaceOptions::separated(5)
+        );
+    }
+
+    /// Without the `zstd` feature, Zstandard is refused before any file is touched.
+    #[cfg(not(feature = "zstd"))]
+    #[test]
+    fn zstd_needs_the_feature() {
+        let err = Options::default()
+            .compression(Compression::Zstd(3))
+            .validate();
+        assert!(
+            matches!(&err, Err(Error::InvalidArgument(m)) if m.contains("\"zstd\" feature")),
+            "{err:?}"
+        );
+    }
 
     #[test]
     fn defaults_are_valid_and_bad_values_are_named() {

@@ -113,10 +113,7 @@ fn check_copy(dir: &Path, options: &Options, seqno: u64, at_least: &[u64]) -> Ve
 
 fn backup_under(durability: Durability) {
     let tmp = ordered_common::mem_tempdir();
-    let options = Options {
-        durability,
-        ..tiny(16 << 10, 512)
-    };
+    let options = tiny(16 << 10, 512).durability(durability);
     let db = Db::open(tmp.path().join("db"), options.clone()).unwrap();
     let ks = db.keyspace("k").unwrap();
     let writers = start_writers(&db, &ks);
@@ -186,10 +183,7 @@ fn backup_while_writing_none() {
 #[test]
 fn pack_while_writing_then_unpack() {
     let tmp = ordered_common::mem_tempdir();
-    let options = Options {
-        durability: Durability::Buffered,
-        ..tiny(16 << 10, 512)
-    };
+    let options = tiny(16 << 10, 512).durability(Durability::Buffered);
     let db = Db::open(tmp.path().join("db"), options.clone()).unwrap();
     let ks = db.keyspace("k").unwrap();
     let writers = start_writers(&db, &ks);

@@ -56,10 +56,7 @@ fn thresholds_are_kept_across_reopens_and_apply_to_new_writes() {
     db.close().unwrap();
 
     // The store-wide default applies to keyspaces without their own threshold.
-    let options = Options {
-        blob_threshold: Some(10),
-        ..tiny(4 << 10, 256)
-    };
+    let options = tiny(4 << 10, 256).blob_threshold(Some(10));
     let db = Db::open(dir.path(), options).unwrap();
     let plain = db.keyspace("plain").unwrap();
     plain.insert("now", vec![6u8; 10]).unwrap();
@@ -75,10 +72,7 @@ fn thresholds_are_kept_across_reopens_and_apply_to_new_writes() {
 #[test]
 fn separated_values_may_exceed_the_inline_limit() {
     let dir = mem_tempdir();
-    let options = Options {
-        durability: Durability::Buffered,
-        ..Options::default()
-    };
+    let options = Options::default().durability(Durability::Buffered);
     let db = Db::open(dir.path(), options).unwrap();
     let big = vec![9u8; (32 << 20) + 5];
     let plain = db.keyspace("plain").unwrap();
@@ -105,11 +99,9 @@ fn separated_values_may_exceed_the_inline_limit() {
 #[test]
 fn a_backup_of_a_store_with_blob_files_opens_and_verifies() {
     let dir = mem_tempdir();
-    let options = Options {
-        blob_threshold: Some(32),
-        blob_file_size: 4096,
-        ..tiny(4 << 10, 256)
-    };
+    let options = tiny(4 << 10, 256)
+        .blob_threshold(Some(32))
+        .blob_file_size(4096);
     let db = Db::open(dir.path(), options.clone()).unwrap();
     let ks = db.keyspace("default").unwrap();
     let mut expected = BTreeMap::new();
@@ -159,12 +151,10 @@ fn a_backup_of_a_store_with_blob_files_opens_and_verifies() {
 #[test]
 fn gc_racing_writers_and_snapshots_never_loses_a_visible_value() {
     let dir = mem_tempdir();
-    let options = Options {
-        blob_threshold: Some(16),
-        blob_file_size: 8 << 10,
-        blob_gc_garbage_percent: 25,
-        ..tiny(4 << 10, 256)
-    };
+    let options = tiny(4 << 10, 256)
+        .blob_threshold(Some(16))
+        .blob_file_size(8 << 10)
+        .blob_gc_garbage_percent(25);
     let db = Db::open(dir.path(), options).unwrap();
     let ks = db.keyspace("default").unwrap();
     const KEYS: u32 = 60;
@@ -260,11 +250,9 @@ fn removed_after(db: &Db) {
 #[test]
 fn range_deletes_hide_separated_values_and_gc_reclaims_them() {
     let dir = mem_tempdir();
-    let options = Options {
-        blob_threshold: Some(0),
-        blob_file_size: 4096,
-        ..tiny(4 << 10, 256)
-    };
+    let options = tiny(4 << 10, 256)
+        .blob_threshold(Some(0))
+        .blob_file_size(4096);
     let db = Db::open(dir.path(), options).unwrap();
     let ks = db.keyspace("default").unwrap();
     for i in 0..100u32 {
@@ -303,12 +291,10 @@ fn range_deletes_hide_separated_values_and_gc_reclaims_them() {
 #[test]
 fn unflushed_separated_values_force_flushes_and_gc_bounds_the_value_log() {
     let dir = tempfile::tempdir().unwrap();
-    let options = Options {
-        blob_threshold: Some(0),
-        max_wal_size: 1 << 20,
-        blob_file_size: 1 << 20,
-        ..Options::default()
-    };
+    let options = Options::default()
+        .blob_threshold(Some(0))
+        .max_wal_size(1 << 20)
+        .blob_file_size(1 << 20);
     let db = Db::open(dir.path().join("db"), options).unwrap();
     let ks = db.keyspace("big").unwrap();
     // 4 keys x 100 rounds of 64 KiB: 25 MiB written, 256 KiB live.
@@ -340,11 +326,9 @@ fn unflushed_separated_values_force_flushes_and_gc_bounds_the_value_log() {
 #[test]
 fn compact_then_collect_garbage_reclaims_overwritten_values() {
     let dir = tempfile::tempdir().unwrap();
-    let options = Options {
-        blob_threshold: Some(1024),
-        blob_file_size: 1 << 20,
-        ..Options::default()
-    };
+    let options = Options::default()
+        .blob_threshold(Some(1024))
+        .blob_file_size(1 << 20);
     let db = Db::open(dir.path().join("db"), options).unwrap();
     let ks = db.keyspace("big").unwrap();
     for round in 0..2u32 {

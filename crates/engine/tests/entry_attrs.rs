@@ -16,10 +16,7 @@ use ordered_common::{mem_tempdir, tiny};
 const START: u64 = 1_700_000_000_000;
 
 fn options(clock: &Clock) -> Options {
-    Options {
-        clock: clock.clone(),
-        ..tiny(64 << 10, 1024)
-    }
+    tiny(64 << 10, 1024).clock(clock.clone())
 }
 
 #[test]
@@ -187,10 +184,7 @@ fn table_bytes(db: &Db) -> u64 {
 #[test]
 fn compact_expired_reclaims_cold_tables_without_writes() {
     let clock = Clock::manual(START);
-    let o = Options {
-        expiry_check_interval: Duration::from_secs(3600),
-        ..options(&clock)
-    };
+    let o = options(&clock).expiry_check_interval(Duration::from_secs(3600));
     let (_dir, db) = cold_store(o);
     let before = table_bytes(&db);
     assert!(before > 300_000, "the data should be in tables: {before}");
@@ -213,10 +207,7 @@ fn compact_expired_reclaims_cold_tables_without_writes() {
 #[test]
 fn the_background_check_reclaims_cold_tables_on_its_own() {
     let clock = Clock::manual(START);
-    let o = Options {
-        expiry_check_interval: Duration::from_millis(20),
-        ..options(&clock)
-    };
+    let o = options(&clock).expiry_check_interval(Duration::from_millis(20));
     let (_dir, db) = cold_store(o);
     let before = table_bytes(&db);
     clock.advance(Duration::from_secs(2));

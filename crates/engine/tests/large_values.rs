@@ -80,10 +80,7 @@ const BOUND: usize = 8 << 20;
 #[test]
 fn a_300_mib_value_streams_in_and_out_with_bounded_memory() {
     let dir = disk_tempdir();
-    let options = Options {
-        durability: Durability::Buffered,
-        ..Options::default()
-    };
+    let options = Options::default().durability(Durability::Buffered);
     let db = Db::open(dir.path(), options).unwrap();
     let ks = db
         .keyspace_with("media", KeyspaceOptions::separated(64 << 10))

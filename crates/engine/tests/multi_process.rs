@@ -41,14 +41,12 @@ const ROLE: &str = "CAIRN_MP_ROLE";
 const DIR: &str = "CAIRN_MP_DIR";
 
 fn options() -> Options {
-    Options {
-        durability: Durability::Sync,
-        memtable_size: 16 << 10,
-        table_size: 16 << 10,
-        l0_compaction_trigger: 2,
-        level1_size: 64 << 10,
-        ..Options::default()
-    }
+    Options::default()
+        .durability(Durability::Sync)
+        .memtable_size(16 << 10)
+        .table_size(16 << 10)
+        .l0_compaction_trigger(2)
+        .level1_size(64 << 10)
 }
 
 /// The wall clock in ns (the same clock in every process of the test).
@@ -174,10 +172,7 @@ fn mp_follower() {
     let dir = PathBuf::from(std::env::var(DIR).unwrap());
     let background = std::env::var("CAIRN_MP_BACKGROUND").is_ok();
     let deadline = Instant::now() + Duration::from_secs(env_u64("CAIRN_MP_SECONDS", 3) + 5);
-    let opts = Options {
-        refresh_interval: background.then(|| Duration::from_millis(10)),
-        ..options()
-    };
+    let opts = options().refresh_interval(background.then(|| Duration::from_millis(10)));
     let db = Db::open_follower(&dir, opts).unwrap_or_else(|e| fail(format!("open: {e}")));
     let first = check_view(&db).unwrap_or_else(|e| fail(format!("view: {e}")));
     let snapshot = db.snapshot();

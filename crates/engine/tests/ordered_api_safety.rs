@@ -144,10 +144,7 @@ fn open_creates_missing_parent_directories() {
 fn open_without_create_if_missing_creates_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let deep = dir.path().join("a").join("store");
-    let opts = Options {
-        create_if_missing: false,
-        ..Options::default()
-    };
+    let opts = Options::default().create_if_missing(false);
     assert!(is_invalid(&Db::open(&deep, opts).unwrap_err()));
     assert!(!dir.path().join("a").exists());
 }

@@ -5,15 +5,13 @@
 use cairn::{Db, Durability, Options};
 
 fn small() -> Options {
-    Options {
-        memtable_size: 4 << 10,
-        block_size: 256,
-        l0_compaction_trigger: 2,
-        level1_size: 16 << 10,
-        table_size: 8 << 10,
-        durability: Durability::Buffered,
-        ..Options::default()
-    }
+    Options::default()
+        .memtable_size(4 << 10)
+        .block_size(256)
+        .l0_compaction_trigger(2)
+        .level1_size(16 << 10)
+        .table_size(8 << 10)
+        .durability(Durability::Buffered)
 }
 
 fn collect(it: cairn::Iter) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -131,13 +129,11 @@ fn a_second_open_is_refused() {
 #[test]
 fn reads_work_with_fewer_open_tables_than_tables() {
     let dir = tempfile::tempdir().unwrap();
-    let options = Options {
-        max_open_tables: 2,
-        l0_compaction_trigger: 50,
-        l0_slowdown_trigger: 60,
-        l0_stop_trigger: 70,
-        ..small()
-    };
+    let options = small()
+        .max_open_tables(2)
+        .l0_compaction_trigger(50)
+        .l0_slowdown_trigger(60)
+        .l0_stop_trigger(70);
     let db = Db::open(dir.path(), options).unwrap();
     let ks = db.keyspace("default").unwrap();
     for round in 0..8u32 {
@@ -164,10 +160,7 @@ fn reads_work_with_fewer_open_tables_than_tables() {
 #[test]
 fn the_background_log_fsync_advances_durable_seqno() {
     let dir = tempfile::tempdir().unwrap();
-    let options = Options {
-        durability: Durability::Buffered,
-        ..Options::default()
-    };
+    let options = Options::default().durability(Durability::Buffered);
     let db = Db::open(dir.path().join("db"), options).unwrap();
     let ks = db.keyspace("k").unwrap();
     let value = vec![7u8; 4096];
@@ -296,12 +289,10 @@ fn compact_merges_everything_into_one_level() {
 #[test]
 fn a_full_block_cache_keeps_blocks_read_again() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options {
-        block_cache_size: 256 << 10,
-        durability: Durability::Buffered,
-        compression: cairn::Compression::None,
-        ..Options::default()
-    };
+    let opts = Options::default()
+        .block_cache_size(256 << 10)
+        .durability(Durability::Buffered)
+        .compression(cairn::Compression::None);
     let db = Db::open(dir.path(), opts).unwrap();
     let ks = db.keyspace("data").unwrap();
     let key = |i: u32| format!("key{i:08}");

@@ -251,11 +251,7 @@ fn run_isolation(name: &str, durabilities: &[Option<Durability>], batches: u64) 
     let with_accounts = durabilities.len() == 1;
     let writers: Vec<String> = (0..durabilities.len()).map(|w| w.to_string()).collect();
     let dir = mem_tempdir();
-    let options = Options {
-        l0_slowdown_trigger: 4,
-        l0_stop_trigger: 8,
-        ..tiny(4 << 10, 256)
-    };
+    let options = tiny(4 << 10, 256).l0_slowdown_trigger(4).l0_stop_trigger(8);
     let db = Db::open(dir.path(), options.clone()).unwrap();
     for w in &writers {
         Spaces::open(&db, w, with_accounts);
@@ -406,10 +402,7 @@ fn concurrent_sync_writers_share_fsyncs_and_lose_nothing() {
     const PER_THREAD: usize = 60;
     // Durability is under test: a disk-backed directory, where fsync costs milliseconds.
     let dir = disk_tempdir();
-    let options = Options {
-        durability: Durability::Sync,
-        ..Options::default()
-    };
+    let options = Options::default().durability(Durability::Sync);
     let db = Db::open(dir.path(), options.clone()).unwrap();
 
     let write = |db: &Db, prefix: String, count: usize| {

@@ -325,10 +325,7 @@ fn dir_bytes(dir: &std::path::Path) -> u64 {
 #[test]
 fn disk_size_follows_the_files_and_each_keyspace_its_share() {
     let dir = disk_tempdir();
-    let options = Options {
-        memtable_size: 1 << 20,
-        ..Options::default()
-    };
+    let options = Options::default().memtable_size(1 << 20);
     let db = Db::open(dir.path(), options).unwrap();
     let a = db.keyspace("a").unwrap();
     let b = db.keyspace("b").unwrap();
@@ -389,10 +386,7 @@ fn disk_size_follows_the_files_and_each_keyspace_its_share() {
 fn incr_keeps_tag_metadata_and_expiry() {
     let dir = mem_tempdir();
     let clock = cairn::Clock::manual(1_000_000);
-    let options = Options {
-        clock: clock.clone(),
-        ..Options::default()
-    };
+    let options = Options::default().clock(clock.clone());
     let db = Db::open(dir.path().join("db"), options).unwrap();
     let ks = db.keyspace("c").unwrap();
     let opts = cairn::EntryOptions::new()

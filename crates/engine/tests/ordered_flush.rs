@@ -13,14 +13,12 @@ use ordered_common::{collect, mem_tempdir, tiny};
 /// Small memtables, `per_flush` of them to a flush, and no compaction, so every flush's
 /// tables stay in level 0 where they can be counted.
 fn options(per_flush: usize) -> Options {
-    Options {
-        memtables_per_flush: per_flush,
-        max_immutable_memtables: 2 * per_flush,
-        l0_compaction_trigger: 1000,
-        l0_slowdown_trigger: 1000,
-        l0_stop_trigger: 1000,
-        ..tiny(4 << 10, 512)
-    }
+    tiny(4 << 10, 512)
+        .memtables_per_flush(per_flush)
+        .max_immutable_memtables(2 * per_flush)
+        .l0_compaction_trigger(1000)
+        .l0_slowdown_trigger(1000)
+        .l0_stop_trigger(1000)
 }
 
 /// Writes three versions of 300 keys and deletes every fifth key, one write at a time;

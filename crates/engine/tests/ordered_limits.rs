@@ -144,10 +144,7 @@ fn empty_key_and_empty_value_are_ordinary() {
 #[test]
 fn values_over_the_limit_are_refused_and_the_store_keeps_working() {
     let dir = mem_tempdir();
-    let options = Options {
-        durability: Durability::Buffered,
-        ..Options::default()
-    };
+    let options = Options::default().durability(Durability::Buffered);
     let db = Db::open(dir.path(), options.clone()).unwrap();
     let ks = db.keyspace(DEFAULT_KEYSPACE).unwrap();
     let other = db.keyspace("other").unwrap();
@@ -182,10 +179,13 @@ fn values_over_the_limit_are_refused_and_the_store_keeps_working() {
 #[test]
 fn a_20_mb_value_round_trips_through_memtable_flush_compaction_and_reopen() {
     let dir = mem_tempdir();
-    let options = Options {
-        compression: Compression::Zstd(1),
-        ..tiny(64 << 10, 4 << 10)
+    // Zstandard where this build has it: its output buffer grows with the real output.
+    let compression = if cfg!(feature = "zstd") {
+        Compression::Zstd(1)
+    } else {
+        Compression::Lz4
     };
+    let options = tiny(64 << 10, 4 << 10).compression(compression);
     let db = Db::open(dir.path(), options.clone()).unwrap();
     let ks = db.keyspace("blobs").unwrap();
     let mut x = 0x9e37_79b9u32;
@@ -418,24 +418,26 @@ fn option_errors_are_invalid_argument_naming_the_field() {
     }
 
     // The edges of every range are accepted.
-    let edges = Options {
-        durability: Durability::Async { queue_depth: 1 },
-        memtable_size: 1024,
-        max_immutable_memtables: 1,
-        max_wal_size: 4096,
-        block_size: 64,
-        restart_interval: 1024,
-        compression: Compression::Zstd(22),
-        bloom_bits_per_key: 64,
-        l0_compaction_trigger: 1,
-        l0_slowdown_trigger: 1,
-        l0_stop_trigger: 1,
-        level1_size: 4096,
-        level_size_multiplier: 2,
-        table_size: 4096,
-        background_threads: 1,
-        ..Options::default()
-    };
+    let edges = Options::default()
+        .durability(Durability::Async { queue_depth: 1 })
+        .memtable_size(1024)
+        .max_immutable_memtables(1)
+        .max_wal_size(4096)
+        .block_size(64)
+        .restart_interval(1024)
+        .compression(if cfg!(feature = "zstd") {
+            Compression::Zstd(22)
+        } else {
+            Compression::Lz4
+        })
+        .bloom_bits_per_key(64)
+        .l0_compaction_trigger(1)
+        .l0_slowdown_trigger(1)
+        .l0_stop_trigger(1)
+        .level1_size(4096)
+        .level_size_multiplier(2)
+        .table_size(4096)
+        .background_threads(1);
     edges.validate().unwrap();
     let db = Db::open(parent.path().join("edges"), edges).unwrap();
     let ks = db.keyspace(DEFAULT_KEYSPACE).unwrap();
@@ -449,14 +451,7 @@ fn option_errors_are_invalid_argument_naming_the_field() {
 
     // A store that does not exist is not created without create_if_missing.
     let missing = parent.path().join("missing");
-    let err = Db::open(
-        &missing,
-        Options {
-            create_if_missing: false,
-            ..Options::default()
-        },
-    )
-    .unwrap_err();
+    let err = Db::open(&missing, Options::default().create_if_missing(false)).unwrap_err();
     assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
     assert!(!missing.exists());
 }

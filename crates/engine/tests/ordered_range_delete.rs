@@ -25,14 +25,12 @@ fn table_bytes(dir: &std::path::Path) -> u64 {
 }
 
 fn options() -> Options {
-    Options {
-        memtable_size: 64 << 10,
-        l0_compaction_trigger: 2,
+    Options::default()
+        .memtable_size(64 << 10)
+        .l0_compaction_trigger(2)
         // Everything stays in level 1, which is then the bottom of the tree.
-        level1_size: 256 << 20,
-        compression: Compression::None,
-        ..Options::default()
-    }
+        .level1_size(256 << 20)
+        .compression(Compression::None)
 }
 
 #[test]
@@ -135,12 +133,10 @@ fn range_bounds_of_every_kind() {
 const START: u64 = 1_700_000_000_000;
 
 fn clocked(clock: &Clock) -> Options {
-    Options {
-        clock: clock.clone(),
+    options()
+        .clock(clock.clone())
         // Expired data is reclaimed only when a test asks (`compact_expired`).
-        expiry_check_interval: Duration::from_secs(3600),
-        ..options()
-    }
+        .expiry_check_interval(Duration::from_secs(3600))
 }
 
 /// Every read of the keyspace agrees that exactly `want` (ascending) are live, now or at
@@ -294,10 +290,7 @@ fn counters_restart_from_zero_after_a_range_delete() {
 fn an_in_place_expiry_rewrite_keeps_the_range_tombstones_a_snapshot_needs() {
     let dir = mem_tempdir();
     let clock = Clock::manual(START);
-    let o = Options {
-        l0_compaction_trigger: 1,
-        ..clocked(&clock)
-    };
+    let o = clocked(&clock).l0_compaction_trigger(1);
     let db = Db::open(dir.path(), o.clone()).unwrap();
     let ks = db.keyspace("k").unwrap();
     let keys: Vec<String> = (0..100).map(|i| format!("k{i:03}")).collect();

@@ -12,15 +12,13 @@ use std::time::{Duration, Instant, SystemTime};
 use cairn::{Db, Durability, Error, KeyspaceOptions, Options};
 
 fn options() -> Options {
-    Options {
-        durability: Durability::Buffered,
-        memtable_size: 16 << 10,
-        table_size: 16 << 10,
-        l0_compaction_trigger: 2,
-        level1_size: 64 << 10,
-        blob_file_size: 32 << 10,
-        ..Options::default()
-    }
+    Options::default()
+        .durability(Durability::Buffered)
+        .memtable_size(16 << 10)
+        .table_size(16 << 10)
+        .l0_compaction_trigger(2)
+        .level1_size(64 << 10)
+        .blob_file_size(32 << 10)
 }
 
 /// Name → (length, modification time) of every file in `dir`.

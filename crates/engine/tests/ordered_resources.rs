@@ -591,27 +591,14 @@ enum Phase {
 }
 
 fn fault_options(phase: Phase) -> Options {
-    let base = Options {
-        durability: Durability::Sync,
-        compression: Compression::None,
-        ..Options::default()
-    };
+    let base = Options::default()
+        .durability(Durability::Sync)
+        .compression(Compression::None);
     match phase {
         Phase::Wal => base,
-        Phase::Flush => Options {
-            memtable_size: 1 << 20,
-            ..base
-        },
-        Phase::Compaction => Options {
-            memtable_size: 1 << 20,
-            l0_compaction_trigger: 2,
-            ..base
-        },
-        Phase::Background => Options {
-            memtable_size: 16 << 10,
-            l0_compaction_trigger: 2,
-            ..base
-        },
+        Phase::Flush => base.memtable_size(1 << 20),
+        Phase::Compaction => base.memtable_size(1 << 20).l0_compaction_trigger(2),
+        Phase::Background => base.memtable_size(16 << 10).l0_compaction_trigger(2),
     }
 }
 
@@ -978,16 +965,14 @@ fn efbig_kill_at_exact_log_offsets() {
 const EMFILE_EXTRAS: [u64; 6] = [1, 3, 5, 8, 12, 24];
 
 fn emfile_options() -> Options {
-    Options {
-        durability: Durability::Sync,
-        memtable_size: 4 << 10,
-        block_size: 512,
-        table_size: 4 << 10,
-        l0_compaction_trigger: 2,
-        level1_size: 8 << 10,
-        level_size_multiplier: 2,
-        ..Options::default()
-    }
+    Options::default()
+        .durability(Durability::Sync)
+        .memtable_size(4 << 10)
+        .block_size(512)
+        .table_size(4 << 10)
+        .l0_compaction_trigger(2)
+        .level1_size(8 << 10)
+        .level_size_multiplier(2)
 }
 
 fn emfile_child(dir: &Path, _arg: u64) {
@@ -1097,15 +1082,13 @@ type Model = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
 const LOSS_KEYS: u64 = 1200;
 
 fn loss_options() -> Options {
-    Options {
-        durability: Durability::Buffered,
-        memtable_size: 8 << 10,
-        block_size: 512,
-        table_size: 8 << 10,
-        l0_compaction_trigger: 4,
-        level1_size: 32 << 10,
-        ..Options::default()
-    }
+    Options::default()
+        .durability(Durability::Buffered)
+        .memtable_size(8 << 10)
+        .block_size(512)
+        .table_size(8 << 10)
+        .l0_compaction_trigger(4)
+        .level1_size(32 << 10)
 }
 
 /// A closed store whose data lies in several tables over two or more levels, with
@@ -1313,10 +1296,7 @@ fn deleted_current_refuses_to_open() {
     fs::remove_file(&current).unwrap();
     let before = names_in(&store);
     for create_if_missing in [true, false] {
-        let opts = Options {
-            create_if_missing,
-            ..loss_options()
-        };
+        let opts = loss_options().create_if_missing(create_if_missing);
         let err = open_db(&store, opts).expect_err("open without CURRENT must fail");
         let c = err
             .as_corruption()
@@ -1347,11 +1327,9 @@ fn deleted_current_refuses_to_open() {
 fn buffered_exit_child(dir: &Path) {
     let db = open_db(
         dir.join("store"),
-        Options {
-            durability: Durability::Buffered,
-            memtable_size: 8 << 10,
-            ..Options::default()
-        },
+        Options::default()
+            .durability(Durability::Buffered)
+            .memtable_size(8 << 10),
     )
     .unwrap();
     let ks = db.keyspace("default").unwrap();
@@ -1377,11 +1355,9 @@ fn deleted_newest_log_loses_only_a_tail() {
     let (id, newest) = wals.last().unwrap().clone();
     let newest_len = file_len(&newest);
     fs::remove_file(&newest).unwrap();
-    let opts = Options {
-        durability: Durability::Buffered,
-        memtable_size: 8 << 10,
-        ..Options::default()
-    };
+    let opts = Options::default()
+        .durability(Durability::Buffered)
+        .memtable_size(8 << 10);
     let note = match open_db(&store, opts.clone()) {
         Ok(db) => {
             let ks = db.keyspace("default").unwrap();

@@ -8,17 +8,11 @@ use std::path::{Path, PathBuf};
 use cairn::{Db, Durability, FileKind, KeyspaceOptions, LossCause, Options};
 
 fn options() -> Options {
-    Options {
-        durability: Durability::Sync,
-        ..Options::default()
-    }
+    Options::default().durability(Durability::Sync)
 }
 
 fn salvage() -> Options {
-    Options {
-        salvage_wal: true,
-        ..options()
-    }
+    options().salvage_wal(true)
 }
 
 fn files_with(dir: &Path, suffix: &str) -> Vec<PathBuf> {

@@ -28,9 +28,10 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::path::Path;
 
+use cairn::hash::raw::{self, build_index, murmur3_x86_32, IndexHeader, LogHeader};
 use cairn::hash::{
-    build_index, murmur3_x86_32, verify, write_index, Compression, IndexHeader, IndexOptions,
-    LogHeader, LogOptions, LogReader, LogWriter, ReadOptions, Reader,
+    verify, write_index, Compression, IndexOptions, LogOptions, LogReader, LogWriter, ReadOptions,
+    Reader,
 };
 use cairn::{Error, FileKind, Reason};
 use damage::*;
@@ -711,11 +712,20 @@ fn an_entry_length_of_2_pow_62_is_truncation_not_an_allocation() {
     }
 }
 
-/// Compresses `stream` as one block of `compression`.
+/// The block compressions this build reads: Snappy, and Zstandard with the `zstd` feature.
+const COMPRESSED: &[Compression] = &[
+    Compression::Snappy,
+    #[cfg(feature = "zstd")]
+    Compression::Zstd,
+];
+
+/// Compresses `stream` as one block of `compression` (one of [`COMPRESSED`]).
 fn block(compression: Compression, stream: &[u8]) -> Vec<u8> {
     let body = match compression {
         Compression::Snappy => snap::raw::Encoder::new().compress_vec(stream).unwrap(),
-        _ => zstd::bulk::compress(stream, 3).unwrap(),
+        #[cfg(feature = "zstd")]
+        Compression::Zstd => zstd::bulk::compress(stream, 3).unwrap(),
+        other => panic!("{other:?} is not a block compression of this build"),
     };
     let mut out = Vec::new();
     vlq(&mut out, body.len() as u64);
@@ -726,7 +736,7 @@ fn block(compression: Compression, stream: &[u8]) -> Vec<u8> {
 #[test]
 fn an_entry_length_of_2_pow_62_in_a_compressed_block_is_truncation() {
     let s = Scratch::new("vlq-block");
-    for compression in [Compression::Snappy, Compression::Zstd] {
+    for &compression in COMPRESSED {
         for (a, b) in [((1u64 << 62) + 1, 0u64), (2, 1 << 62)] {
             let mut stream = Vec::new();
             vlq(&mut stream, a);
@@ -775,6 +785,7 @@ fn snappy_claiming(claimed: u64) -> Vec<u8> {
 
 /// A zstd frame holding one raw block of `payload`, with a declared content size of
 /// `claimed` (`None`: no content size in the frame header).
+#[cfg(feature = "zstd")]
 fn zstd_claiming(claimed: Option<u64>, payload: &[u8]) -> Vec<u8> {
     let mut body = vec![0x28, 0xB5, 0x2F, 0xFD];
     match claimed {
@@ -809,11 +820,13 @@ fn a_block_claiming_1_gib_is_refused_without_allocating_it() {
                 Compression::Snappy,
                 snappy_claiming(u64::from(block_size)),
             ),
+            #[cfg(feature = "zstd")]
             (
                 "zstd declaring 1 GiB",
                 Compression::Zstd,
                 zstd_claiming(Some(gib), b"\x02\x00ab"),
             ),
+            #[cfg(feature = "zstd")]
             (
                 "zstd declaring block size",
                 Compression::Zstd,
@@ -846,27 +859,31 @@ fn a_block_claiming_1_gib_is_refused_without_allocating_it() {
                 );
             }
         }
-        // A frame without a declared size is decoded into a buffer that grows with its
-        // real output, not one of the block size: this one holds a valid PUT "" -> "ab".
-        let mut h = log_header(Compression::Zstd, block_size.max(16), 6);
-        h.num_puts = 1;
-        h.max_entries_per_block = 1;
-        h.max_value_len = 2;
-        h.put_size = 4;
-        let log = log_file(h.clone(), &zstd_claiming(None, b"\x01\x02ab"));
-        let h = LogHeader {
-            data_end: log.len() as u64,
-            ..h
-        };
-        s.write(&log, &index_file(&h, &[(b"", 84 << 1)]));
-        for (i, r) in read_all(&s, &[b""]).into_iter().enumerate() {
-            r.unwrap_or_else(|e| {
-                panic!("frame without size, block size {block_size}, step {i}: {e}")
-            });
-        }
-        let reader = Reader::open(&s.index, &s.log).unwrap();
-        assert_eq!(reader.get(b"").unwrap(), Some(b"ab".to_vec()));
+        #[cfg(feature = "zstd")]
+        zstd_frame_without_size(&s, block_size);
     }
+}
+
+/// A frame without a declared size is decoded into a buffer that grows with its real
+/// output, not one of the block size: this one holds a valid PUT "" -> "ab".
+#[cfg(feature = "zstd")]
+fn zstd_frame_without_size(s: &Scratch, block_size: u32) {
+    let mut h = log_header(Compression::Zstd, block_size.max(16), 6);
+    h.num_puts = 1;
+    h.max_entries_per_block = 1;
+    h.max_value_len = 2;
+    h.put_size = 4;
+    let log = log_file(h.clone(), &zstd_claiming(None, b"\x01\x02ab"));
+    let h = LogHeader {
+        data_end: log.len() as u64,
+        ..h
+    };
+    s.write(&log, &index_file(&h, &[(b"", 84 << 1)]));
+    for (i, r) in read_all(s, &[b""]).into_iter().enumerate() {
+        r.unwrap_or_else(|e| panic!("frame without size, block size {block_size}, step {i}: {e}"));
+    }
+    let reader = Reader::open(&s.index, &s.log).unwrap();
+    assert_eq!(reader.get(b"").unwrap(), Some(b"ab".to_vec()));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -878,10 +895,9 @@ fn slot_of(s: &Scratch, key: &[u8]) -> (u64, usize) {
     let h = reader.header().clone();
     let want = reader.get(key).unwrap().expect("key present");
     for i in 0..h.hash_capacity {
-        let (_, addr) = reader.slot(i).unwrap();
+        let (_, addr) = raw::slot(&reader, i).unwrap();
         if addr != 0
-            && reader
-                .entry_at(addr)
+            && raw::entry_at(&reader, addr)
                 .map(|(k, v)| k == key && v == want)
                 .unwrap_or(false)
         {
@@ -1084,7 +1100,7 @@ fn a_slot_past_the_index_data_end_is_corruption_even_if_the_log_grew() {
 #[test]
 fn an_entry_starting_after_the_tail_of_a_spanning_entry_is_corruption() {
     let s = Scratch::new("packing");
-    for compression in [Compression::Snappy, Compression::Zstd] {
+    for &compression in COMPRESSED {
         // PUT "spanning" -> 12 bytes (22 bytes: spans two 16-byte blocks), then PUT "k" -> "v"
         // starting in the second block, after the tail.
         let mut stream = Vec::new();
@@ -1163,7 +1179,7 @@ fn an_entry_header_split_between_blocks_is_found_by_lookups() {
     let (first, second, third) = (&entries[0].1, &entries[1].1, &entries[2].1);
     // Split inside the A VLQ (cut 1) and between the A and B VLQs (cut 2).
     for cut in [1usize, 2] {
-        for compression in [Compression::Snappy, Compression::Zstd] {
+        for &compression in COMPRESSED {
             let ctx = format!("{compression:?}, header cut after {cut} byte(s)");
             let mut head = first.clone();
             head.extend_from_slice(&second[..cut]);
@@ -1203,6 +1219,7 @@ fn an_entry_header_split_between_blocks_is_found_by_lookups() {
 /// The other side of `a_block_claiming_1_gib_is_refused_without_allocating_it`: a genuinely
 /// compressible block far larger than the first buffer guess (a 900 KB run compresses to a
 /// few dozen bytes) still decodes, with and without a declared frame size.
+#[cfg(feature = "zstd")]
 #[test]
 fn a_highly_compressible_zstd_block_still_decodes() {
     let s = Scratch::new("zstd-run");
@@ -1256,4 +1273,47 @@ fn a_highly_compressible_zstd_block_still_decodes() {
     assert_eq!(reader.get(b"run").unwrap().as_deref(), Some(&value[..]));
     assert_eq!(reader.get(b"after").unwrap().as_deref(), Some(&b"x"[..]));
     verify(&s.index, &s.log).unwrap();
+}
+
+/// Without the `zstd` feature a Zstandard log is refused with a typed error naming the
+/// feature, not as damage: the writer creates nothing, and reading, indexing or appending to
+/// an existing one is refused before any block is read.
+#[cfg(not(feature = "zstd"))]
+#[test]
+fn zstd_logs_need_the_zstd_feature() {
+    let s = Scratch::new("no-zstd");
+    let options = LogOptions::default().compression(Compression::Zstd, 4096);
+    let err = LogWriter::create(&s.log, &options).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::FeatureDisabled {
+                feature: "zstd",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(!s.log.exists(), "nothing is created");
+
+    let mut h = log_header(Compression::Zstd, 4096, 3);
+    h.num_puts = 1;
+    h.max_entries_per_block = 1;
+    s.write(
+        &log_file(h, &block(Compression::Snappy, b"\x02\x01kv")),
+        &[],
+    );
+    let errors = [
+        LogReader::open(&s.log).unwrap_err(),
+        write_index(&s.index, &s.log, &IndexOptions::default()).unwrap_err(),
+        LogWriter::append(&s.log).unwrap_err(),
+    ];
+    for e in errors {
+        assert!(
+            matches!(&e, Error::FeatureDisabled { feature: "zstd", what } if what.contains("log file")),
+            "{e:?}"
+        );
+        assert!(!e.is_corruption());
+        assert!(e.to_string().contains("\"zstd\" feature"), "{e}");
+    }
 }

@@ -22,6 +22,7 @@ fn threads_share_one_reader() {
     for (c, name) in [
         (Compression::None, "none"),
         (Compression::Snappy, "snappy"),
+        #[cfg(feature = "zstd")]
         (Compression::Zstd, "zstd"),
     ] {
         let log = dir.path().join(format!("{name}.spl"));

@@ -321,14 +321,14 @@ fn run(name: &'static str, target: Target) {
 }
 
 macro_rules! flip_tests {
-    ($($name:ident => $case:literal,)*) => {
+    ($($(#[$attr:meta])* $name:ident => $case:literal,)*) => {
         mod log {
             use super::*;
-            $(#[test] fn $name() { run($case, Target::Log); })*
+            $($(#[$attr])* #[test] fn $name() { run($case, Target::Log); })*
         }
         mod index {
             use super::*;
-            $(#[test] fn $name() { run($case, Target::Index); })*
+            $($(#[$attr])* #[test] fn $name() { run($case, Target::Index); })*
         }
     };
 }
@@ -338,6 +338,7 @@ flip_tests! {
     deletes => "deletes",
     binary_edge => "binary_edge",
     snappy_bs16 => "snappy_bs16",
+    #[cfg(feature = "zstd")]
     zstd_bs512 => "zstd_bs512",
     hash64_small => "hash64_small",
 }

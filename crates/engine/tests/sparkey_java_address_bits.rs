@@ -12,9 +12,8 @@
     clippy::panic
 )]
 
-use cairn::hash::{
-    build_index, verify, Compression, IndexOptions, LogOptions, LogReader, LogWriter, Reader,
-};
+use cairn::hash::raw::build_index;
+use cairn::hash::{verify, Compression, IndexOptions, LogOptions, LogReader, LogWriter, Reader};
 
 #[test]
 fn ceil_log2_address_bits_are_read_and_verified() {

@@ -10,9 +10,8 @@
 
 use std::io::{Seek, SeekFrom, Write};
 
-use cairn::hash::{
-    write_index, Compression, IndexOptions, LogHeader, LogReader, Reader, LOG_HEADER_LEN,
-};
+use cairn::hash::raw::{LogHeader, LOG_HEADER_LEN};
+use cairn::hash::{write_index, Compression, IndexOptions, LogReader, Reader};
 
 fn vlq(mut v: u64, out: &mut Vec<u8>) {
     while v >= 0x80 {

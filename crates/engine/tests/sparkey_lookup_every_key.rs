@@ -52,7 +52,12 @@ fn check(compression: Compression, block_size: u32, n: u64) {
 
 #[test]
 fn every_key_is_found_in_every_layout() {
-    for c in [Compression::None, Compression::Snappy, Compression::Zstd] {
+    for c in [
+        Compression::None,
+        Compression::Snappy,
+        #[cfg(feature = "zstd")]
+        Compression::Zstd,
+    ] {
         for bs in [16u32, 100, 1024, 4096] {
             check(c, bs, 2_000);
         }

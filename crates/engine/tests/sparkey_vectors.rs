@@ -12,10 +12,10 @@ mod common;
 
 use std::collections::HashMap;
 
+use cairn::hash::raw::{build_index, murmur3_x64_128_h1, murmur3_x86_32, IndexHeader};
 use cairn::hash::{
-    build_index, murmur3_x64_128_h1, murmur3_x86_32, write_index, BuildKind, Compression,
-    EntryKind, HashSize, IndexHeader, IndexOptions, LogOptions, LogReader, LogWriter, ReadOptions,
-    Reader, Residency,
+    write_index, BuildKind, Compression, EntryKind, HashSize, IndexOptions, LogOptions, LogReader,
+    LogWriter, ReadOptions, Reader, Residency,
 };
 use common::*;
 
@@ -44,7 +44,7 @@ fn compression(p: &Params) -> Compression {
 
 #[test]
 fn log_iteration_reproduces_log_expected() {
-    for case in CASES {
+    for case in CASES.into_iter().filter(|c| readable(c)) {
         let log = LogReader::open(path(case, "spl")).unwrap();
         let got: Vec<Op> = log
             .iter()
@@ -62,7 +62,7 @@ fn log_iteration_reproduces_log_expected() {
 
 #[test]
 fn hash_iteration_and_lookups_reproduce_expected() {
-    for case in CASES {
+    for case in CASES.into_iter().filter(|c| readable(c)) {
         for pin in [false, true] {
             let reader = Reader::open_with(
                 path(case, "spi"),
@@ -136,7 +136,7 @@ fn hash_iteration_and_lookups_reproduce_expected() {
 
 #[test]
 fn headers_match_reference_info_output() {
-    for case in CASES {
+    for case in CASES.into_iter().filter(|c| readable(c)) {
         let info = info(case);
         let log = LogReader::open(path(case, "spl")).unwrap();
         let h = log.header();
@@ -236,6 +236,7 @@ fn block_contents(log: &std::path::Path) -> Vec<Vec<u8>> {
         off += len;
         out.push(match h.compression {
             Compression::Snappy => snap::raw::Decoder::new().decompress_vec(body).unwrap(),
+            #[cfg(feature = "zstd")]
             Compression::Zstd => zstd::bulk::decompress(body, h.block_size as usize).unwrap(),
             _ => unreachable!(),
         });
@@ -246,7 +247,7 @@ fn block_contents(log: &std::path::Path) -> Vec<Vec<u8>> {
 #[test]
 fn log_writer_reproduces_every_log() {
     let dir = tempfile::tempdir().unwrap();
-    for case in CASES {
+    for case in CASES.into_iter().filter(|c| readable(c)) {
         let out = dir.path().join(format!("{case}.spl"));
         replay_log(case, &out);
         let want = LogReader::open(path(case, "spl")).unwrap().header().clone();
@@ -262,7 +263,7 @@ fn log_writer_reproduces_every_log() {
             // packing and every header field but data_end do not.
             assert_eq!(
                 got,
-                cairn::hash::LogHeader {
+                cairn::hash::raw::LogHeader {
                     data_end: got.data_end,
                     ..want
                 },
@@ -280,7 +281,7 @@ fn log_writer_reproduces_every_log() {
 #[test]
 fn index_builder_reproduces_every_index_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
-    for case in CASES {
+    for case in CASES.into_iter().filter(|c| readable(c)) {
         let p = params(case);
         let seed = index_header(case).hash_seed;
         let want = std::fs::read(path(case, "spi")).unwrap();

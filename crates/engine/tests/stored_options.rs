@@ -7,14 +7,12 @@
 use cairn::{Compression, Db, Durability, Error, Options};
 
 fn app_options() -> Options {
-    Options {
-        compression: Compression::Snappy,
-        table_size: 3 << 20,
-        blob_threshold: Some(2048),
-        memtable_size: 1 << 20,
-        durability: Durability::Buffered,
-        ..Options::default()
-    }
+    Options::default()
+        .compression(Compression::Snappy)
+        .table_size(3 << 20)
+        .blob_threshold(Some(2048))
+        .memtable_size(1 << 20)
+        .durability(Durability::Buffered)
 }
 
 #[test]
@@ -57,11 +55,9 @@ fn the_last_writers_options_are_recorded_and_read_back() {
     );
 
     // A writer with other options replaces the record.
-    let other = Options {
-        compression: Compression::Zstd(3),
-        blob_threshold: None,
-        ..app_options()
-    };
+    let other = app_options()
+        .compression(Compression::Zstd(3))
+        .blob_threshold(None);
     Db::open(&store, other).unwrap().close().unwrap();
     let read = Options::from_store(&store).unwrap();
     assert_eq!(read.compression, Compression::Zstd(3));

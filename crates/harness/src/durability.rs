@@ -53,6 +53,8 @@ pub fn durability_name(d: Durability) -> String {
         Durability::Buffered => "buffered".into(),
         Durability::Async { queue_depth } => format!("async:{queue_depth}"),
         Durability::None => "none".into(),
+        // `Durability` is non-exhaustive; a mode without a spelling prints as its Debug form.
+        other => format!("{other:?}"),
     }
 }
 

@@ -346,14 +346,12 @@ pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
     if !args.use_existing_db {
         place.wipe()?;
     }
-    let options = Options {
-        durability: args.durability,
-        create_if_missing: !args.use_existing_db,
-        block_cache_size: args.cache_size,
-        compression: args.compression.engine(),
-        blob_threshold: args.blob_threshold,
-        ..Options::default()
-    };
+    let options = Options::default()
+        .durability(args.durability)
+        .create_if_missing(!args.use_existing_db)
+        .block_cache_size(args.cache_size)
+        .compression(args.compression.engine())
+        .blob_threshold(args.blob_threshold);
     let values = ValueSource::new(args.value_size as usize, args.seed);
     let show_bar = !args.json && std::io::stdout().is_terminal();
     if !args.json {

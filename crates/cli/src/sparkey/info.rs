@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-use cairn::hash::{IndexHeader, LogHeader, INDEX_HEADER_LEN};
+use cairn::hash::raw::{IndexHeader, LogHeader, INDEX_HEADER_LEN};
 
 use crate::errors::{CliError, CliResult, EXIT_ERROR, EXIT_OK};
 

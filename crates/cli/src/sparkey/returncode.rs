@@ -181,17 +181,17 @@ mod tests {
     #[test]
     fn engine_errors_map_to_reference_codes() {
         let p = Path::new("x");
-        let truncated = cairn::hash::LogHeader::decode(p, &[0x95, 0x9c], 2);
+        let truncated = cairn::hash::raw::LogHeader::decode(p, &[0x95, 0x9c], 2);
         assert_eq!(
             truncated.map_err(|e| of_error(&e)).err(),
             Some(ReturnCode::UnexpectedEof)
         );
-        let bad = cairn::hash::LogHeader::decode(p, &[0u8; 84], 84);
+        let bad = cairn::hash::raw::LogHeader::decode(p, &[0u8; 84], 84);
         assert_eq!(
             bad.map_err(|e| of_error(&e)).err(),
             Some(ReturnCode::WrongLogMagicNumber)
         );
-        let bad = cairn::hash::IndexHeader::decode(p, &[0u8; 112], 112);
+        let bad = cairn::hash::raw::IndexHeader::decode(p, &[0u8; 112], 112);
         assert_eq!(
             bad.map_err(|e| of_error(&e)).err(),
             Some(ReturnCode::WrongHashMagicNumber)

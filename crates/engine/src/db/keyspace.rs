@@ -65,6 +65,7 @@ impl Keyspace {
     }
 
     /// The separation threshold of the keyspace now: its own, else the store's.
+    #[cfg(feature = "transfer")]
     pub(crate) fn blob_threshold(&self) -> Option<u64> {
         let inner = &self.db.inner;
         inner.blob_threshold(&inner.supers.version(), self.id)

@@ -8,6 +8,7 @@
 //! (CLOCK eviction, 16 shards). Lookups fill it; full-log iterations bypass it so a scan does
 //! not evict the working set. Thread-safety: `BlockCache` is `Send + Sync`.
 
+#[cfg(feature = "zstd")]
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -149,6 +150,7 @@ const SNAPPY_MAX_EXPANSION: usize = 32;
 
 /// libzstd's message for "destination buffer too small" (the `zstd` crate reports errors
 /// by name), derived from the error code rather than spelled out.
+#[cfg(feature = "zstd")]
 fn zstd_too_small() -> &'static str {
     use zstd::zstd_safe::zstd_sys::ZSTD_ErrorCode;
     zstd::zstd_safe::get_error_name(
@@ -156,6 +158,7 @@ fn zstd_too_small() -> &'static str {
     )
 }
 
+#[cfg(feature = "zstd")]
 thread_local! {
     static ZSTD: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
 }
@@ -222,6 +225,15 @@ pub fn decode_block(
             out.truncate(PREFIX + got);
             out
         }
+        // `LogReader` refuses a Zstandard log without the feature, so this is not reached.
+        #[cfg(not(feature = "zstd"))]
+        Compression::Zstd => {
+            return Err(Error::zstd_disabled(format!(
+                "reading the Zstandard-compressed block at byte {offset} of log file {}",
+                path.display()
+            )))
+        }
+        #[cfg(feature = "zstd")]
         Compression::Zstd => {
             let declared = zstd::zstd_safe::get_frame_content_size(body)
                 .map_err(|_| corrupt(offset, Reason::Decompress("not a zstd frame".into())))?;

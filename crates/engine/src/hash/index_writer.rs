@@ -557,8 +557,50 @@ fn reinsert(
 /// Builds (or incrementally updates) the index at `index_path` for the log at `log_path`
 /// and writes it atomically. Returns what was done and the new header.
 ///
+/// An existing index of the same log is extended with the entries appended since it was
+/// built (unless [`IndexOptions::fresh`]); readers that have the old index open keep
+/// reading it, and readers opened afterwards see the new one.
+///
 /// # Errors
 /// I/O errors, corruption of the log, or a key too long to hash.
+///
+/// ```
+/// use cairn::hash::{
+///     write_index, BuildKind, HashSize, IndexOptions, LogOptions, LogWriter, Reader,
+/// };
+///
+/// # fn main() -> cairn::Result<()> {
+/// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+/// let (log, index) = (dir.path().join("kv.spl"), dir.path().join("kv.spi"));
+/// let mut writer = LogWriter::create(&log, &LogOptions::default())?;
+/// writer.put(b"a", b"1")?;
+/// writer.close()?;
+/// let (kind, header) = write_index(&index, &log, &IndexOptions::default())?;
+/// assert_eq!((kind, header.num_entries), (BuildKind::Fresh, 1));
+///
+/// // Nothing appended: the index is left as it is.
+/// let (kind, _) = write_index(&index, &log, &IndexOptions::default())?;
+/// assert_eq!(kind, BuildKind::Unchanged);
+///
+/// // Entries appended to the log are added to the existing index.
+/// let mut writer = LogWriter::append(&log)?;
+/// writer.put(b"b", b"2")?;
+/// writer.delete(b"a")?;
+/// writer.close()?;
+/// let (kind, header) = write_index(&index, &log, &IndexOptions::default())?;
+/// assert_eq!((kind, header.num_entries), (BuildKind::Incremental, 1));
+///
+/// // A fixed seed and hash width reproduce a file byte for byte.
+/// let options = IndexOptions::default().fresh(true).seed(42).hash_size(HashSize::Bits64);
+/// let (kind, header) = write_index(&index, &log, &options)?;
+/// assert_eq!((kind, header.hash_seed, header.hash_size), (BuildKind::Fresh, 42, 8));
+///
+/// let reader = Reader::open(&index, &log)?;
+/// assert_eq!(reader.get(b"a")?, None);
+/// assert_eq!(reader.get(b"b")?, Some(b"2".to_vec()));
+/// # Ok(())
+/// # }
+/// ```
 pub fn write_index(
     index_path: impl AsRef<Path>,
     log_path: impl AsRef<Path>,

@@ -90,8 +90,18 @@ impl LogReader {
     }
 
     /// Opens the log; `load` copies it into memory (see [`crate::hash::ReadOptions::load_log`]).
+    ///
+    /// Without the `zstd` feature a Zstandard-compressed log is refused here, before any
+    /// block is read: `Error::FeatureDisabled`.
     pub(crate) fn open_inner(path: &Path, cache_bytes: usize, load: bool) -> Result<LogReader> {
         let (file, header) = read_log_header(path)?;
+        #[cfg(not(feature = "zstd"))]
+        if header.compression == Compression::Zstd {
+            return Err(Error::zstd_disabled(format!(
+                "reading Zstandard-compressed log file {}",
+                path.display()
+            )));
+        }
         let map = if load {
             Map::load(&file, header.data_end)
                 .map_err(|e| Error::io(path, "load", e))?

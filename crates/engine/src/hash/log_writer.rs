@@ -74,10 +74,44 @@ impl LogOptions {
 enum Codec {
     None,
     Snappy(Box<snap::raw::Encoder>),
+    #[cfg(feature = "zstd")]
     Zstd(Box<zstd::bulk::Compressor<'static>>),
 }
 
 /// Appends entries to a log file.
+///
+/// Entries become visible to readers opened afterwards at [`LogWriter::flush`],
+/// [`LogWriter::sync`] or [`LogWriter::close`]; an index ([`super::write_index`]) makes
+/// them available to lookups.
+///
+/// ```
+/// use cairn::hash::{Compression, EntryKind, LogOptions, LogReader, LogWriter};
+///
+/// # fn main() -> cairn::Result<()> {
+/// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+/// let path = dir.path().join("events.spl");
+/// // Snappy-compressed blocks of 4 KiB (the default is uncompressed).
+/// let options = LogOptions::default().compression(Compression::Snappy, 4096);
+/// let mut log = LogWriter::create(&path, &options)?;
+/// log.put(b"user:1", b"signed up")?;
+/// log.put(b"user:2", b"signed up")?;
+/// log.delete(b"user:1")?;
+/// let header = log.close()?; // fsynced; the header counts what was written
+/// assert_eq!((header.num_puts, header.num_deletes), (2, 1));
+///
+/// // Reopen to append: the earlier entries stay.
+/// let mut log = LogWriter::append(&path)?;
+/// log.put(b"user:3", b"signed up")?;
+/// log.close()?;
+///
+/// // Every entry, in the order written.
+/// let entries = LogReader::open(&path)?.iter().collect::<cairn::Result<Vec<_>>>()?;
+/// let kinds: Vec<EntryKind> = entries.iter().map(|e| e.kind).collect();
+/// assert_eq!(kinds, [EntryKind::Put, EntryKind::Put, EntryKind::Delete, EntryKind::Put]);
+/// assert_eq!(entries[3].key, b"user:3");
+/// # Ok(())
+/// # }
+/// ```
 pub struct LogWriter {
     path: PathBuf,
     file: File,
@@ -126,9 +160,17 @@ fn codec_for(compression: Compression, path: &Path) -> Result<Codec> {
     Ok(match compression {
         Compression::None => Codec::None,
         Compression::Snappy => Codec::Snappy(Box::new(snap::raw::Encoder::new())),
+        #[cfg(feature = "zstd")]
         Compression::Zstd => Codec::Zstd(Box::new(
             zstd::bulk::Compressor::new(3).map_err(|e| Error::io(path, "zstd init", e))?,
         )),
+        #[cfg(not(feature = "zstd"))]
+        Compression::Zstd => {
+            return Err(Error::zstd_disabled(format!(
+                "writing Zstandard-compressed log file {}",
+                path.display()
+            )))
+        }
     })
 }
 
@@ -136,7 +178,9 @@ impl LogWriter {
     /// Creates a new, empty log at `path`, replacing any existing file atomically.
     ///
     /// # Errors
-    /// `InvalidArgument` for a block size outside 10 ..= 2^30 with compression; I/O errors.
+    /// `InvalidArgument` for a block size outside 10 ..= 2^30 with compression;
+    /// `FeatureDisabled` for Zstandard in a build without the `zstd` feature (no file is
+    /// created); I/O errors.
     pub fn create(path: impl AsRef<Path>, options: &LogOptions) -> Result<LogWriter> {
         let path = path.as_ref();
         if options.compression != Compression::None
@@ -147,6 +191,7 @@ impl LogWriter {
                 options.block_size
             )));
         }
+        let codec = codec_for(options.compression, path)?;
         let id = options.file_identifier.unwrap_or_else(random_u32);
         let header = LogHeader::new(id, options.compression, options.block_size);
         let (tmp, mut file) = atomic::temp_file(path)?;
@@ -160,7 +205,7 @@ impl LogWriter {
             let _ = std::fs::remove_file(&tmp);
             return Err(e);
         }
-        LogWriter::from_parts(path, file, header)
+        LogWriter::from_parts(path, file, header, codec)
     }
 
     /// Reopens an existing log to append after its last flushed entry. Bytes past the
@@ -176,18 +221,23 @@ impl LogWriter {
                 header.block_size
             )));
         }
+        let codec = codec_for(header.compression, path)?;
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .open(path)
             .map_err(|e| Error::io(path, "open", e))?;
-        LogWriter::from_parts(path, file, header)
+        LogWriter::from_parts(path, file, header, codec)
     }
 
-    fn from_parts(path: &Path, mut file: File, header: LogHeader) -> Result<LogWriter> {
+    fn from_parts(
+        path: &Path,
+        mut file: File,
+        header: LogHeader,
+        codec: Codec,
+    ) -> Result<LogWriter> {
         file.seek(SeekFrom::Start(header.data_end))
             .map_err(|e| Error::io(path, "seek", e))?;
-        let codec = codec_for(header.compression, path)?;
         Ok(LogWriter {
             path: path.to_path_buf(),
             written_end: header.data_end,
@@ -335,6 +385,7 @@ impl LogWriter {
                     })?;
                 self.compressed.truncate(n);
             }
+            #[cfg(feature = "zstd")]
             Codec::Zstd(c) => {
                 self.compressed = c
                     .compress(&self.block)

@@ -10,6 +10,18 @@
 //! This module depends only on the crate's leaf modules (`error`, `coding`, `mmap`,
 //! `atomic`), so it could become its own crate without surgery.
 
+//!
+//! What is public, and how firmly:
+//! * the names re-exported here are the supported API: writing ([`LogWriter`],
+//!   [`LogOptions`], [`Compression`]), indexing ([`write_index`], [`IndexOptions`],
+//!   [`HashSize`], [`BuildKind`]), reading ([`Reader`], [`ReadOptions`], [`HashIter`],
+//!   [`Residency`], and the whole log with [`LogReader`], [`LogIter`], [`LogEntry`],
+//!   [`EntryKind`]), checking ([`verify`], [`VerifyReport`]), the file-name convention
+//!   ([`index_path_for`], [`log_path_for`]) and the documented limits;
+//! * [`raw`] holds the decoded headers, the hash functions, the in-memory index builder
+//!   and slot-level access, for tools and tests, with no stability promise;
+//! * everything else (slot arithmetic, block decoding, the block cache) is private.
+
 mod block;
 mod fastmod;
 mod header;
@@ -17,20 +29,15 @@ mod index_writer;
 mod log_reader;
 mod log_writer;
 mod murmur;
+pub mod raw;
 mod reader;
 mod verify;
 
 pub use crate::mmap::Residency;
-pub use header::{
-    bitlen, Compression, IndexHeader, LogHeader, INDEX_HEADER_LEN, LOG_HEADER_LEN, MAX_BLOCK_SIZE,
-    MIN_BLOCK_SIZE,
-};
-pub use index_writer::{
-    build_index, capacity_for, write_index, BuildKind, BuiltIndex, HashSize, IndexOptions,
-    PreviousIndex,
-};
+pub use header::{Compression, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE};
+pub use index_writer::{write_index, BuildKind, HashSize, IndexOptions};
 pub use log_reader::{EntryKind, LogEntry, LogIter, LogReader, DEFAULT_BLOCK_CACHE_BYTES};
 pub use log_writer::{LogOptions, LogWriter};
-pub use murmur::{murmur3_x64_128_h1, murmur3_x86_32, MAX_HASHED_KEY_LEN};
+pub use murmur::MAX_HASHED_KEY_LEN;
 pub use reader::{index_path_for, log_path_for, HashIter, ReadOptions, Reader};
 pub use verify::{verify, VerifyReport};

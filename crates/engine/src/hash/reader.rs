@@ -94,6 +94,45 @@ enum Layout {
 }
 
 /// An open log/index pair.
+///
+/// ```
+/// use cairn::hash::{write_index, IndexOptions, LogOptions, LogWriter, ReadOptions, Reader};
+///
+/// # fn main() -> cairn::Result<()> {
+/// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+/// let (log, index) = (dir.path().join("cities.spl"), dir.path().join("cities.spi"));
+/// let mut writer = LogWriter::create(&log, &LogOptions::default())?;
+/// writer.put(b"paris", b"fr")?;
+/// writer.put(b"lyon", b"fr")?;
+/// writer.put(b"turin", b"it")?;
+/// writer.put(b"paris", b"FR")?; // a later PUT replaces the value
+/// writer.close()?;
+/// write_index(&index, &log, &IndexOptions::default())?;
+///
+/// // Pinning loads the index into memory, so no lookup waits for it to be read from disk.
+/// let reader = Reader::open_with(&index, &log, &ReadOptions::default().pin_index(true))?;
+/// assert_eq!(reader.len(), 3);
+/// assert_eq!(reader.get(b"paris")?, Some(b"FR".to_vec()));
+/// assert_eq!(reader.get(b"rome")?, None); // absent is not an error
+/// assert!(reader.contains(b"turin")?);
+///
+/// // A reused buffer avoids an allocation per lookup.
+/// let mut value = Vec::new();
+/// assert!(reader.get_into(b"lyon", &mut value)?);
+/// assert_eq!(value, b"fr");
+///
+/// // Live entries, in the order of their PUTs in the log.
+/// let live = reader.iter().collect::<cairn::Result<Vec<_>>>()?;
+/// let keys: Vec<&[u8]> = live.iter().map(|(k, _)| k.as_slice()).collect();
+/// assert_eq!(keys, [&b"lyon"[..], b"turin", b"paris"]);
+///
+/// // A Reader is Send + Sync: share it between threads.
+/// std::thread::scope(|s| {
+///     s.spawn(|| assert_eq!(reader.get(b"turin").ok().flatten(), Some(b"it".to_vec())));
+/// });
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Reader {
     inner: Arc<Inner>,
@@ -289,6 +328,35 @@ impl Reader {
     /// `i + 16`'s home slot points to is prefetched, and key `i` is resolved, so about
     /// thirty misses are in flight instead of one. Calls `f(i, value)` for `keys[i]` in
     /// order; `value` is `None` for an absent key.
+    ///
+    /// # Errors
+    /// As [`Reader::get`]: I/O errors and corruption of the pair; `f` has then been called
+    /// for the keys before the one that failed.
+    ///
+    /// ```
+    /// use cairn::hash::{write_index, IndexOptions, LogOptions, LogWriter, Reader};
+    ///
+    /// # fn main() -> cairn::Result<()> {
+    /// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+    /// let (log, index) = (dir.path().join("n.spl"), dir.path().join("n.spi"));
+    /// let mut writer = LogWriter::create(&log, &LogOptions::default())?;
+    /// for i in 0..1000u32 {
+    ///     writer.put(format!("k{i}").as_bytes(), &i.to_le_bytes())?;
+    /// }
+    /// writer.close()?;
+    /// write_index(&index, &log, &IndexOptions::default())?;
+    /// let reader = Reader::open(&index, &log)?;
+    ///
+    /// let keys = ["k7", "missing", "k999"];
+    /// let mut found = vec![None; keys.len()];
+    /// reader.get_many(&keys, |i, value| {
+    ///     found[i] = value.map(|v| v.to_vec());
+    /// })?;
+    /// let value = |i: u32| Some(i.to_le_bytes().to_vec());
+    /// assert_eq!(found, [value(7), None, value(999)]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn get_many<K: AsRef<[u8]>>(
         &self,
         keys: &[K],
@@ -356,17 +424,17 @@ impl Reader {
     }
 
     /// Raw slot `i` as `(hash, address)`; `None` past the table.
-    pub fn slot(&self, i: u64) -> Option<(u64, u64)> {
+    pub(crate) fn slot(&self, i: u64) -> Option<(u64, u64)> {
         (i < self.inner.cap).then(|| self.inner.slot(i))
     }
 
     /// Hash of `key` under this index's hash function and seed.
-    pub fn hash_key(&self, key: &[u8]) -> u64 {
+    pub(crate) fn hash_key(&self, key: &[u8]) -> u64 {
         self.inner.hash(key)
     }
 
     /// Reads the PUT at a slot address; returns its key and value.
-    pub fn entry_at(&self, address: u64) -> Result<(Vec<u8>, Vec<u8>)> {
+    pub(crate) fn entry_at(&self, address: u64) -> Result<(Vec<u8>, Vec<u8>)> {
         let inner = &*self.inner;
         let log = &*inner.log.inner;
         let located = log.locate(

@@ -11,16 +11,21 @@
 //! bound (one RLE block of a few bytes may stand for 128 KiB), so its output buffer starts
 //! small and grows only while the decoder reports it too small, up to `raw_len`.
 //!
+//! Without the `zstd` Cargo feature a Zstandard [`Compressor`] cannot be made and
+//! [`unseal`] returns `Error::FeatureDisabled` for a block stored with Zstandard (after its
+//! checksum is verified, so damage is still reported as damage); every other codec works.
+//!
 //! Thread-safety: a [`Compressor`] has one owner (the writer); [`unseal`] is a pure
 //! function (it uses a per-thread Zstandard context).
 
+#[cfg(feature = "zstd")]
 use std::cell::RefCell;
 use std::path::Path;
 
 use super::{BLOCK_TRAILER_LEN, MAX_BLOCK_LEN};
 use crate::checksum::Checksum;
 use crate::coding::{get_u32_le, put_vlq, Cursor};
-use crate::error::{Error, Reason, Result};
+use crate::error::{Error, FileKind, Reason, Result};
 
 /// How a stored block's body is compressed. On-disk values; never renumbered.
 ///
@@ -67,12 +72,22 @@ const SNAPPY_MAX_EXPANSION: usize = 32;
 const LZ4_MAX_EXPANSION: usize = 256;
 
 /// First output buffer for Zstandard bodies whose claim is not yet backed by output.
+#[cfg(feature = "zstd")]
 const ZSTD_FIRST_GUESS: usize = 64 << 10;
+
+/// A Zstandard compression context.
+#[cfg(feature = "zstd")]
+type ZstdCompressor = zstd::bulk::Compressor<'static>;
+
+/// Without the `zstd` feature there is no Zstandard context: the type has no values, so
+/// code holding one is unreachable.
+#[cfg(not(feature = "zstd"))]
+enum ZstdCompressor {}
 
 /// Compresses raw blocks for one writer and frames them as stored blocks.
 pub(crate) struct Compressor {
     kind: Compression,
-    zstd: Option<zstd::bulk::Compressor<'static>>,
+    zstd: Option<ZstdCompressor>,
     scratch: Vec<u8>,
 }
 
@@ -88,13 +103,23 @@ impl Compressor {
     /// A compressor for `kind` (`zstd_level` is used only for Zstandard).
     ///
     /// # Errors
-    /// `Error::Io` if the Zstandard context cannot be created.
+    /// `Error::Io` if the Zstandard context cannot be created; `Error::FeatureDisabled`
+    /// for Zstandard in a build without the `zstd` feature.
     pub(crate) fn new(kind: Compression, zstd_level: i32, path: &Path) -> Result<Compressor> {
         let zstd = match kind {
+            #[cfg(feature = "zstd")]
             Compression::Zstd => Some(
                 zstd::bulk::Compressor::new(zstd_level)
                     .map_err(|e| Error::io(path, "zstd init", e))?,
             ),
+            #[cfg(not(feature = "zstd"))]
+            Compression::Zstd => {
+                let _ = zstd_level;
+                return Err(Error::zstd_disabled(format!(
+                    "writing Zstandard-compressed blocks to table file {}",
+                    path.display()
+                )));
+            }
             _ => None,
         };
         Ok(Compressor {
@@ -126,6 +151,8 @@ impl Compressor {
 
     /// Fills `scratch` with the compressed body and returns the type to store, or
     /// `Compression::None` if compression does not save enough.
+    // `path` names the file in Zstandard errors only.
+    #[cfg_attr(not(feature = "zstd"), allow(unused_variables))]
     fn compress(&mut self, raw: &[u8], path: &Path) -> Result<Compression> {
         if self.kind == Compression::None || raw.is_empty() {
             return Ok(Compression::None);
@@ -147,12 +174,15 @@ impl Compressor {
                 self.scratch
                     .extend_from_slice(&lz4_flex::block::compress(raw));
             }
+            #[cfg(feature = "zstd")]
             (Compression::Zstd, Some(z)) => {
                 let frame = z
                     .compress(raw)
                     .map_err(|e| Error::io(path, "zstd compress", e))?;
                 self.scratch.extend_from_slice(&frame);
             }
+            #[cfg(not(feature = "zstd"))]
+            (Compression::Zstd, Some(z)) => match *z {},
             _ => return Ok(Compression::None),
         }
         if self.scratch.len() <= raw.len() - raw.len() / 8 {
@@ -163,15 +193,31 @@ impl Compressor {
     }
 }
 
-/// Checks the trailer of a stored block (`stored` = body then trailer) and returns the raw
-/// block.
+/// Checks the trailer of the stored block at `offset` of the table file `path` (`stored` =
+/// body then trailer) and returns the raw block.
 ///
 /// # Errors
-/// `Truncated` if there is no room for a trailer, `Checksum` if the CRC does not match,
-/// `BadTag` for an unknown compression type, `LengthOutOfRange` or `Decompress` for a body
-/// that claims too much or does not decode to exactly its claimed length. The caller adds
-/// the file and the block's offset.
-pub(crate) fn unseal(stored: &[u8]) -> std::result::Result<Vec<u8>, Reason> {
+/// `Error::Corruption` (a table file, at `offset`) with `Truncated` if there is no room for
+/// a trailer, `Checksum` if the CRC does not match, `BadTag` for an unknown compression
+/// type, `LengthOutOfRange` or `Decompress` for a body that claims too much or does not
+/// decode to exactly its claimed length; `Error::FeatureDisabled` for a sound Zstandard
+/// block in a build without the `zstd` feature.
+pub(crate) fn unseal(stored: &[u8], path: &Path, offset: u64) -> Result<Vec<u8>> {
+    let corrupt = |reason| Error::corruption(FileKind::Table, path, offset, reason);
+    let (kind, body) = check_trailer(stored).map_err(corrupt)?;
+    #[cfg(not(feature = "zstd"))]
+    if kind == Compression::Zstd {
+        return Err(Error::zstd_disabled(format!(
+            "reading the Zstandard-compressed block at byte {offset} of table file {}",
+            path.display()
+        )));
+    }
+    decode_body(kind, body).map_err(corrupt)
+}
+
+/// Checks the trailer of `stored` (its length, CRC and compression type) and returns the
+/// compression type and the body.
+fn check_trailer(stored: &[u8]) -> std::result::Result<(Compression, &[u8]), Reason> {
     let body_len = stored
         .len()
         .checked_sub(BLOCK_TRAILER_LEN)
@@ -188,6 +234,11 @@ pub(crate) fn unseal(stored: &[u8]) -> std::result::Result<Vec<u8>, Reason> {
     let (body, tag) = covered.split_at(body_len);
     let tag = tag.first().copied().unwrap_or(0xff);
     let kind = Compression::from_u8(tag).ok_or(Reason::BadTag(tag))?;
+    Ok((kind, body))
+}
+
+/// Decodes a checked block body of compression `kind` into the raw block.
+fn decode_body(kind: Compression, body: &[u8]) -> std::result::Result<Vec<u8>, Reason> {
     if body.len() > MAX_BLOCK_LEN {
         return Err(Reason::LengthOutOfRange);
     }
@@ -244,11 +295,22 @@ fn wrong_len(claimed: usize, got: usize) -> Reason {
     Reason::Decompress(format!("block claims {claimed} bytes but decodes to {got}"))
 }
 
+#[cfg(feature = "zstd")]
 thread_local! {
     static ZSTD: RefCell<Option<zstd::zstd_safe::DCtx<'static>>> = const { RefCell::new(None) };
 }
 
+/// Without the `zstd` feature [`unseal`] refuses Zstandard blocks before decoding them, so
+/// this is never reached; it fails rather than guess.
+#[cfg(not(feature = "zstd"))]
+fn zstd_decompress(_input: &[u8], _raw_len: usize) -> std::result::Result<Vec<u8>, Reason> {
+    Err(Reason::Decompress(
+        "Zstandard support is not compiled in (the \"zstd\" feature)".into(),
+    ))
+}
+
 /// Decodes Zstandard frames into a buffer that grows only as real output needs it.
+#[cfg(feature = "zstd")]
 fn zstd_decompress(input: &[u8], raw_len: usize) -> std::result::Result<Vec<u8>, Reason> {
     use zstd::zstd_safe::zstd_sys::ZSTD_ErrorCode;
     let too_small = 0usize.wrapping_sub(ZSTD_ErrorCode::ZSTD_error_dstSize_tooSmall as usize);
@@ -288,9 +350,27 @@ fn zstd_decompress(input: &[u8], raw_len: usize) -> std::result::Result<Vec<u8>,
 mod tests {
     use super::*;
 
+    /// [`super::unseal`] with the damage as its `Reason`.
+    fn unseal(stored: &[u8]) -> std::result::Result<Vec<u8>, Reason> {
+        super::unseal(stored, Path::new("t"), 0).map_err(|e| match e {
+            Error::Corruption(c) => c.reason,
+            other => panic!("not corruption: {other:?}"),
+        })
+    }
+
+    /// Every registered compression, in on-disk order.
     const ALL: [Compression; 4] = [
         Compression::None,
         Compression::Snappy,
+        Compression::Zstd,
+        Compression::Lz4,
+    ];
+
+    /// The compressions this build can write and read.
+    const BUILT: &[Compression] = &[
+        Compression::None,
+        Compression::Snappy,
+        #[cfg(feature = "zstd")]
         Compression::Zstd,
         Compression::Lz4,
     ];
@@ -325,7 +405,7 @@ mod tests {
                 (x >> 32) as u8
             })
             .collect();
-        for kind in ALL {
+        for &kind in BUILT {
             for raw in [&text[..], &noise[..], b"", b"x"] {
                 let stored = seal(kind, raw);
                 assert_eq!(unseal(&stored).unwrap(), raw, "{kind:?}");
@@ -342,7 +422,7 @@ mod tests {
 
     #[test]
     fn any_flipped_bit_is_a_checksum_error() {
-        for kind in ALL {
+        for &kind in BUILT {
             let stored = seal(kind, &b"abcabcabcabcabcabc".repeat(20));
             for i in 0..stored.len() * 8 {
                 let mut bad = stored.clone();
@@ -370,7 +450,7 @@ mod tests {
     #[test]
     fn hostile_bodies_are_refused_before_allocating() {
         assert_eq!(unseal(&forge(9, b"x")), Err(Reason::BadTag(9)));
-        for tag in 1..=3u8 {
+        for tag in BUILT.iter().map(|c| c.as_u8()).filter(|&t| t != 0) {
             // Claims 64 MiB + 1 from 3 bytes.
             let mut body = Vec::new();
             put_vlq(&mut body, (MAX_BLOCK_LEN + 1) as u64);
@@ -395,5 +475,28 @@ mod tests {
                 "tag {tag}"
             );
         }
+    }
+
+    /// Without the `zstd` feature a Zstandard block is refused as unsupported, not as
+    /// damage, once its checksum holds; a damaged one is still a checksum error.
+    #[cfg(not(feature = "zstd"))]
+    #[test]
+    fn zstd_blocks_need_the_feature() {
+        let mut body = Vec::new();
+        put_vlq(&mut body, 400);
+        body.extend_from_slice(b"some frame");
+        let stored = forge(Compression::Zstd.as_u8(), &body);
+        let err = super::unseal(&stored, Path::new("t.sst"), 77).unwrap_err();
+        assert!(
+            matches!(&err, Error::FeatureDisabled { feature: "zstd", what } if what.contains("t.sst")),
+            "{err:?}"
+        );
+        let mut bad = stored.clone();
+        bad[0] ^= 1;
+        assert!(matches!(unseal(&bad), Err(Reason::Checksum { .. })));
+        assert!(matches!(
+            Compressor::new(Compression::Zstd, 3, Path::new("t.sst")),
+            Err(Error::FeatureDisabled { .. })
+        ));
     }
 }

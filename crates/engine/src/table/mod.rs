@@ -143,6 +143,7 @@ impl TableOptions {
                 self.bloom_bits_per_key
             )));
         }
+        #[cfg(feature = "zstd")]
         if self.compression == Compression::Zstd
             && !zstd::compression_level_range().contains(&self.zstd_level)
         {
@@ -151,6 +152,13 @@ impl TableOptions {
                 self.zstd_level,
                 zstd::compression_level_range()
             )));
+        }
+        #[cfg(not(feature = "zstd"))]
+        if self.compression == Compression::Zstd {
+            return Err(Error::invalid(
+                "table compression Zstd needs the cairn crate's \"zstd\" feature, which this \
+                 build was compiled without",
+            ));
         }
         Ok(())
     }

@@ -142,7 +142,7 @@ fn read_block(file: &dyn ReadableFile, path: &Path, handle: BlockHandle) -> Resu
     let read = |stored: &mut Vec<u8>| {
         stored.resize(len, 0);
         read_exact_at(file, handle.offset, stored)?;
-        unseal(stored).map_err(|r| corrupt(path, handle.offset, r))
+        unseal(stored, path, handle.offset)
     };
     if len > SCRATCH_MAX {
         return read(&mut Vec::new());
@@ -610,6 +610,6 @@ impl Reader {
         let stored = ra
             .slice(handle.offset, stored_len)
             .ok_or_else(|| corrupt(&self.path, handle.offset, Reason::Truncated))?;
-        unseal(stored).map_err(|r| corrupt(&self.path, handle.offset, r))
+        unseal(stored, &self.path, handle.offset)
     }
 }

@@ -31,6 +31,11 @@ pub const CASES: [&str; 13] = [
     "addr64_hash32",
 ];
 
+/// Whether this build reads vector `case`: the Zstandard ones need the `zstd` feature.
+pub fn readable(case: &str) -> bool {
+    cfg!(feature = "zstd") || !case.starts_with("zstd")
+}
+
 pub fn path(case: &str, ext: &str) -> PathBuf {
     vectors_dir().join(format!("{case}.{ext}"))
 }

@@ -43,6 +43,11 @@ pub const ALL: [&str; 13] = [
     "addr64_hash32",
 ];
 
+/// Whether this build reads vector `case`: the Zstandard ones need the `zstd` feature.
+pub fn readable(case: &str) -> bool {
+    cfg!(feature = "zstd") || !case.starts_with("zstd")
+}
+
 /// Vectors small enough to damage at every byte (covering none / snappy / zstd, 32- and
 /// 64-bit hashes, deletes and binary keys).
 pub const SMALL: [&str; 6] = [

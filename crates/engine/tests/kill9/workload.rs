@@ -123,23 +123,21 @@ impl Crash {
 /// [`value`]) are separated into the value log, so kills also land between a blob append
 /// and its log record, in blob syncs and rotations, and in value-log GC.
 pub(crate) fn options(mode: Mode) -> Options {
-    Options {
-        blob_threshold: Some(512),
-        blob_file_size: 64 << 10,
-        durability: mode.durability(),
-        memtable_size: 32 << 10,
-        max_immutable_memtables: 2,
-        block_cache_size: 1 << 20,
-        block_size: 1024,
-        l0_compaction_trigger: 2,
-        l0_slowdown_trigger: 6,
-        l0_stop_trigger: 10,
-        level1_size: 64 << 10,
-        level_size_multiplier: 4,
-        table_size: 32 << 10,
-        background_threads: 2,
-        ..Options::default()
-    }
+    Options::default()
+        .blob_threshold(Some(512))
+        .blob_file_size(64 << 10)
+        .durability(mode.durability())
+        .memtable_size(32 << 10)
+        .max_immutable_memtables(2)
+        .block_cache_size(1 << 20)
+        .block_size(1024)
+        .l0_compaction_trigger(2)
+        .l0_slowdown_trigger(6)
+        .l0_stop_trigger(10)
+        .level1_size(64 << 10)
+        .level_size_multiplier(4)
+        .table_size(32 << 10)
+        .background_threads(2)
 }
 
 /// splitmix64.

@@ -38,20 +38,18 @@ pub fn disk_tempdir() -> tempfile::TempDir {
 /// Options with a memtable of `memtable` bytes, blocks of `block` bytes and levels small
 /// enough that every few kilobytes of writes cause a flush and a compaction.
 pub fn tiny(memtable: usize, block: usize) -> Options {
-    Options {
-        durability: Durability::Buffered,
-        memtable_size: memtable,
-        block_size: block,
-        restart_interval: 1,
-        l0_compaction_trigger: 2,
-        level1_size: 4 << 10,
-        level_size_multiplier: 2,
-        table_size: 4 << 10,
-        block_cache_size: 64 << 10,
-        compression: Compression::Lz4,
-        bloom_bits_per_key: 10,
-        ..Options::default()
-    }
+    Options::default()
+        .durability(Durability::Buffered)
+        .memtable_size(memtable)
+        .block_size(block)
+        .restart_interval(1)
+        .l0_compaction_trigger(2)
+        .level1_size(4 << 10)
+        .level_size_multiplier(2)
+        .table_size(4 << 10)
+        .block_cache_size(64 << 10)
+        .compression(Compression::Lz4)
+        .bloom_bits_per_key(10)
 }
 
 /// Every pair an iterator yields, failing the test on an error.

@@ -24,15 +24,13 @@ pub struct CairnStore {
 impl CairnStore {
     /// Creates the store in `dir`.
     pub fn open(dir: &Path, config: Config) -> anyhow::Result<CairnStore> {
-        let options = Options {
-            durability: Durability::Buffered,
-            block_cache_size: config.cache_bytes,
-            blob_threshold: Some(4 << 10),
-            memtable_size: config
-                .cairn_memtable_bytes
-                .unwrap_or(Options::default().memtable_size),
-            ..Options::default()
-        };
+        let mut options = Options::default()
+            .durability(Durability::Buffered)
+            .block_cache_size(config.cache_bytes)
+            .blob_threshold(Some(4 << 10));
+        if let Some(bytes) = config.cairn_memtable_bytes {
+            options.memtable_size = bytes;
+        }
         let db = Db::open(dir, options)?;
         let ks = db.keyspace("bench")?;
         Ok(CairnStore { db, ks })

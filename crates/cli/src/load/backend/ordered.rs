@@ -26,10 +26,7 @@ impl Ordered {
     /// The engine's error; `dir` holds other files and no store.
     pub fn open(dir: &Path, durability: Durability) -> CliResult<Ordered> {
         crate::store::check_creatable(dir)?;
-        let options = Options {
-            durability,
-            ..Options::default()
-        };
+        let options = Options::default().durability(durability);
         let db = Db::open(dir, options)?;
         let ks = db.keyspace(DEFAULT_KEYSPACE)?;
         Ok(Ordered { db, ks })
