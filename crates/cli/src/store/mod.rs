@@ -170,12 +170,33 @@ pub fn stored_options(path: &Path) -> CliResult<Options> {
 /// opens in place (`Db::open_pack`).
 pub fn open_read(path: &Path) -> CliResult<Db> {
     if path.is_file() {
+        // A file that does not start as a pack does is no store (exit 1, as `verify`
+        // says), not a damaged pack (exit 3).
+        if !starts_as_pack(path) {
+            return Err(no_store(path));
+        }
         return Db::open_pack(path, Options::default()).map_err(|e| open_error(path, e));
     }
     if !path.join("CURRENT").exists() {
         return Err(no_store(path));
     }
     Db::open_read_only(path, Options::default()).map_err(|e| open_error(path, e))
+}
+
+/// The first bytes of a pack file, its header's magic (crates/engine/src/pack/FORMAT.md).
+const PACK_MAGIC: &[u8; 4] = b"CPAK";
+
+/// False if the file at `path` is readable and does not begin with [`PACK_MAGIC`]; a file
+/// that cannot be read is left to the pack open to report.
+fn starts_as_pack(path: &Path) -> bool {
+    let mut magic = [0u8; 4];
+    match std::fs::File::open(path) {
+        Ok(mut file) => match io::Read::read_exact(&mut file, &mut magic) {
+            Ok(()) => &magic == PACK_MAGIC,
+            Err(e) => e.kind() != io::ErrorKind::UnexpectedEof,
+        },
+        Err(_) => true,
+    }
 }
 
 /// An open's error, with a hint to salvage when the log is damaged.
