@@ -9,7 +9,8 @@ use cairn::{EntryOptions, Meta};
 
 use crate::errors::{CliError, CliResult, EXIT_NOT_FOUND, EXIT_OK};
 
-use super::{arg_bytes, close, existing_keyspace, open, open_read, KeyspaceArg};
+use super::fields;
+use super::{arg_bytes, close, existing_keyspace, open, open_read, print_json, KeyspaceArg};
 use crate::hexfmt;
 
 /// Set a key to a value (creates the store and the keyspace if missing)
@@ -83,6 +84,9 @@ pub fn put(args: &PutArgs, _out: &mut dyn Write) -> CliResult<u8> {
 
 /// Print the value of a key: raw bytes on standard output, no newline
 ///
+/// With --json, one JSON object instead: what `head` prints (key, value_len, tag,
+/// meta_b64, seqno, expires_at, separated) and the value, as "value" if it is UTF-8,
+/// else "value_b64" (standard base64), the encoding of `scan` and `dump`.
 /// Exit status: 0 found, 2 not found, 1 error, 3 corruption. With --hex, KEY is hex.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -97,12 +101,27 @@ pub struct GetArgs {
     /// KEY is hex.
     #[arg(long)]
     hex: bool,
+    /// Print the entry (value and attributes) as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn get(args: &GetArgs, out: &mut dyn Write) -> CliResult<u8> {
     let key = arg_bytes("key", &args.key, args.hex)?;
     let db = open_read(&args.store)?;
     let ks = existing_keyspace(&db, &args.ks.keyspace)?;
+    if args.json {
+        // One snapshot, so the attributes are those of the value read.
+        let snapshot = db.snapshot();
+        let (Some(head), Some(value)) = (ks.head_at(&key, &snapshot)?, ks.get_at(&key, &snapshot)?)
+        else {
+            return Ok(EXIT_NOT_FOUND);
+        };
+        let mut obj = fields::head(&key, &head);
+        fields::insert_bytes(&mut obj, "value", &value);
+        print_json(out, obj)?;
+        return Ok(EXIT_OK);
+    }
     match ks.get(&key)? {
         Some(value) => {
             out.write_all(&value).map_err(CliError::Output)?;
@@ -112,9 +131,12 @@ pub fn get(args: &GetArgs, out: &mut dyn Write) -> CliResult<u8> {
     }
 }
 
-/// Print a key's attributes as one JSON object: value_len, tag, meta (hex), seqno,
-/// expires_at (Unix ms or null), separated; the value itself is not read
+/// Print a key's attributes as one JSON object; the value itself is not read
 ///
+/// Fields: key (or key_b64), value_len, tag (0: none), meta_b64 (left out when there is
+/// no metadata), seqno, expires_at (Unix ms, null: never) and separated. Keys and
+/// metadata are encoded as `scan` and `dump` encode them: a key that is not UTF-8 as
+/// "key_b64", metadata always as "meta_b64" (standard base64).
 /// Exit status: 0 found, 2 not found, 1 error, 3 corruption.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -138,17 +160,7 @@ pub fn head(args: &HeadArgs, out: &mut dyn Write) -> CliResult<u8> {
     let Some(head) = ks.head(&key)? else {
         return Ok(EXIT_NOT_FOUND);
     };
-    let mut meta = Vec::new();
-    hexfmt::push_hex(&mut meta, &head.meta);
-    let json = serde_json::json!({
-        "value_len": head.value_len,
-        "tag": head.tag,
-        "meta": String::from_utf8_lossy(&meta),
-        "seqno": head.seqno,
-        "expires_at": head.expires_at,
-        "separated": head.separated,
-    });
-    writeln!(out, "{json}").map_err(CliError::Output)?;
+    print_json(out, fields::head(&key, &head))?;
     Ok(EXIT_OK)
 }
 

@@ -19,6 +19,7 @@
 mod admin;
 mod contents;
 mod counters;
+mod fields;
 mod kv;
 mod ops;
 mod scan;
@@ -31,6 +32,7 @@ use std::path::Path;
 
 use cairn::{Db, Keyspace, Options, DEFAULT_KEYSPACE};
 use clap::Subcommand;
+use serde_json::Value;
 
 use crate::errors::{CliError, CliResult};
 use crate::hexfmt;
@@ -232,6 +234,11 @@ pub fn arg_bytes(what: &str, raw: &OsStr, hex: bool) -> CliResult<Vec<u8>> {
 /// Like [`arg_bytes`] for an optional argument.
 pub fn opt_bytes(what: &str, raw: Option<&OsString>, hex: bool) -> CliResult<Option<Vec<u8>>> {
     raw.map(|r| arg_bytes(what, r, hex)).transpose()
+}
+
+/// Prints `value` as one line of JSON (the output of a command's `--json`).
+pub fn print_json(out: &mut dyn Write, value: impl Into<Value>) -> CliResult<()> {
+    writeln!(out, "{}", value.into()).map_err(CliError::Output)
 }
 
 /// An engine error from writing to standard output: a closed pipe becomes the quiet
