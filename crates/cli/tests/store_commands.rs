@@ -21,15 +21,6 @@ fn put(store: &Path, args: &[&str]) {
     ok(&run(&all));
 }
 
-/// The JSON objects of JSON-lines output.
-fn json_lines(out: &[u8]) -> Vec<Value> {
-    std::str::from_utf8(out)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 fn keys(lines: &[Value]) -> Vec<String> {
     lines
         .iter()

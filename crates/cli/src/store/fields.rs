@@ -51,6 +51,15 @@ pub fn head(key: &[u8], head: &Head) -> Object {
     obj
 }
 
+/// The start of the object the `--json` of a command that writes one thing prints: the
+/// keyspace and the write's seqno.
+pub fn written(keyspace: &str, seqno: u64) -> Object {
+    let mut obj = Object::new();
+    obj.insert("keyspace".to_string(), Value::from(keyspace));
+    obj.insert("seqno".to_string(), Value::from(seqno));
+    obj
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {

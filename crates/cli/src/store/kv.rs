@@ -6,10 +6,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use cairn::{EntryOptions, Meta};
+use serde_json::Value;
 
 use crate::errors::{CliError, CliResult, EXIT_NOT_FOUND, EXIT_OK};
 
-use super::fields;
+use super::fields::{self, written};
 use super::{arg_bytes, close, existing_keyspace, open, open_read, print_json, KeyspaceArg};
 use crate::hexfmt;
 
@@ -20,6 +21,8 @@ use crate::hexfmt;
 /// read from standard input (its bytes as they are, or hex text with --hex; store the
 /// one-byte value `-` with `--hex 2d`). A store is created only in a
 /// new or empty directory: one holding other files and no store is refused (exit 1).
+/// Prints nothing, or with --json one object: keyspace, key (or key_b64), value_len and
+/// the write's seqno.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct PutArgs {
@@ -45,9 +48,12 @@ pub struct PutArgs {
     /// Application metadata, hex (at most 4 KiB).
     #[arg(long, value_name = "HEX")]
     meta: Option<String>,
+    /// Print what was written as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
-pub fn put(args: &PutArgs, _out: &mut dyn Write) -> CliResult<u8> {
+pub fn put(args: &PutArgs, out: &mut dyn Write) -> CliResult<u8> {
     let key = arg_bytes("key", &args.key, args.hex)?;
     let value = if args.value == "-" {
         let mut raw = Vec::new();
@@ -78,7 +84,15 @@ pub fn put(args: &PutArgs, _out: &mut dyn Write) -> CliResult<u8> {
     let db = open(&args.store, true)?;
     db.keyspace(&args.ks.keyspace)?
         .insert_entry(&key, &value, &options)?;
+    // This process holds the store's lock: the last seqno is this write's.
+    let seqno = db.last_seqno();
     close(db)?;
+    if args.json {
+        let mut obj = written(&args.ks.keyspace, seqno);
+        fields::insert_bytes(&mut obj, "key", &key);
+        obj.insert("value_len".to_string(), Value::from(value.len()));
+        print_json(out, obj)?;
+    }
     Ok(EXIT_OK)
 }
 
@@ -169,6 +183,8 @@ pub fn head(args: &HeadArgs, out: &mut dyn Write) -> CliResult<u8> {
 /// `delete STORE KEY`, `delete STORE --prefix P`, or `delete STORE --range A B` (A
 /// included, B excluded). A prefix or range is one write, a range tombstone, however many
 /// keys it covers. The removal is durable (fsynced) when the command returns.
+/// Prints nothing, or with --json one object: keyspace, the write's seqno, and key,
+/// prefix, or from and to (each as key_b64, prefix_b64, ... when not UTF-8).
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct DeleteArgs {
@@ -194,12 +210,15 @@ pub struct DeleteArgs {
     range: Option<Vec<OsString>>,
     #[command(flatten)]
     ks: KeyspaceArg,
-    /// KEY is hex.
+    /// KEY, P, A and B are hex.
     #[arg(long)]
     hex: bool,
+    /// Print what was removed as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
-pub fn delete(args: &DeleteArgs, _out: &mut dyn Write) -> CliResult<u8> {
+pub fn delete(args: &DeleteArgs, out: &mut dyn Write) -> CliResult<u8> {
     enum What {
         Key(Vec<u8>),
         Prefix(Vec<u8>),
@@ -219,12 +238,26 @@ pub fn delete(args: &DeleteArgs, _out: &mut dyn Write) -> CliResult<u8> {
     };
     let db = open(&args.store, false)?;
     let ks = existing_keyspace(&db, &args.ks.keyspace)?;
-    match what {
-        What::Key(k) => ks.remove(&k)?,
-        What::Prefix(p) => ks.remove_prefix(&p)?,
+    match &what {
+        What::Key(k) => ks.remove(k)?,
+        What::Prefix(p) => ks.remove_prefix(p)?,
         What::Range(a, b) => ks.remove_range(a.as_slice()..b.as_slice())?,
     }
+    // This process holds the store's lock: the last seqno is this removal's.
+    let seqno = db.last_seqno();
     drop(ks);
     close(db)?;
+    if args.json {
+        let mut obj = written(&args.ks.keyspace, seqno);
+        match &what {
+            What::Key(k) => fields::insert_bytes(&mut obj, "key", k),
+            What::Prefix(p) => fields::insert_bytes(&mut obj, "prefix", p),
+            What::Range(a, b) => {
+                fields::insert_bytes(&mut obj, "from", a);
+                fields::insert_bytes(&mut obj, "to", b);
+            }
+        }
+        print_json(out, obj)?;
+    }
     Ok(EXIT_OK)
 }
