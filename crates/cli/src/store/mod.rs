@@ -3,7 +3,8 @@
 //!
 //! One module per command group: `kv` (put, get, head, delete), `scan`, `counters` (incr,
 //! count), `transfer` (dump, restore, export, import), `admin` (info, backup, verify,
-//! salvage, pack, unpack).
+//! salvage, pack, unpack), `ops` (keyspaces, drop-keyspace, flush, compact), `stats`.
+//! `fields` encodes keys, values and metadata in the JSON every command prints.
 //! This module holds what they share: the `--keyspace`/`--hex` arguments, opening the
 //! store, and turning engine output errors into quiet broken-pipe exits; `contents` tells
 //! what a store path holds.
@@ -23,6 +24,7 @@ mod fields;
 mod kv;
 mod ops;
 mod scan;
+mod stats;
 mod transfer;
 
 use std::ffi::{OsStr, OsString};
@@ -62,6 +64,7 @@ pub enum StoreCommand {
     Dump(transfer::DumpArgs),
     Restore(transfer::RestoreArgs),
     Info(admin::InfoArgs),
+    Stats(stats::Args),
     Pack(admin::PackArgs),
     Unpack(admin::UnpackArgs),
 }
@@ -88,6 +91,7 @@ pub fn run(command: StoreCommand, out: &mut dyn Write) -> CliResult<u8> {
         StoreCommand::Dump(a) => transfer::dump(&a, out),
         StoreCommand::Restore(a) => transfer::restore(&a, out),
         StoreCommand::Info(a) => admin::info(&a, out),
+        StoreCommand::Stats(a) => stats::run(&a, out),
         StoreCommand::Pack(a) => admin::pack(&a, out),
         StoreCommand::Unpack(a) => admin::unpack(&a, out),
     }
