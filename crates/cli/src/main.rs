@@ -19,6 +19,7 @@ mod hexfmt;
 mod load;
 mod plural;
 mod progress;
+mod sizes;
 mod sparkey;
 mod store;
 
@@ -53,7 +54,7 @@ enum Command {
     Demo(demo::DemoArgs),
     Load(load::Args),
     /// The ordered store: put, get, head, delete, scan, incr, count, backup, verify,
-    /// salvage, export, import, dump, restore, info.
+    /// salvage, export, import, dump, restore, info, stats.
     #[command(flatten)]
     Store(store::StoreCommand),
 }

@@ -223,6 +223,12 @@ fn counts_agree_with_their_nouns() {
     assert!(info.contains("default (id 0): 1 table, "), "{info}");
     assert!(info.contains("L0: 1 table, "), "{info}");
     all += &info;
+    let stats = String::from_utf8(ok(&run(&["stats", s(&store)]))).unwrap();
+    assert!(
+        stats.contains("tables           1 table (L0 1)\n"),
+        "{stats}"
+    );
+    all += &stats;
     let verify = String::from_utf8(ok(&run(&["verify", s(&store)]))).unwrap();
     assert!(verify.contains(" 1 item\n"), "{verify}");
     assert!(verify.ends_with(" files checked, 0 problems\n"), "{verify}");

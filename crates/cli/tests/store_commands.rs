@@ -21,15 +21,6 @@ fn put(store: &Path, args: &[&str]) {
     ok(&run(&all));
 }
 
-/// The JSON objects of JSON-lines output.
-fn json_lines(out: &[u8]) -> Vec<Value> {
-    std::str::from_utf8(out)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 fn keys(lines: &[Value]) -> Vec<String> {
     lines
         .iter()
@@ -271,9 +262,11 @@ fn put_attributes_and_head() {
     let head = json_lines(&ok(&run(&["head", s(&store), "k"])));
     assert_eq!(head.len(), 1);
     let h = &head[0];
+    assert_eq!(h["key"], "k");
     assert_eq!(h["value_len"], 5);
     assert_eq!(h["tag"], 3);
-    assert_eq!(h["meta"], "0aff");
+    assert_eq!(h["meta_b64"], "Cv8=");
+    assert!(h.get("meta").is_none(), "{h}");
     assert!(h["seqno"].as_u64().unwrap() >= 1);
     let expires = h["expires_at"].as_u64().unwrap();
     let now_ms = std::time::SystemTime::now()
@@ -288,10 +281,9 @@ fn put_attributes_and_head() {
     // A plain put has no attributes; head of a missing key exits 2.
     put(&store, &["p", "v"]);
     let plain = &json_lines(&ok(&run(&["head", s(&store), "p"])))[0];
-    assert_eq!(
-        (plain["tag"].as_u64(), plain["meta"].as_str()),
-        (Some(0), Some(""))
-    );
+    assert_eq!(plain["tag"], 0);
+    // No metadata: the field is left out, as scan and dump leave it out.
+    assert!(plain.get("meta_b64").is_none(), "{plain}");
     assert!(plain["expires_at"].is_null());
     assert_eq!(code(&run(&["head", s(&store), "nope"])), 2);
     // A zero ttl expires at once: the key reads as absent and hides its old value.
@@ -613,4 +605,60 @@ fn operator_commands_and_values_from_stdin() {
     let after = keys(&json_lines(&ok(&run(&["scan", s(&store), "--keys-only"]))));
     assert_eq!(after, left);
     ok(&run(&["verify", s(&store)]));
+}
+
+/// `head`, `get --json`, `scan` and `dump` encode one entry the same way: a key that is
+/// not UTF-8 as "key_b64", metadata as "meta_b64", a value that is not UTF-8 as
+/// "value_b64" (standard base64).
+#[test]
+fn head_get_scan_and_dump_agree_on_binary_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    // Key ff 00 6b, value 80 81, metadata 0a ff; and a text key with a text value.
+    put(
+        &store,
+        &["--hex", "ff006b", "8081", "--tag", "4", "--meta", "0aff"],
+    );
+    put(&store, &["text", "hello"]);
+
+    let head = &json_lines(&ok(&run(&["head", s(&store), "--hex", "ff006b"])))[0];
+    let got = &json_lines(&ok(&run(&["get", s(&store), "--hex", "ff006b", "--json"])))[0];
+    let scanned = json_lines(&ok(&run(&["scan", s(&store)])));
+    let dumped = json_lines(&ok(&run(&["dump", s(&store)])));
+    assert_eq!(scanned.len(), 2);
+    assert_eq!(scanned, dumped, "a dump of the default keyspace is a scan");
+    let (scan, scan_text) = (&scanned[1], &scanned[0]);
+    assert_eq!(scan_text["key"], "text");
+
+    for (what, v) in [("head", head), ("get", got), ("scan", scan)] {
+        assert_eq!(v["key_b64"], "/wBr", "{what}: {v}");
+        assert!(v.get("key").is_none(), "{what}: {v}");
+        assert_eq!(v["meta_b64"], "Cv8=", "{what}: {v}");
+        assert!(v.get("meta").is_none(), "{what}: {v}");
+        assert_eq!(v["tag"], 4, "{what}: {v}");
+    }
+    for (what, v) in [("get", got), ("scan", scan)] {
+        assert_eq!(v["value_b64"], "gIE=", "{what}: {v}");
+        assert!(v.get("value").is_none(), "{what}: {v}");
+    }
+    // head and get --json carry the same attributes; get adds the value.
+    let mut without_value = got.as_object().unwrap().clone();
+    without_value.remove("value_b64");
+    assert_eq!(&Value::Object(without_value), head);
+    assert_eq!(head["value_len"], 2);
+    assert_eq!(head["separated"], false);
+    assert!(head["expires_at"].is_null());
+    let seqno = head["seqno"].as_u64().unwrap();
+    assert_eq!(seqno, 1, "{head}");
+
+    let text = &json_lines(&ok(&run(&["get", s(&store), "text", "--json"])))[0];
+    assert_eq!(text["key"], "text");
+    assert_eq!(text["value"], "hello");
+    assert_eq!(text["value_len"], 5);
+    assert_eq!(text["seqno"], 2);
+    assert!(text.get("meta_b64").is_none(), "{text}");
+    // Not found: exit 2 and nothing printed, as without --json.
+    let missing = run(&["get", s(&store), "nope", "--json"]);
+    assert_eq!(code(&missing), 2);
+    assert!(missing.stdout.is_empty());
 }

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use crate::errors::{CliError, CliResult, EXIT_CORRUPTION, EXIT_OK};
 use crate::plural::{count, plural};
 
-use super::{close, no_store, open_read, Contents};
+use super::{close, no_store, open_read, print_json, Contents};
 
 /// Describe a store: keyspaces, levels, tables and sizes, seqnos, WAL files, options
 ///
@@ -197,18 +197,41 @@ pub fn info(args: &InfoArgs, out: &mut dyn Write) -> CliResult<u8> {
 }
 
 /// Copy a consistent snapshot of the store to DEST (a new directory)
+///
+/// Prints what was copied; with --json, one object: seqno, dest, tables, wal_files,
+/// files_linked, bytes_linked, files_copied, bytes_copied.
 #[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
 pub struct BackupArgs {
     /// The store directory.
     store: PathBuf,
     /// Where to write the backup (must not exist).
     dest: PathBuf,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn backup(args: &BackupArgs, out: &mut dyn Write) -> CliResult<u8> {
     let db = open_read(&args.store)?;
     let info = db.backup(&args.dest)?;
     close(db)?;
+    if args.json {
+        print_json(
+            out,
+            json!({
+                "seqno": info.seqno,
+                "dest": args.dest.display().to_string(),
+                "tables": info.tables,
+                "wal_files": info.wal_files,
+                "files_linked": info.files_linked,
+                "bytes_linked": info.bytes_linked,
+                "files_copied": info.files_copied,
+                "bytes_copied": info.bytes_copied,
+            }),
+        )?;
+        return Ok(EXIT_OK);
+    }
     writeln!(
         out,
         "backup of seqno {} in {}: {}, {}; {} linked ({} bytes), {} copied ({} bytes)",
@@ -231,11 +254,17 @@ pub fn backup(args: &BackupArgs, out: &mut dyn Write) -> CliResult<u8> {
 /// Lists each file checked, then every problem found.
 /// Exit status: 0 intact, 3 damage found, 1 error (also for a path that holds no store
 /// at all: no CURRENT and no other store file). Store files without CURRENT are damage.
+/// With --json, one object: store, clean, files_checked, files (name, kind, bytes,
+/// items), unreferenced, notes and problems (message, and kind, file, offset, reason
+/// for damage; null where the problem is not damage at a place).
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct VerifyArgs {
     /// The store directory.
     store: PathBuf,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn verify(args: &VerifyArgs, out: &mut dyn Write) -> CliResult<u8> {
@@ -254,6 +283,15 @@ pub fn verify(args: &VerifyArgs, out: &mut dyn Write) -> CliResult<u8> {
         }
         other => CliError::Engine(other),
     })?;
+    let code = if report.is_clean() {
+        EXIT_OK
+    } else {
+        EXIT_CORRUPTION
+    };
+    if args.json {
+        print_json(out, verify_json(&args.store, &report))?;
+        return Ok(code);
+    }
     let mut text = String::new();
     for f in &report.files {
         text.push_str(&format!(
@@ -280,10 +318,38 @@ pub fn verify(args: &VerifyArgs, out: &mut dyn Write) -> CliResult<u8> {
         count(report.problems.len(), "problem", "problems")
     ));
     out.write_all(text.as_bytes()).map_err(CliError::Output)?;
-    Ok(if report.is_clean() {
-        EXIT_OK
-    } else {
-        EXIT_CORRUPTION
+    Ok(code)
+}
+
+/// The JSON form of a verify report (the facts of the text, one object).
+fn verify_json(store: &Path, report: &cairn::VerifyReport) -> Value {
+    let files: Vec<Value> = report
+        .files
+        .iter()
+        .map(|f| json!({"name": f.name, "kind": f.kind.to_string(), "bytes": f.bytes, "items": f.items}))
+        .collect();
+    let problems: Vec<Value> = report
+        .problems
+        .iter()
+        .map(|e| {
+            let c = e.as_corruption();
+            json!({
+                "message": e.to_string(),
+                "kind": c.map(|c| c.file.to_string()),
+                "file": c.map(|c| c.path.display().to_string()),
+                "offset": c.map(|c| c.offset),
+                "reason": c.map(|c| c.reason.to_string()),
+            })
+        })
+        .collect();
+    json!({
+        "store": store.display().to_string(),
+        "clean": report.is_clean(),
+        "files_checked": report.files.len() + report.problems.len(),
+        "files": files,
+        "unreferenced": report.unreferenced,
+        "notes": report.notes,
+        "problems": problems,
     })
 }
 
@@ -393,6 +459,7 @@ fn cause_name(cause: LossCause) -> &'static str {
 /// The pack holds every file of the checkpoint with a CRC32C each, and a checksummed
 /// directory. The store is opened read-only: it may be open in another process, and the
 /// pack holds every write acknowledged when the command started.
+/// With --json, one object: seqno, file, files, member_bytes, file_bytes.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct PackArgs {
@@ -400,6 +467,9 @@ pub struct PackArgs {
     store: PathBuf,
     /// The pack file to write (must not exist).
     file: PathBuf,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn pack(args: &PackArgs, out: &mut dyn Write) -> CliResult<u8> {
@@ -408,6 +478,19 @@ pub fn pack(args: &PackArgs, out: &mut dyn Write) -> CliResult<u8> {
     let db = open_read(&args.store)?;
     let info = db.pack(&args.file)?;
     db.close()?;
+    if args.json {
+        print_json(
+            out,
+            json!({
+                "seqno": info.seqno,
+                "file": args.file.display().to_string(),
+                "files": info.members,
+                "member_bytes": info.member_bytes,
+                "file_bytes": info.file_bytes,
+            }),
+        )?;
+        return Ok(EXIT_OK);
+    }
     writeln!(
         out,
         "packed seqno {}: {}, {} bytes into {} ({} bytes)",
@@ -424,6 +507,7 @@ pub fn pack(args: &PackArgs, out: &mut dyn Write) -> CliResult<u8> {
 /// Restore a pack file into a new store directory
 ///
 /// Every byte of the pack is checked before anything is written.
+/// With --json, one object: seqno, file, dest, files, member_bytes.
 /// Exit status: 0 ok, 3 the pack is damaged, 1 error.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -432,10 +516,26 @@ pub struct UnpackArgs {
     file: PathBuf,
     /// The store directory to create (must not exist).
     dest: PathBuf,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn unpack(args: &UnpackArgs, out: &mut dyn Write) -> CliResult<u8> {
     let info = cairn::pack::unpack(&args.file, &args.dest)?;
+    if args.json {
+        print_json(
+            out,
+            json!({
+                "seqno": info.seqno,
+                "file": args.file.display().to_string(),
+                "dest": args.dest.display().to_string(),
+                "files": info.members,
+                "member_bytes": info.member_bytes,
+            }),
+        )?;
+        return Ok(EXIT_OK);
+    }
     writeln!(
         out,
         "unpacked seqno {}: {}, {} bytes into {}",

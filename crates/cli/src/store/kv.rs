@@ -6,10 +6,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use cairn::{EntryOptions, Meta};
+use serde_json::Value;
 
 use crate::errors::{CliError, CliResult, EXIT_NOT_FOUND, EXIT_OK};
 
-use super::{arg_bytes, close, existing_keyspace, open, open_read, KeyspaceArg};
+use super::fields::{self, written};
+use super::{arg_bytes, close, existing_keyspace, open, open_read, print_json, KeyspaceArg};
 use crate::hexfmt;
 
 /// Set a key to a value (creates the store and the keyspace if missing)
@@ -19,6 +21,8 @@ use crate::hexfmt;
 /// read from standard input (its bytes as they are, or hex text with --hex; store the
 /// one-byte value `-` with `--hex 2d`). A store is created only in a
 /// new or empty directory: one holding other files and no store is refused (exit 1).
+/// Prints nothing, or with --json one object: keyspace, key (or key_b64), value_len and
+/// the write's seqno.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct PutArgs {
@@ -44,9 +48,12 @@ pub struct PutArgs {
     /// Application metadata, hex (at most 4 KiB).
     #[arg(long, value_name = "HEX")]
     meta: Option<String>,
+    /// Print what was written as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
-pub fn put(args: &PutArgs, _out: &mut dyn Write) -> CliResult<u8> {
+pub fn put(args: &PutArgs, out: &mut dyn Write) -> CliResult<u8> {
     let key = arg_bytes("key", &args.key, args.hex)?;
     let value = if args.value == "-" {
         let mut raw = Vec::new();
@@ -77,12 +84,23 @@ pub fn put(args: &PutArgs, _out: &mut dyn Write) -> CliResult<u8> {
     let db = open(&args.store, true)?;
     db.keyspace(&args.ks.keyspace)?
         .insert_entry(&key, &value, &options)?;
+    // This process holds the store's lock: the last seqno is this write's.
+    let seqno = db.last_seqno();
     close(db)?;
+    if args.json {
+        let mut obj = written(&args.ks.keyspace, seqno);
+        fields::insert_bytes(&mut obj, "key", &key);
+        obj.insert("value_len".to_string(), Value::from(value.len()));
+        print_json(out, obj)?;
+    }
     Ok(EXIT_OK)
 }
 
 /// Print the value of a key: raw bytes on standard output, no newline
 ///
+/// With --json, one JSON object instead: what `head` prints (key, value_len, tag,
+/// meta_b64, seqno, expires_at, separated) and the value, as "value" if it is UTF-8,
+/// else "value_b64" (standard base64), the encoding of `scan` and `dump`.
 /// Exit status: 0 found, 2 not found, 1 error, 3 corruption. With --hex, KEY is hex.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -97,12 +115,27 @@ pub struct GetArgs {
     /// KEY is hex.
     #[arg(long)]
     hex: bool,
+    /// Print the entry (value and attributes) as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn get(args: &GetArgs, out: &mut dyn Write) -> CliResult<u8> {
     let key = arg_bytes("key", &args.key, args.hex)?;
     let db = open_read(&args.store)?;
     let ks = existing_keyspace(&db, &args.ks.keyspace)?;
+    if args.json {
+        // One snapshot, so the attributes are those of the value read.
+        let snapshot = db.snapshot();
+        let (Some(head), Some(value)) = (ks.head_at(&key, &snapshot)?, ks.get_at(&key, &snapshot)?)
+        else {
+            return Ok(EXIT_NOT_FOUND);
+        };
+        let mut obj = fields::head(&key, &head);
+        fields::insert_bytes(&mut obj, "value", &value);
+        print_json(out, obj)?;
+        return Ok(EXIT_OK);
+    }
     match ks.get(&key)? {
         Some(value) => {
             out.write_all(&value).map_err(CliError::Output)?;
@@ -112,9 +145,12 @@ pub fn get(args: &GetArgs, out: &mut dyn Write) -> CliResult<u8> {
     }
 }
 
-/// Print a key's attributes as one JSON object: value_len, tag, meta (hex), seqno,
-/// expires_at (Unix ms or null), separated; the value itself is not read
+/// Print a key's attributes as one JSON object; the value itself is not read
 ///
+/// Fields: key (or key_b64), value_len, tag (0: none), meta_b64 (left out when there is
+/// no metadata), seqno, expires_at (Unix ms, null: never) and separated. Keys and
+/// metadata are encoded as `scan` and `dump` encode them: a key that is not UTF-8 as
+/// "key_b64", metadata always as "meta_b64" (standard base64).
 /// Exit status: 0 found, 2 not found, 1 error, 3 corruption.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -138,17 +174,7 @@ pub fn head(args: &HeadArgs, out: &mut dyn Write) -> CliResult<u8> {
     let Some(head) = ks.head(&key)? else {
         return Ok(EXIT_NOT_FOUND);
     };
-    let mut meta = Vec::new();
-    hexfmt::push_hex(&mut meta, &head.meta);
-    let json = serde_json::json!({
-        "value_len": head.value_len,
-        "tag": head.tag,
-        "meta": String::from_utf8_lossy(&meta),
-        "seqno": head.seqno,
-        "expires_at": head.expires_at,
-        "separated": head.separated,
-    });
-    writeln!(out, "{json}").map_err(CliError::Output)?;
+    print_json(out, fields::head(&key, &head))?;
     Ok(EXIT_OK)
 }
 
@@ -157,6 +183,8 @@ pub fn head(args: &HeadArgs, out: &mut dyn Write) -> CliResult<u8> {
 /// `delete STORE KEY`, `delete STORE --prefix P`, or `delete STORE --range A B` (A
 /// included, B excluded). A prefix or range is one write, a range tombstone, however many
 /// keys it covers. The removal is durable (fsynced) when the command returns.
+/// Prints nothing, or with --json one object: keyspace, the write's seqno, and key,
+/// prefix, or from and to (each as key_b64, prefix_b64, ... when not UTF-8).
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct DeleteArgs {
@@ -182,12 +210,15 @@ pub struct DeleteArgs {
     range: Option<Vec<OsString>>,
     #[command(flatten)]
     ks: KeyspaceArg,
-    /// KEY is hex.
+    /// KEY, P, A and B are hex.
     #[arg(long)]
     hex: bool,
+    /// Print what was removed as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
-pub fn delete(args: &DeleteArgs, _out: &mut dyn Write) -> CliResult<u8> {
+pub fn delete(args: &DeleteArgs, out: &mut dyn Write) -> CliResult<u8> {
     enum What {
         Key(Vec<u8>),
         Prefix(Vec<u8>),
@@ -207,12 +238,26 @@ pub fn delete(args: &DeleteArgs, _out: &mut dyn Write) -> CliResult<u8> {
     };
     let db = open(&args.store, false)?;
     let ks = existing_keyspace(&db, &args.ks.keyspace)?;
-    match what {
-        What::Key(k) => ks.remove(&k)?,
-        What::Prefix(p) => ks.remove_prefix(&p)?,
+    match &what {
+        What::Key(k) => ks.remove(k)?,
+        What::Prefix(p) => ks.remove_prefix(p)?,
         What::Range(a, b) => ks.remove_range(a.as_slice()..b.as_slice())?,
     }
+    // This process holds the store's lock: the last seqno is this removal's.
+    let seqno = db.last_seqno();
     drop(ks);
     close(db)?;
+    if args.json {
+        let mut obj = written(&args.ks.keyspace, seqno);
+        match &what {
+            What::Key(k) => fields::insert_bytes(&mut obj, "key", k),
+            What::Prefix(p) => fields::insert_bytes(&mut obj, "prefix", p),
+            What::Range(a, b) => {
+                fields::insert_bytes(&mut obj, "from", a);
+                fields::insert_bytes(&mut obj, "to", b);
+            }
+        }
+        print_json(out, obj)?;
+    }
     Ok(EXIT_OK)
 }

@@ -3,7 +3,8 @@
 //!
 //! One module per command group: `kv` (put, get, head, delete), `scan`, `counters` (incr,
 //! count), `transfer` (dump, restore, export, import), `admin` (info, backup, verify,
-//! salvage, pack, unpack).
+//! salvage, pack, unpack), `ops` (keyspaces, drop-keyspace, flush, compact), `stats`.
+//! `fields` encodes keys, values and metadata in the JSON every command prints.
 //! This module holds what they share: the `--keyspace`/`--hex` arguments, opening the
 //! store, and turning engine output errors into quiet broken-pipe exits; `contents` tells
 //! what a store path holds.
@@ -19,9 +20,11 @@
 mod admin;
 mod contents;
 mod counters;
+mod fields;
 mod kv;
 mod ops;
 mod scan;
+mod stats;
 mod transfer;
 
 use std::ffi::{OsStr, OsString};
@@ -31,6 +34,7 @@ use std::path::Path;
 
 use cairn::{Db, Keyspace, Options, DEFAULT_KEYSPACE};
 use clap::Subcommand;
+use serde_json::Value;
 
 use crate::errors::{CliError, CliResult};
 use crate::hexfmt;
@@ -60,6 +64,7 @@ pub enum StoreCommand {
     Dump(transfer::DumpArgs),
     Restore(transfer::RestoreArgs),
     Info(admin::InfoArgs),
+    Stats(stats::Args),
     Pack(admin::PackArgs),
     Unpack(admin::UnpackArgs),
 }
@@ -86,6 +91,7 @@ pub fn run(command: StoreCommand, out: &mut dyn Write) -> CliResult<u8> {
         StoreCommand::Dump(a) => transfer::dump(&a, out),
         StoreCommand::Restore(a) => transfer::restore(&a, out),
         StoreCommand::Info(a) => admin::info(&a, out),
+        StoreCommand::Stats(a) => stats::run(&a, out),
         StoreCommand::Pack(a) => admin::pack(&a, out),
         StoreCommand::Unpack(a) => admin::unpack(&a, out),
     }
@@ -170,12 +176,33 @@ pub fn stored_options(path: &Path) -> CliResult<Options> {
 /// opens in place (`Db::open_pack`).
 pub fn open_read(path: &Path) -> CliResult<Db> {
     if path.is_file() {
+        // A file that does not start as a pack does is no store (exit 1, as `verify`
+        // says), not a damaged pack (exit 3).
+        if !starts_as_pack(path) {
+            return Err(no_store(path));
+        }
         return Db::open_pack(path, Options::default()).map_err(|e| open_error(path, e));
     }
     if !path.join("CURRENT").exists() {
         return Err(no_store(path));
     }
     Db::open_read_only(path, Options::default()).map_err(|e| open_error(path, e))
+}
+
+/// The first bytes of a pack file, its header's magic (crates/engine/src/pack/FORMAT.md).
+const PACK_MAGIC: &[u8; 4] = b"CPAK";
+
+/// False if the file at `path` is readable and does not begin with [`PACK_MAGIC`]; a file
+/// that cannot be read is left to the pack open to report.
+fn starts_as_pack(path: &Path) -> bool {
+    let mut magic = [0u8; 4];
+    match std::fs::File::open(path) {
+        Ok(mut file) => match io::Read::read_exact(&mut file, &mut magic) {
+            Ok(()) => &magic == PACK_MAGIC,
+            Err(e) => e.kind() != io::ErrorKind::UnexpectedEof,
+        },
+        Err(_) => true,
+    }
 }
 
 /// An open's error, with a hint to salvage when the log is damaged.
@@ -211,6 +238,11 @@ pub fn arg_bytes(what: &str, raw: &OsStr, hex: bool) -> CliResult<Vec<u8>> {
 /// Like [`arg_bytes`] for an optional argument.
 pub fn opt_bytes(what: &str, raw: Option<&OsString>, hex: bool) -> CliResult<Option<Vec<u8>>> {
     raw.map(|r| arg_bytes(what, r, hex)).transpose()
+}
+
+/// Prints `value` as one line of JSON (the output of a command's `--json`).
+pub fn print_json(out: &mut dyn Write, value: impl Into<Value>) -> CliResult<()> {
+    writeln!(out, "{}", value.into()).map_err(CliError::Output)
 }
 
 /// An engine error from writing to standard output: a closed pipe becomes the quiet

@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::errors::{CliError, CliResult, EXIT_OK};
 use crate::plural::count;
 
-use super::{close, open, open_read};
+use super::{close, open, open_read, print_json};
 
 /// List the keyspaces of a store, with their table files and bytes
 ///
@@ -44,6 +44,9 @@ pub fn keyspaces(args: &KeyspacesArgs, out: &mut dyn Write) -> CliResult<u8> {
 }
 
 /// Drop a keyspace and all its data (the default keyspace cannot be dropped)
+///
+/// Prints nothing, or with --json one object: keyspace (the name) and bytes (its table
+/// files' bytes before the drop, as `keyspaces` lists them).
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct DropKeyspaceArgs {
@@ -51,27 +54,40 @@ pub struct DropKeyspaceArgs {
     store: PathBuf,
     /// The keyspace to drop.
     name: String,
+    /// Print what was dropped as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
-pub fn drop_keyspace(args: &DropKeyspaceArgs, _out: &mut dyn Write) -> CliResult<u8> {
+pub fn drop_keyspace(args: &DropKeyspaceArgs, out: &mut dyn Write) -> CliResult<u8> {
     let db = open(&args.store, false)?;
-    if db.get_keyspace(&args.name).is_none() {
+    let Some(ks) = db.get_keyspace(&args.name) else {
         return Err(CliError::msg(format!(
             "no keyspace named {:?} in the store",
             args.name
         )));
-    }
+    };
+    let bytes = ks.disk_size();
+    drop(ks);
     db.drop_keyspace(&args.name)?;
     close(db)?;
+    if args.json {
+        print_json(out, json!({"keyspace": args.name, "bytes": bytes}))?;
+    }
     Ok(EXIT_OK)
 }
 
 /// Flush every write still in the log into tables
+///
+/// Prints the last seqno flushed; with --json, one object: seqno.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct FlushArgs {
     /// The store directory.
     store: PathBuf,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn flush(args: &FlushArgs, out: &mut dyn Write) -> CliResult<u8> {
@@ -79,19 +95,27 @@ pub fn flush(args: &FlushArgs, out: &mut dyn Write) -> CliResult<u8> {
     db.flush()?;
     let last = db.last_seqno();
     close(db)?;
-    writeln!(out, "flushed through seqno {last}").map_err(CliError::Output)?;
+    if args.json {
+        print_json(out, json!({ "seqno": last }))?;
+    } else {
+        writeln!(out, "flushed through seqno {last}").map_err(CliError::Output)?;
+    }
     Ok(EXIT_OK)
 }
 
 /// Compact the whole store now: every keyspace into one level, every table rewritten
 ///
 /// Drops overwritten versions, tombstones and expired entries, then collects value-log
-/// garbage. Shows what it reclaimed.
+/// garbage. Shows what it reclaimed; with --json, one object: compactions,
+/// blob_files_removed, bytes_before and bytes_after (the store's bytes on disk).
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct CompactArgs {
     /// The store directory.
     store: PathBuf,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn compact(args: &CompactArgs, out: &mut dyn Write) -> CliResult<u8> {
@@ -103,6 +127,18 @@ pub fn compact(args: &CompactArgs, out: &mut dyn Write) -> CliResult<u8> {
     let reopened = open_read(&args.store)?;
     let after = reopened.disk_size()?;
     reopened.close()?;
+    if args.json {
+        return print_json(
+            out,
+            json!({
+                "compactions": runs,
+                "blob_files_removed": removed,
+                "bytes_before": before,
+                "bytes_after": after,
+            }),
+        )
+        .map(|()| EXIT_OK);
+    }
     writeln!(
         out,
         "{}, {} removed; {before} bytes before, {after} after",

@@ -11,13 +11,14 @@ use std::path::{Path, PathBuf};
 use cairn::hash::{IndexOptions, LogOptions, LogReader};
 use cairn::transfer::{self, ExportOptions, Format, ImportOptions, Progress, RestoreOptions};
 use clap::ValueEnum;
+use serde_json::json;
 
 use crate::errors::{CliError, CliResult, EXIT_OK};
 use crate::plural::count;
 use crate::progress;
 use crate::sparkey::options::{self, CompressionArg, HashSizeArg};
 
-use super::{close, existing_keyspace, open, open_read, output_error, KeyspaceArg};
+use super::{close, existing_keyspace, open, open_read, output_error, print_json, KeyspaceArg};
 
 /// `--format jsonl|cbor`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -87,6 +88,8 @@ pub fn dump(args: &DumpArgs, out: &mut dyn Write) -> CliResult<u8> {
 /// store the command created is removed again when it fails. Everything restored is
 /// durable when the command returns. A store is created only in a new or empty
 /// directory: one holding other files and no store is refused (exit 1).
+/// Prints the number of entries restored; with --json, one object: entries and
+/// input_bytes.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct RestoreArgs {
@@ -97,6 +100,9 @@ pub struct RestoreArgs {
     /// Input format.
     #[arg(long, value_enum, default_value_t = FormatArg::Jsonl)]
     format: FormatArg,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn restore(args: &RestoreArgs, out: &mut dyn Write) -> CliResult<u8> {
@@ -108,8 +114,15 @@ pub fn restore(args: &RestoreArgs, out: &mut dyn Write) -> CliResult<u8> {
             return Err(e);
         }
     };
-    writeln!(out, "restored {}", count(done.entries, "entry", "entries"))
-        .map_err(CliError::Output)?;
+    if args.json {
+        print_json(
+            out,
+            json!({"entries": done.entries, "input_bytes": done.bytes}),
+        )?;
+    } else {
+        writeln!(out, "restored {}", count(done.entries, "entry", "entries"))
+            .map_err(CliError::Output)?;
+    }
     Ok(EXIT_OK)
 }
 
@@ -220,6 +233,7 @@ impl Created {
 /// The files are written under temporary names and renamed into place only when both
 /// are complete and synced; existing files of those names are replaced. Keys and values
 /// only (Sparkey files carry no attributes). Read the result with `cairn sparkey get`.
+/// With --json, one object: keyspace, entries, bytes (of keys and values), log, index.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct ExportArgs {
@@ -241,6 +255,9 @@ pub struct ExportArgs {
     /// Hash width of the index.
     #[arg(long, value_enum, default_value_t = HashSizeArg::Auto)]
     hash_size: HashSizeArg,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn export(args: &ExportArgs, out: &mut dyn Write) -> CliResult<u8> {
@@ -260,6 +277,20 @@ pub fn export(args: &ExportArgs, out: &mut dyn Write) -> CliResult<u8> {
         &mut |p| bar.set_position(p.bytes),
     )?;
     bar.finish_and_clear();
+    if args.json {
+        let index = cairn::hash::index_path_for(&args.output).map(|p| p.display().to_string());
+        print_json(
+            out,
+            json!({
+                "keyspace": args.ks.keyspace,
+                "entries": done.entries,
+                "bytes": done.bytes,
+                "log": args.output.display().to_string(),
+                "index": index,
+            }),
+        )?;
+        return Ok(EXIT_OK);
+    }
     writeln!(
         out,
         "exported {} to {}",
@@ -276,6 +307,7 @@ pub fn export(args: &ExportArgs, out: &mut dyn Write) -> CliResult<u8> {
 /// Keys the log never mentions are
 /// kept. With --index, the index must belong to the log (checked before anything is
 /// written). Everything imported is durable when the command returns.
+/// With --json, one object: keyspace, puts, deletes, bytes (of keys and values applied).
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct ImportArgs {
@@ -289,6 +321,9 @@ pub struct ImportArgs {
     /// The log's index, checked to belong to it.
     #[arg(long, value_name = "FILE.spi")]
     index: Option<PathBuf>,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn import(args: &ImportArgs, out: &mut dyn Write) -> CliResult<u8> {
@@ -304,6 +339,18 @@ pub fn import(args: &ImportArgs, out: &mut dyn Write) -> CliResult<u8> {
     })?;
     bar.finish_and_clear();
     close(db)?;
+    if args.json {
+        print_json(
+            out,
+            json!({
+                "keyspace": args.ks.keyspace,
+                "puts": stats.puts,
+                "deletes": stats.deletes,
+                "bytes": stats.bytes,
+            }),
+        )?;
+        return Ok(EXIT_OK);
+    }
     writeln!(
         out,
         "imported {} and {} into keyspace {:?}",

@@ -1,5 +1,5 @@
 //! Helpers shared by the integration tests: running the `cairn` binary, finding the
-//! Sparkey test vectors, and hex.
+//! Sparkey test vectors, hex, and reading JSON output.
 
 #![allow(
     dead_code,
@@ -124,4 +124,25 @@ pub fn copy_case(case: &str, dir: &Path) {
 /// Path as &str (test paths are UTF-8).
 pub fn s(path: &Path) -> &str {
     path.to_str().unwrap()
+}
+
+/// The JSON objects of JSON-lines output.
+pub fn json_lines(out: &[u8]) -> Vec<serde_json::Value> {
+    std::str::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect()
+}
+
+/// The one JSON object of `--json` output: exactly one line, holding an object.
+pub fn json_object(out: &[u8]) -> serde_json::Value {
+    let text = std::str::from_utf8(out).unwrap();
+    assert!(
+        text.ends_with('\n') && text.lines().count() == 1,
+        "not one line: {text:?}"
+    );
+    let v: serde_json::Value = serde_json::from_str(text).unwrap();
+    assert!(v.is_object(), "not an object: {v}");
+    v
 }
