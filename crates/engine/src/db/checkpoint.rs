@@ -88,10 +88,19 @@ pub(crate) fn live_files(version: &Version) -> Vec<LiveFile> {
 /// (finished files attached to the memtables; see `write::seal_blobs`): a copy's WAL
 /// replay needs them.
 fn unflushed_blob_files(sv: &SuperVersion) -> Vec<BlobFileMeta> {
-    sv.memtables()
-        .flat_map(|m| m.blob_files())
-        .filter(|b| !sv.version.blob_files().contains_key(&b.id))
-        .collect()
+    // A file attached more than once (a follower's memtables, read as the file grew) is
+    // taken at its largest size: it covers every record the smaller ones do.
+    let mut by_id: std::collections::BTreeMap<u64, BlobFileMeta> = Default::default();
+    for b in sv.memtables().flat_map(|m| m.blob_files()) {
+        if sv.version.blob_files().contains_key(&b.id) {
+            continue;
+        }
+        let slot = by_id.entry(b.id).or_insert(b);
+        if b.file_size > slot.file_size {
+            *slot = b;
+        }
+    }
+    by_id.into_values().collect()
 }
 
 /// Where a member's bytes come from.

@@ -108,8 +108,9 @@ pub(crate) struct Inner {
     /// [`crate::Db::refresh`] moves to the writer's latest state.
     pub(crate) follower: bool,
     /// Held by a refresh from reading the new view to installing it: refreshes run one at
-    /// a time.
-    pub(crate) refreshing: Mutex<()>,
+    /// a time. True after a refresh that read the log's tail failed: its newest memtable
+    /// may hold part of that tail, so the next one starts a fresh memtable.
+    pub(crate) refreshing: Mutex<bool>,
 }
 
 /// The files a read-only view was read from.
@@ -122,6 +123,9 @@ pub(crate) struct ReadPoint {
     /// The end of the manifest's last complete record when it was read: the view's
     /// version is that of the manifest's first `manifest_end` bytes.
     pub(crate) manifest_end: u64,
+    /// Each log file replayed, with the end of the last record replayed from it: where a
+    /// follower's next refresh reads on.
+    pub(crate) wal_ends: Vec<(u64, u64)>,
     /// Each log file replayed, with the length read: (id, bytes).
     pub(crate) wal_lens: Vec<(u64, u64)>,
     /// Every file of the view (tables, blob files, log files), by name, opened during the

@@ -32,7 +32,8 @@ use std::time::Duration;
 use super::inner::{Inner, ReadPoint};
 use super::log::Log;
 use super::recover::{
-    assemble, attach_unlisted_blobs, check_named_files, check_unlisted_tables, replay, Opened,
+    assemble, attach_unlisted_blobs, check_named_files, check_unlisted_tables, replay, Mode,
+    Opened, Resume,
 };
 use super::recovery::RecoveryReport;
 use super::versions;
@@ -142,7 +143,15 @@ fn read_view(
             blobs.refresh_len(id)?;
         }
     }
-    let mut replayed = replay(fs.as_ref(), dir, &wal_ids, &version, options, blobs, false)?;
+    let mut replayed = replay(
+        fs.as_ref(),
+        dir,
+        &wal_ids,
+        &version,
+        options,
+        blobs,
+        Mode::ReadOnly,
+    )?;
     attach_unlisted_blobs(fs.as_ref(), dir, &names, &version, &replayed, false)?;
     let last = replayed.last_seqno;
     if !options.salvage_wal {
@@ -161,6 +170,7 @@ fn read_view(
             manifest_len,
             manifest_end: recovered.valid_end,
             wal_lens: std::mem::take(&mut replayed.wal_lens),
+            wal_ends: std::mem::take(&mut replayed.wal_ends),
             files,
         },
     })
@@ -224,16 +234,25 @@ fn open_once(
     Ok(inner)
 }
 
-/// True if the directory shows nothing the view `point` lacks: the same manifest, no
-/// longer, and the same log files, none longer. Cheap: a few metadata calls.
-fn unchanged(inner: &Inner, point: &ReadPoint) -> Result<bool> {
+/// What a refresh has to read, from a few metadata calls.
+enum Plan {
+    /// Nothing grew since the view was read.
+    Unchanged,
+    /// The manifest is as the view read it: only the log grew. Read on from these
+    /// offsets (log file id -> offset; a new file from its start), in id order.
+    Tail(BTreeMap<u64, u64>, Vec<u64>),
+    /// The manifest changed (a flush, a compaction, a keyspace change): read a new view.
+    Full,
+}
+
+/// Compares the directory with the files the view `point` was read from.
+fn plan(inner: &Inner, point: &ReadPoint) -> Result<Plan> {
     let fs = inner.fs.as_ref();
     let dir = &inner.dir;
-    if current_manifest_id(fs, dir)? != point.manifest_id {
-        return Ok(false);
-    }
-    if current_manifest_len(fs, dir)? != point.manifest_len {
-        return Ok(false);
+    if current_manifest_id(fs, dir)? != point.manifest_id
+        || current_manifest_len(fs, dir)? != point.manifest_len
+    {
+        return Ok(Plan::Full);
     }
     let mut wals: Vec<u64> = fs
         .list_dir(dir)?
@@ -241,20 +260,125 @@ fn unchanged(inner: &Inner, point: &ReadPoint) -> Result<bool> {
         .filter_map(|n| FileType::Wal.parse(n))
         .collect();
     wals.sort_unstable();
+    let newest = point.wal_ends.iter().map(|(id, _)| *id).max();
+    let mut starts = BTreeMap::new();
+    let mut ids = Vec::new();
     for id in wals {
-        let Some(&(_, read)) = point.wal_lens.iter().find(|(w, _)| *w == id) else {
-            // A log file the view did not read: new, unless the version already left it
-            // behind (the writer deletes those soon).
-            if point.wal_lens.first().is_none_or(|(first, _)| id > *first) {
-                return Ok(false);
+        match point.wal_ends.iter().find(|(w, _)| *w == id) {
+            Some(&(_, end)) => {
+                let read = point
+                    .wal_lens
+                    .iter()
+                    .find(|(w, _)| *w == id)
+                    .map_or(end, |(_, len)| *len);
+                if fs.file_len(&dir.join(FileType::Wal.name(id)))? != read {
+                    starts.insert(id, end);
+                    ids.push(id);
+                }
             }
-            continue;
-        };
-        if fs.file_len(&dir.join(FileType::Wal.name(id)))? != read {
-            return Ok(false);
+            // A log file the view did not read: new if above the ones it read (older ones
+            // hold only flushed writes, and the writer deletes them soon).
+            None if newest.is_none_or(|n| id > n) => ids.push(id),
+            None => {}
         }
     }
-    Ok(true)
+    // A file read on is followed by every newer one; the order is the log's.
+    Ok(if ids.is_empty() {
+        Plan::Unchanged
+    } else {
+        Plan::Tail(starts, ids)
+    })
+}
+
+/// Reads what the writer appended to the log since the view `point` (the manifest being
+/// unchanged, the version is too), into the view's newest memtable while it has room,
+/// and swaps the result in as `refresh` does. Costs what was appended, not the whole log.
+fn refresh_tail(
+    inner: &Inner,
+    point: &ReadPoint,
+    starts: BTreeMap<u64, u64>,
+    ids: &[u64],
+    continue_newest: bool,
+) -> Result<()> {
+    let fs = &inner.fs;
+    let dir = &inner.dir;
+    let (version, mut imm) = {
+        let st = inner.state.lock();
+        (Arc::clone(&st.version), st.imm.clone())
+    };
+    if !continue_newest {
+        // A failed tail may have left part of itself in the newest memtable: the same
+        // writes must not go into it twice.
+        imm.push(Arc::new(Memtable::new(0, inner.options.memtable_size)));
+    }
+    let names = fs.list_dir(dir)?;
+    let mut files = point.files.clone();
+    for &id in ids {
+        let name = FileType::Wal.name(id);
+        if let std::collections::btree_map::Entry::Vacant(slot) = files.entry(name) {
+            let handle = fs.open_read(&dir.join(slot.key()))?;
+            slot.insert(Arc::from(handle));
+        }
+    }
+    for name in &names {
+        let Some(id) = FileType::Blob.parse(name) else {
+            continue;
+        };
+        if version.blob_files().contains_key(&id) {
+            continue;
+        }
+        inner.blobs.refresh_len(id)?;
+        if let std::collections::btree_map::Entry::Vacant(slot) = files.entry(name.clone()) {
+            let handle = fs.open_read(&dir.join(name))?;
+            slot.insert(Arc::from(handle));
+        }
+    }
+    let resume = Resume {
+        starts,
+        last: SeqNo(
+            inner
+                .visible_seqno
+                .load(std::sync::atomic::Ordering::Acquire),
+        ),
+        memtables: imm,
+    };
+    let replayed = replay(
+        fs.as_ref(),
+        dir,
+        ids,
+        &version,
+        &inner.options,
+        &inner.blobs,
+        Mode::Resume(resume),
+    )?;
+    attach_unlisted_blobs(fs.as_ref(), dir, &names, &version, &replayed, false)?;
+    for id in replayed.blob_refs.keys() {
+        inner.blobs.hold(*id)?;
+    }
+    let mut next = point.clone();
+    next.files = files;
+    for &(id, len) in &replayed.wal_lens {
+        next.wal_lens.retain(|(w, _)| *w != id);
+        next.wal_lens.push((id, len));
+    }
+    for &(id, end) in &replayed.wal_ends {
+        next.wal_ends.retain(|(w, _)| *w != id);
+        next.wal_ends.push((id, end));
+    }
+    next.wal_lens.sort_unstable();
+    next.wal_ends.sort_unstable();
+    let last = replayed.last_seqno;
+    let mut st = inner.state.lock();
+    st.imm = replayed.memtables;
+    st.read_point = Some(next);
+    inner.install(&st);
+    inner
+        .visible_seqno
+        .store(last.0, std::sync::atomic::Ordering::Release);
+    inner
+        .durable_seqno
+        .store(last.0, std::sync::atomic::Ordering::Release);
+    Ok(())
 }
 
 /// Moves a follower's view to the store's current state (see `Db::refresh`): reads a new
@@ -276,11 +400,22 @@ pub(crate) fn refresh(inner: &Inner) -> Result<bool> {
     if inner.closed.load(std::sync::atomic::Ordering::Acquire) {
         return Err(Error::invalid("the store is closed"));
     }
-    let _one = inner.refreshing.lock();
+    let mut tail_failed = inner.refreshing.lock();
     let point = inner.state.lock().read_point.clone();
     if let Some(point) = &point {
-        if unchanged(inner, point)? {
-            return Ok(false);
+        match plan(inner, point)? {
+            Plan::Unchanged => return Ok(false),
+            // Only the log grew: read what is new. If that fails (the writer moved on
+            // meanwhile: a flush, a deleted file), read a whole new view instead.
+            Plan::Tail(starts, ids) => {
+                if refresh_tail(inner, point, starts, &ids, !*tail_failed).is_ok() {
+                    *tail_failed = false;
+                    release_unneeded(inner);
+                    return Ok(true);
+                }
+                *tail_failed = true;
+            }
+            Plan::Full => {}
         }
     }
     let view = retrying(|| read_view(&inner.fs, &inner.dir, &inner.options, &inner.blobs))?;
@@ -303,6 +438,7 @@ pub(crate) fn refresh(inner: &Inner) -> Result<bool> {
             .durable_seqno
             .store(view.last.0, std::sync::atomic::Ordering::Release);
     }
+    *tail_failed = false;
     release_unneeded(inner);
     Ok(true)
 }
@@ -556,6 +692,94 @@ mod tests {
         drop(fks);
         f.close().unwrap();
         drop(ks);
+        db.close().unwrap();
+    }
+
+    /// With the manifest unchanged, a refresh reads only what the log gained (into the
+    /// view's newest memtable while it has room), and the view equals the writer's after
+    /// every refresh: puts, removes, range deletes, counters, separated values, and log
+    /// files the writer starts when a memtable fills.
+    #[test]
+    fn a_refresh_reads_only_the_logs_new_tail_and_matches_the_writer() {
+        let fs = MemFs::new();
+        let dir = Path::new("/db");
+        let opts = Options {
+            memtable_size: 16 << 10,
+            memtables_per_flush: 64,
+            max_immutable_memtables: 64,
+            max_wal_size: 64 << 20,
+            ..options()
+        };
+        let db = Db::open_with_fs(Arc::new(fs.clone()), dir, opts.clone()).unwrap();
+        let ks = db
+            .keyspace_with("k", KeyspaceOptions::separated(200))
+            .unwrap();
+        let f = Db::open_follower_with_fs(Arc::new(fs.clone()), dir, opts).unwrap();
+        let fks = f.get_keyspace("k").unwrap();
+        let manifest_before = f.inner.state.lock().read_point.clone().unwrap();
+        let mut tails = 0;
+        for round in 0..12u32 {
+            for i in 0..150u32 {
+                let k = format!("key{:04}", (i * 7 + round * 31) % 900);
+                match i % 10 {
+                    0 => ks.remove(&k).unwrap(),
+                    1 => ks.insert(&k, vec![round as u8; 300]).unwrap(), // separated
+                    2 => {
+                        ks.incr(format!("n{}", i % 3), 1).unwrap();
+                    }
+                    _ => ks.insert(&k, format!("r{round} i{i}")).unwrap(),
+                }
+            }
+            if round % 4 == 3 {
+                ks.remove_range(
+                    format!("key{:04}", round * 10)..format!("key{:04}", round * 10 + 40),
+                )
+                .unwrap();
+            }
+            db.flush_wal(false).unwrap();
+            let ids_before = f.inner.state.lock().read_point.clone().unwrap();
+            assert!(f.refresh().unwrap());
+            let after = f.inner.state.lock().read_point.clone().unwrap();
+            if after.manifest_id == ids_before.manifest_id
+                && after.manifest_len == ids_before.manifest_len
+            {
+                tails += 1;
+            }
+            let want: Vec<_> = ks.iter().map(|r| r.unwrap()).collect();
+            let got: Vec<_> = fks.iter().map(|r| r.unwrap()).collect();
+            assert_eq!(got, want, "round {round}");
+            assert_eq!(f.last_seqno(), db.last_seqno());
+        }
+        let point = f.inner.state.lock().read_point.clone().unwrap();
+        assert_eq!(
+            point.manifest_id, manifest_before.manifest_id,
+            "no flush ran"
+        );
+        assert!(point.wal_ends.len() > 1, "the writer started new log files");
+        assert_eq!(tails, 12, "every refresh read only the tail");
+        // Small tails go into the newest memtable while it has room, not one each.
+        let memtables = f.inner.state.lock().imm.len();
+        for i in 0..30u32 {
+            ks.insert(format!("small{i:02}"), "v").unwrap();
+            db.flush_wal(false).unwrap();
+            assert!(f.refresh().unwrap());
+        }
+        assert!(f.inner.state.lock().imm.len() <= memtables + 1);
+        assert_eq!(fks.get("small29").unwrap(), Some(b"v".to_vec()));
+        // A backup of the follower's view holds exactly it.
+        f.backup(Path::new("/copy")).unwrap();
+        let copy = Db::open_read_only_with_fs(Arc::new(fs.clone()), Path::new("/copy"), options())
+            .unwrap();
+        let want: Vec<_> = ks.iter().map(|r| r.unwrap()).collect();
+        let got: Vec<_> = copy
+            .get_keyspace("k")
+            .unwrap()
+            .iter()
+            .map(|r| r.unwrap())
+            .collect();
+        assert_eq!(got, want);
+        drop((fks, ks));
+        f.close().unwrap();
         db.close().unwrap();
     }
 

@@ -163,7 +163,15 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
         .filter(|id| *id >= version.wal_min_id())
         .collect();
     wal_ids.sort_unstable();
-    let mut replay = replay(fs.as_ref(), dir, &wal_ids, &version, &options, &blobs, true)?;
+    let mut replay = replay(
+        fs.as_ref(),
+        dir,
+        &wal_ids,
+        &version,
+        &options,
+        &blobs,
+        Mode::Recover,
+    )?;
     attach_unlisted_blobs(fs.as_ref(), dir, &names, &version, &replay, true)?;
     let last_seqno = replay.last_seqno;
     if let (Some(manifest), false) = (&manifest, options.salvage_wal) {
@@ -337,7 +345,7 @@ pub(super) fn assemble(
         stats: Counters::default(),
         recovery: o.recovery,
         follower: o.follower,
-        refreshing: Mutex::new(()),
+        refreshing: Mutex::new(false),
         options,
     })
 }
@@ -522,6 +530,30 @@ pub(super) struct Replayed {
     pub(super) report: RecoveryReport,
     /// Each log file read, with its length when read: (id, bytes).
     pub(super) wal_lens: Vec<(u64, u64)>,
+    /// Each log file read, with the end of the last record replayed from it: where a
+    /// later replay of the same file goes on ([`Resume`]).
+    pub(super) wal_ends: Vec<(u64, u64)>,
+}
+
+/// How a replay runs.
+pub(super) enum Mode {
+    /// A read-write open: the replayed files and the blob files their writes reference
+    /// are fsynced (rule 4).
+    Recover,
+    /// A read-only open: nothing is written.
+    ReadOnly,
+    /// A follower reading on (read-only too).
+    Resume(Resume),
+}
+
+/// Where a replay goes on from an earlier one of the same version (a follower reading
+/// what the writer appended since): the files' offsets, the last seqno replayed, and the
+/// memtables replayed into, the newest of which takes more writes while it has room.
+pub(super) struct Resume {
+    /// Log file id -> offset to read on from (a file not listed is read whole).
+    pub(super) starts: BTreeMap<u64, u64>,
+    pub(super) last: SeqNo,
+    pub(super) memtables: Vec<Arc<Memtable>>,
 }
 
 fn gap_error(path: &Path, offset: u64, expected: u64, found: u64) -> Error {
@@ -539,9 +571,9 @@ fn gap_error(path: &Path, offset: u64, expected: u64, found: u64) -> Error {
     )
 }
 
-/// Replays the WAL files `wal_ids` into memtables (rules 1, 2, 3, 7, 9). With `sync`, the
-/// replayed files and the blob files their writes reference are fsynced (rule 4); a
-/// read-only open passes `false` and writes nothing.
+/// Replays the WAL files `wal_ids` into memtables (rules 1, 2, 3, 7, 9). Under
+/// [`Mode::Recover`] the replayed files and the blob files their writes reference are
+/// fsynced (rule 4); the read-only modes write nothing.
 pub(super) fn replay(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -549,19 +581,26 @@ pub(super) fn replay(
     version: &Version,
     options: &Options,
     blobs: &vlog::Reader,
-    sync: bool,
+    mode: Mode,
 ) -> Result<Replayed> {
     let flushed = version.flushed_seqno();
-    let mut last = flushed;
-    let mut memtables: Vec<Arc<Memtable>> = Vec::new();
+    let sync = matches!(mode, Mode::Recover);
+    let (mut last, mut memtables, starts) = match mode {
+        Mode::Resume(r) => (r.last, r.memtables, r.starts),
+        Mode::Recover | Mode::ReadOnly => (flushed, Vec::new(), BTreeMap::new()),
+    };
     let mut blob_refs = BTreeMap::new();
     let mut synced_blobs = BTreeSet::new();
     let mut cut_short = false;
     let mut report = RecoveryReport::default();
     let mut wal_lens = Vec::new();
+    let mut wal_ends = Vec::new();
     'files: for (n, &id) in wal_ids.iter().enumerate() {
         let path = dir.join(FileType::Wal.name(id));
-        let mut reader = wal::Reader::open(fs, &path, options.salvage_wal)?;
+        let mut reader = match starts.get(&id) {
+            Some(&from) => wal::Reader::open_from(fs, &path, options.salvage_wal, from)?,
+            None => wal::Reader::open(fs, &path, options.salvage_wal)?,
+        };
         report.log_files += 1;
         wal_lens.push((id, reader.file_len()));
         let mut records = 0usize;
@@ -629,6 +668,7 @@ pub(super) fn replay(
                     let mut file = fs.open_append(&path)?;
                     file.sync_data()?;
                 }
+                wal_ends.push((id, record.offset));
                 break 'files;
             }
             let needs_new = memtables
@@ -672,6 +712,7 @@ pub(super) fn replay(
             report.replayed_records += 1;
         }
         report_salvaged(&mut report, &path, reader.dropped(), &mut salvaged);
+        wal_ends.push((id, reader.valid_end()));
         if let Some(t) = reader.torn_tail() {
             report.losses.push(Loss {
                 cause: LossCause::TornTail,
@@ -701,6 +742,7 @@ pub(super) fn replay(
         cut_short,
         report,
         wal_lens,
+        wal_ends,
     })
 }
 

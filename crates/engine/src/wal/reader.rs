@@ -461,9 +461,36 @@ impl Reader {
         Ok(Reader { data, scan })
     }
 
+    /// Opens the WAL file at `path` as [`Reader::open`] does, and goes on from byte `from`,
+    /// the end of a record an earlier read of the file yielded (its `valid_end`): a reader
+    /// that follows a file another process appends to reads only what is new.
+    ///
+    /// # Errors
+    /// As [`Reader::open`]; `Corruption` if `from` is past the file's end or inside its
+    /// header.
+    pub(crate) fn open_from(
+        fs: &dyn FileSystem,
+        path: &Path,
+        salvage: bool,
+        from: u64,
+    ) -> Result<Reader> {
+        let mut reader = Reader::open(fs, path, salvage)?;
+        if from < FILE_HEADER_LEN as u64 || from > reader.data.len() as u64 {
+            return Err(Error::corruption(
+                FileKind::Wal,
+                path,
+                from,
+                Reason::BadEntry("the file is shorter than an earlier read of it"),
+            ));
+        }
+        let at = usize::try_from(from).unwrap_or(usize::MAX);
+        reader.scan.pos = at;
+        reader.scan.valid_end = from;
+        Ok(reader)
+    }
+
     /// Offset just past the last record yielded so far; after the iterator ends, where a
-    /// new writer could safely continue.
-    #[cfg(test)]
+    /// new writer could safely continue (and a follower reads on from).
     pub(crate) fn valid_end(&self) -> u64 {
         self.scan.valid_end
     }
