@@ -75,7 +75,7 @@ pub(crate) fn start_refresher(inner: &Arc<Inner>) -> Result<()> {
             }
             // A failed refresh leaves the view as it was; the next one tries again, and an
             // explicit `Db::refresh` returns the error.
-            let _ = super::read_only::refresh(&inner);
+            let _ = super::follower::refresh(&inner);
         })
         .map_err(|e| Error::io(&inner.dir, "spawn thread", e))?;
     inner.threads.lock().push(thread);

@@ -40,6 +40,7 @@ mod counter;
 #[cfg(test)]
 mod crash_tests;
 mod flush;
+mod follower;
 mod inner;
 mod log;
 mod read;
@@ -240,7 +241,7 @@ impl Db {
     /// `Corruption` or `Io` as for [`Db::open_read_only`] (a store that keeps changing
     /// under the refresh is retried a few times). The view is left as it was.
     pub fn refresh(&self) -> Result<bool> {
-        read_only::refresh(&self.inner)
+        follower::refresh(&self.inner)
     }
 
     /// True if the store was opened with [`Db::open_read_only`] or [`Db::open_follower`].
