@@ -25,13 +25,14 @@ mod data;
 mod go;
 mod noise;
 mod plot;
+mod processes;
 mod report;
 mod row;
 mod stores;
 mod workload;
 
 use row::{Labels, Row};
-use stores::{Config, Kind};
+use stores::{Config, Kind, ReadMode};
 use workload::{Plan, Workload};
 
 /// Cairn and its peers, the same workloads in one run, with a report of the ratios.
@@ -67,9 +68,27 @@ struct Args {
     /// when it is missing.
     #[arg(long, default_value = "target/cairn-ordered-peers-go")]
     go_driver: PathBuf,
-    /// Ordered workloads to run (default: all, in their fixed order).
+    /// Workloads to run (default: every ordered workload, in their fixed order). Also
+    /// `open-ro` (read-only opens in fresh processes) and `mp-readers` (reader processes
+    /// beside a writer process), which run only when named; see `src/processes.rs`.
     #[arg(long, value_delimiter = ',')]
     workloads: Vec<String>,
+    /// `open-ro`: opens per store, read mode and cache state (warm, cold), each in a
+    /// fresh process.
+    #[arg(long, default_value_t = 5)]
+    open_repeats: usize,
+    /// `mp-readers`: reader process counts, each beside one writer process.
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 2, 4])]
+    readers: Vec<usize>,
+    /// `mp-readers`: seconds every reader reads.
+    #[arg(long, default_value_t = 10.0)]
+    mp_seconds: f64,
+    /// `mp-readers`: the writer's single puts per second (0: as fast as it can).
+    #[arg(long, default_value_t = 10_000)]
+    mp_write_rate: u64,
+    /// `mp-readers`: milliseconds from the end of a follower's refresh to its next one.
+    #[arg(long, default_value_t = 100)]
+    refresh_ms: u64,
     /// Value sizes of the large-value workloads.
     #[arg(long, value_delimiter = ',', default_values_t = [4096usize, 65536, 1048576])]
     large_sizes: Vec<usize>,
@@ -122,10 +141,35 @@ struct Args {
     /// Internal: the worker's large-value size (absent: the ordered workloads).
     #[arg(long, hide = true)]
     worker_size: Option<usize>,
+    /// Internal: the worker's role in `open-ro` or `mp-readers` (load, open, writer,
+    /// reader).
+    #[arg(long, hide = true)]
+    role: Option<String>,
+    /// Internal: how the role's reader opens the store (ro, follower).
+    #[arg(long, hide = true, default_value = "ro")]
+    role_mode: String,
+    /// Internal: which reader or open of its series the role is.
+    #[arg(long, hide = true, default_value_t = 0)]
+    role_index: u64,
+    /// Internal: drop the store's files from the page cache before the open.
+    #[arg(long, hide = true)]
+    role_cold: bool,
 }
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let (Some(store), Some(role)) = (&args.worker, &args.role) {
+        let role = processes::RoleArgs {
+            role: role.clone(),
+            kind: Kind::parse(store).with_context(|| format!("unknown store {store:?}"))?,
+            dir: args.dir.clone().context("a role needs --dir")?,
+            mode: ReadMode::parse(&args.role_mode)
+                .with_context(|| format!("unknown read mode {:?}", args.role_mode))?,
+            index: args.role_index,
+            cold: args.role_cold,
+        };
+        return processes::child(&process_settings(&args), &role);
+    }
     if let Some(store) = &args.worker {
         return worker(&args, store);
     }
@@ -152,15 +196,38 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The selected ordered workloads, in their fixed order.
+/// The selected ordered workloads, in their fixed order (none when only process
+/// workloads are named).
 fn selected_workloads(args: &Args) -> anyhow::Result<Vec<Workload>> {
     if args.workloads.is_empty() {
         return Ok(Workload::ORDERED.to_vec());
     }
     args.workloads
         .iter()
+        .filter(|s| !processes::NAMES.contains(&s.as_str()))
         .map(|s| Workload::parse(s).with_context(|| format!("unknown workload {s:?}")))
         .collect()
+}
+
+/// The settings of the process workloads (`open-ro`, `mp-readers`), and whether each is
+/// selected.
+fn process_settings(args: &Args) -> processes::Settings {
+    let named = |w: &str| args.workloads.iter().any(|s| s == w);
+    processes::Settings {
+        num: args.num,
+        value_size: args.value_size,
+        batch: args.batch,
+        cache_mb: args.cache_mb,
+        seed: args.seed,
+        cairn_memtable_mb: args.cairn_memtable_mb,
+        open: named(processes::OPEN_RO),
+        mp: named(processes::MP_READERS),
+        open_repeats: args.open_repeats,
+        readers: args.readers.clone(),
+        mp_seconds: args.mp_seconds,
+        write_rate: args.mp_write_rate,
+        refresh_ms: args.refresh_ms,
+    }
 }
 
 /// Runs one store's part in this process and prints its rows, one JSON object a line.
@@ -261,7 +328,11 @@ fn run(args: &Args) -> anyhow::Result<report::Report> {
         report.noise = Some(noise::measure(Duration::from_secs(args.noise_seconds)));
     }
 
-    let thread_counts: &[usize] = if args.no_ordered { &[] } else { &args.threads };
+    let thread_counts: &[usize] = if args.no_ordered || workloads.is_empty() {
+        &[]
+    } else {
+        &args.threads
+    };
     for &threads in thread_counts {
         let plan = Plan {
             num: args.num,
@@ -288,6 +359,10 @@ fn run(args: &Args) -> anyhow::Result<report::Report> {
             )?;
             report.rows.extend(rows);
         }
+    }
+    let settings = process_settings(args);
+    if settings.open || settings.mp {
+        processes::run(&settings, &kinds, scratch.path(), &mut report);
     }
     let large_sizes: &[usize] = if args.no_large {
         &[]

@@ -37,6 +37,10 @@ pub struct Report {
     /// no rows, and the run went on without them.
     #[serde(default)]
     pub failures: Vec<String>,
+    /// What the run wants said beside its tables (loads of the process workloads, stores
+    /// they skipped).
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 impl Report {
@@ -52,6 +56,7 @@ impl Report {
             constant: Vec::new(),
             noise: None,
             failures: Vec::new(),
+            notes: Vec::new(),
         }
     }
 
@@ -182,10 +187,15 @@ fn markdown(report: &Report) -> String {
     for failure in &report.failures {
         let _ = writeln!(md, "- **Failed, no rows:** {}", failure.replace('\n', " "));
     }
+    for note in &report.notes {
+        let _ = writeln!(md, "- {}", note.replace('\n', " "));
+    }
     let _ = writeln!(md);
     targets(&mut md, report);
     stores_table(&mut md, report);
     ordered_tables(&mut md, report);
+    open_tables(&mut md, report);
+    reader_tables(&mut md, report);
     large_tables(&mut md, report);
     constant_table(&mut md, report);
     md
@@ -281,6 +291,191 @@ fn ordered_tables(md: &mut String, report: &Report) {
                 let _ = write!(md, " {cell} |");
             }
             let _ = writeln!(md);
+        }
+        let _ = writeln!(md);
+    }
+}
+
+/// Milliseconds, with a precision that suits them.
+fn ms(us: f64) -> String {
+    let ms = us / 1e3;
+    if ms >= 100.0 {
+        format!("{ms:.0}")
+    } else if ms >= 10.0 {
+        format!("{ms:.1}")
+    } else {
+        format!("{ms:.2}")
+    }
+}
+
+/// Cairn's speed over a store's, from two times (or any figure where less is better):
+/// the store's time over Cairn's.
+fn speed_ratio(cairn: f64, other: f64) -> String {
+    ratio(other, cairn)
+}
+
+/// The `open-ro` rows: one table per key count, a line per store and read mode.
+fn open_tables(md: &mut String, report: &Report) {
+    let rows = select(report, "open", None, None);
+    let mut nums: Vec<u64> = rows.iter().map(|r| r.num).collect();
+    nums.sort_unstable();
+    nums.dedup();
+    for num in nums {
+        let at: Vec<&Row> = rows.iter().copied().filter(|r| r.num == num).collect();
+        let Some(first) = at.first() else { continue };
+        let _ = writeln!(
+            md,
+            "## Read-only opens ({} keys, {}-byte values, flushed and compacted)\n",
+            thousands(num as f64),
+            first.value_size
+        );
+        let _ = writeln!(
+            md,
+            "A fresh process opens the closed store, then looks one random key up; medians of {} opens. Warm: the files in the page cache; cold: dropped from it first (`posix_fadvise(DONTNEED)`). Cairn ÷ store: the store's time over Cairn's read-only open's (above 1×: Cairn opens faster).\n",
+            first.ops
+        );
+        let _ = writeln!(
+            md,
+            "| store | opened with | open, ms | first get, µs | cold open, ms | cold first get, µs | files opened | RSS added, MB | Cairn ÷ store, warm | Cairn ÷ store, cold |"
+        );
+        let _ = writeln!(md, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|");
+        let cairn_warm = find(&at, "cairn", "open-ro");
+        let cairn_cold = find(&at, "cairn", "open-ro-cold");
+        for name in stores(&at) {
+            let warm = find(&at, &name, "open-ro");
+            let cold = find(&at, &name, "open-ro-cold");
+            let Some(any) = warm.or(cold) else { continue };
+            let fig = |r: Option<&Row>, f: fn(&Row) -> String| r.map_or("–".to_owned(), f);
+            let vs = |c: Option<&Row>, r: Option<&Row>| match (c, r) {
+                (Some(c), Some(r)) if name != "cairn" => speed_ratio(c.p50_us, r.p50_us),
+                _ => "–".to_owned(),
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                name,
+                any.config,
+                fig(warm, |r| ms(r.p50_us)),
+                fig(warm, |r| format!("{:.0}", r.first_get_us.unwrap_or(0.0))),
+                fig(cold, |r| ms(r.p50_us)),
+                fig(cold, |r| format!("{:.0}", r.first_get_us.unwrap_or(0.0))),
+                fig(warm.or(cold), |r| format!(
+                    "{:.0}",
+                    r.files_opened.unwrap_or(0.0)
+                )),
+                fig(warm.or(cold), |r| format!("{:.1}", r.rss_mb.unwrap_or(0.0))),
+                vs(cairn_warm, warm),
+                vs(cairn_cold, cold),
+            );
+        }
+        let _ = writeln!(md);
+    }
+}
+
+/// Whether the readers `cairn` and `peer` are compared: a follower (`-follower`,
+/// `-secondary`) with a follower, a fixed view with a fixed view, and LMDB's readers, which
+/// see every commit as it lands, with both.
+fn comparable(cairn: &str, peer: &str) -> bool {
+    let follows = |s: &str| s.ends_with("-follower") || s.ends_with("-secondary");
+    peer == "lmdb" || follows(cairn) == follows(peer)
+}
+
+/// The `mp-readers` rows: one table of throughput and one of latency per key count.
+fn reader_tables(md: &mut String, report: &Report) {
+    let rows = select(report, "readers", None, None);
+    let mut nums: Vec<u64> = rows.iter().map(|r| r.num).collect();
+    nums.sort_unstable();
+    nums.dedup();
+    for num in nums {
+        let at: Vec<&Row> = rows.iter().copied().filter(|r| r.num == num).collect();
+        let names = stores(&at);
+        let cairns: Vec<&String> = names.iter().filter(|n| n.starts_with("cairn")).collect();
+        let peers: Vec<&String> = names.iter().filter(|n| !n.starts_with("cairn")).collect();
+        let mut counts: Vec<usize> = at.iter().map(|r| r.threads).collect();
+        counts.sort_unstable();
+        counts.dedup();
+        let _ = writeln!(
+            md,
+            "## Reader processes beside one writer process ({} keys)\n",
+            thousands(num as f64)
+        );
+        let _ = writeln!(
+            md,
+            "Reads per second of all reader processes together / the writer process's puts per second in the same window. Each reader: one thread of random point lookups; the writer: single puts of random keys at a steady rate. Cairn ÷ peer: reads per second.\n"
+        );
+        // Like with like: Cairn's read-only readers against the peers' read-only readers
+        // (and LMDB's, which read every commit), Cairn's followers against the peers'
+        // followers and LMDB's readers.
+        let pairs: Vec<(&String, &String)> = cairns
+            .iter()
+            .flat_map(|&c| peers.iter().map(move |&p| (c, p)))
+            .filter(|(c, p)| comparable(c, p))
+            .collect();
+        let tail: Vec<(String, &str)> = pairs
+            .iter()
+            .map(|(c, p)| (format!("{c} ÷ {p}"), "--:"))
+            .collect();
+        let tail_refs: Vec<(&str, &str)> = tail.iter().map(|(n, a)| (n.as_str(), *a)).collect();
+        table_header(md, &["readers"], &names, &tail_refs);
+        for &n in &counts {
+            let _ = write!(md, "| {n} |");
+            for name in &names {
+                let cell = at
+                    .iter()
+                    .find(|r| &r.store == name && r.threads == n)
+                    .map_or("–".to_owned(), |r| {
+                        format!(
+                            "{} / {}",
+                            thousands(r.ops_per_sec),
+                            thousands(r.writer_ops_per_sec.unwrap_or(0.0))
+                        )
+                    });
+                let _ = write!(md, " {cell} |");
+            }
+            for (c, p) in &pairs {
+                let get = |s: &String| at.iter().find(|r| &r.store == s && r.threads == n);
+                let cell = match (get(c), get(p)) {
+                    (Some(c), Some(p)) => ratio(c.ops_per_sec, p.ops_per_sec),
+                    _ => "–".to_owned(),
+                };
+                let _ = write!(md, " {cell} |");
+            }
+            let _ = writeln!(md);
+        }
+        let _ = writeln!(md);
+        let _ = writeln!(
+            md,
+            "Read latency, µs, p50 / p99 / p99.9 (a follower's refreshes fall into the lookups after them); the writer's put p99.9, µs; a reader's open beside the writer, ms; refreshes that moved the view, their mean and the longest call, ms.\n"
+        );
+        let _ = writeln!(
+            md,
+            "| store | readers | read p50 / p99 / p99.9 | put p99.9 | open, ms | refreshes | refresh mean / max, ms |"
+        );
+        let _ = writeln!(md, "|---|--:|--:|--:|--:|--:|--:|");
+        for name in &names {
+            for &n in &counts {
+                let Some(r) = at.iter().find(|r| &r.store == name && r.threads == n) else {
+                    continue;
+                };
+                let refresh = match (r.refreshes, r.refresh_mean_us, r.refresh_max_us) {
+                    (Some(k), Some(mean), Some(max)) => {
+                        (k.to_string(), format!("{} / {}", ms(mean), ms(max)))
+                    }
+                    _ => ("–".to_owned(), "–".to_owned()),
+                };
+                let _ = writeln!(
+                    md,
+                    "| {name} | {n} | {:.1} / {:.1} / {:.1} | {} | {} | {} | {} |",
+                    r.p50_us,
+                    r.p99_us,
+                    r.p999_us,
+                    r.write_p999_us
+                        .map_or("–".to_owned(), |v| format!("{v:.1}")),
+                    r.open_us.map_or("–".to_owned(), ms),
+                    refresh.0,
+                    refresh.1
+                );
+            }
         }
         let _ = writeln!(md);
     }
@@ -546,4 +741,94 @@ fn targets(md: &mut String, report: &Report) {
         );
     }
     let _ = writeln!(md);
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::time::Duration;
+
+    use super::*;
+    use crate::row::Labels;
+    use crate::workload::Outcome;
+
+    /// A row of `ops` operations in one second, each taking `us` µs.
+    fn row(suite: &str, store: &str, workload: &str, threads: usize, ops: u64, us: u64) -> Row {
+        let mut latency = cairn_harness::histogram().unwrap();
+        latency.saturating_record_n(us * 1000, ops);
+        let outcome = Outcome {
+            ops,
+            elapsed: Duration::from_secs(1),
+            found: None,
+            latency,
+            write_latency: None,
+        };
+        let labels = Labels {
+            suite,
+            store,
+            config: "c",
+            durability: "d",
+            workload: workload.to_owned(),
+            threads,
+            num: 1000,
+            value_size: 100,
+            batch: 10,
+        };
+        Row::new(labels, &outcome, None)
+    }
+
+    #[test]
+    fn opens_and_reader_processes_get_tables_with_ratios() {
+        let mut report = Report::new("cmd".into(), 1000, 64, "go".into());
+        report
+            .rows
+            .push(row("open", "cairn", "open-ro", 1, 5, 2000));
+        report
+            .rows
+            .push(row("open", "rocksdb", "open-ro", 1, 5, 4000));
+        report
+            .rows
+            .push(row("open", "lmdb", "open-ro-cold", 1, 5, 100));
+        for (store, ops) in [
+            ("cairn", 400_000),
+            ("cairn-follower", 300_000),
+            ("rocksdb-secondary", 150_000),
+            ("lmdb", 800_000),
+        ] {
+            let mut r = row("readers", store, "mp-readers", 2, ops, 1);
+            r.writer_ops_per_sec = Some(10_000.0);
+            report.rows.push(r);
+        }
+        report.notes.push("loaded".into());
+        let md = markdown(&report);
+        assert!(md.contains("## Read-only opens (1,000 keys"));
+        // rocksdb's open took twice Cairn's: Cairn opens 2× as fast.
+        assert!(md.contains("| rocksdb | c | 4.00 |"), "{md}");
+        assert!(md.contains("| 2.00× | – |"), "{md}");
+        assert!(md.contains("## Reader processes beside one writer process"));
+        assert!(
+            md.contains("| 2 | 400,000 / 10,000 | 300,000 / 10,000 |"),
+            "{md}"
+        );
+        assert!(md.contains(
+            "cairn ÷ lmdb | cairn-follower ÷ rocksdb-secondary | cairn-follower ÷ lmdb |"
+        ));
+        assert!(!md.contains("cairn ÷ rocksdb-secondary"));
+        assert!(md.contains("| 0.50× | 2.00× | 0.38× |"), "{md}");
+        assert!(md.contains("- loaded"));
+
+        let json = serde_json::to_string(&report).unwrap();
+        let back: Report = serde_json::from_str(&json).unwrap();
+        assert_eq!(markdown(&back), md);
+    }
+
+    #[test]
+    fn followers_are_compared_with_followers() {
+        assert!(comparable("cairn", "rocksdb"));
+        assert!(comparable("cairn", "lmdb"));
+        assert!(!comparable("cairn", "rocksdb-secondary"));
+        assert!(comparable("cairn-follower", "rocksdb-secondary"));
+        assert!(comparable("cairn-follower", "lmdb"));
+        assert!(!comparable("cairn-follower", "rocksdb"));
+    }
 }

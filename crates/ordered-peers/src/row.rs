@@ -11,7 +11,9 @@ use crate::workload::Outcome;
 /// One workload's result on one store.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Row {
-    /// `ordered` (100-byte values, `--num` keys) or `large` (large values).
+    /// `ordered` (100-byte values, `--num` keys), `large` (large values), `open`
+    /// (`open-ro`: read-only opens) or `readers` (`mp-readers`: reader processes beside a
+    /// writer process).
     #[serde(default)]
     pub suite: String,
     /// Store and configuration name, e.g. `rocksdb-tuned`.
@@ -54,6 +56,33 @@ pub struct Row {
     pub write_p999_us: Option<f64>,
     /// Bytes of the store's directory after the workload.
     pub disk_bytes: Option<u64>,
+    /// Reader processes (`mp-readers`): the writer process's puts per second in the same
+    /// window as the readers'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer_ops_per_sec: Option<f64>,
+    /// Opens (`open-ro`): the median time of the first lookup after the open, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_get_us: Option<f64>,
+    /// Reader processes: the mean time a reader took to open the store beside the
+    /// writer, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_us: Option<f64>,
+    /// Opens: the median number of file descriptors the open added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files_opened: Option<f64>,
+    /// Opens: the median resident memory the open and the first lookup added to the
+    /// process, MB (10^6 bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_mb: Option<f64>,
+    /// Follower readers: refreshes that moved the view, over all readers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refreshes: Option<u64>,
+    /// Follower readers: the mean time of a refresh that moved the view, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_mean_us: Option<f64>,
+    /// Follower readers: the longest refresh, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_max_us: Option<f64>,
 }
 
 /// What a row is about, besides its measurements.
@@ -115,6 +144,14 @@ impl Row {
             write_p99_us: writes.map(|w| us(w.p99_ns)),
             write_p999_us: writes.map(|w| us(w.p999_ns)),
             disk_bytes,
+            writer_ops_per_sec: None,
+            first_get_us: None,
+            open_us: None,
+            files_opened: None,
+            rss_mb: None,
+            refreshes: None,
+            refresh_mean_us: None,
+            refresh_max_us: None,
         }
     }
 }

@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use anyhow::Context as _;
 use cairn::{Db, Durability, Keyspace, Options};
 
 use super::{walk, Config, Op, Store};
@@ -14,6 +15,11 @@ use super::{walk, Config, Op, Store};
 pub const CONFIG: &str = "defaults; block cache --cache-mb; value log for values >= 4 KiB";
 /// Durability, for the report.
 pub const DURABILITY: &str = "Durability::Buffered: log written to the OS per commit, no fsync";
+/// A reader's open, for the report.
+pub const READ_ONLY_API: &str = "Db::open_read_only (block cache --cache-mb)";
+/// A follower's open, for the report.
+pub const FOLLOWER_API: &str =
+    "Db::open_follower (block cache --cache-mb), refresh() by the reader";
 
 /// An open Cairn store and its one keyspace.
 pub struct CairnStore {
@@ -33,6 +39,22 @@ impl CairnStore {
         }
         let db = Db::open(dir, options)?;
         let ks = db.keyspace("bench")?;
+        Ok(CairnStore { db, ks })
+    }
+
+    /// Opens the store in `dir` read-only (`Db::open_read_only`), or as a follower
+    /// (`Db::open_follower`, with no refresh thread: [`Store::refresh`] moves it), with
+    /// the writer's read settings.
+    pub fn open_reader(dir: &Path, config: Config, follower: bool) -> anyhow::Result<CairnStore> {
+        let options = Options::default().block_cache_size(config.cache_bytes);
+        let db = if follower {
+            Db::open_follower(dir, options)?
+        } else {
+            Db::open_read_only(dir, options)?
+        };
+        let ks = db
+            .get_keyspace("bench")
+            .context("the store has no keyspace \"bench\"")?;
         Ok(CairnStore { db, ks })
     }
 }
@@ -88,5 +110,25 @@ impl Store for CairnStore {
             n += 1;
         }
         Ok(n)
+    }
+
+    fn flush(&self) -> anyhow::Result<()> {
+        self.db.flush()?;
+        Ok(())
+    }
+
+    fn compact(&self) -> anyhow::Result<()> {
+        self.db.flush()?;
+        self.db.compact()?;
+        self.db.wait_for_compactions()?;
+        Ok(())
+    }
+
+    fn refresh(&self) -> anyhow::Result<bool> {
+        if self.db.is_follower() {
+            Ok(self.db.refresh()?)
+        } else {
+            Ok(false)
+        }
     }
 }

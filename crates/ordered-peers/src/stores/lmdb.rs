@@ -10,6 +10,7 @@
 
 use std::path::Path;
 
+use anyhow::Context as _;
 use heed::types::Bytes;
 use heed::{CommitOrAbort, Database, Env, EnvFlags, EnvOpenOptions};
 
@@ -19,6 +20,8 @@ use super::{Config, Op, Store};
 pub const CONFIG: &str = "1 TiB map, no cache of its own (page cache)";
 /// Durability, for the report.
 pub const DURABILITY: &str = "NO_SYNC | NO_META_SYNC: pages written to the OS per commit, no fsync";
+/// A reader's open, for the report.
+pub const READ_ONLY_API: &str = "EnvOpenOptions with EnvFlags::READ_ONLY (MDB_RDONLY), 1 TiB map; a read transaction per lookup";
 
 /// An open LMDB environment and its database.
 pub struct Lmdb {
@@ -50,6 +53,33 @@ impl Lmdb {
             .unwrap_commit();
         Ok(Lmdb { env, db })
     }
+
+    /// Opens the existing environment in `dir` with `MDB_RDONLY`, beside a writer in
+    /// another process or none, and its unnamed database. Every lookup is still one read
+    /// transaction, so the reader sees each commit of the writer as it lands.
+    pub fn open_read_only(dir: &Path) -> anyhow::Result<Lmdb> {
+        let mut options = EnvOpenOptions::new();
+        options.map_size(1 << 40).max_dbs(1);
+        // SAFETY: READ_ONLY only stops this process from writing the map; it adds no
+        // aliasing or memory-safety hazard.
+        unsafe {
+            options.flags(EnvFlags::READ_ONLY);
+        }
+        // SAFETY: this process opens the environment once; LMDB's lock file coordinates it
+        // with the one writer process, which never truncates or remaps the file under a
+        // reader (the map size is fixed at 1 TiB for both).
+        let env: &'static Env = Box::leak(Box::new(unsafe { options.open(dir)? }));
+        let tx = env.read_txn()?;
+        let db = env
+            .open_databases_and_commit(tx, |opener, tx| {
+                opener
+                    .open_database(tx, None)
+                    .map(CommitOrAbort::<_, ()>::Commit)
+            })?
+            .unwrap_commit()
+            .context("the environment has no unnamed database")?;
+        Ok(Lmdb { env, db })
+    }
 }
 
 impl Store for Lmdb {
@@ -64,6 +94,11 @@ impl Store for Lmdb {
             }
         }
         tx.commit()?;
+        Ok(())
+    }
+
+    fn flush(&self) -> anyhow::Result<()> {
+        self.env.force_sync()?;
         Ok(())
     }
 

@@ -56,6 +56,51 @@ pub trait Store: Send + Sync {
     fn settle(&self) -> anyhow::Result<()> {
         Ok(())
     }
+    /// Puts everything written into the store's files, so that another process opening
+    /// them finds it there rather than in a log to replay (Cairn, RocksDB: a memtable
+    /// flush; LMDB: an fsync). Default: [`Store::settle`].
+    fn flush(&self) -> anyhow::Result<()> {
+        self.settle()
+    }
+    /// [`Store::flush`], then a full compaction where the store has one (Cairn's
+    /// `Db::compact`, RocksDB's `compact_range` over everything), waited for.
+    fn compact(&self) -> anyhow::Result<()> {
+        self.flush()
+    }
+    /// Moves a follower's view to the writer's latest state; false if nothing changed (or
+    /// the store has no followers). Default: false.
+    fn refresh(&self) -> anyhow::Result<bool> {
+        Ok(false)
+    }
+}
+
+/// How a reader process opens a store another process writes, or wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadMode {
+    /// The store's read-only open: Cairn's `Db::open_read_only`, RocksDB's
+    /// `DB::open_for_read_only`, redb's `ReadOnlyDatabase::open`, LMDB's `MDB_RDONLY`.
+    ReadOnly,
+    /// A view that follows the writer when [`Store::refresh`] moves it: Cairn's
+    /// `Db::open_follower`, RocksDB's secondary instance (`DB::open_as_secondary`,
+    /// `try_catch_up_with_primary`).
+    Follower,
+}
+
+impl ReadMode {
+    /// The name on the (internal) command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadMode::ReadOnly => "ro",
+            ReadMode::Follower => "follower",
+        }
+    }
+
+    /// The mode named `name`.
+    pub fn parse(name: &str) -> Option<ReadMode> {
+        [ReadMode::ReadOnly, ReadMode::Follower]
+            .into_iter()
+            .find(|m| m.name() == name)
+    }
 }
 
 /// Drives a double-ended iterator to its end, forwards or (with `reverse`) backwards,
@@ -160,6 +205,70 @@ impl Kind {
             Kind::Lmdb => lmdb::DURABILITY,
             Kind::Sled => sled::DURABILITY,
         }
+    }
+
+    /// The call a reader of this store opens it with in `mode`, for the report; `None`
+    /// if the store has no such open.
+    pub fn reader_api(self, mode: ReadMode) -> Option<&'static str> {
+        match (self, mode) {
+            (Kind::Cairn, ReadMode::ReadOnly) => Some(cairn::READ_ONLY_API),
+            (Kind::Cairn, ReadMode::Follower) => Some(cairn::FOLLOWER_API),
+            (Kind::RocksDb | Kind::RocksDbTuned, ReadMode::ReadOnly) => Some(rocks::READ_ONLY_API),
+            (Kind::RocksDb | Kind::RocksDbTuned, ReadMode::Follower) => Some(rocks::SECONDARY_API),
+            (Kind::Redb, ReadMode::ReadOnly) => Some(redb::READ_ONLY_API),
+            (Kind::Lmdb, ReadMode::ReadOnly) => Some(lmdb::READ_ONLY_API),
+            _ => None,
+        }
+    }
+
+    /// The read modes this store has, in report order.
+    pub fn read_modes(self) -> Vec<ReadMode> {
+        [ReadMode::ReadOnly, ReadMode::Follower]
+            .into_iter()
+            .filter(|&m| self.reader_api(m).is_some())
+            .collect()
+    }
+
+    /// The read modes in which readers in other processes may read beside a live writer
+    /// of this store's configuration (redb's default `ExclusiveWriter` writer locks its
+    /// file against read-only handles).
+    pub fn shared_read_modes(self) -> Vec<ReadMode> {
+        match self {
+            Kind::Redb => Vec::new(),
+            _ => self.read_modes(),
+        }
+    }
+
+    /// Opens the existing store in `dir` for reading only, in `mode`, beside a writer in
+    /// another process or none; its writes fail.
+    pub fn open_reader(
+        self,
+        dir: &Path,
+        config: Config,
+        mode: ReadMode,
+    ) -> anyhow::Result<Box<dyn Store>> {
+        Ok(match (self, mode) {
+            (Kind::Cairn, _) => Box::new(cairn::CairnStore::open_reader(
+                dir,
+                config,
+                mode == ReadMode::Follower,
+            )?),
+            (Kind::RocksDb, ReadMode::ReadOnly) => {
+                Box::new(rocks::Rocks::open_read_only(dir, config, false)?)
+            }
+            (Kind::RocksDbTuned, ReadMode::ReadOnly) => {
+                Box::new(rocks::Rocks::open_read_only(dir, config, true)?)
+            }
+            (Kind::RocksDb, ReadMode::Follower) => {
+                Box::new(rocks::Rocks::open_secondary(dir, config, false)?)
+            }
+            (Kind::RocksDbTuned, ReadMode::Follower) => {
+                Box::new(rocks::Rocks::open_secondary(dir, config, true)?)
+            }
+            (Kind::Redb, ReadMode::ReadOnly) => Box::new(redb::RedbReader::open(dir, config)?),
+            (Kind::Lmdb, ReadMode::ReadOnly) => Box::new(lmdb::Lmdb::open_read_only(dir)?),
+            _ => anyhow::bail!("{} has no {} open", self.name(), mode.name()),
+        })
     }
 
     /// Opens (creating) the store in the empty directory `dir`.

@@ -6,7 +6,9 @@
 
 use std::path::Path;
 
-use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{
+    Database, Durability, ReadOnlyDatabase, ReadableDatabase, ReadableTable, TableDefinition,
+};
 
 use super::{walk, Config, Op, Store};
 
@@ -18,6 +20,11 @@ pub const DURABILITY: &str =
     "Durability::None per commit: no fsync, persisted only by a later durable commit";
 
 const TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("bench");
+/// The database's file in its directory.
+const FILE: &str = "bench.redb";
+/// A reader's open, for the report.
+pub const READ_ONLY_API: &str =
+    "ReadOnlyDatabase (Builder::open_read_only, redb 4.5's read-only open), cache --cache-mb";
 
 /// An open redb database.
 pub struct RedbStore {
@@ -29,7 +36,7 @@ impl RedbStore {
     pub fn open(dir: &Path, config: Config) -> anyhow::Result<RedbStore> {
         let db = Database::builder()
             .set_cache_size(config.cache_bytes)
-            .create(dir.join("bench.redb"))?;
+            .create(dir.join(FILE))?;
         let tx = db.begin_write()?;
         tx.open_table(TABLE)?;
         tx.commit()?;
@@ -57,32 +64,64 @@ impl RedbStore {
     }
 }
 
+/// `key`'s value in `db`, as [`Store::get`].
+fn get<D: ReadableDatabase>(db: &D, key: &[u8], out: &mut Vec<u8>) -> anyhow::Result<bool> {
+    let tx = db.begin_read()?;
+    let table = tx.open_table(TABLE)?;
+    match table.get(key)? {
+        Some(v) => {
+            out.clear();
+            out.extend_from_slice(v.value());
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+/// Every entry of `db`, as [`Store::scan`].
+fn scan<D: ReadableDatabase>(
+    db: &D,
+    reverse: bool,
+    visit: &mut dyn FnMut(&[u8], &[u8]),
+) -> anyhow::Result<u64> {
+    let tx = db.begin_read()?;
+    let table = tx.open_table(TABLE)?;
+    walk(table.iter()?, reverse, |item| {
+        let (k, v) = item?;
+        visit(k.value(), v.value());
+        Ok(())
+    })
+}
+
+/// Up to `limit` entries of `db` from `key`, as [`Store::seek`].
+fn seek<D: ReadableDatabase>(
+    db: &D,
+    key: &[u8],
+    limit: usize,
+    visit: &mut dyn FnMut(&[u8], &[u8]),
+) -> anyhow::Result<usize> {
+    let tx = db.begin_read()?;
+    let table = tx.open_table(TABLE)?;
+    let mut n = 0;
+    for item in table.range(key..)?.take(limit) {
+        let (k, v) = item?;
+        visit(k.value(), v.value());
+        n += 1;
+    }
+    Ok(n)
+}
+
 impl Store for RedbStore {
     fn write(&self, ops: &[Op<'_>]) -> anyhow::Result<()> {
         self.commit(ops, Durability::None)
     }
 
     fn get(&self, key: &[u8], out: &mut Vec<u8>) -> anyhow::Result<bool> {
-        let tx = self.db.begin_read()?;
-        let table = tx.open_table(TABLE)?;
-        match table.get(key)? {
-            Some(v) => {
-                out.clear();
-                out.extend_from_slice(v.value());
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        get(&self.db, key, out)
     }
 
     fn scan(&self, reverse: bool, visit: &mut dyn FnMut(&[u8], &[u8])) -> anyhow::Result<u64> {
-        let tx = self.db.begin_read()?;
-        let table = tx.open_table(TABLE)?;
-        walk(table.iter()?, reverse, |item| {
-            let (k, v) = item?;
-            visit(k.value(), v.value());
-            Ok(())
-        })
+        scan(&self.db, reverse, visit)
     }
 
     fn seek(
@@ -91,18 +130,50 @@ impl Store for RedbStore {
         limit: usize,
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> anyhow::Result<usize> {
-        let tx = self.db.begin_read()?;
-        let table = tx.open_table(TABLE)?;
-        let mut n = 0;
-        for item in table.range(key..)?.take(limit) {
-            let (k, v) = item?;
-            visit(k.value(), v.value());
-            n += 1;
-        }
-        Ok(n)
+        seek(&self.db, key, limit, visit)
     }
 
     fn settle(&self) -> anyhow::Result<()> {
         self.commit(&[], Durability::Immediate)
+    }
+}
+
+/// A redb database opened read-only (`ReadOnlyDatabase`, redb 4.5's read-only open: it
+/// shares the file with other read-only handles and refuses a writer of the default
+/// `ExclusiveWriter` mode).
+pub struct RedbReader {
+    db: ReadOnlyDatabase,
+}
+
+impl RedbReader {
+    /// Opens the database in `dir` read-only, with a cache of `--cache-mb`.
+    pub fn open(dir: &Path, config: Config) -> anyhow::Result<RedbReader> {
+        let db = Database::builder()
+            .set_cache_size(config.cache_bytes)
+            .open_read_only(dir.join(FILE))?;
+        Ok(RedbReader { db })
+    }
+}
+
+impl Store for RedbReader {
+    fn write(&self, _ops: &[Op<'_>]) -> anyhow::Result<()> {
+        anyhow::bail!("redb: the database is open read-only")
+    }
+
+    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> anyhow::Result<bool> {
+        get(&self.db, key, out)
+    }
+
+    fn scan(&self, reverse: bool, visit: &mut dyn FnMut(&[u8], &[u8])) -> anyhow::Result<u64> {
+        scan(&self.db, reverse, visit)
+    }
+
+    fn seek(
+        &self,
+        key: &[u8],
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> anyhow::Result<usize> {
+        seek(&self.db, key, limit, visit)
     }
 }

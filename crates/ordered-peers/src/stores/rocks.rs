@@ -23,18 +23,25 @@ pub const CONFIG_TUNED: &str =
     "bloom 10 bits/key; block cache --cache-mb; LZ4; 2 background jobs; dynamic levels; BlobDB for values >= 4 KiB";
 /// Durability, for the report.
 pub const DURABILITY: &str = "WriteOptions sync=false: WAL written to the OS per commit, no fsync";
+/// A reader's open, for the report.
+pub const READ_ONLY_API: &str =
+    "DB::open_for_read_only(error_if_log_file_exist = false), the writer's options";
+/// A follower's open, for the report.
+pub const SECONDARY_API: &str =
+    "DB::open_as_secondary, the writer's options; try_catch_up_with_primary() by the reader";
 
 /// An open RocksDB.
 pub struct Rocks {
     db: DB,
     write_options: WriteOptions,
+    /// Opened with `DB::open_as_secondary`: [`Store::refresh`] catches up.
+    secondary: bool,
 }
 
 impl Rocks {
-    /// Creates the store in `dir`, with the default or the tuned configuration.
-    pub fn open(dir: &Path, config: Config, tuned: bool) -> anyhow::Result<Rocks> {
+    /// The options of the default or the tuned configuration.
+    fn options(config: Config, tuned: bool) -> Options {
         let mut options = Options::default();
-        options.create_if_missing(true);
         if tuned {
             let mut table = BlockBasedOptions::default();
             table.set_bloom_filter(10.0, false);
@@ -48,10 +55,46 @@ impl Rocks {
             options.set_min_blob_size(4 << 10);
             options.set_enable_blob_gc(true);
         }
+        options
+    }
+
+    /// Creates the store in `dir`, with the default or the tuned configuration.
+    pub fn open(dir: &Path, config: Config, tuned: bool) -> anyhow::Result<Rocks> {
+        let mut options = Rocks::options(config, tuned);
+        options.create_if_missing(true);
         let db = DB::open(&options, dir)?;
         Ok(Rocks {
             db,
             write_options: WriteOptions::default(),
+            secondary: false,
+        })
+    }
+
+    /// Opens the store in `dir` with `DB::open_for_read_only` (not failing on a log
+    /// file: one is replayed into memory), in the same configuration it was written in.
+    pub fn open_read_only(dir: &Path, config: Config, tuned: bool) -> anyhow::Result<Rocks> {
+        let options = Rocks::options(config, tuned);
+        let db = DB::open_for_read_only(&options, dir, false)?;
+        Ok(Rocks {
+            db,
+            write_options: WriteOptions::default(),
+            secondary: false,
+        })
+    }
+
+    /// Opens the store in `dir` as a secondary instance (`DB::open_as_secondary`, its
+    /// own info log in a directory beside `dir` named for this process), which
+    /// [`Store::refresh`] moves with `try_catch_up_with_primary`.
+    pub fn open_secondary(dir: &Path, config: Config, tuned: bool) -> anyhow::Result<Rocks> {
+        let options = Rocks::options(config, tuned);
+        let mut own = dir.as_os_str().to_owned();
+        own.push(format!("-secondary-{}", std::process::id()));
+        let own = std::path::PathBuf::from(own);
+        let db = DB::open_as_secondary(&options, dir, &own)?;
+        Ok(Rocks {
+            db,
+            write_options: WriteOptions::default(),
+            secondary: true,
         })
     }
 }
@@ -120,5 +163,24 @@ impl Store for Rocks {
         }
         iter.status()?;
         Ok(n)
+    }
+
+    fn flush(&self) -> anyhow::Result<()> {
+        self.db.flush()?;
+        Ok(())
+    }
+
+    fn compact(&self) -> anyhow::Result<()> {
+        self.db.flush()?;
+        self.db.compact_range::<&[u8], &[u8]>(None, None);
+        Ok(())
+    }
+
+    fn refresh(&self) -> anyhow::Result<bool> {
+        if !self.secondary {
+            return Ok(false);
+        }
+        self.db.try_catch_up_with_primary()?;
+        Ok(true)
     }
 }
