@@ -83,6 +83,10 @@ struct Args {
     /// `mp-readers`: seconds every reader reads.
     #[arg(long, default_value_t = 10.0)]
     mp_seconds: f64,
+    /// `mp-readers`: times every run is repeated, round the stores (the report gives the
+    /// median and the range).
+    #[arg(long, default_value_t = 3)]
+    mp_rounds: usize,
     /// `mp-readers`: the writer's single puts per second (0: as fast as it can).
     #[arg(long, default_value_t = 10_000)]
     mp_write_rate: u64,
@@ -225,6 +229,7 @@ fn process_settings(args: &Args) -> processes::Settings {
         open_repeats: args.open_repeats,
         readers: args.readers.clone(),
         mp_seconds: args.mp_seconds,
+        mp_rounds: args.mp_rounds,
         write_rate: args.mp_write_rate,
         refresh_ms: args.refresh_ms,
     }

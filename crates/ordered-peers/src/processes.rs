@@ -80,6 +80,8 @@ pub struct Settings {
     pub readers: Vec<usize>,
     /// Seconds every reader reads.
     pub mp_seconds: f64,
+    /// Times every reader run is repeated (the row is the median).
+    pub mp_rounds: usize,
     /// The writer's puts per second (0: as fast as it can).
     pub write_rate: u64,
     /// Milliseconds from the end of a follower's refresh to its next one.
@@ -155,54 +157,63 @@ pub fn child(s: &Settings, r: &RoleArgs) -> anyhow::Result<()> {
 // The parent's side.
 
 /// Runs the selected process workloads on every store of `kinds` that has a read-only
-/// open, each store on its own loaded directory, and adds the rows (and notes, and
-/// failures) to `report`.
+/// open and adds the rows (and notes, and failures) to `report`. Every store is loaded
+/// first, into a directory of its own; then the opens and the reader runs go round the
+/// stores (every store's first open, then every store's second, ...; every store with
+/// one reader, then with two, ..., `--mp-rounds` times over), so that whatever else the
+/// machine does in the meantime falls on every store alike.
 pub fn run(s: &Settings, kinds: &[Kind], scratch: &Path, report: &mut Report) {
+    let mut loaded: Vec<(Kind, PathBuf)> = Vec::new();
     for &kind in kinds {
         let open_modes = if s.open {
             kind.read_modes()
         } else {
             Vec::new()
         };
-        let mp_modes = if s.mp {
-            kind.shared_read_modes()
-        } else {
-            Vec::new()
-        };
-        if s.mp && mp_modes.is_empty() && !open_modes.is_empty() {
+        if s.mp && kind.shared_read_modes().is_empty() && !open_modes.is_empty() {
             report.notes.push(format!(
-                "{}: no reader processes beside a writer process (mp-readers): {}",
-                kind.name(),
-                match kind {
-                    Kind::Redb => "its default ExclusiveWriter writer locks the file against read-only handles",
-                    _ => "no read-only open",
-                }
+                "{}: no reader processes beside a writer process (mp-readers): its default \
+                 ExclusiveWriter writer locks the file against read-only handles",
+                kind.name()
             ));
         }
-        if open_modes.is_empty() && mp_modes.is_empty() {
+        if kind.read_modes().is_empty() {
             report.notes.push(format!(
                 "{}: skipped by open-ro and mp-readers: no read-only open",
                 kind.name()
             ));
             continue;
         }
-        if let Err(e) = store_part(s, kind, &open_modes, &mp_modes, scratch, report) {
-            report.failed(format!("{} (open-ro / mp-readers): {e:#}", kind.name()));
+        if !s.open && kind.shared_read_modes().is_empty() {
+            continue;
         }
+        match load_store(s, kind, scratch) {
+            Ok((dir, note)) => {
+                report.notes.push(note);
+                loaded.push((kind, dir));
+            }
+            Err(e) => report.failed(format!(
+                "{} (loading for open-ro / mp-readers): {e:#}",
+                kind.name()
+            )),
+        }
+    }
+    if s.open {
+        all_opens(s, &loaded, report);
+    }
+    if s.mp {
+        all_readers(s, &loaded, report);
+    }
+    for (_, dir) in &loaded {
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
 
-fn store_part(
-    s: &Settings,
-    kind: Kind,
-    open_modes: &[ReadMode],
-    mp_modes: &[ReadMode],
-    scratch: &Path,
-    report: &mut Report,
-) -> anyhow::Result<()> {
+/// Loads `kind` into a fresh directory by a process of its own; returns the directory
+/// and a note of what the load took.
+fn load_store(s: &Settings, kind: Kind, scratch: &Path) -> anyhow::Result<(PathBuf, String)> {
     let dir = crate::fresh_dir(scratch, &format!("processes-{}", kind.name()))?;
-    let loaded: Loaded = run_child(s, "load", kind, &dir, ReadMode::ReadOnly, 0, false)
-        .context("loading the store")?;
+    let loaded: Loaded = run_child(s, "load", kind, &dir, ReadMode::ReadOnly, 0, false)?;
     let note = format!(
         "{}: loaded {} keys in {:.1} s ({} puts/s, batches of {}), flushed and fully compacted in {:.1} s; {:.1} MB on disk; the machine's load average (1 min) {}",
         kind.name(),
@@ -215,37 +226,122 @@ fn store_part(
         load_average()
     );
     eprintln!("  {note}");
-    report.notes.push(note);
-    for &mode in open_modes {
-        for cold in [false, true] {
-            if cold {
-                crate::flush_os();
-            }
-            match opens(s, kind, mode, cold, &dir) {
-                Ok(row) => report.rows.push(row),
-                Err(e) => report.failed(format!(
-                    "{} {}{}: {e:#}",
-                    label(kind, mode),
-                    OPEN_RO,
-                    if cold { " (cold)" } else { "" }
-                )),
+    Ok((dir, note))
+}
+
+/// One series of measurements of a store in a read mode, and its first error.
+struct Series<T> {
+    kind: Kind,
+    mode: ReadMode,
+    dir: PathBuf,
+    samples: Vec<T>,
+    error: Option<String>,
+}
+
+impl<T> Series<T> {
+    fn new(kind: Kind, mode: ReadMode, dir: &Path) -> Series<T> {
+        Series {
+            kind,
+            mode,
+            dir: dir.to_owned(),
+            samples: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// Adds a sample, or remembers the first error (a series with one stops sampling).
+    fn add(&mut self, sample: anyhow::Result<T>) {
+        match sample {
+            Ok(sample) => self.samples.push(sample),
+            Err(e) => {
+                if self.error.is_none() {
+                    self.error = Some(format!("{e:#}"));
+                }
             }
         }
     }
-    for &mode in mp_modes {
-        for &n in &s.readers {
+}
+
+/// `--open-repeats` opens of every store in every read mode, warm then cold, each in a
+/// fresh process, round the stores: one row per store, mode and cache state.
+fn all_opens(s: &Settings, loaded: &[(Kind, PathBuf)], report: &mut Report) {
+    for cold in [false, true] {
+        let mut series: Vec<Series<OpenSample>> = loaded
+            .iter()
+            .flat_map(|(kind, dir)| {
+                kind.read_modes()
+                    .into_iter()
+                    .map(move |m| Series::new(*kind, m, dir))
+            })
+            .collect();
+        if cold {
             crate::flush_os();
-            match readers(s, kind, mode, n, &dir) {
+        }
+        for i in 0..s.open_repeats.max(1) {
+            for one in series.iter_mut().filter(|x| x.error.is_none()) {
+                let sample = run_child(s, "open", one.kind, &one.dir, one.mode, i as u64, cold);
+                one.add(sample);
+            }
+        }
+        for one in series {
+            let workload = if cold {
+                format!("{OPEN_RO}-cold")
+            } else {
+                OPEN_RO.to_owned()
+            };
+            let row = match &one.error {
+                Some(e) => Err(e.clone()),
+                None => open_row(s, &one, &workload).map_err(|e| format!("{e:#}")),
+            };
+            match row {
                 Ok(row) => report.rows.push(row),
-                Err(e) => report.failed(format!(
-                    "{} {MP_READERS} with {n} reader(s): {e:#}",
-                    label(kind, mode)
-                )),
+                Err(e) => report.failed(format!("{} {workload}: {e}", label(one.kind, one.mode))),
             }
         }
     }
-    std::fs::remove_dir_all(&dir)?;
-    Ok(())
+}
+
+/// The reader runs of every store in every shared read mode, for every reader count,
+/// `--mp-rounds` times, round the stores: one row per store, mode and reader count, the
+/// round with the median reads per second (with the slowest and fastest beside it).
+fn all_readers(s: &Settings, loaded: &[(Kind, PathBuf)], report: &mut Report) {
+    let mut series: Vec<(usize, Series<Row>)> = Vec::new();
+    for &n in &s.readers {
+        for (kind, dir) in loaded {
+            for mode in kind.shared_read_modes() {
+                series.push((n, Series::new(*kind, mode, dir)));
+            }
+        }
+    }
+    for round in 0..s.mp_rounds.max(1) {
+        eprintln!("  mp-readers round {} of {}", round + 1, s.mp_rounds.max(1));
+        for (n, one) in series.iter_mut().filter(|(_, x)| x.error.is_none()) {
+            crate::flush_os();
+            let row = readers(s, one.kind, one.mode, *n, &one.dir);
+            one.add(row);
+        }
+    }
+    for (n, mut one) in series {
+        if let Some(e) = &one.error {
+            report.failed(format!(
+                "{} {MP_READERS} with {n} reader(s): {e}",
+                label(one.kind, one.mode)
+            ));
+            continue;
+        }
+        one.samples
+            .sort_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec));
+        let rounds = one.samples.len();
+        let slowest = one.samples.first().map(|r| r.ops_per_sec);
+        let fastest = one.samples.last().map(|r| r.ops_per_sec);
+        let Some(mut row) = one.samples.get(rounds / 2).cloned() else {
+            continue;
+        };
+        row.rounds = Some(rounds as u64);
+        row.ops_per_sec_min = slowest;
+        row.ops_per_sec_max = fastest;
+        report.rows.push(row);
+    }
 }
 
 /// A child process, killed (if still running) and reaped when dropped.
@@ -391,15 +487,14 @@ fn make_row(
     Row::new(labels, outcome, Some(crate::dir_size(dir)))
 }
 
-/// `--open-repeats` opens of the store in `mode`, each in a fresh process: one row.
-fn opens(s: &Settings, kind: Kind, mode: ReadMode, cold: bool, dir: &Path) -> anyhow::Result<Row> {
+/// The row of a series of opens.
+fn open_row(s: &Settings, one: &Series<OpenSample>, workload: &str) -> anyhow::Result<Row> {
     let mut open = histogram()?;
     let mut first_get = Vec::new();
     let mut files = Vec::new();
     let mut rss = Vec::new();
     let mut total = Duration::ZERO;
-    for i in 0..s.open_repeats.max(1) {
-        let sample: OpenSample = run_child(s, "open", kind, dir, mode, i as u64, cold)?;
+    for sample in &one.samples {
         open.saturating_record(sample.open_ns);
         total += Duration::from_nanos(sample.open_ns);
         first_get.push(sample.first_get_ns as f64 / 1e3);
@@ -413,23 +508,19 @@ fn opens(s: &Settings, kind: Kind, mode: ReadMode, cold: bool, dir: &Path) -> an
         latency: open,
         write_latency: None,
     };
-    let workload = if cold {
-        format!("{OPEN_RO}-cold")
-    } else {
-        OPEN_RO.to_owned()
-    };
-    let mut row = make_row(kind, mode, &workload, 1, s, &outcome, dir);
+    let mut row = make_row(one.kind, one.mode, workload, 1, s, &outcome, &one.dir);
     row.first_get_us = Some(median(&mut first_get));
     row.files_opened = Some(median(&mut files));
     row.rss_mb = Some(median(&mut rss));
     eprintln!(
-        "  {:<24} {:<13} open {:>10.1} ms (median of {}), first get {:>8.1} us, {} files",
-        label(kind, mode),
+        "  {:<24} {:<13} open {:>10.2} ms (median of {}), first get {:>8.1} us, {} files, {:.1} MB",
+        label(one.kind, one.mode),
         workload,
         row.p50_us / 1e3,
         row.ops,
         row.first_get_us.unwrap_or(0.0),
-        row.files_opened.unwrap_or(0.0)
+        row.files_opened.unwrap_or(0.0),
+        row.rss_mb.unwrap_or(0.0)
     );
     Ok(row)
 }

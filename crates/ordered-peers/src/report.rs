@@ -309,9 +309,19 @@ fn ms(us: f64) -> String {
 }
 
 /// Cairn's speed over a store's, from two times (or any figure where less is better):
-/// the store's time over Cairn's.
+/// the store's time over Cairn's, to two significant digits when it is below 0.1 (an
+/// open can be hundreds of times faster than another).
 fn speed_ratio(cairn: f64, other: f64) -> String {
-    ratio(other, cairn)
+    if cairn <= 0.0 {
+        return "–".to_owned();
+    }
+    let r = other / cairn;
+    if r > 0.0 && r < 0.1 {
+        let digits = (1.0 - r.log10().floor()).clamp(2.0, 8.0) as usize;
+        format!("{r:.digits$}×")
+    } else {
+        ratio(other, cairn)
+    }
 }
 
 /// The `open-ro` rows: one table per key count, a line per store and read mode.
@@ -401,7 +411,11 @@ fn reader_tables(md: &mut String, report: &Report) {
         );
         let _ = writeln!(
             md,
-            "Reads per second of all reader processes together / the writer process's puts per second in the same window. Each reader: one thread of random point lookups; the writer: single puts of random keys at a steady rate. Cairn ÷ peer: reads per second.\n"
+            "Reads per second of all reader processes together / the writer process's puts per second in the same window{}. Each reader: one thread of random point lookups; the writer: single puts of random keys at a steady rate. Cairn ÷ peer: reads per second.\n",
+            match at.iter().filter_map(|r| r.rounds).max() {
+                Some(k) if k > 1 => format!(", the round with the median reads per second of {k}"),
+                _ => String::new(),
+            }
         );
         // Like with like: Cairn's read-only readers against the peers' read-only readers
         // (and LMDB's, which read every commit), Cairn's followers against the peers'
@@ -445,13 +459,13 @@ fn reader_tables(md: &mut String, report: &Report) {
         let _ = writeln!(md);
         let _ = writeln!(
             md,
-            "Read latency, µs, p50 / p99 / p99.9 (a follower's refreshes fall into the lookups after them); the writer's put p99.9, µs; a reader's open beside the writer, ms; refreshes that moved the view, their mean and the longest call, ms.\n"
+            "Reads per second, slowest and fastest round; read latency, µs, p50 / p99 / p99.9 (a follower's refreshes fall into the lookups after them); the writer's put p99.9, µs; a reader's open beside the writer, ms; refreshes that moved the view, their mean and the longest call, ms.\n"
         );
         let _ = writeln!(
             md,
-            "| store | readers | read p50 / p99 / p99.9 | put p99.9 | open, ms | refreshes | refresh mean / max, ms |"
+            "| store | readers | reads/s, range | read p50 / p99 / p99.9 | put p99.9 | open, ms | refreshes | refresh mean / max, ms |"
         );
-        let _ = writeln!(md, "|---|--:|--:|--:|--:|--:|--:|");
+        let _ = writeln!(md, "|---|--:|--:|--:|--:|--:|--:|--:|");
         for name in &names {
             for &n in &counts {
                 let Some(r) = at.iter().find(|r| &r.store == name && r.threads == n) else {
@@ -463,9 +477,13 @@ fn reader_tables(md: &mut String, report: &Report) {
                     }
                     _ => ("–".to_owned(), "–".to_owned()),
                 };
+                let range = match (r.ops_per_sec_min, r.ops_per_sec_max) {
+                    (Some(lo), Some(hi)) => format!("{}–{}", thousands(lo), thousands(hi)),
+                    _ => "–".to_owned(),
+                };
                 let _ = writeln!(
                     md,
-                    "| {name} | {n} | {:.1} / {:.1} / {:.1} | {} | {} | {} | {} |",
+                    "| {name} | {n} | {range} | {:.1} / {:.1} / {:.1} | {} | {} | {} | {} |",
                     r.p50_us,
                     r.p99_us,
                     r.p999_us,
@@ -820,6 +838,14 @@ mod tests {
         let json = serde_json::to_string(&report).unwrap();
         let back: Report = serde_json::from_str(&json).unwrap();
         assert_eq!(markdown(&back), md);
+    }
+
+    #[test]
+    fn small_speed_ratios_keep_two_digits() {
+        assert_eq!(speed_ratio(2.0, 4.0), "2.00×");
+        assert_eq!(speed_ratio(32.4, 0.07), "0.0022×");
+        assert_eq!(speed_ratio(3.0, 0.15), "0.050×");
+        assert_eq!(speed_ratio(0.0, 1.0), "–");
     }
 
     #[test]

@@ -83,6 +83,16 @@ pub struct Row {
     /// Follower readers: the longest refresh, µs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refresh_max_us: Option<f64>,
+    /// Reader processes: the rounds run; the row is the one with the median reads per
+    /// second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<u64>,
+    /// Reader processes: the slowest round's reads per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ops_per_sec_min: Option<f64>,
+    /// Reader processes: the fastest round's reads per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ops_per_sec_max: Option<f64>,
 }
 
 /// What a row is about, besides its measurements.
@@ -152,6 +162,9 @@ impl Row {
             refreshes: None,
             refresh_mean_us: None,
             refresh_max_us: None,
+            rounds: None,
+            ops_per_sec_min: None,
+            ops_per_sec_max: None,
         }
     }
 }
