@@ -143,7 +143,7 @@ impl TableCache {
         let mut expiry = self.expiry.lock();
         for id in gone {
             expiry.remove(&id);
-            self.blocks.forget_table(id);
+            self.blocks.retain(|(table, _)| table != id);
         }
     }
 
@@ -157,6 +157,6 @@ impl TableCache {
     pub(crate) fn evict(&self, id: u64) {
         self.expiry.lock().remove(&id);
         self.open.lock().readers.remove(&id);
-        self.blocks.forget_table(id);
+        self.blocks.retain(|(table, _)| table != id);
     }
 }
