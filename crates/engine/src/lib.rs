@@ -96,6 +96,7 @@
 mod atomic;
 mod attrs;
 mod batch;
+mod cache;
 mod checksum;
 mod clock;
 mod coding;

@@ -3,8 +3,9 @@
 //!
 //! Invariants:
 //! 1. At most `capacity` readers are kept (each holds a file descriptor); the least
-//!    recently used is closed when a new one is needed. A reader in use (by a scan, a
-//!    compaction) stays open until its user drops it, whatever the cache does.
+//!    recently used is closed when a new one is needed, in O(1) (`crate::cache::OpenFiles`,
+//!    which the blob-file reader uses too). A reader in use (by a scan, a compaction)
+//!    stays open until its user drops it, whatever the cache does.
 //! 2. A table's earliest expiry, learned when it is first opened, is remembered until the
 //!    table is evicted for deletion, so the cold-data check (`compaction::pick_expired`)
 //!    needs no I/O for a table opened once.
@@ -15,6 +16,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::cache::OpenFiles;
 use crate::error::Result;
 use crate::files::FileType;
 use crate::fs::FileSystem;
@@ -26,15 +28,9 @@ pub(crate) struct TableCache {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     blocks: Arc<BlockCache>,
-    open: Mutex<TableSlots>,
-    capacity: usize,
+    open: Mutex<OpenFiles<u64, Arc<table::Reader>>>,
     /// Table id -> earliest expiry of any entry (`None`: no entry expires).
     expiry: Mutex<HashMap<u64, Option<u64>>>,
-}
-
-struct TableSlots {
-    readers: HashMap<u64, (Arc<table::Reader>, u64)>,
-    clock: u64,
 }
 
 impl TableCache {
@@ -50,11 +46,7 @@ impl TableCache {
             fs,
             dir: dir.to_path_buf(),
             blocks,
-            open: Mutex::new(TableSlots {
-                readers: HashMap::new(),
-                clock: 0,
-            }),
-            capacity: capacity.max(1),
+            open: Mutex::new(OpenFiles::new(capacity)),
             expiry: Mutex::new(HashMap::new()),
         }
     }
@@ -64,14 +56,8 @@ impl TableCache {
     /// # Errors
     /// Opening the file: `Io`, `Corruption`.
     pub(crate) fn get(&self, id: u64) -> Result<Arc<table::Reader>> {
-        {
-            let mut slots = self.open.lock();
-            slots.clock += 1;
-            let now = slots.clock;
-            if let Some((r, used)) = slots.readers.get_mut(&id) {
-                *used = now;
-                return Ok(Arc::clone(r));
-            }
+        if let Some(r) = self.open.lock().get(&id) {
+            return Ok(Arc::clone(r));
         }
         let path = self.dir.join(FileType::Table.name(id));
         let reader = Arc::new(table::Reader::open(
@@ -81,23 +67,16 @@ impl TableCache {
             Arc::clone(&self.blocks),
         )?);
         self.expiry.lock().insert(id, reader.earliest_expiry());
-        let mut slots = self.open.lock();
-        while slots.readers.len() >= self.capacity {
-            let oldest = slots
-                .readers
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(id, _)| *id);
-            match oldest {
-                Some(old) => {
-                    slots.readers.remove(&old);
-                }
-                None => break,
-            }
+        let mut open = self.open.lock();
+        if let Some(r) = open.get(&id) {
+            // Another thread opened it meanwhile: use the reader the cache holds.
+            return Ok(Arc::clone(r));
         }
-        let now = slots.clock;
-        let entry = slots.readers.entry(id).or_insert((reader, now));
-        Ok(Arc::clone(&entry.0))
+        let closed = open.insert(id, Arc::clone(&reader));
+        drop(open);
+        // The least recently used reader, closed outside the lock unless still in use.
+        drop(closed);
+        Ok(reader)
     }
 
     /// The earliest expiry of table `id` if it is known (the table was opened since the
@@ -127,36 +106,122 @@ impl TableCache {
     /// follower's tables that no view it still holds lists). A reader in use stays open
     /// until its user drops it.
     pub(crate) fn retain(&self, keep: impl Fn(u64) -> bool) {
-        let gone: Vec<u64> = {
-            let mut slots = self.open.lock();
-            let gone = slots
-                .readers
-                .keys()
-                .copied()
-                .filter(|id| !keep(*id))
-                .collect::<Vec<_>>();
-            for id in &gone {
-                slots.readers.remove(id);
-            }
-            gone
-        };
+        let gone = self.open.lock().retain(&keep);
         let mut expiry = self.expiry.lock();
-        for id in gone {
+        for (id, _) in gone {
             expiry.remove(&id);
-            self.blocks.forget_table(id);
+            self.blocks.retain(|(table, _)| table != id);
         }
     }
 
     /// The ids of the open tables.
     #[cfg(test)]
     pub(crate) fn open_ids(&self) -> std::collections::BTreeSet<u64> {
-        self.open.lock().readers.keys().copied().collect()
+        self.open.lock().keys().collect()
     }
 
     /// Forgets table `id` and its cached blocks (its file is being deleted).
     pub(crate) fn evict(&self, id: u64) {
         self.expiry.lock().remove(&id);
-        self.open.lock().readers.remove(&id);
-        self.blocks.forget_table(id);
+        let closed = self.open.lock().remove(&id);
+        drop(closed);
+        self.blocks.retain(|(table, _)| table != id);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+    use crate::fs::MemFs;
+    use crate::key::{InternalKey, Kind, SeqNo};
+    use crate::table::{TableOptions, Writer};
+
+    /// A store directory with tables 1..=`count`, table `id` holding key `k<id>`.
+    fn tables(count: u64) -> (Arc<MemFs>, PathBuf) {
+        let fs = Arc::new(MemFs::new());
+        let dir = PathBuf::from("/db");
+        fs.create_dir(&dir).unwrap();
+        for id in 1..=count {
+            let path = dir.join(FileType::Table.name(id));
+            let mut w = Writer::create(fs.as_ref(), &path, id, &TableOptions::default()).unwrap();
+            let key = InternalKey::new(format!("k{id}").as_bytes(), SeqNo(1), Kind::Put)
+                .encode()
+                .unwrap();
+            w.add(&key, format!("v{id}").as_bytes()).unwrap();
+            w.finish().unwrap();
+        }
+        (fs, dir)
+    }
+
+    fn value(reader: &table::Reader, id: u64) -> Vec<u8> {
+        let (_, _, v) = reader
+            .get(format!("k{id}").as_bytes(), SeqNo(1))
+            .unwrap()
+            .unwrap();
+        v
+    }
+
+    /// However tables are asked for, at most `capacity` stay open, the least recently used
+    /// is the one closed, and a reader the cache closed keeps working for its holder.
+    #[test]
+    fn open_tables_stay_within_capacity_and_readers_in_use_keep_working() {
+        let (fs, dir) = tables(10);
+        let cache = TableCache::new(fs, &dir, Arc::new(BlockCache::new(1 << 20)), 3);
+        let held = cache.get(1).unwrap();
+        for id in [2, 3, 1, 4] {
+            cache.get(id).unwrap();
+            assert!(cache.open_ids().len() <= 3);
+        }
+        // 1 was used after 2 and 3: 2 went first.
+        assert_eq!(cache.open_ids(), [1, 3, 4].into());
+        for round in 0..3 {
+            for id in 1..=10 {
+                assert_eq!(
+                    value(&cache.get(id).unwrap(), id),
+                    format!("v{id}").into_bytes()
+                );
+                assert!(cache.open_ids().len() <= 3, "round {round}");
+            }
+        }
+        assert_eq!(cache.open_ids(), [8, 9, 10].into());
+        // Table 1 was closed by the cache long ago; its holder still reads it.
+        assert_eq!(value(&held, 1), b"v1");
+        assert_eq!(Arc::strong_count(&held), 1);
+        // Every table's expiry was learned once and is remembered after it was closed.
+        assert!((1..=10).all(|id| cache.cached_expiry(id) == Some(None)));
+        cache.evict(9);
+        cache.retain(|id| id != 10);
+        assert_eq!(cache.open_ids(), [8].into());
+        assert_eq!(cache.cached_expiry(9), None);
+    }
+
+    /// Threads asking for tables at once never push the cache past its capacity.
+    #[test]
+    fn concurrent_gets_stay_within_capacity() {
+        let (fs, dir) = tables(12);
+        let cache = Arc::new(TableCache::new(
+            fs,
+            &dir,
+            Arc::new(BlockCache::new(1 << 20)),
+            4,
+        ));
+        let threads: Vec<_> = (0..4u64)
+            .map(|t| {
+                let cache = Arc::clone(&cache);
+                std::thread::spawn(move || {
+                    for i in 0..300u64 {
+                        let id = 1 + (i * (t + 1) + t) % 12;
+                        let reader = cache.get(id).unwrap();
+                        assert!(cache.open_ids().len() <= 4);
+                        assert_eq!(value(&reader, id), format!("v{id}").into_bytes());
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert!(cache.open_ids().len() <= 4);
     }
 }

@@ -4,18 +4,17 @@
 //! log's `compression_block_size` bytes. The size a block claims is checked against that
 //! bound *before* any buffer is allocated, so a hostile file cannot drive an allocation.
 //!
-//! The [`BlockCache`] holds decoded blocks keyed by their file offset, within a byte budget
-//! (CLOCK eviction, 16 shards). Lookups fill it; full-log iterations bypass it so a scan does
-//! not evict the working set. Thread-safety: `BlockCache` is `Send + Sync`.
+//! The [`BlockCache`] holds decoded blocks keyed by their file offset, within a byte budget:
+//! it is the engine's one block cache (`crate::cache::BlockCache`, which the ordered
+//! store's tables use too), with its CLOCK eviction and its admission rule (a full shard
+//! keeps a block only when it is missed again soon). Lookups fill it; full-log iterations
+//! bypass it so a scan does not evict the working set. Thread-safety: `BlockCache` is
+//! `Send + Sync`.
 
 #[cfg(feature = "zstd")]
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::path::Path;
 use std::sync::Arc;
-
-use parking_lot::Mutex;
 
 use crate::coding::{get_u32_le, get_u64_le, get_vlq};
 use crate::error::{Error, FileKind, Reason, Result};
@@ -288,166 +287,14 @@ pub fn decode_block(
     Ok(Block::finish(next_offset, data, index_entries))
 }
 
-const SHARDS: usize = 16;
+/// The decoded-block cache of one opened log (see the module documentation).
+pub(crate) type BlockCache = crate::cache::BlockCache<u64, Block>;
 
-/// Hasher for block offsets: one multiply (offsets are distinct integers, and an
-/// attacker gains nothing by colliding them: the file is already trusted to be read).
-#[derive(Default)]
-struct OffsetHasher(u64);
+pub(crate) use crate::cache::Lookup;
 
-impl Hasher for OffsetHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (x ^ (x >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-#[derive(Default)]
-struct Shard {
-    map: HashMap<u64, (Block, bool), BuildHasherDefault<OffsetHasher>>,
-    clock: VecDeque<u64>,
-    bytes: usize,
-    /// Recent hits and misses (halved as they grow), for admission.
-    hits: u32,
-    misses: u32,
-}
-
-impl Shard {
-    /// Scan resistance: while fewer than one lookup in five hits (the working set is much
-    /// larger than the cache), admit only one missed block in sixteen, so evictions do
-    /// not cost every lookup and the blocks that are hot still get in.
-    fn admits(&self) -> bool {
-        let total = self.hits + self.misses;
-        total < 1024 || self.hits.saturating_mul(4) >= self.misses || self.misses.is_multiple_of(16)
-    }
-
-    fn record(&mut self, hit: bool) {
-        if hit {
-            self.hits += 1;
-        } else {
-            self.misses += 1;
-        }
-        if self.hits + self.misses >= 1 << 16 {
-            self.hits /= 2;
-            self.misses /= 2;
-        }
-    }
-}
-
-/// The outcome of [`BlockCache::lookup`].
-pub enum Lookup {
-    /// The block was cached.
-    Hit(Block),
-    /// It was not; `admit` tells whether [`BlockCache::insert`] would keep it.
-    Miss {
-        /// Whether to build the block's entry table and insert it.
-        admit: bool,
-    },
-}
-
-/// A bounded cache of decoded blocks, keyed by block file offset.
-pub struct BlockCache {
-    shards: Vec<Mutex<Shard>>,
-    shard_budget: usize,
-}
-
-impl std::fmt::Debug for BlockCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BlockCache")
-            .field("budget", &(self.shard_budget * SHARDS))
-            .finish()
-    }
-}
-
-impl BlockCache {
-    /// A cache holding at most about `budget` bytes of decoded blocks (0 disables it).
-    pub fn new(budget: usize) -> BlockCache {
-        BlockCache {
-            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
-            shard_budget: budget / SHARDS,
-        }
-    }
-
-    fn shard(&self, offset: u64) -> Option<&Mutex<Shard>> {
-        let h = offset.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 60;
-        self.shards.get(h as usize % SHARDS)
-    }
-
-    /// The cached block at `offset`, or whether a miss should be admitted.
-    pub fn lookup(&self, offset: u64) -> Lookup {
-        if self.shard_budget == 0 {
-            return Lookup::Miss { admit: false };
-        }
-        let Some(shard) = self.shard(offset) else {
-            return Lookup::Miss { admit: false };
-        };
-        let mut shard = shard.lock();
-        let hit = match shard.map.get_mut(&offset) {
-            Some(entry) => {
-                if !entry.1 {
-                    entry.1 = true;
-                }
-                Some(entry.0.clone())
-            }
-            None => None,
-        };
-        shard.record(hit.is_some());
-        match hit {
-            Some(block) => Lookup::Hit(block),
-            None => Lookup::Miss {
-                admit: shard.admits(),
-            },
-        }
-    }
-
-    /// Adds a block, evicting others (CLOCK order) to stay within the budget. A block
-    /// larger than a shard's budget is not cached.
-    pub fn insert(&self, offset: u64, data: Block) {
-        let len = data.footprint();
-        if len > self.shard_budget {
-            return;
-        }
-        let Some(shard) = self.shard(offset) else {
-            return;
-        };
-        let mut shard = shard.lock();
-        if shard.map.contains_key(&offset) {
-            return;
-        }
-        while shard.bytes + len > self.shard_budget {
-            let Some(victim) = shard.clock.pop_front() else {
-                break;
-            };
-            let referenced = match shard.map.get_mut(&victim) {
-                Some(e) if e.1 => {
-                    e.1 = false;
-                    true
-                }
-                _ => false,
-            };
-            if referenced {
-                shard.clock.push_back(victim);
-            } else if let Some((d, _)) = shard.map.remove(&victim) {
-                shard.bytes -= d.footprint();
-            }
-        }
-        shard.bytes += len;
-        shard.map.insert(offset, (data, false));
-        shard.clock.push_back(offset);
-    }
-
-    /// Bytes of decoded blocks currently held.
-    pub fn used_bytes(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().bytes).sum()
+impl crate::cache::Weigh for Block {
+    fn weight(&self) -> usize {
+        self.footprint()
     }
 }
 

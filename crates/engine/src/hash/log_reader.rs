@@ -114,12 +114,13 @@ impl LogReader {
         } else {
             cache_bytes
         };
+        let cache = BlockCache::for_blocks_of(cache_bytes, header.block_size as usize);
         Ok(LogReader {
             inner: Arc::new(LogInner {
                 path: path.to_path_buf(),
                 header,
                 map,
-                cache: BlockCache::new(cache_bytes),
+                cache,
             }),
         })
     }
@@ -262,7 +263,7 @@ impl LogInner {
             admit || index_entries,
         )?;
         if admit {
-            self.cache.insert(offset, block.clone());
+            self.cache.insert_admitted(offset, block.clone());
         }
         Ok(block)
     }
@@ -315,8 +316,19 @@ impl Stream {
     }
 
     /// Moves to the next non-empty block if the current one is exhausted. Returns false
-    /// at the end of the log.
+    /// at the end of the log. Inlined: most calls find the block not exhausted.
+    #[inline]
     pub(crate) fn fill(&mut self, log: &LogInner) -> Result<bool> {
+        if self.pos < self.block.data().len() {
+            return Ok(true);
+        }
+        self.next_block(log)
+    }
+
+    /// [`Stream::fill`] once the current block is exhausted (kept out of line, so `fill`
+    /// stays small enough to inline).
+    #[inline(never)]
+    fn next_block(&mut self, log: &LogInner) -> Result<bool> {
         while self.pos >= self.block.data().len() {
             let off = self.block.next_offset();
             if off >= log.header.data_end {

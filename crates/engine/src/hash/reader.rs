@@ -37,6 +37,10 @@ pub struct ReadOptions {
     /// hashes and 4-byte addresses, since the capacity is 1.3× the puts.
     pub pin_index: bool,
     /// Byte budget of the cache of decoded blocks (compressed logs only). Default 64 MiB.
+    /// While the cache has room it keeps every block a lookup decodes; once full, it keeps
+    /// a block only when it is missed again soon after (the rule of the ordered store's
+    /// `Options::block_cache_size`: one cache implementation serves both stores), so
+    /// lookups spread over a log far larger than the budget evict nothing.
     pub block_cache_bytes: usize,
     /// Copy the log's data into memory (huge pages where available, locked when
     /// permitted) instead of mapping the file: lookups then never wait for the disk and

@@ -231,6 +231,12 @@ impl Block {
     }
 }
 
+impl crate::cache::Weigh for Block {
+    fn weight(&self) -> usize {
+        self.len()
+    }
+}
+
 /// The framing of one entry: ranges are (start, len) in the block.
 struct Entry {
     shared: usize,

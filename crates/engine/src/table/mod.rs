@@ -27,7 +27,6 @@
 
 mod blob_refs;
 mod block;
-mod cache;
 mod compression;
 mod fences;
 mod filter;
@@ -46,13 +45,17 @@ mod tests;
 
 #[cfg(test)]
 pub(crate) use blob_refs::BlobRef;
-pub(crate) use cache::BlockCache;
 pub(crate) use compression::Compression;
 #[cfg(test)]
 pub(crate) use iter::TableIter;
 pub(crate) use meta::TableMeta;
 pub(crate) use reader::Reader;
 pub(crate) use writer::Writer;
+
+/// The decoded data blocks of every table of a store, keyed by table id and block offset:
+/// the engine's one block cache (`crate::cache::BlockCache`), which the constant store's
+/// logs use too.
+pub(crate) type BlockCache = crate::cache::BlockCache<(u64, u64), std::sync::Arc<block::Block>>;
 
 use crate::error::{Error, Result};
 

@@ -25,13 +25,13 @@ use std::sync::Arc;
 
 use super::blob_refs::BlobRefs;
 use super::block::{Block, BlockCursor};
-use super::cache::BlockCache;
 use super::compression::unseal;
 use super::fences::Fences;
 use super::filter::Filter;
 use super::footer::{BlockHandle, Footer};
 use super::properties::Properties;
 use super::range_block;
+use super::BlockCache;
 use super::{TableMeta, FOOTER_LEN, MAX_BLOCK_LEN};
 use crate::cursor::Cursor;
 use crate::error::{Error, FileKind, Reason, Result};
@@ -562,7 +562,7 @@ impl Reader {
             (Some(ra), Some(end)) => Some((ra.note(handle.offset, end), ra)),
             _ => None,
         };
-        if let Some(block) = self.cache.get(self.id, handle.offset) {
+        if let Some(block) = self.cache.get((self.id, handle.offset)) {
             return Ok((block, false));
         }
         let raw = match sequential {
@@ -573,7 +573,7 @@ impl Reader {
         let block = Arc::new(block);
         if fill_cache {
             self.cache
-                .insert(self.id, handle.offset, Arc::clone(&block));
+                .insert((self.id, handle.offset), Arc::clone(&block));
         }
         Ok((block, true))
     }

@@ -13,14 +13,15 @@
 //! invariant 3; FORMAT.md §7).
 //!
 //! Open files: at most `max_open_files` stay open, the least recently used is closed
-//! first. The `Db` calls [`Reader::forget`] when it deletes a blob file. Each open file
+//! first, in O(1) (`crate::cache::OpenFiles`, which the table cache uses too); a read
+//! holds its file's `Arc`, so closing the cache's handle never cuts a read short. The `Db`
+//! calls [`Reader::forget`] when it deletes a blob file. Each open file
 //! keeps the length last learned from the file system; blob files only grow, so a record
 //! that ends within it is within the file, and only a record that seems to end past it
 //! makes the reader ask the file system again (the active file grows while it is read).
 //!
 //! Thread-safety: `Send + Sync`; reads take the cache lock only to find the file.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -32,6 +33,7 @@ use super::format::RecordRef;
 use super::scan::{read_chunk, read_record};
 use super::value_reader::ValueReader;
 use super::ValueHandle;
+use crate::cache::OpenFiles;
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::files::FileType;
 use crate::fs::{FileSystem, ReadableFile};
@@ -40,24 +42,17 @@ use crate::fs::{FileSystem, ReadableFile};
 #[cfg(test)]
 pub(crate) const DEFAULT_OPEN_FILES: usize = 64;
 
-/// An open blob file, when it was last used, and its length when last asked.
+/// An open blob file and its length when last asked.
 struct Open {
     file: Arc<dyn ReadableFile>,
-    used: u64,
     len: u64,
-}
-
-struct FileCache {
-    capacity: usize,
-    clock: u64,
-    files: HashMap<u64, Open>,
 }
 
 /// Reads values from the blob files of one directory; see the module documentation.
 pub(crate) struct Reader {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
-    cache: Mutex<FileCache>,
+    cache: Mutex<OpenFiles<u64, Open>>,
     /// Records located by handle (reads, streams, validations) since creation: how tests
     /// prove that heads and key scans never touch the value log.
     reads: std::sync::atomic::AtomicU64,
@@ -79,11 +74,7 @@ impl Reader {
         Reader {
             fs,
             dir: dir.to_path_buf(),
-            cache: Mutex::new(FileCache {
-                capacity: max_open_files.max(1),
-                clock: 0,
-                files: HashMap::new(),
-            }),
+            cache: Mutex::new(OpenFiles::new(max_open_files)),
             reads: std::sync::atomic::AtomicU64::new(0),
         }
     }
@@ -95,38 +86,21 @@ impl Reader {
 
     /// Blob file `id`, opened if it is not in the cache, and its known length.
     fn file(&self, id: u64) -> Result<(Arc<dyn ReadableFile>, u64)> {
-        {
-            let mut cache = self.cache.lock();
-            cache.clock += 1;
-            let now = cache.clock;
-            if let Some(open) = cache.files.get_mut(&id) {
-                open.used = now;
-                return Ok((Arc::clone(&open.file), open.len));
-            }
+        if let Some(open) = self.cache.lock().get(&id) {
+            return Ok((Arc::clone(&open.file), open.len));
         }
         // Open outside the lock; two racing opens of one file are harmless.
         let file: Arc<dyn ReadableFile> = Arc::from(self.fs.open_read(&self.path(id))?);
         let len = file.len()?;
-        let mut cache = self.cache.lock();
-        if cache.files.len() >= cache.capacity && !cache.files.contains_key(&id) {
-            let oldest = cache
-                .files
-                .iter()
-                .min_by_key(|(_, open)| open.used)
-                .map(|(id, _)| *id);
-            if let Some(oldest) = oldest {
-                cache.files.remove(&oldest);
-            }
-        }
-        let used = cache.clock;
-        cache.files.insert(
+        let closed = self.cache.lock().insert(
             id,
             Open {
                 file: Arc::clone(&file),
-                used,
                 len,
             },
         );
+        // The least recently used file, closed outside the lock unless a read holds it.
+        drop(closed);
         Ok((file, len))
     }
 
@@ -142,7 +116,7 @@ impl Reader {
 
     /// Records that blob file `id` is now `len` bytes long (it only grows).
     fn note_len(&self, id: u64, len: u64) {
-        if let Some(open) = self.cache.lock().files.get_mut(&id) {
+        if let Some(open) = self.cache.lock().peek(&id) {
             open.len = open.len.max(len);
         }
     }
@@ -154,12 +128,12 @@ impl Reader {
     /// # Errors
     /// `Error::Io` if the file cannot be opened or its length read.
     pub(crate) fn refresh_len(&self, id: u64) -> Result<()> {
-        if !self.cache.lock().files.contains_key(&id) {
+        if !self.cache.lock().contains(&id) {
             return Ok(());
         }
         let file: Arc<dyn ReadableFile> = Arc::from(self.fs.open_read(&self.path(id))?);
         let len = file.len()?;
-        if let Some(open) = self.cache.lock().files.get_mut(&id) {
+        if let Some(open) = self.cache.lock().peek(&id) {
             open.file = file;
             open.len = open.len.max(len);
         }
@@ -168,12 +142,14 @@ impl Reader {
 
     /// Closes every open blob file whose id `keep` refuses.
     pub(crate) fn retain(&self, keep: impl Fn(u64) -> bool) {
-        self.cache.lock().files.retain(|id, _| keep(*id));
+        let closed = self.cache.lock().retain(keep);
+        drop(closed);
     }
 
     /// Closes blob file `id` if it is open (before it is deleted, or after a GC).
     pub(crate) fn forget(&self, id: u64) {
-        self.cache.lock().files.remove(&id);
+        let closed = self.cache.lock().remove(&id);
+        drop(closed);
     }
 
     /// Records located by handle so far (see `reads`).
@@ -184,7 +160,7 @@ impl Reader {
 
     /// Number of blob files currently open.
     pub(crate) fn open_files(&self) -> usize {
-        self.cache.lock().files.len()
+        self.cache.lock().len()
     }
 
     /// The file and the checked record of `handle`, or why the record is not there.
@@ -455,5 +431,35 @@ mod tests {
         assert_eq!(r.open_files(), 3);
         r.forget(10);
         assert_eq!(r.open_files(), 2);
+    }
+
+    /// The least recently read file is the one closed, and a value stream whose file the
+    /// cache closed keeps reading from the handle it holds.
+    #[test]
+    fn open_file_cache_closes_the_least_recently_used_and_spares_readers() {
+        let values: Vec<(u64, Vec<u8>)> = (1..=6)
+            .map(|id| (id, value(2 * CHUNK_LEN as usize + id as usize)))
+            .collect();
+        let (fs, h) = setup(&values);
+        let r = Reader::new(Arc::new(fs), Path::new("/db"), 3);
+        let mut stream = r.open_value(&h[0]).unwrap();
+        for i in [1, 2, 0, 3] {
+            assert_eq!(r.read(&h[i]).unwrap(), values[i].1);
+        }
+        // Files 1, 3 and 4 are open (2 was the least recently used when 4 was opened):
+        // forgetting 2 closes nothing, forgetting 1 closes one.
+        assert_eq!(r.open_files(), 3);
+        r.forget(2);
+        assert_eq!(r.open_files(), 3);
+        r.forget(1);
+        assert_eq!(r.open_files(), 2);
+        for i in 4..6 {
+            assert_eq!(r.read(&h[i]).unwrap(), values[i].1);
+            assert!(r.open_files() <= 3);
+        }
+        // File 1 is closed in the cache; the stream still holds it.
+        let mut got = Vec::new();
+        stream.read_to_end(&mut got).unwrap();
+        assert_eq!(got, values[0].1);
     }
 }
