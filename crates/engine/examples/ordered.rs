@@ -13,6 +13,7 @@
 
 use std::time::Duration;
 
+use cairn::Readable;
 use cairn::{
     Clock, Db, Durability, EntryOptions, Error, Iter, KeyspaceOptions, Meta, Options, Result,
 };
@@ -83,7 +84,7 @@ fn main() -> Result<()> {
     let snapshot = db.snapshot();
     users.insert("user:001", "Ada Lovelace")?;
     users.remove("user:002")?;
-    let then = users.get_at("user:001", &snapshot)?;
+    let then = snapshot.get(&users, "user:001")?;
     let now = users.get("user:001")?;
     println!(
         "user:001 was {:?} at the snapshot and is {:?} now",
@@ -96,7 +97,7 @@ fn main() -> Result<()> {
     println!("users in [user:002, user:006): {middle:?}");
     let newest_two = keys(users.prefix("user:").rev().take(2))?;
     println!("the two last users, scanning backwards: {newest_two:?}");
-    let at_snapshot = keys(users.prefix_at("user:", &snapshot))?;
+    let at_snapshot = keys(snapshot.prefix(&users, "user:"))?;
     println!("users at the snapshot: {at_snapshot:?}");
 
     // Counters: the decimal text of an i64, updated atomically with every other write.

@@ -40,7 +40,7 @@
 //!   dependencies (`serde_json`, `base64`, `ciborium`, `tempfile`).
 //!
 //! ```
-//! use cairn::{Db, Durability, Options};
+//! use cairn::{Db, Durability, Options, Readable};
 //!
 //! # fn main() -> cairn::Result<()> {
 //! # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
@@ -56,7 +56,7 @@
 //!
 //! let snapshot = db.snapshot();
 //! users.remove("u:42")?;
-//! assert_eq!(users.get_at("u:42", &snapshot)?, Some(b"Ada".to_vec()));
+//! assert_eq!(snapshot.get(&users, "u:42")?, Some(b"Ada".to_vec()));
 //! assert_eq!(users.get("u:42")?, None);
 //! let keys: Vec<Vec<u8>> = users.prefix("u:").rev().map(|p| p.map(|(k, _)| k)).collect::<cairn::Result<_>>()?;
 //! assert_eq!(keys, vec![b"u:44".to_vec(), b"u:43".to_vec()]);
@@ -136,7 +136,7 @@ pub use attrs::{EntryOptions, Head, Meta, MAX_META_LEN};
 pub use clock::Clock;
 pub use db::{
     verify, verify_report, BackupInfo, Batch, BlobFileSpace, Db, EntryIter, HeadIter, Iter,
-    Keyspace, Loss, LossCause, RecoveryReport, Snapshot, SpaceStats, Stats, ValueReader,
+    Keyspace, Loss, LossCause, Readable, RecoveryReport, Snapshot, SpaceStats, Stats, ValueReader,
     VerifiedFile, VerifyReport, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN,
 };
 pub use error::{Corruption, Error, FileKind, Reason, Result};

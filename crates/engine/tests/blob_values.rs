@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 
+use cairn::Readable;
 use cairn::{Db, Durability, FileKind, KeyspaceOptions, Options};
 use ordered_common::{collect, mem_tempdir, tiny};
 
@@ -199,11 +200,11 @@ fn gc_racing_writers_and_snapshots_never_loses_a_visible_value() {
     while checks < 30 || (removed.load(Ordering::Relaxed) < 5 && start.elapsed().as_secs() < 20) {
         checks += 1;
         let snap = db.snapshot();
-        let first: Vec<_> = collect(ks.range_at::<&[u8], _>(.., &snap));
+        let first: Vec<_> = collect(snap.iter(&ks));
         assert_eq!(first.len(), KEYS as usize);
         let mut it = ks.iter();
         thread::sleep(std::time::Duration::from_millis(5));
-        let again: Vec<_> = collect(ks.range_at::<&[u8], _>(.., &snap));
+        let again: Vec<_> = collect(snap.iter(&ks));
         assert_eq!(first, again, "a snapshot's view changed");
         for (key, v) in &first {
             let k: u32 = std::str::from_utf8(&key[1..]).unwrap().parse().unwrap();

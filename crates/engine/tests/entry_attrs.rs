@@ -9,6 +9,7 @@ mod ordered_common;
 
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
+use cairn::Readable;
 use cairn::{Clock, Db, EntryOptions, Error, Meta, Options, MAX_META_LEN};
 
 use ordered_common::{mem_tempdir, tiny};
@@ -137,13 +138,13 @@ fn an_expired_entry_hides_older_versions_in_snapshots_and_after_compaction() {
     ks.insert_entry("past", "p", &EntryOptions::new().expires_at(UNIX_EPOCH))
         .unwrap();
     assert_eq!(ks.get("past").unwrap(), None);
-    assert_eq!(ks.get_at("key", &snap).unwrap(), Some(b"new".to_vec()));
+    assert_eq!(snap.get(&ks, "key").unwrap(), Some(b"new".to_vec()));
     clock.advance(Duration::from_secs(1));
     for _ in 0..2 {
         assert_eq!(ks.get("key").unwrap(), None);
-        assert_eq!(ks.get_at("key", &snap).unwrap(), None);
-        assert_eq!(ks.head_at("key", &snap).unwrap(), None);
-        assert_eq!(ks.range_at::<&[u8], _>(.., &snap).count(), 0);
+        assert_eq!(snap.get(&ks, "key").unwrap(), None);
+        assert_eq!(snap.head(&ks, "key").unwrap(), None);
+        assert_eq!(snap.iter(&ks).count(), 0);
         db.flush().unwrap();
         db.compact_expired().unwrap();
     }

@@ -35,6 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cairn::Readable;
 use cairn::{Db, Durability, Options};
 
 const ROLE: &str = "CAIRN_MP_ROLE";
@@ -76,7 +77,7 @@ fn check_view(db: &Db) -> Result<u64, String> {
     // the view between two reads without one).
     let snapshot = db.snapshot();
     let mut n = 0u64;
-    for pair in ks.range_at::<Vec<u8>, _>(.., &snapshot) {
+    for pair in snapshot.iter(&ks) {
         let (k, v) = pair.map_err(|e| format!("scan: {e}"))?;
         if k != key(n).into_bytes() || v != n.to_string().into_bytes() {
             return Err(format!(
@@ -87,7 +88,7 @@ fn check_view(db: &Db) -> Result<u64, String> {
         }
         n += 1;
     }
-    let counted = ks.len_at(&snapshot).map_err(|e| format!("len: {e}"))?;
+    let counted = snapshot.len(&ks).map_err(|e| format!("len: {e}"))?;
     if counted != n {
         return Err(format!("len {counted} but the scan saw {n}"));
     }
@@ -205,8 +206,8 @@ fn mp_follower() {
         println!("follow {n} {}", now_ns());
     }
     // The first view, through the snapshot and the iterator, is still whole.
-    let at = ks
-        .len_at(&snapshot)
+    let at = snapshot
+        .len(&ks)
         .unwrap_or_else(|e| fail(format!("snapshot: {e}")));
     if at != first {
         fail(format!(

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
+use cairn::Readable;
 use cairn::{Db, Error, Options};
 
 fn two_stores() -> (tempfile::TempDir, Db, Db) {
@@ -63,67 +64,112 @@ fn a_snapshot_of_another_store_is_refused_by_every_read() {
     kb.insert("only-in-b", "b").unwrap();
     let snap_a = a.snapshot();
 
-    assert!(is_invalid(&kb.get_at("k01", &snap_a).unwrap_err()));
-    assert!(is_invalid(&kb.head_at("k01", &snap_a).unwrap_err()));
-    assert!(is_invalid(&kb.len_at(&snap_a).unwrap_err()));
+    assert!(is_invalid(&snap_a.get(&kb, "k01").unwrap_err()));
+    assert!(is_invalid(&snap_a.head(&kb, "k01").unwrap_err()));
+    assert!(is_invalid(&snap_a.len(&kb).unwrap_err()));
     let first = |mut it: Box<dyn Iterator<Item = bool>>| it.next();
     for (name, got) in [
         (
-            "range_at",
+            "range",
             first(Box::new(
-                kb.range_at::<&[u8], _>(.., &snap_a).map(|r| r.is_err()),
+                snap_a.range::<&[u8], _>(&kb, ..).map(|r| r.is_err()),
             )),
         ),
         (
-            "prefix_at",
-            first(Box::new(kb.prefix_at("", &snap_a).map(|r| r.is_err()))),
+            "prefix",
+            first(Box::new(snap_a.prefix(&kb, "").map(|r| r.is_err()))),
         ),
         (
-            "range_heads_at",
+            "range_heads",
             first(Box::new(
-                kb.range_heads_at::<&[u8], _>(.., &snap_a)
+                snap_a.range_heads::<&[u8], _>(&kb, ..).map(|r| r.is_err()),
+            )),
+        ),
+        (
+            "prefix_heads",
+            first(Box::new(snap_a.prefix_heads(&kb, "").map(|r| r.is_err()))),
+        ),
+        (
+            "range_entries",
+            first(Box::new(
+                snap_a
+                    .range_entries::<&[u8], _>(&kb, ..)
                     .map(|r| r.is_err()),
             )),
         ),
         (
-            "prefix_heads_at",
-            first(Box::new(
-                kb.prefix_heads_at("", &snap_a).map(|r| r.is_err()),
-            )),
-        ),
-        (
-            "range_entries_at",
-            first(Box::new(
-                kb.range_entries_at::<&[u8], _>(.., &snap_a)
-                    .map(|r| r.is_err()),
-            )),
-        ),
-        (
-            "prefix_entries_at",
-            first(Box::new(
-                kb.prefix_entries_at("", &snap_a).map(|r| r.is_err()),
-            )),
+            "prefix_entries",
+            first(Box::new(snap_a.prefix_entries(&kb, "").map(|r| r.is_err()))),
         ),
     ] {
         assert_eq!(got, Some(true), "{name} must yield the refusal first");
     }
     // An iterator ends after the refusal; reverse iteration is refused too.
-    let mut it = kb.range_at::<&[u8], _>(.., &snap_a);
+    let mut it = snap_a.range::<&[u8], _>(&kb, ..);
     assert!(is_invalid(&it.next().unwrap().unwrap_err()));
     assert!(it.next().is_none());
-    assert!(kb
-        .range_at::<&[u8], _>(.., &snap_a)
+    assert!(snap_a
+        .range::<&[u8], _>(&kb, ..)
         .next_back()
         .unwrap()
         .is_err());
 
     // The store's own snapshot still works.
     let snap_b = b.snapshot();
+    assert_eq!(snap_b.get(&kb, "only-in-b").unwrap(), Some(b"b".to_vec()));
+    assert_eq!(snap_b.len(&kb).unwrap(), 1);
+}
+
+#[test]
+fn the_latest_state_of_one_store_refuses_a_keyspace_of_another() {
+    let (_dir, a, b) = two_stores();
+    let ka = a.keyspace("default").unwrap();
+    let kb = b.keyspace("default").unwrap();
+    ka.insert("k", "a").unwrap();
+    kb.insert("k", "b").unwrap();
+
+    // Through its own store, `Readable` reads what the keyspace itself reads.
+    assert_eq!(a.get(&ka, "k").unwrap(), ka.get("k").unwrap());
+    assert_eq!(a.len(&ka).unwrap(), 1);
     assert_eq!(
-        kb.get_at("only-in-b", &snap_b).unwrap(),
-        Some(b"b".to_vec())
+        b.first_key_value(&kb).unwrap(),
+        Some((b"k".to_vec(), b"b".to_vec()))
     );
-    assert_eq!(kb.len_at(&snap_b).unwrap(), 1);
+    // Through another store, every read is refused, never answered from either store.
+    assert!(is_invalid(&a.get(&kb, "k").unwrap_err()));
+    assert!(is_invalid(&a.head(&kb, "k").unwrap_err()));
+    assert!(is_invalid(&a.contains_key(&kb, "k").unwrap_err()));
+    assert!(is_invalid(&a.len(&kb).unwrap_err()));
+    assert!(is_invalid(&a.is_empty(&kb).unwrap_err()));
+    let mut scans: Vec<(&str, Box<dyn Iterator<Item = bool>>)> = vec![
+        ("iter", Box::new(a.iter(&kb).map(|r| r.is_err()))),
+        ("rev", Box::new(a.iter(&kb).rev().map(|r| r.is_err()))),
+        ("prefix", Box::new(a.prefix(&kb, "k").map(|r| r.is_err()))),
+        (
+            "range_heads",
+            Box::new(a.range_heads::<&[u8], _>(&kb, ..).map(|r| r.is_err())),
+        ),
+        (
+            "prefix_heads",
+            Box::new(a.prefix_heads(&kb, "").map(|r| r.is_err())),
+        ),
+        (
+            "range_entries",
+            Box::new(a.range_entries::<&[u8], _>(&kb, ..).map(|r| r.is_err())),
+        ),
+        (
+            "prefix_entries",
+            Box::new(a.prefix_entries(&kb, "").map(|r| r.is_err())),
+        ),
+    ];
+    for (name, scan) in &mut scans {
+        assert_eq!(
+            scan.next(),
+            Some(true),
+            "{name} must yield the refusal first"
+        );
+        assert_eq!(scan.next(), None, "{name} must end after the refusal");
+    }
 }
 
 #[test]

@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
+use cairn::Readable;
 use cairn::{Db, Durability, Options};
 
 fn small() -> Options {
@@ -110,10 +111,10 @@ fn snapshots_see_one_point_in_time() {
     }
     db.flush().unwrap();
     db.wait_for_compactions().unwrap();
-    let at = collect(ks.range_at::<&[u8], _>(.., &snap));
+    let at = collect(snap.iter(&ks));
     assert_eq!(at.len(), 500);
     assert!(at.iter().all(|(_, v)| v == b"old"));
-    assert_eq!(ks.get_at("k0001", &snap).unwrap(), Some(b"old".to_vec()));
+    assert_eq!(snap.get(&ks, "k0001").unwrap(), Some(b"old".to_vec()));
     assert_eq!(ks.get("k0001").unwrap(), None);
     assert_eq!(collect(ks.iter()).len(), 250);
 }

@@ -17,6 +17,7 @@ use std::sync::{mpsc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use cairn::Readable;
 use cairn::{Db, Durability, Error, Keyspace, Options, Snapshot, DEFAULT_KEYSPACE};
 
 use ordered_common::{collect, disk_tempdir, mem_tempdir, table_files, tiny};
@@ -142,15 +143,13 @@ fn check_view(
 fn read_snapshot(s: &Spaces, snap: &Snapshot, round: u64) -> Result<u64, String> {
     let err = |e: cairn::Error| e.to_string();
     let groups: Vec<_> = match round % 3 {
-        0 => s
-            .groups
-            .range_at::<&[u8], _>(.., snap)
+        0 => snap
+            .iter(&s.groups)
             .collect::<cairn::Result<_>>()
             .map_err(err)?,
         1 => {
-            let mut v: Vec<_> = s
-                .groups
-                .range_at::<&[u8], _>(.., snap)
+            let mut v: Vec<_> = snap
+                .iter(&s.groups)
                 .rev()
                 .collect::<cairn::Result<_>>()
                 .map_err(err)?;
@@ -162,25 +161,24 @@ fn read_snapshot(s: &Spaces, snap: &Snapshot, round: u64) -> Result<u64, String>
             for g in 0..GROUPS {
                 for j in 0..GROUP_KEYS {
                     let k = group_key(g, j);
-                    if let Some(val) = s.groups.get_at(&k, snap).map_err(err)? {
+                    if let Some(val) = snap.get(&s.groups, &k).map_err(err)? {
                         v.push((k.into_bytes(), val));
                     }
                 }
             }
-            if let Some(val) = s.groups.get_at("seq", snap).map_err(err)? {
+            if let Some(val) = snap.get(&s.groups, "seq").map_err(err)? {
                 v.push((b"seq".to_vec(), val));
             }
             v
         }
     };
-    let mirror: Vec<_> = s
-        .mirror
-        .prefix_at("g", snap)
+    let mirror: Vec<_> = snap
+        .prefix(&s.mirror, "g")
         .collect::<cairn::Result<_>>()
         .map_err(err)?;
     let accounts: Option<Vec<_>> = match &s.accounts {
         Some(a) => Some(
-            a.range_at::<&[u8], _>(.., snap)
+            snap.range::<&[u8], _>(a, ..)
                 .collect::<cairn::Result<_>>()
                 .map_err(err)?,
         ),
@@ -500,7 +498,7 @@ fn iterators_keep_their_view_and_their_files_while_tables_are_rewritten() {
     let mut backward = ks.iter();
     let untouched = ks.range::<&[u8], _>(..);
     let snap = db.snapshot();
-    let mut through_snapshot = ks.range_at::<&[u8], _>(.., &snap);
+    let mut through_snapshot = snap.iter(&ks);
     let half = (SCAN_KEYS / 2) as usize;
     let mut got_forward: Vec<_> = forward.by_ref().take(half).map(|r| r.unwrap()).collect();
     let mut got_backward: Vec<_> = backward

@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use cairn::Readable;
 use cairn::{Db, Durability, Error, Options};
 
 use ordered_common::{disk_tempdir, mem_tempdir, tiny};
@@ -265,8 +266,8 @@ fn len_at_a_snapshot_agrees_with_a_scan_at_it_while_writers_run() {
         let deadline = Instant::now() + Duration::from_secs(3);
         while Instant::now() < deadline {
             let snap = db.snapshot();
-            let len = ks.len_at(&snap).unwrap();
-            let scanned = ks.range_at::<&[u8], _>(.., &snap).count() as u64;
+            let len = snap.len(&ks).unwrap();
+            let scanned = snap.iter(&ks).count() as u64;
             assert_eq!(len, scanned);
             *checks.lock().unwrap() += 1;
         }
@@ -305,14 +306,14 @@ fn len_counts_live_keys_through_overwrites_deletes_flushes_and_compactions() {
     assert_eq!(ks.len().unwrap(), 1500);
     db.wait_for_compactions().unwrap();
     assert_eq!(ks.len().unwrap(), 1500);
-    assert_eq!(ks.len_at(&full).unwrap(), 2000);
+    assert_eq!(full.len(&ks).unwrap(), 2000);
     assert_eq!(other.len().unwrap(), 2000);
     for i in 0..2000u32 {
         ks.remove(format!("{i:05}")).unwrap();
     }
     assert_eq!(ks.len().unwrap(), 0);
     assert!(ks.is_empty().unwrap());
-    assert_eq!(ks.len_at(&full).unwrap(), 2000);
+    assert_eq!(full.len(&ks).unwrap(), 2000);
 }
 
 fn dir_bytes(dir: &std::path::Path) -> u64 {

@@ -7,6 +7,7 @@ mod ordered_common;
 
 use std::time::{Duration, Instant};
 
+use cairn::Readable;
 use cairn::{Db, Options};
 use ordered_common::{collect, mem_tempdir, tiny};
 
@@ -61,7 +62,7 @@ fn sealed_memtables_merge_into_one_table_per_flush() {
         // The snapshot's versions survived the merge of their memtable with newer ones.
         for i in 0..300u32 {
             let key = format!("key{i:04}");
-            let old = ks.get_at(&key, &snap).unwrap();
+            let old = snap.get(&ks, &key).unwrap();
             assert_eq!(old.as_deref(), Some(format!("r0-{i}").as_bytes()), "{key}");
             let now = ks.get(&key).unwrap();
             let want = (i % 5 != 0).then(|| format!("r2-{i}").into_bytes());

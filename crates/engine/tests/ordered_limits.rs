@@ -11,6 +11,7 @@ mod ordered_common;
 
 use std::time::Duration;
 
+use cairn::Readable;
 use cairn::{Compression, Db, Durability, Error, Options, DEFAULT_KEYSPACE};
 
 use ordered_common::{assert_invalid, collect, mem_tempdir, tiny};
@@ -222,7 +223,7 @@ fn a_20_mb_value_round_trips_through_memtable_flush_compaction_and_reopen() {
     db.wait_for_compactions().unwrap();
     assert!(db.stats().compactions > 0, "{:?}", db.stats());
     assert!(same(ks.get("big").unwrap()), "after compaction");
-    assert!(same(ks.get_at("big", &snap).unwrap()), "at a snapshot");
+    assert!(same(snap.get(&ks, "big").unwrap()), "at a snapshot");
     let scanned = collect(ks.range("b".."c"));
     assert_eq!(scanned.len(), 2);
     assert!(scanned[0].0 == b"big" && scanned[0].1 == big);
@@ -331,16 +332,16 @@ fn a_handle_to_a_dropped_keyspace_refuses_writes_and_reads() {
     let assert_refused = |old: &cairn::Keyspace| {
         assert_invalid(old.get("in-memtable"), "dropped");
         assert_invalid(old.get("k000"), "dropped");
-        assert_invalid(old.get_at("k000", &snap), "dropped");
+        assert_invalid(snap.get(&old, "k000"), "dropped");
         assert_invalid(old.contains_key("k000"), "dropped");
         assert_invalid(old.first_key_value(), "dropped");
         assert_invalid(old.last_key_value(), "dropped");
         for mut it in [
             old.iter(),
             old.range("k".."l"),
-            old.range_at::<&[u8], _>(.., &snap),
+            snap.iter(&old),
             old.prefix("k"),
-            old.prefix_at("k", &snap),
+            snap.prefix(&old, "k"),
         ] {
             assert_invalid(it.next_back().unwrap(), "dropped");
             assert!(it.next().is_none() && it.next_back().is_none());

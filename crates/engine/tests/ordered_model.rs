@@ -40,6 +40,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use cairn::Readable;
 use cairn::{
     Clock, Compression, Db, Durability, EntryOptions, Error, Head, HeadIter, Iter, Keyspace, Meta,
     Options, Snapshot,
@@ -732,7 +733,7 @@ impl Harness {
                 if let (Some((h, _)), Some((snap, then))) =
                     (self.existing(*i, step)?, self.snap(*s, *i))
                 {
-                    let got = ok!(h.head_at(&key.0, snap), step).map(|h| head_fields(&h));
+                    let got = ok!(snap.head(&h, &key.0), step).map(|h| head_fields(&h));
                     prop_assert_eq!(got, then.get(&key.0).map(Ent::head), "{:?}", step);
                 }
             }
@@ -870,7 +871,7 @@ impl Harness {
                 if let (Some((h, _)), Some((snap, then))) =
                     (self.existing(*i, step)?, self.snap(*s, *i))
                 {
-                    prop_assert_eq!(ok!(h.len_at(snap), step), then.len() as u64, "{:?}", step);
+                    prop_assert_eq!(ok!(snap.len(&h), step), then.len() as u64, "{:?}", step);
                 }
             }
             Batch(ops) => {
@@ -940,7 +941,7 @@ impl Harness {
                 if let (Some((h, _)), Some((snap, then))) =
                     (self.existing(*i, step)?, self.snap(*s, *i))
                 {
-                    let got = ok!(h.get_at(&key.0, snap), step);
+                    let got = ok!(snap.get(&h, &key.0), step);
                     let want = then.get(&key.0).map(|e| e.value.clone());
                     prop_assert_eq!(got, want, "{:?}", step);
                 }
@@ -951,7 +952,7 @@ impl Harness {
                 {
                     let (lo, hi) = (lo.bound(), hi.bound());
                     let expected = pairs(&then, |k| in_range(k, &lo, &hi)).collect();
-                    check_walk(h.range_at((lo, hi), snap), expected, *w, step)?;
+                    check_walk(snap.range(&h, (lo, hi)), expected, *w, step)?;
                 }
             }
             PrefixAt(s, i, p) => {
@@ -959,7 +960,7 @@ impl Harness {
                     (self.existing(*i, step)?, self.snap(*s, *i))
                 {
                     let expected = pairs(&then, |k| k.starts_with(&p.0)).collect();
-                    check_walk(h.prefix_at(&p.0, snap), expected, Walk::Fwd, step)?;
+                    check_walk(snap.prefix(&h, &p.0), expected, Walk::Fwd, step)?;
                 }
             }
             DropSnap(s) => {

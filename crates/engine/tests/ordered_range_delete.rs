@@ -10,6 +10,7 @@ mod ordered_common;
 
 use std::time::Duration;
 
+use cairn::Readable;
 use cairn::{Clock, Compression, Db, FileKind, Keyspace, Options, Snapshot};
 
 use ordered_common::mem_tempdir;
@@ -55,7 +56,7 @@ fn remove_prefix_then_compaction_reclaims_the_space() {
     assert_eq!(ks.prefix("p/").count(), 0);
     assert_eq!(ks.get("p/00042").unwrap(), None);
     assert_eq!(
-        ks.prefix_at("p/", &snap).count(),
+        snap.prefix(&ks, "p/").count(),
         3000,
         "the snapshot keeps them"
     );
@@ -145,7 +146,7 @@ fn check_reads(db: &Db, ks: &Keyspace, snap: Option<&Snapshot>, probe: &[&str], 
     let live = |k: &str| want.contains(&k);
     for k in probe {
         let (got, head) = match snap {
-            Some(s) => (ks.get_at(k, s).unwrap(), ks.head_at(k, s).unwrap()),
+            Some(s) => (s.get(&ks, k).unwrap(), s.head(&ks, k).unwrap()),
             None => (ks.get(k).unwrap(), ks.head(k).unwrap()),
         };
         assert_eq!(got.is_some(), live(k), "get {k}");
@@ -156,20 +157,15 @@ fn check_reads(db: &Db, ks: &Keyspace, snap: Option<&Snapshot>, probe: &[&str], 
     rev.reverse();
     let (keys, back, heads, entries, len) = match snap {
         Some(s) => (
-            ks.range_at::<&str, _>(.., s)
+            s.iter(&ks).map(|r| r.unwrap().0).collect::<Vec<_>>(),
+            s.iter(&ks).rev().map(|r| r.unwrap().0).collect::<Vec<_>>(),
+            s.range_heads::<&str, _>(&ks, ..)
                 .map(|r| r.unwrap().0)
                 .collect::<Vec<_>>(),
-            ks.range_at::<&str, _>(.., s)
-                .rev()
+            s.range_entries::<&str, _>(&ks, ..)
                 .map(|r| r.unwrap().0)
                 .collect::<Vec<_>>(),
-            ks.range_heads_at::<&str, _>(.., s)
-                .map(|r| r.unwrap().0)
-                .collect::<Vec<_>>(),
-            ks.range_entries_at::<&str, _>(.., s)
-                .map(|r| r.unwrap().0)
-                .collect::<Vec<_>>(),
-            ks.len_at(s).unwrap(),
+            s.len(&ks).unwrap(),
         ),
         None => {
             let s = db.snapshot();
@@ -181,7 +177,7 @@ fn check_reads(db: &Db, ks: &Keyspace, snap: Option<&Snapshot>, probe: &[&str], 
                     .map(|r| r.unwrap().0)
                     .rev()
                     .collect(),
-                ks.range_entries_at::<&str, _>(.., &s)
+                s.range_entries::<&str, _>(&ks, ..)
                     .map(|r| r.unwrap().0)
                     .collect(),
                 ks.len().unwrap(),

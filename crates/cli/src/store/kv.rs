@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use cairn::{EntryOptions, Meta};
+use cairn::{EntryOptions, Meta, Readable};
 use serde_json::Value;
 
 use crate::errors::{CliError, CliResult, EXIT_NOT_FOUND, EXIT_OK};
@@ -127,7 +127,7 @@ pub fn get(args: &GetArgs, out: &mut dyn Write) -> CliResult<u8> {
     if args.json {
         // One snapshot, so the attributes are those of the value read.
         let snapshot = db.snapshot();
-        let (Some(head), Some(value)) = (ks.head_at(&key, &snapshot)?, ks.get_at(&key, &snapshot)?)
+        let (Some(head), Some(value)) = (snapshot.head(&ks, &key)?, snapshot.get(&ks, &key)?)
         else {
             return Ok(EXIT_NOT_FOUND);
         };

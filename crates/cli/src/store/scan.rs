@@ -6,7 +6,7 @@ use std::ops::Bound;
 use std::path::PathBuf;
 
 use cairn::transfer::{DumpWriter, EntryRef, Format};
-use cairn::Head;
+use cairn::{Head, Readable};
 
 use crate::errors::{CliResult, EXIT_OK};
 
@@ -64,14 +64,14 @@ pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
     let iter: Box<dyn DoubleEndedIterator<Item = Item>> = if args.keys_only {
         // Heads only: values are neither copied nor, when kept apart, read.
         let heads = match &prefix {
-            Some(p) => ks.prefix_heads_at(p, &snapshot),
-            None => ks.range_heads_at(bounds(from, to), &snapshot),
+            Some(p) => snapshot.prefix_heads(&ks, p),
+            None => snapshot.range_heads(&ks, bounds(from, to)),
         };
         Box::new(heads.map(|r| r.map(|(k, h)| (k, Vec::new(), h))))
     } else {
         match &prefix {
-            Some(p) => Box::new(ks.prefix_entries_at(p, &snapshot)),
-            None => Box::new(ks.range_entries_at(bounds(from, to), &snapshot)),
+            Some(p) => Box::new(snapshot.prefix_entries(&ks, p)),
+            None => Box::new(snapshot.range_entries(&ks, bounds(from, to))),
         }
     };
     let iter: Box<dyn Iterator<Item = Item>> = if args.reverse {

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::Db;
+use super::{Db, Readable};
 use crate::fs::{CrashOptions, FileSystem, MemFs};
 use crate::options::{Durability, KeyspaceOptions, Options};
 
@@ -112,10 +112,7 @@ fn garbage_collection_moves_live_values_and_deletes_files_no_reader_needs() {
     db.wait_for_compactions().unwrap();
     db.collect_garbage().unwrap();
     for i in 0..40u32 {
-        assert_eq!(
-            ks.get_at(format!("k{i:02}"), &snap).unwrap(),
-            Some(value(i))
-        );
+        assert_eq!(snap.get(&ks, format!("k{i:02}")).unwrap(), Some(value(i)));
     }
     drop(snap);
     // More writes and flushes, so compactions drop the shadowed versions.

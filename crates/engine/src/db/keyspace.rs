@@ -50,6 +50,22 @@ fn to_bound(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
     }
 }
 
+/// The owned bounds of `range`.
+pub(crate) fn bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(
+    range: R,
+) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    (
+        to_bound(range.start_bound().map(|k| k.as_ref())),
+        to_bound(range.end_bound().map(|k| k.as_ref())),
+    )
+}
+
+/// The owned bounds of the keys starting with `prefix`.
+pub(crate) fn prefix_bounds(prefix: &[u8]) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let b = Bounds::prefix(prefix);
+    (b.lo, b.hi)
+}
+
 impl Keyspace {
     pub(crate) fn new(db: &Db, id: KeyspaceId, name: &str) -> Keyspace {
         Keyspace {
@@ -87,7 +103,7 @@ impl Keyspace {
     ///
     /// # Errors
     /// `InvalidArgument` for a snapshot of another store: its seqno means nothing here.
-    fn at(&self, snapshot: &Snapshot) -> Result<Option<ReadAt>> {
+    pub(crate) fn at(&self, snapshot: &Snapshot) -> Result<Option<ReadAt>> {
         if snapshot.pin.is_in(&self.db.inner.snapshots) {
             Ok(Some(snapshot.read_at()))
         } else {
@@ -95,6 +111,22 @@ impl Keyspace {
                 "the snapshot was taken from another store than the one of keyspace {:?} ({})",
                 self.name,
                 self.db.inner.dir.display()
+            )))
+        }
+    }
+
+    /// The latest state of `db` (`None`: read now), if `db` is this keyspace's store.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for another store.
+    pub(crate) fn latest_of(&self, db: &Db) -> Result<Option<ReadAt>> {
+        if Arc::ptr_eq(&db.inner, &self.db.inner) {
+            Ok(None)
+        } else {
+            Err(Error::invalid(format!(
+                "keyspace {:?} belongs to another store than {}",
+                self.name,
+                db.inner.dir.display()
             )))
         }
     }
@@ -220,6 +252,7 @@ impl Keyspace {
     /// keys.
     ///
     /// ```
+    /// use cairn::Readable;
     /// # fn main() -> cairn::Result<()> {
     /// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
     /// let db = cairn::Db::open(dir.path(), cairn::Options::default())?;
@@ -230,7 +263,7 @@ impl Keyspace {
     /// let before = db.snapshot();
     /// ks.remove_range("2024-01-01"..="2024-01-31")?;
     /// assert_eq!(ks.iter().count(), 1);
-    /// assert_eq!(ks.range_at::<&str, _>(.., &before).count(), 3);
+    /// assert_eq!(before.iter(&ks).count(), 3);
     /// ks.remove_prefix("2024-")?;
     /// assert!(ks.first_key_value()?.is_none());
     /// # Ok(())
@@ -397,27 +430,13 @@ impl Keyspace {
         super::large::get_reader(&self.db.inner, self.id, key.as_ref())
     }
 
-    /// The value of `key`, if present.
+    /// The value of `key`, if present. [`Snapshot::get`](crate::Readable::get) reads it as
+    /// of a snapshot.
     ///
     /// # Errors
     /// `Corruption` if a table holding the key is damaged; `Io`.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        self.check_live()?;
-        read::get(&self.db.inner, self.id, key.as_ref(), None)
-    }
-
-    /// The value of `key` as of `snapshot`.
-    ///
-    /// # Errors
-    /// As [`Keyspace::get`].
-    pub fn get_at(&self, key: impl AsRef<[u8]>, snapshot: &Snapshot) -> Result<Option<Vec<u8>>> {
-        self.check_live()?;
-        read::get(
-            &self.db.inner,
-            self.id,
-            key.as_ref(),
-            self.at(snapshot)?.as_ref(),
-        )
+        self.get_in(key.as_ref(), Ok(None))
     }
 
     /// Everything about the entry of `key` except its value ([`Head`]), if present; reads
@@ -426,125 +445,7 @@ impl Keyspace {
     /// # Errors
     /// As [`Keyspace::get`].
     pub fn head(&self, key: impl AsRef<[u8]>) -> Result<Option<Head>> {
-        self.check_live()?;
-        read::lookup::<Head>(&self.db.inner, self.id, key.as_ref(), None)
-    }
-
-    /// [`Keyspace::head`] as of `snapshot` (expiry is still judged by the current time).
-    ///
-    /// # Errors
-    /// As [`Keyspace::get`].
-    pub fn head_at(&self, key: impl AsRef<[u8]>, snapshot: &Snapshot) -> Result<Option<Head>> {
-        self.check_live()?;
-        read::lookup::<Head>(
-            &self.db.inner,
-            self.id,
-            key.as_ref(),
-            self.at(snapshot)?.as_ref(),
-        )
-    }
-
-    /// The [`Head`]s of the entries with keys in `range`, ascending (or descending with
-    /// `.rev()`), without reading values into memory.
-    pub fn range_heads<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> scan::HeadIter {
-        let lo = to_bound(range.start_bound().map(|k| k.as_ref()));
-        let hi = to_bound(range.end_bound().map(|k| k.as_ref()));
-        scan::HeadIter::new(&self.db.inner, self.id, lo, hi, Ok(None))
-    }
-
-    /// [`Keyspace::range_heads`] as of `snapshot`.
-    pub fn range_heads_at<K: AsRef<[u8]>, R: RangeBounds<K>>(
-        &self,
-        range: R,
-        snapshot: &Snapshot,
-    ) -> scan::HeadIter {
-        let lo = to_bound(range.start_bound().map(|k| k.as_ref()));
-        let hi = to_bound(range.end_bound().map(|k| k.as_ref()));
-        let at = self.at(snapshot);
-        scan::HeadIter::new(&self.db.inner, self.id, lo, hi, at)
-    }
-
-    /// The whole entries (key, value, [`Head`]) in `range` as of `snapshot`, ascending
-    /// (reverse with `.rev()`): what a copy of the keyspace with its attributes needs.
-    pub fn range_entries_at<K: AsRef<[u8]>, R: RangeBounds<K>>(
-        &self,
-        range: R,
-        snapshot: &Snapshot,
-    ) -> scan::EntryIter {
-        let lo = to_bound(range.start_bound().map(|k| k.as_ref()));
-        let hi = to_bound(range.end_bound().map(|k| k.as_ref()));
-        let at = self.at(snapshot);
-        scan::EntryIter::new(&self.db.inner, self.id, lo, hi, at)
-    }
-
-    /// The whole entries (key, value, [`Head`]) whose key starts with `prefix`, as of
-    /// `snapshot`, ascending (reverse with `.rev()`).
-    pub fn prefix_entries_at(
-        &self,
-        prefix: impl AsRef<[u8]>,
-        snapshot: &Snapshot,
-    ) -> scan::EntryIter {
-        let b = Bounds::prefix(prefix.as_ref());
-        let at = self.at(snapshot);
-        scan::EntryIter::new(&self.db.inner, self.id, b.lo, b.hi, at)
-    }
-
-    /// The [`Head`]s of the entries whose key starts with `prefix`, ascending.
-    pub fn prefix_heads(&self, prefix: impl AsRef<[u8]>) -> scan::HeadIter {
-        let b = Bounds::prefix(prefix.as_ref());
-        scan::HeadIter::new(&self.db.inner, self.id, b.lo, b.hi, Ok(None))
-    }
-
-    /// [`Keyspace::prefix_heads`] as of `snapshot`.
-    pub fn prefix_heads_at(&self, prefix: impl AsRef<[u8]>, snapshot: &Snapshot) -> scan::HeadIter {
-        let b = Bounds::prefix(prefix.as_ref());
-        let at = self.at(snapshot);
-        scan::HeadIter::new(&self.db.inner, self.id, b.lo, b.hi, at)
-    }
-
-    /// The exact number of keys in the keyspace, counted at one consistent point (as a
-    /// snapshot taken now would see it).
-    ///
-    /// Cost: O(entries in the keyspace's memtables and tables), every version and
-    /// tombstone included, because an LSM tree keeps no exact count. It reads keys and
-    /// the tables' index and data blocks (values are in the data blocks, so they are read
-    /// from disk, but never copied); it uses one thread and does not block writers. Use
-    /// [`Keyspace::disk_size`] for a cheap size estimate.
-    ///
-    /// # Errors
-    /// As [`Keyspace::get`].
-    pub fn len(&self) -> Result<u64> {
-        self.check_live()?;
-        read::count(&self.db.inner, self.id, None)
-    }
-
-    /// [`Keyspace::len`] as of `snapshot`.
-    ///
-    /// # Errors
-    /// As [`Keyspace::get`].
-    pub fn len_at(&self, snapshot: &Snapshot) -> Result<u64> {
-        self.check_live()?;
-        read::count(&self.db.inner, self.id, self.at(snapshot)?.as_ref())
-    }
-
-    /// True if the keyspace holds no key. Stops at the first live key, but a keyspace
-    /// whose keys were all removed costs as much as [`Keyspace::len`] until compaction
-    /// drops the tombstones.
-    ///
-    /// # Errors
-    /// As [`Keyspace::get`].
-    pub fn is_empty(&self) -> Result<bool> {
-        Ok(self.first_key_value()?.is_none())
-    }
-
-    /// Bytes the keyspace takes on disk, estimated without I/O: the sizes of its table
-    /// files in the current version, plus the bytes its not-yet-flushed writes take in the
-    /// write-ahead log (their encoded length, without the log's per-record framing). The
-    /// log is shared by all keyspaces, so this is the keyspace's share of it; log files
-    /// already flushed but not yet deleted are not counted (see [`Db::disk_size`] for the
-    /// whole store). 0 for a dropped keyspace.
-    pub fn disk_size(&self) -> u64 {
-        read::keyspace_disk_size(&self.db.inner, self.id)
+        self.head_in(key.as_ref(), Ok(None))
     }
 
     /// True if `key` is present.
@@ -559,52 +460,65 @@ impl Keyspace {
     /// The pairs with keys in `range`, ascending (or descending with `.rev()`). A scan of a
     /// dropped keyspace yields one `InvalidArgument` error.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> scan::Iter {
-        self.range_inner(range, Ok(None))
-    }
-
-    /// [`Keyspace::range`] as of `snapshot`.
-    pub fn range_at<K: AsRef<[u8]>, R: RangeBounds<K>>(
-        &self,
-        range: R,
-        snapshot: &Snapshot,
-    ) -> scan::Iter {
-        self.range_inner(range, self.at(snapshot))
-    }
-
-    fn range_inner<K: AsRef<[u8]>, R: RangeBounds<K>>(
-        &self,
-        range: R,
-        snapshot: Result<Option<ReadAt>>,
-    ) -> scan::Iter {
-        let lo = to_bound(range.start_bound().map(|k| k.as_ref()));
-        let hi = to_bound(range.end_bound().map(|k| k.as_ref()));
-        scan::Iter::new(&self.db.inner, self.id, lo, hi, snapshot)
-    }
-
-    /// Every pair, ascending.
-    pub fn iter(&self) -> scan::Iter {
-        scan::Iter::new(
-            &self.db.inner,
-            self.id,
-            Bound::Unbounded,
-            Bound::Unbounded,
-            Ok(None),
-        )
+        self.iter_in(bounds(range), Ok(None))
     }
 
     /// The pairs whose key starts with `prefix`, ascending.
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> scan::Iter {
-        self.prefix_inner(prefix.as_ref(), Ok(None))
+        self.iter_in(prefix_bounds(prefix.as_ref()), Ok(None))
     }
 
-    /// [`Keyspace::prefix`] as of `snapshot`.
-    pub fn prefix_at(&self, prefix: impl AsRef<[u8]>, snapshot: &Snapshot) -> scan::Iter {
-        self.prefix_inner(prefix.as_ref(), self.at(snapshot))
+    /// Every pair, ascending.
+    pub fn iter(&self) -> scan::Iter {
+        self.range::<&[u8], _>(..)
     }
 
-    fn prefix_inner(&self, prefix: &[u8], snapshot: Result<Option<ReadAt>>) -> scan::Iter {
-        let b = Bounds::prefix(prefix);
-        scan::Iter::new(&self.db.inner, self.id, b.lo, b.hi, snapshot)
+    /// The [`Head`]s of the entries with keys in `range`, ascending (or descending with
+    /// `.rev()`), without reading values into memory.
+    pub fn range_heads<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> scan::HeadIter {
+        self.heads_in(bounds(range), Ok(None))
+    }
+
+    /// The [`Head`]s of the entries whose key starts with `prefix`, ascending.
+    pub fn prefix_heads(&self, prefix: impl AsRef<[u8]>) -> scan::HeadIter {
+        self.heads_in(prefix_bounds(prefix.as_ref()), Ok(None))
+    }
+
+    /// The whole entries (key, value, [`Head`]) in `range`, ascending (reverse with
+    /// `.rev()`): what a copy of the keyspace with its attributes needs.
+    pub fn range_entries<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> scan::EntryIter {
+        self.entries_in(bounds(range), Ok(None))
+    }
+
+    /// The whole entries (key, value, [`Head`]) whose key starts with `prefix`, ascending
+    /// (reverse with `.rev()`).
+    pub fn prefix_entries(&self, prefix: impl AsRef<[u8]>) -> scan::EntryIter {
+        self.entries_in(prefix_bounds(prefix.as_ref()), Ok(None))
+    }
+
+    /// The exact number of keys in the keyspace, counted at one consistent point (as a
+    /// snapshot taken now would see it).
+    ///
+    /// Cost: O(entries in the keyspace's memtables and tables), every version and
+    /// tombstone included, because an LSM tree keeps no exact count. It reads keys and
+    /// the tables' index and data blocks (values are in the data blocks, so they are read
+    /// from disk, but never copied); it uses one thread and does not block writers. Use
+    /// [`Keyspace::disk_size`] for a cheap size estimate.
+    ///
+    /// # Errors
+    /// As [`Keyspace::get`].
+    pub fn len(&self) -> Result<u64> {
+        self.len_in(Ok(None))
+    }
+
+    /// True if the keyspace holds no key. Stops at the first live key, but a keyspace
+    /// whose keys were all removed costs as much as [`Keyspace::len`] until compaction
+    /// drops the tombstones.
+    ///
+    /// # Errors
+    /// As [`Keyspace::get`].
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.first_key_value()?.is_none())
     }
 
     /// The first pair, if any.
@@ -621,6 +535,59 @@ impl Keyspace {
     /// As [`Keyspace::get`].
     pub fn last_key_value(&self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         self.iter().next_back().transpose()
+    }
+
+    /// Bytes the keyspace takes on disk, estimated without I/O: the sizes of its table
+    /// files in the current version, plus the bytes its not-yet-flushed writes take in the
+    /// write-ahead log (their encoded length, without the log's per-record framing). The
+    /// log is shared by all keyspaces, so this is the keyspace's share of it; log files
+    /// already flushed but not yet deleted are not counted (see [`Db::disk_size`] for the
+    /// whole store). 0 for a dropped keyspace.
+    pub fn disk_size(&self) -> u64 {
+        read::keyspace_disk_size(&self.db.inner, self.id)
+    }
+
+    // Reads at a point: `Ok(None)` is now, `Ok(Some(at))` a snapshot, `Err` a snapshot
+    // refused by `Keyspace::at` (reported by the read). The public reads above and the
+    // `Readable` implementations (`db/readable.rs`) all come here.
+
+    pub(crate) fn get_in(&self, key: &[u8], at: Result<Option<ReadAt>>) -> Result<Option<Vec<u8>>> {
+        self.check_live()?;
+        read::get(&self.db.inner, self.id, key, at?.as_ref())
+    }
+
+    pub(crate) fn head_in(&self, key: &[u8], at: Result<Option<ReadAt>>) -> Result<Option<Head>> {
+        self.check_live()?;
+        read::lookup::<Head>(&self.db.inner, self.id, key, at?.as_ref())
+    }
+
+    pub(crate) fn len_in(&self, at: Result<Option<ReadAt>>) -> Result<u64> {
+        self.check_live()?;
+        read::count(&self.db.inner, self.id, at?.as_ref())
+    }
+
+    pub(crate) fn iter_in(
+        &self,
+        (lo, hi): (Bound<Vec<u8>>, Bound<Vec<u8>>),
+        at: Result<Option<ReadAt>>,
+    ) -> scan::Iter {
+        scan::Iter::new(&self.db.inner, self.id, lo, hi, at)
+    }
+
+    pub(crate) fn heads_in(
+        &self,
+        (lo, hi): (Bound<Vec<u8>>, Bound<Vec<u8>>),
+        at: Result<Option<ReadAt>>,
+    ) -> scan::HeadIter {
+        scan::HeadIter::new(&self.db.inner, self.id, lo, hi, at)
+    }
+
+    pub(crate) fn entries_in(
+        &self,
+        (lo, hi): (Bound<Vec<u8>>, Bound<Vec<u8>>),
+        at: Result<Option<ReadAt>>,
+    ) -> scan::EntryIter {
+        scan::EntryIter::new(&self.db.inner, self.id, lo, hi, at)
     }
 }
 

@@ -45,6 +45,7 @@ mod inner;
 mod log;
 mod read;
 mod read_only;
+mod readable;
 mod recover;
 mod recovery;
 mod scan;
@@ -190,7 +191,7 @@ impl Db {
     /// memory are not visible yet).
     ///
     /// ```
-    /// use cairn::{Db, Options};
+    /// use cairn::{Db, Options, Readable};
     ///
     /// # fn main() -> cairn::Result<()> {
     /// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
@@ -204,7 +205,7 @@ impl Db {
     /// assert!(follower.refresh()?); // the view moved
     /// let seen = follower.get_keyspace("users").expect("exists");
     /// assert_eq!(seen.get("u:2")?, Some(b"Grace".to_vec()));
-    /// assert_eq!(seen.get_at("u:2", &before)?, None); // the snapshot stays where it was
+    /// assert_eq!(before.get(&seen, "u:2")?, None); // the snapshot stays where it was
     /// assert!(!follower.refresh()?); // nothing new
     /// # Ok(())
     /// # }
@@ -343,8 +344,8 @@ impl Db {
     }
 
     /// A consistent view of every keyspace at the current point; O(1) to take, and long
-    /// scans through it never block writers. See [`Keyspace::get_at`] and
-    /// [`Keyspace::range_at`].
+    /// scans through it never block writers. Read through it with the
+    /// [`Readable`] methods: `snapshot.get(&keyspace, key)`, `snapshot.range(&keyspace, ..)`.
     pub fn snapshot(&self) -> Snapshot {
         let current = self.inner.supers.read();
         let seqno = SeqNo(self.inner.visible_seqno.load(Ordering::Acquire));
@@ -532,4 +533,5 @@ mod keyspace;
 mod large;
 pub use keyspace::{Batch, Keyspace};
 pub use large::ValueReader;
+pub use readable::Readable;
 pub use space::{BlobFileSpace, SpaceStats};

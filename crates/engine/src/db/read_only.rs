@@ -254,7 +254,7 @@ pub(super) fn retrying<T>(mut read: impl FnMut() -> Result<T>) -> Result<T> {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 mod tests {
     use super::*;
-    use crate::db::Db;
+    use crate::db::{Db, Readable};
     use crate::fs::{MemFs, Op};
     use crate::options::{Durability, KeyspaceOptions};
 
@@ -447,9 +447,9 @@ mod tests {
         assert_eq!(fks.get("key0299").unwrap(), Some(vec![2u8; 100]));
         assert_eq!(fks.get("tail").unwrap(), Some(b"only in the log".to_vec()));
         // The snapshot and the iterator still read the first view, in full.
-        assert_eq!(fks.len_at(&snap).unwrap(), 250);
-        assert_eq!(fks.get_at("key0000", &snap).unwrap(), Some(vec![1u8; 100]));
-        assert_eq!(fks.get_at("key0299", &snap).unwrap(), None);
+        assert_eq!(snap.len(&fks).unwrap(), 250);
+        assert_eq!(snap.get(&fks, "key0000").unwrap(), Some(vec![1u8; 100]));
+        assert_eq!(snap.get(&fks, "key0299").unwrap(), None);
         let rest: Vec<_> = scan.map(|r| r.unwrap()).collect();
         assert_eq!(rest.len(), 249);
         assert!(rest.iter().all(|(_, v)| v == &vec![1u8; 100]));

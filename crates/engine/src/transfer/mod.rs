@@ -48,8 +48,8 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 
 use crate::checksum::Checksum;
-use crate::db::Snapshot;
 use crate::db::{Db, Keyspace, DEFAULT_KEYSPACE};
+use crate::db::{Readable, Snapshot};
 use crate::error::{Error, Result};
 use crate::options::KeyspaceOptions;
 use entry::{Item, Thresholds};
@@ -362,7 +362,7 @@ pub fn dump<W: Write>(
                 KeyspaceOptions::separated(usize::try_from(threshold).unwrap_or(usize::MAX));
             writer.write_keyspace(field.as_deref(), &options)?;
         }
-        for item in ks.range_entries_at::<&[u8], _>(.., snapshot) {
+        for item in snapshot.range_entries::<&[u8], _>(&ks, ..) {
             let (key, value, head) = item?;
             writer.write(&EntryRef {
                 keyspace: field.as_deref(),

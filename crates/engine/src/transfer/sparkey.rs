@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use super::{find_keyspace, stage, Batcher, Entry, Progress, RestoreOptions, PROGRESS_EVERY};
 use crate::atomic;
 use crate::db::Db;
-use crate::db::Snapshot;
+use crate::db::{Readable, Snapshot};
 use crate::error::{Error, Result};
 use crate::hash::{self, EntryKind, IndexOptions, LogOptions, LogReader, LogWriter, Reader};
 
@@ -100,7 +100,7 @@ pub fn export(
 
     let mut writer = LogWriter::create(&tmp_log, &options.log)?;
     let mut done = Progress::default();
-    for item in ks.range_at::<&[u8], _>(.., snapshot) {
+    for item in snapshot.iter(&ks) {
         let (key, value) = item?;
         writer.put(&key, &value)?;
         done.entries += 1;

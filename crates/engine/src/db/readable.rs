@@ -1,0 +1,193 @@
+//! [`Readable`]: the reads of a keyspace, from wherever they are made.
+//!
+//! A [`Keyspace`] reads the latest state through its own methods (`ks.get(key)`). Reads
+//! at another point go through the thing that fixes the point, with the keyspace as an
+//! argument: `snapshot.get(&ks, key)` reads as of the snapshot. Both `Snapshot` and `Db`
+//! (the latest state) implement the trait, so code written against `impl Readable` runs
+//! on either; a transaction reading at its snapshot is another such point.
+//!
+//! Invariants:
+//! 1. Every method of every implementation reads at one point for its whole result: a
+//!    scan holds its super version and seqno from its first item to its last.
+//! 2. A keyspace of another store is refused (`InvalidArgument`), never read at a seqno
+//!    that means nothing to it; a scan reports the refusal as its first and only item.
+
+use std::ops::RangeBounds;
+
+use super::keyspace::{bounds, prefix_bounds};
+use super::{scan, Db, Keyspace, Snapshot};
+use crate::attrs::Head;
+use crate::error::Result;
+
+/// Reads of any keyspace at one point: a [`Snapshot`]'s, or the latest state ([`Db`]).
+/// Each method reads as the [`Keyspace`] method of the same name does, at that point.
+///
+/// ```
+/// use cairn::{Db, Options, Readable};
+/// # fn main() -> cairn::Result<()> {
+/// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+/// let db = Db::open(dir.path(), Options::default())?;
+/// let users = db.keyspace("users")?;
+/// users.insert("u:1", "Ada")?;
+/// let before = db.snapshot();
+/// users.insert("u:1", "Grace")?;
+///
+/// // One function for both points.
+/// fn name(at: &impl Readable, users: &cairn::Keyspace) -> cairn::Result<Option<Vec<u8>>> {
+///     at.get(users, "u:1")
+/// }
+/// assert_eq!(name(&before, &users)?, Some(b"Ada".to_vec()));
+/// assert_eq!(name(&db, &users)?, Some(b"Grace".to_vec()));
+/// assert_eq!(before.len(&users)?, 1);
+/// # db.close()
+/// # }
+/// ```
+pub trait Readable {
+    /// The value of `key` in `keyspace`, if present ([`Keyspace::get`]).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a keyspace of another store or a dropped one; `Corruption`,
+    /// `Io` from the files read.
+    fn get(&self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>>;
+
+    /// The entry of `key` without its value ([`Keyspace::head`]); expiry is judged by the
+    /// current time.
+    ///
+    /// # Errors
+    /// As [`Readable::get`].
+    fn head(&self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<Head>>;
+
+    /// True if `key` is present ([`Keyspace::contains_key`]).
+    ///
+    /// # Errors
+    /// As [`Readable::get`].
+    fn contains_key(&self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<bool> {
+        Ok(self.head(keyspace, key)?.is_some())
+    }
+
+    /// The pairs with keys in `range`, ascending (`.rev()` for descending).
+    fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, keyspace: &Keyspace, range: R)
+        -> scan::Iter;
+
+    /// The pairs whose key starts with `prefix`, ascending.
+    fn prefix(&self, keyspace: &Keyspace, prefix: impl AsRef<[u8]>) -> scan::Iter;
+
+    /// Every pair, ascending.
+    fn iter(&self, keyspace: &Keyspace) -> scan::Iter {
+        self.range::<&[u8], _>(keyspace, ..)
+    }
+
+    /// The [`Head`]s of the entries with keys in `range` ([`Keyspace::range_heads`]).
+    fn range_heads<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        keyspace: &Keyspace,
+        range: R,
+    ) -> scan::HeadIter;
+
+    /// The [`Head`]s of the entries whose key starts with `prefix`.
+    fn prefix_heads(&self, keyspace: &Keyspace, prefix: impl AsRef<[u8]>) -> scan::HeadIter;
+
+    /// The whole entries (key, value, [`Head`]) with keys in `range`.
+    fn range_entries<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        keyspace: &Keyspace,
+        range: R,
+    ) -> scan::EntryIter;
+
+    /// The whole entries (key, value, [`Head`]) whose key starts with `prefix`.
+    fn prefix_entries(&self, keyspace: &Keyspace, prefix: impl AsRef<[u8]>) -> scan::EntryIter;
+
+    /// The exact number of keys ([`Keyspace::len`], same cost).
+    ///
+    /// # Errors
+    /// As [`Readable::get`].
+    fn len(&self, keyspace: &Keyspace) -> Result<u64>;
+
+    /// True if the keyspace holds no key ([`Keyspace::is_empty`]).
+    ///
+    /// # Errors
+    /// As [`Readable::get`].
+    fn is_empty(&self, keyspace: &Keyspace) -> Result<bool> {
+        Ok(self.first_key_value(keyspace)?.is_none())
+    }
+
+    /// The first pair, if any.
+    ///
+    /// # Errors
+    /// As [`Readable::get`].
+    fn first_key_value(&self, keyspace: &Keyspace) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.iter(keyspace).next().transpose()
+    }
+
+    /// The last pair, if any.
+    ///
+    /// # Errors
+    /// As [`Readable::get`].
+    fn last_key_value(&self, keyspace: &Keyspace) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.iter(keyspace).next_back().transpose()
+    }
+}
+
+/// The one implementation behind both points: everything comes down to where the read
+/// is made, which `point` says (or refuses).
+macro_rules! readable_at {
+    ($point:expr) => {
+        fn get(&self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+            keyspace.get_in(key.as_ref(), $point(self, keyspace))
+        }
+
+        fn head(&self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<Head>> {
+            keyspace.head_in(key.as_ref(), $point(self, keyspace))
+        }
+
+        fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(
+            &self,
+            keyspace: &Keyspace,
+            range: R,
+        ) -> scan::Iter {
+            keyspace.iter_in(bounds(range), $point(self, keyspace))
+        }
+
+        fn prefix(&self, keyspace: &Keyspace, prefix: impl AsRef<[u8]>) -> scan::Iter {
+            keyspace.iter_in(prefix_bounds(prefix.as_ref()), $point(self, keyspace))
+        }
+
+        fn range_heads<K: AsRef<[u8]>, R: RangeBounds<K>>(
+            &self,
+            keyspace: &Keyspace,
+            range: R,
+        ) -> scan::HeadIter {
+            keyspace.heads_in(bounds(range), $point(self, keyspace))
+        }
+
+        fn prefix_heads(&self, keyspace: &Keyspace, prefix: impl AsRef<[u8]>) -> scan::HeadIter {
+            keyspace.heads_in(prefix_bounds(prefix.as_ref()), $point(self, keyspace))
+        }
+
+        fn range_entries<K: AsRef<[u8]>, R: RangeBounds<K>>(
+            &self,
+            keyspace: &Keyspace,
+            range: R,
+        ) -> scan::EntryIter {
+            keyspace.entries_in(bounds(range), $point(self, keyspace))
+        }
+
+        fn prefix_entries(&self, keyspace: &Keyspace, prefix: impl AsRef<[u8]>) -> scan::EntryIter {
+            keyspace.entries_in(prefix_bounds(prefix.as_ref()), $point(self, keyspace))
+        }
+
+        fn len(&self, keyspace: &Keyspace) -> Result<u64> {
+            keyspace.len_in($point(self, keyspace))
+        }
+    };
+}
+
+/// As of the snapshot (expiry is still judged by the current time).
+impl Readable for Snapshot {
+    readable_at!(|snapshot: &Snapshot, keyspace: &Keyspace| keyspace.at(snapshot));
+}
+
+/// The latest state, as the keyspace's own methods read it.
+impl Readable for Db {
+    readable_at!(|db: &Db, keyspace: &Keyspace| keyspace.latest_of(db));
+}
