@@ -580,6 +580,7 @@ fn read_bytes(cur: &mut Cursor<'_>, limit: usize) -> Result<Range<usize>, (usize
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 mod tests {
     use super::*;
+    use crate::files::BlobId;
     use proptest::prelude::*;
     use std::path::PathBuf;
 
@@ -900,7 +901,7 @@ mod tests {
     fn value_handle_ops_match_the_worked_example_and_damage_is_corruption() {
         // BATCH_FORMAT.md §5b: no attributes, blob file 7, offset 20, 5 bytes.
         let handle = crate::vlog::ValueHandle {
-            file_id: 7,
+            file_id: BlobId(7),
             offset: 20,
             value_len: 5,
             check: 0xdbe0_5e84,

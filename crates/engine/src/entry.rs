@@ -264,6 +264,7 @@ pub(crate) fn expiry_of(kind: Kind, stored: &[u8]) -> Result<Option<u64>, Reason
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 mod tests {
     use super::*;
+    use crate::files::BlobId;
     use proptest::prelude::*;
 
     #[test]
@@ -348,7 +349,7 @@ mod tests {
     #[test]
     fn a_separated_value_knows_its_length_and_attrs_without_the_blob() {
         let handle = ValueHandle {
-            file_id: 9,
+            file_id: BlobId(9),
             offset: 20,
             value_len: 70_000,
             check: 7,

@@ -82,6 +82,52 @@ impl FileType {
     }
 }
 
+/// The id of a table file (`FileType::Table`), kept apart from a blob file's id by type:
+/// both come from the store's one file counter, and a table id given where a blob id is
+/// meant (or the other way round) would name a file that is not there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct TableId(pub(crate) u64);
+
+/// The id of a value-log file (`FileType::Blob`); see [`TableId`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct BlobId(pub(crate) u64);
+
+impl TableId {
+    /// The table's file name.
+    pub(crate) fn file_name(self) -> String {
+        FileType::Table.name(self.0)
+    }
+
+    /// The id of the table `name` names, if it names one.
+    pub(crate) fn parse(name: &str) -> Option<TableId> {
+        FileType::Table.parse(name).map(TableId)
+    }
+}
+
+impl BlobId {
+    /// The blob file's name.
+    pub(crate) fn file_name(self) -> String {
+        FileType::Blob.name(self.0)
+    }
+
+    /// The id of the blob file `name` names, if it names one.
+    pub(crate) fn parse(name: &str) -> Option<BlobId> {
+        FileType::Blob.parse(name).map(BlobId)
+    }
+}
+
+impl std::fmt::Display for TableId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::fmt::Display for BlobId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// Bytes of a file header.
 pub(crate) const FILE_HEADER_LEN: usize = 20;
 

@@ -22,6 +22,7 @@ use crate::cursor::Cursor;
 use crate::entry;
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::files::FileType;
+use crate::files::TableId;
 use crate::fs::{FileSystem, MemFs};
 use crate::key::{split_encoded, Kind};
 use crate::version::{self, NUM_LEVELS};
@@ -175,7 +176,7 @@ fn batch_ops(batch: &WriteBatch, path: &Path) -> Result<Vec<BatchOp>> {
                     BatchOp::ValueHandle {
                         keyspace: keyspace.0,
                         key: key.to_vec(),
-                        file_id: h.file_id,
+                        file_id: h.file_id.0,
                         offset: h.offset,
                         value_len: h.value_len,
                         tag: view.attrs.tag,
@@ -405,7 +406,7 @@ pub fn decode_table(bytes: &[u8], path: &Path) -> Result<TableSummary> {
     let summarize = || -> Result<TableSummary> {
         fs.create(image)?.append(bytes)?;
         let cache = Arc::new(table::BlockCache::new(0));
-        let reader = Arc::new(table::Reader::open(&fs, image, 0, cache)?);
+        let reader = Arc::new(table::Reader::open(&fs, image, TableId(0), cache)?);
         reader.verify()?;
         let mut it = reader.iter_no_fill();
         let mut forward_entries = 0u64;
@@ -498,7 +499,7 @@ pub fn decode_blob_file(bytes: &[u8], path: &Path) -> Result<BlobFileImage> {
         let mut values_verified = 0u64;
         if let Some(id) = scanned.file_id {
             for r in &scanned.records {
-                if reader.read(&r.handle(id))?.len() == r.value_len as usize {
+                if reader.read(&r.handle(crate::files::BlobId(id)))?.len() == r.value_len as usize {
                     values_verified += 1;
                 }
             }
@@ -661,7 +662,7 @@ mod tests {
             block_size: 64,
             ..table::TableOptions::default()
         };
-        let mut w = table::Writer::create(&fs, image, 3, &options).unwrap();
+        let mut w = table::Writer::create(&fs, image, TableId(3), &options).unwrap();
         for i in 0..50u64 {
             let kind = if i % 10 == 0 { Kind::Delete } else { Kind::Put };
             let key = InternalKey::new(format!("k{i:02}"), SeqNo(100 - i), kind);

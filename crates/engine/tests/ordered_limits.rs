@@ -332,16 +332,16 @@ fn a_handle_to_a_dropped_keyspace_refuses_writes_and_reads() {
     let assert_refused = |old: &cairn::Keyspace| {
         assert_invalid(old.get("in-memtable"), "dropped");
         assert_invalid(old.get("k000"), "dropped");
-        assert_invalid(snap.get(&old, "k000"), "dropped");
+        assert_invalid(snap.get(old, "k000"), "dropped");
         assert_invalid(old.contains_key("k000"), "dropped");
         assert_invalid(old.first_key_value(), "dropped");
         assert_invalid(old.last_key_value(), "dropped");
         for mut it in [
             old.iter(),
             old.range("k".."l"),
-            snap.iter(&old),
+            snap.iter(old),
             old.prefix("k"),
-            snap.prefix(&old, "k"),
+            snap.prefix(old, "k"),
         ] {
             assert_invalid(it.next_back().unwrap(), "dropped");
             assert!(it.next().is_none() && it.next_back().is_none());

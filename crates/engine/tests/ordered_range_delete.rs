@@ -146,7 +146,7 @@ fn check_reads(db: &Db, ks: &Keyspace, snap: Option<&Snapshot>, probe: &[&str], 
     let live = |k: &str| want.contains(&k);
     for k in probe {
         let (got, head) = match snap {
-            Some(s) => (s.get(&ks, k).unwrap(), s.head(&ks, k).unwrap()),
+            Some(s) => (s.get(ks, k).unwrap(), s.head(ks, k).unwrap()),
             None => (ks.get(k).unwrap(), ks.head(k).unwrap()),
         };
         assert_eq!(got.is_some(), live(k), "get {k}");
@@ -157,15 +157,15 @@ fn check_reads(db: &Db, ks: &Keyspace, snap: Option<&Snapshot>, probe: &[&str], 
     rev.reverse();
     let (keys, back, heads, entries, len) = match snap {
         Some(s) => (
-            s.iter(&ks).map(|r| r.unwrap().0).collect::<Vec<_>>(),
-            s.iter(&ks).rev().map(|r| r.unwrap().0).collect::<Vec<_>>(),
-            s.range_heads::<&str, _>(&ks, ..)
+            s.iter(ks).map(|r| r.unwrap().0).collect::<Vec<_>>(),
+            s.iter(ks).rev().map(|r| r.unwrap().0).collect::<Vec<_>>(),
+            s.range_heads::<&str, _>(ks, ..)
                 .map(|r| r.unwrap().0)
                 .collect::<Vec<_>>(),
-            s.range_entries::<&str, _>(&ks, ..)
+            s.range_entries::<&str, _>(ks, ..)
                 .map(|r| r.unwrap().0)
                 .collect::<Vec<_>>(),
-            s.len(&ks).unwrap(),
+            s.len(ks).unwrap(),
         ),
         None => {
             let s = db.snapshot();
@@ -177,7 +177,7 @@ fn check_reads(db: &Db, ks: &Keyspace, snap: Option<&Snapshot>, probe: &[&str], 
                     .map(|r| r.unwrap().0)
                     .rev()
                     .collect(),
-                s.range_entries::<&str, _>(&ks, ..)
+                s.range_entries::<&str, _>(ks, ..)
                     .map(|r| r.unwrap().0)
                     .collect(),
                 ks.len().unwrap(),

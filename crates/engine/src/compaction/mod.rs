@@ -53,7 +53,7 @@ pub(crate) struct Choice {
     pub(crate) in_place: bool,
     /// Blob files whose values the compaction moves to a new blob file (value-log GC,
     /// `relocate.rs`); empty for an ordinary compaction.
-    pub(crate) relocate: Vec<u64>,
+    pub(crate) relocate: Vec<crate::files::BlobId>,
 }
 
 impl Choice {

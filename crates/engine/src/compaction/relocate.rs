@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use super::{choose, range_of, Choice};
+use crate::files::BlobId;
 use crate::key::KeyspaceId;
 use crate::table::TableMeta;
 use crate::version::{Version, NUM_LEVELS};
@@ -20,7 +21,7 @@ use crate::version::{Version, NUM_LEVELS};
 pub(crate) fn pick_relocation(
     version: &Version,
     busy: &[KeyspaceId],
-    files: &[u64],
+    files: &[BlobId],
     mut references: impl FnMut(&TableMeta) -> bool,
 ) -> Option<Choice> {
     for (id, ks) in version.keyspaces() {

@@ -25,6 +25,7 @@ use super::inner::{Inner, State};
 use super::{compact, flush, write};
 use crate::compaction;
 use crate::error::{Error, Result};
+use crate::files::BlobId;
 
 /// Time after the last memtable was sealed at which sealed memtables are flushed even if
 /// fewer than `memtables_per_flush` wait.
@@ -266,7 +267,7 @@ pub(crate) fn collect_garbage(inner: &Inner) -> Result<usize> {
 ///
 /// # Errors
 /// The background error, if one stopped the work; errors of the compactions.
-pub(crate) fn relocate(inner: &Inner, files: &[u64]) -> Result<bool> {
+pub(crate) fn relocate(inner: &Inner, files: &[BlobId]) -> Result<bool> {
     let mut ran = false;
     // Each run removes at least one referencing table from the set; bounded anyway.
     for _ in 0..10_000 {
@@ -277,7 +278,11 @@ pub(crate) fn relocate(inner: &Inner, files: &[u64]) -> Result<bool> {
         for (_, ks) in sv.version.keyspaces() {
             for t in ks.levels.iter().flatten() {
                 let reader = inner.tables.get(t.id)?;
-                if reader.blob_refs().iter().any(|(id, _)| files.contains(&id)) {
+                if reader
+                    .blob_refs()
+                    .iter()
+                    .any(|(id, _)| files.contains(&BlobId(id)))
+                {
                     referencing.insert(t.id);
                 }
             }

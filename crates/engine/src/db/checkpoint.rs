@@ -35,7 +35,7 @@ use super::inner::Inner;
 use super::super_version::SuperVersion;
 use super::write;
 use crate::error::{Error, FileKind, Reason, Result};
-use crate::files::{self, FileType};
+use crate::files::{self, BlobId, FileType};
 use crate::fs::{FileLock, FileSystem, ReadableFile};
 use crate::table::TableMeta;
 use crate::version::{self, Manifest, Version};
@@ -64,7 +64,7 @@ pub(crate) fn live_files(version: &Version) -> Vec<LiveFile> {
     for (_, ks) in version.keyspaces() {
         for t in ks.levels.iter().flatten() {
             out.push(LiveFile {
-                name: FileType::Table.name(t.id),
+                name: t.id.file_name(),
                 kind: FileKind::Table,
                 len: t.file_size,
                 table: Some(Arc::clone(t)),
@@ -74,7 +74,7 @@ pub(crate) fn live_files(version: &Version) -> Vec<LiveFile> {
     }
     for b in version.blob_files().values() {
         out.push(LiveFile {
-            name: FileType::Blob.name(b.id),
+            name: b.id.file_name(),
             kind: FileKind::Blob,
             len: b.file_size,
             table: None,
@@ -90,7 +90,7 @@ pub(crate) fn live_files(version: &Version) -> Vec<LiveFile> {
 fn unflushed_blob_files(sv: &SuperVersion) -> Vec<BlobFileMeta> {
     // A file attached more than once (a follower's memtables, read as the file grew) is
     // taken at its largest size: it covers every record the smaller ones do.
-    let mut by_id: std::collections::BTreeMap<u64, BlobFileMeta> = Default::default();
+    let mut by_id: std::collections::BTreeMap<BlobId, BlobFileMeta> = Default::default();
     for b in sv.memtables().flat_map(|m| m.blob_files()) {
         if sv.version.blob_files().contains_key(&b.id) {
             continue;
@@ -282,7 +282,7 @@ pub(crate) fn capture(inner: &Inner) -> Result<Checkpoint> {
 
     let mut members = immutable_members(&inner.dir, &names, version)?;
     for b in unflushed_blob_files(&pin) {
-        let name = FileType::Blob.name(b.id);
+        let name = b.id.file_name();
         if !names.contains(&name) {
             return Err(missing(&inner.dir, FileKind::Blob, &name));
         }
@@ -339,7 +339,7 @@ fn capture_view(inner: &Inner) -> Result<Checkpoint> {
         });
     }
     for b in unflushed_blob_files(&pin) {
-        let name = FileType::Blob.name(b.id);
+        let name = b.id.file_name();
         members.push(Member {
             source: Source::Prefix(held(&name, FileKind::Blob)?),
             name,
@@ -424,7 +424,7 @@ pub(crate) fn capture_closed(fs: &dyn FileSystem, dir: &Path) -> Result<Checkpoi
     // Blob files no flush recorded yet: the WAL may reference them (recovery of the copy
     // deletes those it does not).
     for name in &names {
-        let Some(id) = FileType::Blob.parse(name) else {
+        let Some(id) = BlobId::parse(name) else {
             continue;
         };
         if version.blob_files().contains_key(&id) {

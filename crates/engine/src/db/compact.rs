@@ -19,7 +19,7 @@ use crate::compaction::Choice;
 use crate::cursor::Cursor;
 use crate::entry::{self, Body};
 use crate::error::Result;
-use crate::files::FileType;
+use crate::files::{BlobId, TableId};
 use crate::iter::level::{LevelCursor, Opener};
 use crate::iter::merge::MergingCursor;
 use crate::key::{split_encoded, Kind, MAX_KEY_LEN};
@@ -35,7 +35,7 @@ use crate::vlog::{self, BlobFileMeta};
 pub(crate) fn run(inner: &Inner, choice: &Choice) -> Result<()> {
     let ks = choice.keyspace;
     let out_level = choice.output_level();
-    let mut removed: Vec<(_, usize, u64)> = Vec::new();
+    let mut removed: Vec<(_, usize, TableId)> = Vec::new();
     for t in &choice.inputs {
         removed.push((ks, choice.level, t.id));
     }
@@ -72,7 +72,7 @@ pub(crate) fn run(inner: &Inner, choice: &Choice) -> Result<()> {
 struct Relocation<'a> {
     inner: &'a Inner,
     keyspace: crate::key::KeyspaceId,
-    files: &'a [u64],
+    files: &'a [BlobId],
     writer: Option<vlog::Writer>,
 }
 
@@ -151,7 +151,7 @@ impl<'a> Relocation<'a> {
 fn write_outputs(
     inner: &Inner,
     choice: &Choice,
-    ids: &mut Vec<u64>,
+    ids: &mut Vec<TableId>,
     relocation: &mut Relocation<'_>,
 ) -> Result<Vec<(crate::key::KeyspaceId, usize, TableMeta)>> {
     let snapshots = inner.snapshots.seqnos();
@@ -203,11 +203,9 @@ fn write_outputs(
             // A user key is complete: write what survives, then maybe cut the table.
             for (key, value) in versions.finish() {
                 if writer.is_none() {
-                    let id = inner.new_file_id();
-                    inner.state.lock().pending_outputs.push(id);
+                    let (id, w) = inner.create_table(&topts)?;
                     ids.push(id);
-                    let path = inner.dir.join(FileType::Table.name(id));
-                    writer = Some(table::Writer::create(inner.fs.as_ref(), &path, id, &topts)?);
+                    writer = Some(w);
                 }
                 if let Some(w) = writer.as_mut() {
                     let stored = relocation.entry(&key, &value)?;
@@ -236,11 +234,9 @@ fn write_outputs(
     }
     if writer.is_none() && carried.any_from_lo() {
         // Tombstones reach past the last point entry: a table of their own.
-        let id = inner.new_file_id();
-        inner.state.lock().pending_outputs.push(id);
+        let (id, w) = inner.create_table(&topts)?;
         ids.push(id);
-        let path = inner.dir.join(FileType::Table.name(id));
-        writer = Some(table::Writer::create(inner.fs.as_ref(), &path, id, &topts)?);
+        writer = Some(w);
     }
     if let Some(mut w) = writer.take() {
         carried.add_until(&mut w, Vec::new());
@@ -306,7 +302,7 @@ fn level_cursor(inner: &Inner, inputs: &[Arc<TableMeta>]) -> Box<dyn Cursor> {
 
 fn commit(
     inner: &Inner,
-    removed: Vec<(crate::key::KeyspaceId, usize, u64)>,
+    removed: Vec<(crate::key::KeyspaceId, usize, TableId)>,
     added: Vec<(crate::key::KeyspaceId, usize, TableMeta)>,
     blobs: Vec<BlobFileMeta>,
 ) -> Result<()> {

@@ -29,7 +29,6 @@ use super::inner::{Inner, State};
 use super::versions;
 use crate::cursor::Cursor;
 use crate::error::Result;
-use crate::files::FileType;
 use crate::iter::merge::MergingCursor;
 use crate::options::{Compression, Options};
 use crate::table::{self, TableOptions};
@@ -83,11 +82,8 @@ pub(crate) fn flush_oldest(inner: &Inner) -> Result<()> {
             if version.keyspace(ks).is_none() {
                 continue; // dropped: its writes go with it
             }
-            let id = inner.new_file_id();
-            inner.state.lock().pending_outputs.push(id);
+            let (id, mut writer) = inner.create_table(&topts)?;
             ids.push(id);
-            let path = inner.dir.join(FileType::Table.name(id));
-            let mut writer = table::Writer::create(inner.fs.as_ref(), &path, id, &topts)?;
             for t in mems.iter().flat_map(|m| m.range_tombstones(ks)) {
                 writer.add_range_tombstone(t);
             }

@@ -21,7 +21,7 @@ use super::read_only::{current_manifest_id, current_manifest_len, read_view, ret
 use super::recover::{attach_unlisted_blobs, replay, Mode, Resume};
 use super::versions;
 use crate::error::{Error, Result};
-use crate::files::FileType;
+use crate::files::{BlobId, FileType};
 use crate::key::SeqNo;
 use crate::memtable::Memtable;
 
@@ -112,7 +112,7 @@ fn refresh_tail(
         }
     }
     for name in &names {
-        let Some(id) = FileType::Blob.parse(name) else {
+        let Some(id) = BlobId::parse(name) else {
             continue;
         };
         if version.blob_files().contains_key(&id) {

@@ -24,12 +24,13 @@ use super::stats::Counters;
 use super::super_version::{ReadAt, SuperVersion, SuperVersions};
 use super::table_cache::TableCache;
 use crate::error::{Error, Result};
+use crate::files::{BlobId, TableId};
 use crate::fs::{FileLock, FileSystem};
 use crate::key::{KeyspaceId, SeqNo};
 use crate::memtable::Memtable;
 use crate::options::{Durability, Options};
 use crate::snapshot::Registry;
-use crate::table::BlockCache;
+use crate::table::{self, BlockCache, TableOptions};
 use crate::version::{Manifest, Version};
 
 /// State changed by flushes, compactions and keyspace changes; guarded by `Inner::state`.
@@ -58,11 +59,11 @@ pub(crate) struct State {
     /// and for a follower's refresh, which compares them with the directory).
     pub(crate) read_point: Option<ReadPoint>,
     /// Table ids being written (not yet in a version), kept from obsolete-file deletion.
-    pub(crate) pending_outputs: Vec<u64>,
+    pub(crate) pending_outputs: Vec<TableId>,
     /// When an idle background thread next looks for tables with expired entries.
     pub(crate) next_expiry_check: std::time::Instant,
     /// Blob files removed from the version, deleted once no reader can reach them.
-    pub(crate) obsolete_blobs: Vec<u64>,
+    pub(crate) obsolete_blobs: Vec<BlobId>,
     /// Set by flushes and compactions: an idle background thread runs value-log GC.
     pub(crate) gc_due: bool,
 }
@@ -138,6 +139,22 @@ impl Inner {
         self.next_file_id.fetch_add(1, Ordering::SeqCst)
     }
 
+    /// Creates a new table file for a flush or compaction to write. Its id is kept from
+    /// obsolete-file deletion (`State::pending_outputs`) until the job removes it, once a
+    /// version lists the table or the job failed.
+    ///
+    /// # Errors
+    /// As `table::Writer::create`.
+    pub(crate) fn create_table(&self, options: &TableOptions) -> Result<(TableId, table::Writer)> {
+        let id = TableId(self.new_file_id());
+        self.state.lock().pending_outputs.push(id);
+        let path = self.dir.join(id.file_name());
+        Ok((
+            id,
+            table::Writer::create(self.fs.as_ref(), &path, id, options)?,
+        ))
+    }
+
     /// The separation threshold of `keyspace` in `version`: its own, else the store's.
     pub(crate) fn blob_threshold(&self, version: &Version, keyspace: KeyspaceId) -> Option<u64> {
         version
@@ -186,7 +203,7 @@ impl Inner {
 #[cfg(test)]
 impl Inner {
     /// The ids of the open tables.
-    pub(crate) fn tables_open(&self) -> std::collections::BTreeSet<u64> {
+    pub(crate) fn tables_open(&self) -> std::collections::BTreeSet<TableId> {
         self.tables.open_ids()
     }
 }

@@ -22,6 +22,7 @@ use crate::attrs::EntryOptions;
 use crate::batch::WriteBatch;
 use crate::entry::encode_separated;
 use crate::error::{Error, Result};
+use crate::files::BlobId;
 use crate::iter::visible::Lazy;
 use crate::key::{check_key_len, KeyspaceId, Kind};
 use crate::vlog;
@@ -176,7 +177,7 @@ pub(crate) fn insert_from(
     let handle = match written {
         Ok(h) => h,
         Err(e) => {
-            let _ = inner.fs.remove(&inner.blobs.path(id));
+            let _ = inner.fs.remove(&inner.blobs.path(BlobId(id)));
             return Err(e);
         }
     };

@@ -38,7 +38,7 @@ use super::recover::{
 };
 use super::recovery::RecoveryReport;
 use crate::error::{Error, Result};
-use crate::files::{self, FileType};
+use crate::files::{self, BlobId, FileType};
 use crate::fs::{FileSystem, ReadableFile};
 use crate::key::SeqNo;
 use crate::memtable::Memtable;
@@ -127,7 +127,7 @@ pub(super) fn read_view(
         hold(FileType::Wal.name(*id))?;
     }
     for id in version.live_table_ids() {
-        hold(FileType::Table.name(id))?;
+        hold(id.file_name())?;
     }
     for name in names.iter().filter(|n| FileType::Blob.parse(n).is_some()) {
         hold(name.clone())?;
@@ -138,7 +138,7 @@ pub(super) fn read_view(
     );
     // A blob file the manifest does not list yet may still be growing: read its length
     // afresh, or the log's newest values would look lost.
-    for id in names.iter().filter_map(|n| FileType::Blob.parse(n)) {
+    for id in names.iter().filter_map(|n| BlobId::parse(n)) {
         if !version.blob_files().contains_key(&id) {
             blobs.refresh_len(id)?;
         }
@@ -378,9 +378,7 @@ mod tests {
         // Every file the view opened is gone from the directory.
         let names = fs.list_dir(dir).unwrap();
         let held = ro.inner.state.lock().version.live_table_ids();
-        assert!(held
-            .iter()
-            .all(|id| !names.contains(&crate::files::FileType::Table.name(*id))));
+        assert!(held.iter().all(|id| !names.contains(&id.file_name())));
         assert_eq!(first.1, vec![0u8; 100]);
         let rest: Vec<_> = scan.map(|r| r.unwrap()).collect();
         assert_eq!(rest.len(), 299);

@@ -63,7 +63,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::batch::{Op, WriteBatch};
 use crate::entry::{self, Body, EntryView};
 use crate::error::{Error, FileKind, Reason, Result};
-use crate::files::{self, FileType};
+use crate::files::{self, BlobId, FileType, TableId};
 use crate::fs::FileSystem;
 use crate::key::{KeyspaceId, SeqNo};
 use crate::memtable::{KeyspaceBytes, Memtable};
@@ -381,7 +381,7 @@ pub(super) fn attach_unlisted_blobs(
     delete: bool,
 ) -> Result<()> {
     for name in names {
-        let Some(id) = FileType::Blob.parse(name) else {
+        let Some(id) = BlobId::parse(name) else {
             continue;
         };
         if version.blob_files().contains_key(&id) {
@@ -440,13 +440,13 @@ pub(super) fn check_named_files(
         disagrees(manifest, field, detail)
     };
     for id in version.live_table_ids() {
-        let name = FileType::Table.name(id);
+        let name = id.file_name();
         if !names.contains(&name) {
             return Err(missing("table", name));
         }
     }
     for &id in version.blob_files().keys() {
-        let name = FileType::Blob.name(id);
+        let name = id.file_name();
         if !names.contains(&name) {
             return Err(missing("blob file", name));
         }
@@ -473,10 +473,7 @@ pub(super) fn check_unlisted_tables(
     let listed = version.live_table_ids();
     let cache = Arc::new(BlockCache::new(0));
     for name in names {
-        let Some(id) = FileType::Table
-            .parse(name)
-            .filter(|id| !listed.contains(id))
-        else {
+        let Some(id) = TableId::parse(name).filter(|id| !listed.contains(id)) else {
             continue;
         };
         let Ok(reader) = table::Reader::open(fs, &dir.join(name), id, Arc::clone(&cache)) else {
@@ -524,7 +521,7 @@ pub(super) struct Replayed {
     pub(super) last_seqno: SeqNo,
     /// Blob files the replayed records reference that the version does not list: the
     /// index of the first memtable referencing each.
-    pub(super) blob_refs: BTreeMap<u64, usize>,
+    pub(super) blob_refs: BTreeMap<BlobId, usize>,
     /// True if replay stopped at a record whose blob record was lost (rule 7).
     pub(super) cut_short: bool,
     pub(super) report: RecoveryReport,
@@ -847,8 +844,8 @@ fn damaged_value(
 fn sync_blob_files(
     fs: &dyn FileSystem,
     blobs: &vlog::Reader,
-    refs: &BTreeMap<u64, usize>,
-    synced: &mut BTreeSet<u64>,
+    refs: &BTreeMap<BlobId, usize>,
+    synced: &mut BTreeSet<BlobId>,
 ) -> Result<()> {
     for &id in refs.keys() {
         if synced.insert(id) {

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use super::inner::Inner;
 use super::versions;
 use crate::error::{Error, Result};
-use crate::files::FileType;
+use crate::files::{BlobId, FileType};
 use crate::version::{Edit, Version};
 use crate::vlog::gc;
 
@@ -77,9 +77,9 @@ pub struct SpaceStats {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct GcOutcome {
     /// Blob files removed from the version (deleted once unreachable).
-    pub(crate) removed: Vec<u64>,
+    pub(crate) removed: Vec<BlobId>,
     /// Blob files whose live values were moved to new files.
-    pub(crate) rewritten: Vec<u64>,
+    pub(crate) rewritten: Vec<BlobId>,
 }
 
 /// Live bytes and handles per blob file of `version`, from its tables' `blob_refs`.
@@ -100,12 +100,12 @@ fn live_refs(inner: &Inner, version: &Version) -> Result<BTreeMap<u64, (u64, u64
 
 /// The usage of every blob file `version` lists, and the ids of those some table still
 /// holds a handle into (a file of empty values has no live byte but is still needed).
-fn usage(inner: &Inner, version: &Version) -> Result<(Vec<gc::FileUsage>, BTreeSet<u64>)> {
+fn usage(inner: &Inner, version: &Version) -> Result<(Vec<gc::FileUsage>, BTreeSet<BlobId>)> {
     let live = live_refs(inner, version)?;
     let referenced = live
         .iter()
         .filter(|(_, (_, handles))| *handles > 0)
-        .map(|(id, _)| *id)
+        .map(|(id, _)| BlobId(*id))
         .collect();
     let bytes = live.into_iter().map(|(id, (b, _))| (id, b));
     Ok((gc::usage(version.blob_files(), bytes), referenced))
@@ -122,7 +122,7 @@ pub(crate) fn space_stats(inner: &Inner) -> Result<SpaceStats> {
         stats.live_blob_bytes += u.live_bytes;
         stats.garbage_blob_bytes += u.garbage_bytes();
         stats.blob_files.push(BlobFileSpace {
-            id: u.id,
+            id: u.id.0,
             file_bytes,
             value_bytes: u.total_bytes,
             live_bytes: u.live_bytes,
@@ -143,7 +143,7 @@ pub(crate) fn space_stats(inner: &Inner) -> Result<SpaceStats> {
         };
         if FileType::Wal.parse(&name).is_some() {
             stats.wal_bytes += len()?;
-        } else if let Some(id) = FileType::Blob.parse(&name) {
+        } else if let Some(id) = BlobId::parse(&name) {
             if !version.blob_files().contains_key(&id) {
                 stats.unflushed_blob_files += 1;
                 stats.unflushed_blob_bytes += len()?;
@@ -154,11 +154,11 @@ pub(crate) fn space_stats(inner: &Inner) -> Result<SpaceStats> {
 }
 
 /// True if a memtable of the current state may reference blob file `id`.
-fn held_by_memtable(inner: &Inner, id: u64) -> bool {
+fn held_by_memtable(inner: &Inner, id: BlobId) -> bool {
     let st = inner.state.lock();
     std::iter::once(&st.mem).chain(&st.imm).any(|m| {
         m.blob_id_range()
-            .is_some_and(|(lo, hi)| lo <= id && id <= hi)
+            .is_some_and(|(lo, hi)| lo <= id.0 && id.0 <= hi)
     })
 }
 
@@ -180,7 +180,7 @@ pub(crate) fn collect_garbage(inner: &Inner) -> Result<GcOutcome> {
         let (files, referenced) = usage(inner, &version)?;
         drop(sv);
         let plan = gc::plan(&files, &policy);
-        let delete: Vec<u64> = plan
+        let delete: Vec<BlobId> = plan
             .delete
             .into_iter()
             .filter(|id| !referenced.contains(id) && !held_by_memtable(inner, *id))

@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 
 use crate::cache::OpenFiles;
 use crate::error::Result;
-use crate::files::FileType;
+use crate::files::TableId;
 use crate::fs::FileSystem;
 use crate::table::{self, BlockCache};
 use crate::version::Version;
@@ -28,9 +28,9 @@ pub(crate) struct TableCache {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     blocks: Arc<BlockCache>,
-    open: Mutex<OpenFiles<u64, Arc<table::Reader>>>,
+    open: Mutex<OpenFiles<TableId, Arc<table::Reader>>>,
     /// Table id -> earliest expiry of any entry (`None`: no entry expires).
-    expiry: Mutex<HashMap<u64, Option<u64>>>,
+    expiry: Mutex<HashMap<TableId, Option<u64>>>,
 }
 
 impl TableCache {
@@ -55,11 +55,11 @@ impl TableCache {
     ///
     /// # Errors
     /// Opening the file: `Io`, `Corruption`.
-    pub(crate) fn get(&self, id: u64) -> Result<Arc<table::Reader>> {
+    pub(crate) fn get(&self, id: TableId) -> Result<Arc<table::Reader>> {
         if let Some(r) = self.open.lock().get(&id) {
             return Ok(Arc::clone(r));
         }
-        let path = self.dir.join(FileType::Table.name(id));
+        let path = self.dir.join(id.file_name());
         let reader = Arc::new(table::Reader::open(
             self.fs.as_ref(),
             &path,
@@ -81,7 +81,7 @@ impl TableCache {
 
     /// The earliest expiry of table `id` if it is known (the table was opened since the
     /// store was): `Some(None)` if no entry of it expires.
-    pub(crate) fn cached_expiry(&self, id: u64) -> Option<Option<u64>> {
+    pub(crate) fn cached_expiry(&self, id: TableId) -> Option<Option<u64>> {
         self.expiry.lock().get(&id).copied()
     }
 
@@ -105,27 +105,27 @@ impl TableCache {
     /// Closes every open table whose id `keep` refuses, and forgets its cached blocks (a
     /// follower's tables that no view it still holds lists). A reader in use stays open
     /// until its user drops it.
-    pub(crate) fn retain(&self, keep: impl Fn(u64) -> bool) {
+    pub(crate) fn retain(&self, keep: impl Fn(TableId) -> bool) {
         let gone = self.open.lock().retain(&keep);
         let mut expiry = self.expiry.lock();
         for (id, _) in gone {
             expiry.remove(&id);
-            self.blocks.retain(|(table, _)| table != id);
+            self.blocks.retain(|(table, _)| table != id.0);
         }
     }
 
     /// The ids of the open tables.
     #[cfg(test)]
-    pub(crate) fn open_ids(&self) -> std::collections::BTreeSet<u64> {
+    pub(crate) fn open_ids(&self) -> std::collections::BTreeSet<TableId> {
         self.open.lock().keys().collect()
     }
 
     /// Forgets table `id` and its cached blocks (its file is being deleted).
-    pub(crate) fn evict(&self, id: u64) {
+    pub(crate) fn evict(&self, id: TableId) {
         self.expiry.lock().remove(&id);
         let closed = self.open.lock().remove(&id);
         drop(closed);
-        self.blocks.retain(|(table, _)| table != id);
+        self.blocks.retain(|(table, _)| table != id.0);
     }
 }
 
@@ -143,7 +143,8 @@ mod tests {
         let dir = PathBuf::from("/db");
         fs.create_dir(&dir).unwrap();
         for id in 1..=count {
-            let path = dir.join(FileType::Table.name(id));
+            let id = TableId(id);
+            let path = dir.join(id.file_name());
             let mut w = Writer::create(fs.as_ref(), &path, id, &TableOptions::default()).unwrap();
             let key = InternalKey::new(format!("k{id}").as_bytes(), SeqNo(1), Kind::Put)
                 .encode()
@@ -162,38 +163,42 @@ mod tests {
         v
     }
 
+    fn ids<const N: usize>(ids: [u64; N]) -> std::collections::BTreeSet<TableId> {
+        ids.into_iter().map(TableId).collect()
+    }
+
     /// However tables are asked for, at most `capacity` stay open, the least recently used
     /// is the one closed, and a reader the cache closed keeps working for its holder.
     #[test]
     fn open_tables_stay_within_capacity_and_readers_in_use_keep_working() {
         let (fs, dir) = tables(10);
         let cache = TableCache::new(fs, &dir, Arc::new(BlockCache::new(1 << 20)), 3);
-        let held = cache.get(1).unwrap();
+        let held = cache.get(TableId(1)).unwrap();
         for id in [2, 3, 1, 4] {
-            cache.get(id).unwrap();
+            cache.get(TableId(id)).unwrap();
             assert!(cache.open_ids().len() <= 3);
         }
         // 1 was used after 2 and 3: 2 went first.
-        assert_eq!(cache.open_ids(), [1, 3, 4].into());
+        assert_eq!(cache.open_ids(), ids([1, 3, 4]));
         for round in 0..3 {
             for id in 1..=10 {
                 assert_eq!(
-                    value(&cache.get(id).unwrap(), id),
+                    value(&cache.get(TableId(id)).unwrap(), id),
                     format!("v{id}").into_bytes()
                 );
                 assert!(cache.open_ids().len() <= 3, "round {round}");
             }
         }
-        assert_eq!(cache.open_ids(), [8, 9, 10].into());
+        assert_eq!(cache.open_ids(), ids([8, 9, 10]));
         // Table 1 was closed by the cache long ago; its holder still reads it.
         assert_eq!(value(&held, 1), b"v1");
         assert_eq!(Arc::strong_count(&held), 1);
         // Every table's expiry was learned once and is remembered after it was closed.
-        assert!((1..=10).all(|id| cache.cached_expiry(id) == Some(None)));
-        cache.evict(9);
-        cache.retain(|id| id != 10);
-        assert_eq!(cache.open_ids(), [8].into());
-        assert_eq!(cache.cached_expiry(9), None);
+        assert!((1..=10).all(|id| cache.cached_expiry(TableId(id)) == Some(None)));
+        cache.evict(TableId(9));
+        cache.retain(|id| id != TableId(10));
+        assert_eq!(cache.open_ids(), ids([8]));
+        assert_eq!(cache.cached_expiry(TableId(9)), None);
     }
 
     /// Threads asking for tables at once never push the cache past its capacity.
@@ -212,7 +217,7 @@ mod tests {
                 std::thread::spawn(move || {
                     for i in 0..300u64 {
                         let id = 1 + (i * (t + 1) + t) % 12;
-                        let reader = cache.get(id).unwrap();
+                        let reader = cache.get(TableId(id)).unwrap();
                         assert!(cache.open_ids().len() <= 4);
                         assert_eq!(value(&reader, id), format!("v{id}").into_bytes());
                     }

@@ -43,7 +43,7 @@ use super::view_fs::ViewFs;
 use super::{write, Db};
 use crate::batch::WriteBatch;
 use crate::error::{Error, FileKind, Reason, Result};
-use crate::files::{self, FileType};
+use crate::files::{self, BlobId, FileType};
 use crate::fs::{read_exact_at, FileLock, FileSystem, ReadableFile, StdFs};
 use crate::key::{compare_encoded, SeqNo};
 use crate::table::{self, BlockCache};
@@ -400,7 +400,7 @@ fn check(fs: &dyn FileSystem, files: &Files) -> Result<VerifyReport> {
     // 4. Blob files no flush has recorded yet (the WAL's separated values point into
     // them): checked whole like listed ones.
     for name in &files.names {
-        let Some(id) = FileType::Blob.parse(name) else {
+        let Some(id) = BlobId::parse(name) else {
             continue;
         };
         if version.blob_files().contains_key(&id) {
@@ -506,7 +506,7 @@ fn check_blob(
     let scanned = crate::vlog::scan_path(fs, path, true)?;
     let count = scanned.records.len() as u64;
     if let Some(id) = scanned.file_id {
-        values.extend(scanned.records.iter().map(|r| r.handle(id)));
+        values.extend(scanned.records.iter().map(|r| r.handle(BlobId(id))));
     }
     let Some(meta) = meta else {
         return Ok(count);
@@ -660,7 +660,7 @@ impl WalCheck<'_> {
                                  blob file {} is damaged or missing",
                                 record.seqno,
                                 lost.offset,
-                                FileType::Blob.name(lost.file_id)
+                                lost.file_id.file_name()
                             ),
                         },
                     ));

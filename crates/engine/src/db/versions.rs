@@ -28,6 +28,7 @@ use super::inner::{Inner, State};
 use super::super_version::SuperVersion;
 use crate::error::{Error, Result};
 use crate::files::FileType;
+use crate::files::{BlobId, TableId};
 use crate::key::KeyspaceId;
 use crate::version::{Edit, Manifest};
 
@@ -100,14 +101,15 @@ fn log_and_apply(inner: &Inner, st: &mut State, mut edit: Edit) -> Result<()> {
 /// point into it (a reader holding a super version from before a flush reads the flushed
 /// memtable, whose blob files its version does not list yet).
 pub(crate) fn blob_deletable<'a>(
-    id: u64,
+    id: BlobId,
     supers: impl IntoIterator<Item = &'a SuperVersion>,
 ) -> bool {
     supers.into_iter().all(|sv| {
         !sv.version.blob_files().contains_key(&id)
-            && sv
-                .memtables()
-                .all(|m| m.blob_id_range().is_none_or(|(lo, hi)| id < lo || id > hi))
+            && sv.memtables().all(|m| {
+                m.blob_id_range()
+                    .is_none_or(|(lo, hi)| id.0 < lo || id.0 > hi)
+            })
     })
 }
 
@@ -129,7 +131,7 @@ pub(crate) fn delete_obsolete_files(inner: &Inner) {
         let Some(manifest_id) = st.manifest.as_ref().map(Manifest::id) else {
             return;
         };
-        let mut live: BTreeSet<u64> = st.version.live_table_ids();
+        let mut live: BTreeSet<TableId> = st.version.live_table_ids();
         live.extend(st.pending_outputs.iter().copied());
         let supers = inner.supers.held();
         for sv in supers.iter() {
@@ -150,7 +152,7 @@ pub(crate) fn delete_obsolete_files(inner: &Inner) {
         let _ = inner.fs.remove(&inner.blobs.path(id));
     }
     for name in names {
-        let obsolete = if let Some(id) = FileType::Table.parse(&name) {
+        let obsolete = if let Some(id) = TableId::parse(&name) {
             let dead = !live.contains(&id);
             if dead {
                 inner.tables.evict(id);

@@ -193,8 +193,8 @@ impl Memtable {
                 ..
             })) = entry::view(kind, value)
             {
-                self.blob_min.fetch_min(h.file_id, AtomicOrdering::AcqRel);
-                self.blob_max.fetch_max(h.file_id, AtomicOrdering::AcqRel);
+                self.blob_min.fetch_min(h.file_id.0, AtomicOrdering::AcqRel);
+                self.blob_max.fetch_max(h.file_id.0, AtomicOrdering::AcqRel);
                 self.blob_bytes
                     .fetch_add(u64::from(h.value_len), AtomicOrdering::Relaxed);
             }

@@ -18,14 +18,15 @@
 
 use std::cmp::Ordering;
 
+use crate::files::TableId;
 use crate::key::{compare_encoded, split_encoded, InternalKey, Kind, SeqNo};
 use crate::rangedel::RangeTombstone;
 
 /// Summary of one finished table file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TableMeta {
-    /// The table's file id (its file is `FileType::Table.name(id)`).
-    pub(crate) id: u64,
+    /// The table's file id (its file is `id.file_name()`).
+    pub(crate) id: TableId,
     /// Bytes of the finished file.
     pub(crate) file_size: u64,
     /// Encoded internal key of the first entry.

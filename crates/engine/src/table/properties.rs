@@ -30,6 +30,7 @@ use super::footer::BlockHandle;
 use super::{Compression, TableMeta, FORMAT_VERSION, FORMAT_VERSION_PLAIN};
 use crate::coding::{put_vlq, Cursor};
 use crate::error::Reason;
+use crate::files::TableId;
 use crate::key::{compare_encoded, InternalKey, SeqNo};
 
 /// Field tags. On-disk values; never renumbered, retired tags stay listed.
@@ -235,7 +236,7 @@ impl Properties {
     }
 
     /// The table summary for table `id` whose file is `file_size` bytes.
-    pub(crate) fn meta(&self, id: u64, file_size: u64) -> TableMeta {
+    pub(crate) fn meta(&self, id: TableId, file_size: u64) -> TableMeta {
         TableMeta {
             id,
             file_size,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::*;
 use crate::error::Error;
 use crate::files::FileType;
+use crate::files::TableId;
 use crate::fs::{FileSystem, MemFs};
 use crate::key::{split_encoded, InternalKey, Kind, SeqNo};
 use crate::rangedel::RangeTombstone;
@@ -21,7 +22,7 @@ fn rt(start: &[u8], end: &[u8], seqno: u64) -> RangeTombstone {
 }
 
 fn write(fs: &MemFs, points: &[(&[u8], u64)], tombstones: &[RangeTombstone]) -> TableMeta {
-    let mut w = Writer::create(fs, &path(), 9, &TableOptions::default()).unwrap();
+    let mut w = Writer::create(fs, &path(), TableId(9), &TableOptions::default()).unwrap();
     for (k, s) in points {
         let key = InternalKey::new(*k, SeqNo(*s), Kind::Put).encode().unwrap();
         w.add(&key, b"v").unwrap();
@@ -33,7 +34,7 @@ fn write(fs: &MemFs, points: &[(&[u8], u64)], tombstones: &[RangeTombstone]) -> 
 }
 
 fn open(fs: &MemFs) -> crate::error::Result<Reader> {
-    Reader::open(fs, &path(), 9, Arc::new(BlockCache::new(1 << 20)))
+    Reader::open(fs, &path(), TableId(9), Arc::new(BlockCache::new(1 << 20)))
 }
 
 fn user(k: &[u8]) -> &[u8] {
@@ -91,7 +92,7 @@ fn a_table_of_tombstones_only_holds_one_implied_point_tombstone() {
     let w = Writer::create(
         &fs,
         &PathBuf::from("/other.sst"),
-        1,
+        TableId(1),
         &TableOptions::default(),
     )
     .unwrap();
@@ -101,7 +102,7 @@ fn a_table_of_tombstones_only_holds_one_implied_point_tombstone() {
 #[test]
 fn the_writer_refuses_point_entries_of_kind_range_delete() {
     let fs = MemFs::new();
-    let mut w = Writer::create(&fs, &path(), 9, &TableOptions::default()).unwrap();
+    let mut w = Writer::create(&fs, &path(), TableId(9), &TableOptions::default()).unwrap();
     let key = InternalKey::new(b"k", SeqNo(1), Kind::RangeDelete)
         .encode()
         .unwrap();

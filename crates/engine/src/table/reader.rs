@@ -35,13 +35,14 @@ use super::BlockCache;
 use super::{TableMeta, FOOTER_LEN, MAX_BLOCK_LEN};
 use crate::cursor::Cursor;
 use crate::error::{Error, FileKind, Reason, Result};
+use crate::files::TableId;
 use crate::fs::{read_exact_at, FileSystem, ReadableFile};
 use crate::key::{compare_encoded, split_encoded, Kind, SeqNo, MAX_KEY_LEN};
 use crate::rangedel::RangeTombstone;
 
 /// An open, validated table; see the module documentation.
 pub(crate) struct Reader {
-    id: u64,
+    id: TableId,
     path: Arc<Path>,
     file: Box<dyn ReadableFile>,
     cache: Arc<BlockCache>,
@@ -165,7 +166,7 @@ impl Reader {
     pub(crate) fn open(
         fs: &dyn FileSystem,
         path: &Path,
-        id: u64,
+        id: TableId,
         cache: Arc<BlockCache>,
     ) -> Result<Reader> {
         let file = fs.open_read(path)?;
@@ -289,7 +290,7 @@ impl Reader {
 
     /// The table's file id.
     #[cfg(test)]
-    pub(crate) fn id(&self) -> u64 {
+    pub(crate) fn id(&self) -> TableId {
         self.id
     }
 
@@ -562,7 +563,7 @@ impl Reader {
             (Some(ra), Some(end)) => Some((ra.note(handle.offset, end), ra)),
             _ => None,
         };
-        if let Some(block) = self.cache.get((self.id, handle.offset)) {
+        if let Some(block) = self.cache.get((self.id.0, handle.offset)) {
             return Ok((block, false));
         }
         let raw = match sequential {
@@ -573,7 +574,7 @@ impl Reader {
         let block = Arc::new(block);
         if fill_cache {
             self.cache
-                .insert((self.id, handle.offset), Arc::clone(&block));
+                .insert((self.id.0, handle.offset), Arc::clone(&block));
         }
         Ok((block, true))
     }

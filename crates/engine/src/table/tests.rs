@@ -17,6 +17,7 @@ use crate::checksum::Checksum;
 use crate::cursor::Cursor;
 use crate::error::{FileKind, Reason};
 use crate::files::FileType;
+use crate::files::TableId;
 use crate::fs::{read_all, FileSystem, MemFs, Op, StdFs};
 use crate::key::{compare_encoded, split_encoded, InternalKey, Kind, SeqNo};
 
@@ -38,7 +39,7 @@ fn normalize(mut entries: Vec<Entry>) -> Vec<Entry> {
 }
 
 fn write(fs: &dyn FileSystem, path: &Path, options: &TableOptions, entries: &[Entry]) -> TableMeta {
-    let mut w = Writer::create(fs, path, 7, options).unwrap();
+    let mut w = Writer::create(fs, path, TableId(7), options).unwrap();
     for (k, v) in entries {
         w.add(k, v).unwrap();
     }
@@ -56,7 +57,7 @@ fn write(fs: &dyn FileSystem, path: &Path, options: &TableOptions, entries: &[En
 }
 
 fn open(fs: &dyn FileSystem, path: &Path, cache_bytes: usize) -> Result<Arc<Reader>> {
-    Reader::open(fs, path, 7, Arc::new(BlockCache::new(cache_bytes))).map(Arc::new)
+    Reader::open(fs, path, TableId(7), Arc::new(BlockCache::new(cache_bytes))).map(Arc::new)
 }
 
 fn current(c: &impl Cursor) -> Option<Entry> {
@@ -336,7 +337,7 @@ fn a_table_on_real_files_round_trips() {
     assert_eq!(meta.file_size, std::fs::metadata(&path).unwrap().len());
     assert_eq!((meta.entries, meta.tombstones), (2000, 400));
     let reader = open(&StdFs, &path, 1 << 20).unwrap();
-    assert_eq!(reader.id(), 7);
+    assert_eq!(reader.id(), TableId(7));
     assert_eq!(reader.path(), path);
     assert_eq!(scan(&reader, false).unwrap(), model);
     assert_eq!(reader.verify().unwrap(), 2000);
@@ -368,7 +369,8 @@ fn cache_is_filled_by_iter_but_not_by_iter_no_fill() {
     let model = sample(300);
     write(&fs, &table_path(), &options, &model);
     let cache = Arc::new(BlockCache::new(1 << 20));
-    let reader = Arc::new(Reader::open(&fs, &table_path(), 7, Arc::clone(&cache)).unwrap());
+    let reader =
+        Arc::new(Reader::open(&fs, &table_path(), TableId(7), Arc::clone(&cache)).unwrap());
     scan(&reader, false).unwrap();
     assert_eq!((cache.used_bytes(), cache.hits()), (0, 0));
     scan(&reader, true).unwrap();
@@ -388,7 +390,8 @@ fn cache_is_filled_by_iter_but_not_by_iter_no_fill() {
 
     // A small budget is never exceeded.
     let small = Arc::new(BlockCache::new(2000));
-    let reader = Arc::new(Reader::open(&fs, &table_path(), 7, Arc::clone(&small)).unwrap());
+    let reader =
+        Arc::new(Reader::open(&fs, &table_path(), TableId(7), Arc::clone(&small)).unwrap());
     scan(&reader, true).unwrap();
     assert!(small.used_bytes() <= 2000 && small.used_bytes() > 0);
 }
@@ -448,7 +451,7 @@ fn encoding_matches_the_worked_example() {
 fn blob_references_are_recorded_in_the_properties() {
     let fs = MemFs::new();
     let options = TableOptions::default();
-    let mut w = Writer::create(&fs, &table_path(), 7, &options).unwrap();
+    let mut w = Writer::create(&fs, &table_path(), TableId(7), &options).unwrap();
     for i in 0..10u32 {
         w.add(&ik(format!("k{i:02}").as_bytes(), 1, Kind::Put), b"v")
             .unwrap();
@@ -480,10 +483,10 @@ fn blob_references_are_recorded_in_the_properties() {
     );
     assert_eq!(r.verify().unwrap(), 10);
     let plain = PathBuf::from("/").join(FileType::Table.name(8));
-    let mut w = Writer::create(&fs, &plain, 8, &options).unwrap();
+    let mut w = Writer::create(&fs, &plain, TableId(8), &options).unwrap();
     w.add(&ik(b"a", 1, Kind::Put), b"v").unwrap();
     w.finish().unwrap();
-    let r = Reader::open(&fs, &plain, 8, Arc::new(BlockCache::new(0))).unwrap();
+    let r = Reader::open(&fs, &plain, TableId(8), Arc::new(BlockCache::new(0))).unwrap();
     assert!(r.blob_refs().is_empty());
 }
 

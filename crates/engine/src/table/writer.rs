@@ -41,6 +41,7 @@ use super::{
     MAX_INLINE_VALUE_LEN,
 };
 use crate::error::{Error, Result};
+use crate::files::TableId;
 use crate::fs::{FileSystem, WritableFile};
 use crate::key::{check_key_len, compare_encoded, split_encoded, InternalKey, Kind, SeqNo};
 use crate::rangedel::RangeTombstone;
@@ -61,7 +62,7 @@ enum State {
 pub(crate) struct Writer {
     file: Box<dyn WritableFile>,
     path: PathBuf,
-    id: u64,
+    id: TableId,
     options: TableOptions,
     compressor: Compressor,
     data: BlockBuilder,
@@ -133,7 +134,7 @@ impl Writer {
     pub(crate) fn create(
         fs: &dyn FileSystem,
         path: &Path,
-        id: u64,
+        id: TableId,
         options: &TableOptions,
     ) -> Result<Writer> {
         options.validate()?;
@@ -248,7 +249,7 @@ impl Writer {
         self.entries += 1;
         self.tombstones += u64::from(kind == Kind::Delete);
         if let Some((file_id, value_len)) = blob_ref {
-            self.blob_refs.add(file_id, value_len);
+            self.blob_refs.add(file_id.0, value_len);
         }
         if let Some(at) = expiry {
             self.expiring += 1;
@@ -491,17 +492,17 @@ mod tests {
     fn writer_refuses_bad_keys_options_and_empty_tables() {
         let fs = MemFs::new();
         let opts = TableOptions::default();
-        let w = Writer::create(&fs, Path::new("/t.sst"), 7, &opts).unwrap();
+        let w = Writer::create(&fs, Path::new("/t.sst"), TableId(7), &opts).unwrap();
         assert!(matches!(w.finish(), Err(Error::InvalidArgument(_))));
         assert!(
-            Writer::create(&fs, Path::new("/t.sst"), 7, &opts).is_err(),
+            Writer::create(&fs, Path::new("/t.sst"), TableId(7), &opts).is_err(),
             "file exists"
         );
 
         let bad_keys: [&[u8]; 3] = [b"short", b"k\x03\0\0\0\0\0\0\0", b"k\0\0\0\0\0\0\0\0"];
         for (i, bad) in bad_keys.iter().enumerate() {
             let path = PathBuf::from(format!("/bad-{i}.sst"));
-            let mut w = Writer::create(&fs, &path, 7, &opts).unwrap();
+            let mut w = Writer::create(&fs, &path, TableId(7), &opts).unwrap();
             assert!(
                 matches!(w.add(bad, b""), Err(Error::InvalidArgument(_))),
                 "key {i}"
@@ -509,7 +510,7 @@ mod tests {
         }
         for (i, second) in [ik(b"a", 5), ik(b"a", 6), ik(b"", 1)].iter().enumerate() {
             let path = PathBuf::from(format!("/order-{i}.sst"));
-            let mut w = Writer::create(&fs, &path, 7, &opts).unwrap();
+            let mut w = Writer::create(&fs, &path, TableId(7), &opts).unwrap();
             w.add(&ik(b"a", 5), b"v").unwrap();
             assert!(
                 matches!(w.add(second, b"v"), Err(Error::InvalidArgument(_))),
@@ -522,7 +523,7 @@ mod tests {
             ));
             assert!(w.finish().is_err());
         }
-        let mut w = Writer::create(&fs, Path::new("/big.sst"), 7, &opts).unwrap();
+        let mut w = Writer::create(&fs, Path::new("/big.sst"), TableId(7), &opts).unwrap();
         let big = vec![0u8; MAX_INLINE_VALUE_LEN + 1];
         assert!(matches!(
             w.add(&ik(b"a", 1), &big),
@@ -539,7 +540,7 @@ mod tests {
         for edit in edits {
             let mut bad = TableOptions::default();
             edit(&mut bad);
-            let err = Writer::create(&fs, Path::new("/opts.sst"), 7, &bad).unwrap_err();
+            let err = Writer::create(&fs, Path::new("/opts.sst"), TableId(7), &bad).unwrap_err();
             assert!(matches!(err, Error::InvalidArgument(_)), "{bad:?}");
         }
     }
@@ -549,7 +550,7 @@ mod tests {
         for op in [Op::Write, Op::Sync] {
             let fs = MemFs::new();
             let path = Path::new("/t.sst");
-            let mut w = Writer::create(&fs, path, 7, &TableOptions::default()).unwrap();
+            let mut w = Writer::create(&fs, path, TableId(7), &TableOptions::default()).unwrap();
             fs.inject(Fault {
                 op,
                 nth: fs.op_count(op) + 1,

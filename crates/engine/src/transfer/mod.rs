@@ -362,7 +362,7 @@ pub fn dump<W: Write>(
                 KeyspaceOptions::separated(usize::try_from(threshold).unwrap_or(usize::MAX));
             writer.write_keyspace(field.as_deref(), &options)?;
         }
-        for item in snapshot.range_entries::<&[u8], _>(&ks, ..) {
+        for item in snapshot.range_entries::<&[u8], _>(ks, ..) {
             let (key, value, head) = item?;
             writer.write(&EntryRef {
                 keyspace: field.as_deref(),

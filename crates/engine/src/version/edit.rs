@@ -32,6 +32,7 @@ use std::path::Path;
 use super::NUM_LEVELS;
 use crate::coding::{put_vlq, Cursor};
 use crate::error::{Error, FileKind, Reason, Result};
+use crate::files::{BlobId, TableId};
 use crate::key::{compare_encoded, split_encoded, KeyspaceId, SeqNo, MAX_KEY_LEN, TRAILER_LEN};
 use crate::table::TableMeta;
 use crate::vlog::format::{FILE_HEADER_LEN as BLOB_HEADER_LEN, RECORD_HEADER_LEN};
@@ -82,7 +83,7 @@ pub(crate) struct Edit {
     /// Tables added: keyspace, level, table.
     pub(crate) added_tables: Vec<(KeyspaceId, usize, TableMeta)>,
     /// Tables removed: keyspace, level, table id.
-    pub(crate) removed_tables: Vec<(KeyspaceId, usize, u64)>,
+    pub(crate) removed_tables: Vec<(KeyspaceId, usize, TableId)>,
     /// Value-separation thresholds set: keyspace, threshold (`None`: separation off).
     /// Applied after keyspace creations.
     pub(crate) blob_thresholds: Vec<(KeyspaceId, Option<u64>)>,
@@ -97,7 +98,7 @@ pub(crate) struct Edit {
     /// Blob files added to the value log (sealed or recovered, with their sizes).
     pub(crate) added_blob_files: Vec<BlobFileMeta>,
     /// Blob files removed from the value log (by id; deleted by the `Db` afterwards).
-    pub(crate) removed_blob_files: Vec<u64>,
+    pub(crate) removed_blob_files: Vec<BlobId>,
 }
 
 /// True if `name` is a valid keyspace name: 1..=255 bytes of UTF-8 (any `&str` is UTF-8).
@@ -165,7 +166,7 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 fn put_table(out: &mut Vec<u8>, t: &TableMeta) {
-    put_vlq(out, t.id);
+    put_vlq(out, t.id.0);
     put_vlq(out, t.file_size);
     put_bytes(out, &t.smallest);
     put_bytes(out, &t.largest);
@@ -229,7 +230,7 @@ impl Edit {
             put_vlq(&mut out, tag::REMOVE_TABLE);
             put_vlq(&mut out, u64::from(ks.0));
             put_vlq(&mut out, *level as u64);
-            put_vlq(&mut out, *table_id);
+            put_vlq(&mut out, table_id.0);
         }
         for (ks, level, meta) in &self.added_tables {
             put_vlq(&mut out, tag::ADD_TABLE);
@@ -239,11 +240,11 @@ impl Edit {
         }
         for id in &self.removed_blob_files {
             put_vlq(&mut out, tag::REMOVE_BLOB_FILE);
-            put_vlq(&mut out, *id);
+            put_vlq(&mut out, id.0);
         }
         for b in &self.added_blob_files {
             put_vlq(&mut out, tag::ADD_BLOB_FILE);
-            put_vlq(&mut out, b.id);
+            put_vlq(&mut out, b.id.0);
             put_vlq(&mut out, b.file_size);
             put_vlq(&mut out, b.record_count);
             put_vlq(&mut out, b.value_bytes);
@@ -303,12 +304,12 @@ impl Edit {
                 tag::REMOVE_TABLE => {
                     let ks = dec.keyspace()?;
                     let level = dec.level()?;
-                    let id = dec.vlq()?;
+                    let id = TableId(dec.vlq()?);
                     edit.removed_tables.push((ks, level, id));
                 }
                 tag::ADD_BLOB_FILE => {
                     let meta = BlobFileMeta {
-                        id: dec.vlq()?,
+                        id: BlobId(dec.vlq()?),
                         file_size: dec.vlq()?,
                         record_count: dec.vlq()?,
                         value_bytes: dec.vlq()?,
@@ -316,7 +317,7 @@ impl Edit {
                     check_blob_file(&meta).map_err(|r| dec.err(at, r))?;
                     edit.added_blob_files.push(meta);
                 }
-                tag::REMOVE_BLOB_FILE => edit.removed_blob_files.push(dec.vlq()?),
+                tag::REMOVE_BLOB_FILE => edit.removed_blob_files.push(BlobId(dec.vlq()?)),
                 tag::WAL_MIN_ID => {
                     let v = dec.vlq()?;
                     dec.set_once(&mut edit.wal_min_id, v, at)?;
@@ -444,7 +445,7 @@ impl<'a> Decoder<'a> {
     }
 
     fn table(&mut self) -> Result<TableMeta> {
-        let id = self.vlq()?;
+        let id = TableId(self.vlq()?);
         let file_size = self.vlq()?;
         let smallest = self.bytes(MAX_BOUNDARY_LEN)?.to_vec();
         let largest = self.bytes(MAX_BOUNDARY_LEN)?.to_vec();
@@ -494,7 +495,7 @@ mod tests {
 
     fn table(id: u64) -> TableMeta {
         TableMeta {
-            id,
+            id: TableId(id),
             file_size: 4096,
             smallest: ikey(b"a", 9),
             largest: ikey(b"z", 3),
@@ -511,13 +512,13 @@ mod tests {
             created_keyspaces: vec![(KeyspaceId(1), "users".into())],
             dropped_keyspaces: vec![KeyspaceId(5)],
             added_tables: vec![(KeyspaceId(1), 0, table(12))],
-            removed_tables: vec![(KeyspaceId(1), 2, 7)],
+            removed_tables: vec![(KeyspaceId(1), 2, TableId(7))],
             wal_min_id: Some(11),
             next_file_id: Some(13),
             flushed_seqno: Some(SeqNo(9)),
             next_keyspace_id: Some(2),
             added_blob_files: vec![blob(10)],
-            removed_blob_files: vec![4],
+            removed_blob_files: vec![BlobId(4)],
             blob_thresholds: Vec::new(),
             store_options: Some(StoreOptions([(1, 3), (2, 18), (300, u64::MAX)].into())),
         }
@@ -525,7 +526,7 @@ mod tests {
 
     fn blob(id: u64) -> BlobFileMeta {
         BlobFileMeta {
-            id,
+            id: BlobId(id),
             file_size: 1 << 20,
             record_count: 10,
             value_bytes: 900_000,
@@ -747,12 +748,12 @@ mod tests {
     fn blob_file_fields_encode_as_documented_and_are_validated() {
         let e = Edit {
             added_blob_files: vec![BlobFileMeta {
-                id: 12,
+                id: BlobId(12),
                 file_size: 200,
                 record_count: 2,
                 value_bytes: 100,
             }],
-            removed_blob_files: vec![3],
+            removed_blob_files: vec![BlobId(3)],
             ..Edit::default()
         };
         #[rustfmt::skip]
@@ -770,7 +771,7 @@ mod tests {
             (u64::MAX, u64::MAX, 1),
         ] {
             let bad = BlobFileMeta {
-                id: 1,
+                id: BlobId(1),
                 file_size: size,
                 record_count: count,
                 value_bytes: bytes,
@@ -786,7 +787,7 @@ mod tests {
         }
         // Exactly full is fine: header, record headers and values.
         assert!(check_blob_file(&BlobFileMeta {
-            id: 1,
+            id: BlobId(1),
             file_size: 20 + 2 * 16 + 100,
             record_count: 2,
             value_bytes: 100,
@@ -820,7 +821,7 @@ mod tests {
                     let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
                     let (min, max) = (s1.min(s2), s1.max(s2));
                     TableMeta {
-                        id,
+                        id: TableId(id),
                         file_size,
                         smallest: ikey(&lo, max),
                         largest: ikey(&hi, min),
@@ -840,12 +841,12 @@ mod tests {
             prop::collection::vec((ks.clone(), "\\PC{1,40}"), 0..4),
             prop::collection::vec(ks.clone(), 0..4),
             prop::collection::vec((ks.clone(), 0..NUM_LEVELS, arb_table()), 0..5),
-            prop::collection::vec((ks, 0..NUM_LEVELS, any::<u64>()), 0..5),
+            prop::collection::vec((ks, 0..NUM_LEVELS, any::<u64>().prop_map(TableId)), 0..5),
             (
                 prop::collection::vec(
                     (any::<u64>(), 0u64..1 << 40, 0u64..1 << 20, 0u64..1 << 30).prop_map(
                         |(id, size, count, bytes)| BlobFileMeta {
-                            id,
+                            id: BlobId(id),
                             file_size: 20 + count * 16 + bytes + size,
                             record_count: count,
                             value_bytes: bytes,
@@ -853,7 +854,7 @@ mod tests {
                     ),
                     0..4,
                 ),
-                prop::collection::vec(any::<u64>(), 0..4),
+                prop::collection::vec(any::<u64>().prop_map(BlobId), 0..4),
             ),
             (
                 any::<Option<u64>>(),

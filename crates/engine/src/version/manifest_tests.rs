@@ -8,6 +8,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::error::Corruption;
+use crate::files::TableId;
 use crate::fs::{Fault, FaultKind, MemFs, Op};
 use crate::key::{InternalKey, KeyspaceId, Kind, SeqNo};
 use crate::table::TableMeta;
@@ -67,7 +68,7 @@ fn encoding_matches_the_worked_example() {
             KeyspaceId(0),
             0,
             TableMeta {
-                id: 3,
+                id: TableId(3),
                 file_size: 1024,
                 smallest: key(b"a", 2),
                 largest: key(b"b", 1),
@@ -100,7 +101,7 @@ fn encoding_matches_the_worked_example() {
     assert_eq!(r.edits, 2);
     let ks = r.version.keyspace(KeyspaceId(0)).unwrap();
     assert_eq!(ks.name, "default");
-    assert_eq!(ks.level(0)[0].id, 3);
+    assert_eq!(ks.level(0)[0].id, TableId(3));
     assert_eq!(r.version.next_file_id(), 5);
 }
 
@@ -234,7 +235,7 @@ fn refused_edits_do_not_poison_and_failures_do() {
         Err(Error::InvalidArgument(_))
     ));
     let bad_level = Edit {
-        removed_tables: vec![(KeyspaceId(0), NUM_LEVELS, 1)],
+        removed_tables: vec![(KeyspaceId(0), NUM_LEVELS, TableId(1))],
         ..Edit::default()
     };
     assert!(matches!(
@@ -559,7 +560,7 @@ fn a_valid_record_inside_a_torn_payload_is_not_taken_for_a_following_one() {
     upper.push(0xff);
     let key = |k: &[u8], s| InternalKey::new(k, SeqNo(s), Kind::Put).encode().unwrap();
     let meta = TableMeta {
-        id: v.next_file_id(),
+        id: TableId(v.next_file_id()),
         file_size: 1,
         smallest: key(&inner, 2),
         largest: key(&upper, 1),

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use super::edit::{check_blob_file, check_table, keyspace_name_ok, Edit, StoreOptions};
 use super::NUM_LEVELS;
 use crate::error::{Error, FileKind, Reason, Result};
+use crate::files::{BlobId, TableId};
 use crate::key::{compare_encoded, split_encoded, KeyspaceId, SeqNo};
 use crate::table::TableMeta;
 use crate::vlog::BlobFileMeta;
@@ -45,7 +46,7 @@ pub(crate) struct Version {
     flushed_seqno: SeqNo,
     next_keyspace_id: u32,
     /// The live blob files of the value log, by id (shared: most edits leave them alone).
-    blob_files: Arc<BTreeMap<u64, BlobFileMeta>>,
+    blob_files: Arc<BTreeMap<BlobId, BlobFileMeta>>,
     /// The store's file-shaping options as last recorded (`None` before any was).
     store_options: Option<StoreOptions>,
 }
@@ -190,7 +191,7 @@ impl Version {
                 if !added_ids.insert(meta.id) {
                     return Err(bad("edit adds the same table id twice"));
                 }
-                if meta.id >= next.next_file_id {
+                if meta.id.0 >= next.next_file_id {
                     return Err(bad("added table id is not below next_file_id"));
                 }
                 check_table(meta).map_err(|_| bad("added table fails its invariants"))?;
@@ -200,7 +201,9 @@ impl Version {
                 .values()
                 .flat_map(|ks| ks.levels.iter().flatten())
                 .any(|t| added_ids.contains(&t.id))
-                || added_ids.iter().any(|id| next.blob_files.contains_key(id));
+                || added_ids
+                    .iter()
+                    .any(|id: &TableId| next.blob_files.contains_key(&BlobId(id.0)));
             if present {
                 return Err(bad("edit adds a table id that is already present"));
             }
@@ -244,11 +247,11 @@ impl Version {
             }
         }
         for meta in &edit.added_blob_files {
-            if meta.id >= next_file_id {
+            if meta.id.0 >= next_file_id {
                 return Err("added blob file id is not below next_file_id");
             }
             check_blob_file(meta).map_err(|_| "added blob file fails its invariants")?;
-            if table_ids.contains(&meta.id) || files.insert(meta.id, *meta).is_some() {
+            if table_ids.contains(&TableId(meta.id.0)) || files.insert(meta.id, *meta).is_some() {
                 return Err("edit adds a blob file id that is already present");
             }
         }
@@ -307,7 +310,7 @@ impl Version {
     }
 
     /// Ids of every table in every keyspace (for deleting obsolete files).
-    pub(crate) fn live_table_ids(&self) -> BTreeSet<u64> {
+    pub(crate) fn live_table_ids(&self) -> BTreeSet<TableId> {
         self.keyspaces
             .values()
             .flat_map(|ks| ks.levels.iter().flatten())
@@ -316,7 +319,7 @@ impl Version {
     }
 
     /// The live blob files of the value log, by id.
-    pub(crate) fn blob_files(&self) -> &BTreeMap<u64, BlobFileMeta> {
+    pub(crate) fn blob_files(&self) -> &BTreeMap<BlobId, BlobFileMeta> {
         &self.blob_files
     }
 
@@ -490,7 +493,7 @@ mod tests {
         assert_eq!(v1.keyspace(KeyspaceId(1)).unwrap().table_count(), 1);
         // A trivial move: the same id leaves L0 and enters L1 in one edit.
         let mv = Edit {
-            removed_tables: vec![(KeyspaceId(1), 0, 10)],
+            removed_tables: vec![(KeyspaceId(1), 0, TableId(10))],
             added_tables: vec![(KeyspaceId(1), 1, table(10, 1, 5, 1, 9))],
             ..Edit::default()
         };
@@ -499,7 +502,7 @@ mod tests {
         assert!(ks.level(0).is_empty());
         assert_eq!(ks.level(1).len(), 1);
         assert_eq!(ks.level_size(1), table(10, 1, 5, 1, 9).file_size);
-        assert_eq!(v2.live_table_ids(), BTreeSet::from([10]));
+        assert_eq!(v2.live_table_ids(), BTreeSet::from([TableId(10)]));
         assert_eq!(v2.keyspace_by_name("users").unwrap().0, KeyspaceId(1));
         assert!(v2.keyspace_by_name("nobody").is_none());
         // Keyspaces untouched by an edit are shared, not copied.
@@ -525,14 +528,14 @@ mod tests {
         };
         v = apply(&v, &e).unwrap();
         let ks = v.keyspace(KeyspaceId(0)).unwrap();
-        let ids = |level: usize| ks.level(level).iter().map(|t| t.id).collect::<Vec<_>>();
+        let ids = |level: usize| ks.level(level).iter().map(|t| t.id.0).collect::<Vec<_>>();
         assert_eq!(ids(0), vec![11, 12, 10]);
         assert_eq!(ids(1), vec![14, 15, 13]);
         // Equal max_seqno: the larger id is newer.
         let v = apply(&v, &add(0, 0, table(16, 1, 1, 30, 30))).unwrap();
         let ks = v.keyspace(KeyspaceId(0)).unwrap();
-        assert_eq!(ks.level(0)[0].id, 16);
-        assert_eq!(ks.level(0)[1].id, 11);
+        assert_eq!(ks.level(0)[0].id, TableId(16));
+        assert_eq!(ks.level(0)[1].id, TableId(11));
     }
 
     #[test]
@@ -570,7 +573,7 @@ mod tests {
             "level out of range",
         );
         let remove = |level: usize, id: u64| Edit {
-            removed_tables: vec![(KeyspaceId(1), level, id)],
+            removed_tables: vec![(KeyspaceId(1), level, TableId(id))],
             ..Edit::default()
         };
         rejects(&v, &remove(0, 10), "not at that level");
@@ -660,7 +663,7 @@ mod tests {
 
     fn blob(id: u64) -> BlobFileMeta {
         BlobFileMeta {
-            id,
+            id: BlobId(id),
             file_size: 4096,
             record_count: 3,
             value_bytes: 3000,
@@ -677,29 +680,29 @@ mod tests {
         let v1 = apply(&v, &add_blobs).unwrap();
         assert!(v.blob_files().is_empty(), "the receiver is unchanged");
         assert_eq!(
-            v1.blob_files().keys().copied().collect::<Vec<_>>(),
+            v1.blob_files().keys().map(|id| id.0).collect::<Vec<_>>(),
             vec![20, 21]
         );
-        assert_eq!(v1.blob_files()[&21], blob(21));
+        assert_eq!(v1.blob_files()[&BlobId(21)], blob(21));
         assert_eq!(apply(&Version::empty(), &v1.snapshot_edit()).unwrap(), v1);
         // An edit without blob changes shares the blob map.
         let v2 = apply(&v1, &add(0, 0, table(11, 1, 5, 1, 9))).unwrap();
         assert!(Arc::ptr_eq(&v1.blob_files, &v2.blob_files));
         // A GC rewrite: remove one file and add its replacement in one edit.
         let gc = Edit {
-            removed_blob_files: vec![20],
+            removed_blob_files: vec![BlobId(20)],
             added_blob_files: vec![blob(22)],
             ..Edit::default()
         };
         let v3 = apply(&v2, &gc).unwrap();
         assert_eq!(
-            v3.blob_files().keys().copied().collect::<Vec<_>>(),
+            v3.blob_files().keys().map(|id| id.0).collect::<Vec<_>>(),
             vec![21, 22]
         );
 
         let blobs = |added: Vec<BlobFileMeta>, removed: Vec<u64>| Edit {
             added_blob_files: added,
-            removed_blob_files: removed,
+            removed_blob_files: removed.into_iter().map(BlobId).collect(),
             ..Edit::default()
         };
         rejects(&v3, &blobs(vec![], vec![20]), "not live");
@@ -746,7 +749,7 @@ mod tests {
     }
 
     fn ids(tables: &[Arc<TableMeta>]) -> Vec<u64> {
-        tables.iter().map(|t| t.id).collect()
+        tables.iter().map(|t| t.id.0).collect()
     }
 
     #[test]
@@ -770,14 +773,14 @@ mod tests {
                         .level(0)
                         .iter()
                         .filter(|t| contains(t, &key))
-                        .map(|t| t.id)
+                        .map(|t| t.id.0)
                         .collect();
                     for level in 1..NUM_LEVELS {
                         let hits: Vec<u64> = ks
                             .level(level)
                             .iter()
                             .filter(|t| contains(t, &key))
-                            .map(|t| t.id)
+                            .map(|t| t.id.0)
                             .collect();
                         assert!(hits.len() <= 1, "L{level} overlaps at {probe}");
                         expected.extend(hits);
@@ -808,7 +811,7 @@ mod tests {
                                         .as_ref()
                                         .is_none_or(|hi| smallest_user(t) <= hi.as_slice())
                             })
-                            .map(|t| t.id)
+                            .map(|t| t.id.0)
                             .collect();
                         let got = ks.overlapping(level, lo.as_deref(), hi.as_deref());
                         assert_eq!(ids(&got), expected, "seed {seed} level {level}");

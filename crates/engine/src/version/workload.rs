@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{Edit, Version, NUM_LEVELS};
+use crate::files::TableId;
 use crate::fs::{FileSystem, MemFs};
 use crate::key::{InternalKey, KeyspaceId, Kind, SeqNo};
 use crate::table::TableMeta;
@@ -47,7 +48,7 @@ pub(crate) fn user(n: u64) -> Vec<u8> {
 /// A table with user keys `lo..=hi` and seqnos `min..=max`.
 pub(crate) fn table(id: u64, lo: u64, hi: u64, min: u64, max: u64) -> TableMeta {
     TableMeta {
-        id,
+        id: TableId(id),
         file_size: 1000 + id * 7 % 500,
         smallest: InternalKey::new(user(lo), SeqNo(max), Kind::Delete)
             .encode()

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use super::scan::scan_path;
 use super::{Reader, ValueHandle, Writer, WriterOptions};
+use crate::files::BlobId;
 use crate::files::FileType;
 use crate::fs::{CrashOptions, FileSystem, MemFs};
 use crate::key::KeyspaceId;
@@ -120,11 +121,11 @@ fn check(run: &Run, crashed: &MemFs, label: &str) -> usize {
             .written
             .iter()
             .map(|(h, _)| h)
-            .filter(|h| h.file_id == *id)
+            .filter(|h| h.file_id.0 == *id)
             .collect();
         assert!(s.records.len() <= expected.len());
         for (r, h) in s.records.iter().zip(&expected) {
-            assert_eq!(r.handle(*id), **h, "{label}: file {id}");
+            assert_eq!(r.handle(BlobId(*id)), **h, "{label}: file {id}");
         }
     }
     replayed

@@ -385,6 +385,7 @@ impl Footer {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 mod tests {
     use super::*;
+    use crate::files::BlobId;
 
     pub(crate) fn hex(bytes: &[u8]) -> String {
         bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -409,7 +410,7 @@ mod tests {
         .encode();
         assert_eq!(hex(&header), "43424c42010000000700000000000000c473c781");
         let handle = super::super::ValueHandle {
-            file_id: 7,
+            file_id: BlobId(7),
             offset: r.offset,
             value_len: r.value_len,
             check: r.header_crc,

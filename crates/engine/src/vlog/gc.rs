@@ -30,12 +30,13 @@
 use std::collections::BTreeMap;
 
 use super::BlobFileMeta;
+use crate::files::BlobId;
 
 /// Bytes of one blob file: total and still referenced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FileUsage {
     /// The blob file's id.
-    pub(crate) id: u64,
+    pub(crate) id: BlobId,
     /// Sum of the value lengths of its records.
     pub(crate) total_bytes: u64,
     /// Bytes of those values that live tables reference (capped at `total_bytes`).
@@ -71,20 +72,21 @@ impl Default for Policy {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Plan {
     /// Files no table references: delete (after the manifest records their removal).
-    pub(crate) delete: Vec<u64>,
+    pub(crate) delete: Vec<BlobId>,
     /// Files to rewrite, most garbage first.
-    pub(crate) rewrite: Vec<u64>,
+    pub(crate) rewrite: Vec<BlobId>,
 }
 
 /// The usage of each blob file in `files`, given `(blob file id, referenced bytes)` pairs
 /// from the tables' properties. References to files not in `files` are ignored (they are
 /// a bug elsewhere, reported by the `Db`'s consistency checks, not here).
 pub(crate) fn usage(
-    files: &BTreeMap<u64, BlobFileMeta>,
+    files: &BTreeMap<BlobId, BlobFileMeta>,
     refs: impl IntoIterator<Item = (u64, u64)>,
 ) -> Vec<FileUsage> {
-    let mut live: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut live: BTreeMap<BlobId, u64> = BTreeMap::new();
     for (id, bytes) in refs {
+        let id = BlobId(id);
         if files.contains_key(&id) {
             let slot = live.entry(id).or_default();
             *slot = slot.saturating_add(bytes);
@@ -141,7 +143,7 @@ mod tests {
 
     fn meta(id: u64, value_bytes: u64) -> BlobFileMeta {
         BlobFileMeta {
-            id,
+            id: BlobId(id),
             file_size: value_bytes + 100,
             record_count: 1,
             value_bytes,
@@ -150,24 +152,26 @@ mod tests {
 
     #[test]
     fn usage_sums_references_per_file() {
-        let files: BTreeMap<u64, BlobFileMeta> =
-            [(1, meta(1, 1000)), (2, meta(2, 500)), (3, meta(3, 0))].into();
+        let files: BTreeMap<BlobId, BlobFileMeta> = [meta(1, 1000), meta(2, 500), meta(3, 0)]
+            .into_iter()
+            .map(|m| (m.id, m))
+            .collect();
         let u = usage(&files, [(1, 300), (2, 100), (1, 200), (9, 50), (2, 1000)]);
         assert_eq!(
             u,
             vec![
                 FileUsage {
-                    id: 1,
+                    id: BlobId(1),
                     total_bytes: 1000,
                     live_bytes: 500
                 },
                 FileUsage {
-                    id: 2,
+                    id: BlobId(2),
                     total_bytes: 500,
                     live_bytes: 500
                 }, // capped
                 FileUsage {
-                    id: 3,
+                    id: BlobId(3),
                     total_bytes: 0,
                     live_bytes: 0
                 },
@@ -178,7 +182,7 @@ mod tests {
     #[test]
     fn plan_deletes_dead_files_and_rewrites_the_most_garbage_first() {
         let f = |id, total, live| FileUsage {
-            id,
+            id: BlobId(id),
             total_bytes: total,
             live_bytes: live,
         };
@@ -197,8 +201,8 @@ mod tests {
                 max_files: 2,
             },
         );
-        assert_eq!(p.delete, vec![1, 6]);
-        assert_eq!(p.rewrite, vec![4, 5]);
+        assert_eq!(p.delete, vec![BlobId(1), BlobId(6)]);
+        assert_eq!(p.rewrite, vec![BlobId(4), BlobId(5)]);
         let p = plan(
             &files,
             &Policy {
@@ -206,7 +210,7 @@ mod tests {
                 max_files: 10,
             },
         );
-        assert_eq!(p.rewrite, vec![4, 5, 2]);
+        assert_eq!(p.rewrite, vec![BlobId(4), BlobId(5), BlobId(2)]);
         let p = plan(
             &files,
             &Policy {
@@ -230,13 +234,13 @@ mod tests {
                 .iter()
                 .enumerate()
                 .map(|(i, (total, live_pct))| FileUsage {
-                    id: i as u64,
+                    id: BlobId(i as u64),
                     total_bytes: *total,
                     live_bytes: total * live_pct / 100,
                 })
                 .collect();
             let p = plan(&files, &Policy { min_garbage_percent: percent, max_files: usize::MAX });
-            let gone: std::collections::BTreeSet<u64> =
+            let gone: std::collections::BTreeSet<BlobId> =
                 p.delete.iter().chain(&p.rewrite).copied().collect();
             let (mut total, mut live) = (0u128, 0u128);
             for u in files.iter().filter(|u| !gone.contains(&u.id)) {

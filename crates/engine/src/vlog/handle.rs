@@ -23,12 +23,13 @@
 use super::format::FILE_HEADER_LEN;
 use crate::coding::{put_vlq, vlq_len, Cursor};
 use crate::error::Reason;
+use crate::files::BlobId;
 
 /// Where a separated value lives; see the module documentation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct ValueHandle {
     /// The blob file's id.
-    pub(crate) file_id: u64,
+    pub(crate) file_id: BlobId,
     /// File offset of the record (not of the value).
     pub(crate) offset: u64,
     /// Bytes of the value.
@@ -43,13 +44,13 @@ pub(crate) const MAX_HANDLE_LEN: usize = 1 + 10 + 10 + 5 + 4;
 impl ValueHandle {
     /// Bytes [`ValueHandle::encode_into`] appends.
     pub(crate) fn encoded_len(&self) -> usize {
-        1 + vlq_len(self.file_id) + vlq_len(self.offset) + vlq_len(u64::from(self.value_len)) + 4
+        1 + vlq_len(self.file_id.0) + vlq_len(self.offset) + vlq_len(u64::from(self.value_len)) + 4
     }
 
     /// Appends the encoded handle.
     pub(crate) fn encode_into(&self, out: &mut Vec<u8>) {
         out.push(0); // flags
-        put_vlq(out, self.file_id);
+        put_vlq(out, self.file_id.0);
         put_vlq(out, self.offset);
         put_vlq(out, u64::from(self.value_len));
         out.extend_from_slice(&self.check.to_le_bytes());
@@ -85,7 +86,7 @@ impl ValueHandle {
             return Err(Reason::BadEntry("value handle points into a file header"));
         }
         Ok(ValueHandle {
-            file_id,
+            file_id: BlobId(file_id),
             offset,
             value_len,
             check,
@@ -125,7 +126,7 @@ mod tests {
 
     fn sample() -> ValueHandle {
         ValueHandle {
-            file_id: 300,
+            file_id: BlobId(300),
             offset: 20,
             value_len: 70_000,
             check: 0xdead_beef,
@@ -148,7 +149,7 @@ mod tests {
         assert_eq!(bytes.len(), h.encoded_len());
         assert_eq!(ValueHandle::decode(&bytes), Ok(h));
         let max = ValueHandle {
-            file_id: u64::MAX,
+            file_id: BlobId(u64::MAX),
             offset: u64::MAX,
             value_len: u32::MAX,
             check: u32::MAX,
@@ -206,7 +207,7 @@ mod tests {
             value_len in any::<u32>(),
             check in any::<u32>(),
         ) {
-            let h = ValueHandle { file_id, offset, value_len, check };
+            let h = ValueHandle { file_id: BlobId(file_id), offset, value_len, check };
             let bytes = h.encode();
             prop_assert_eq!(bytes.len(), h.encoded_len());
             prop_assert_eq!(ValueHandle::decode(&bytes), Ok(h));

@@ -66,11 +66,13 @@ pub(crate) use value_reader::ValueReader;
 pub(crate) use writer::DEFAULT_MAX_FILE_LEN;
 pub(crate) use writer::{Writer, WriterOptions};
 
+use crate::files::BlobId;
+
 /// What the manifest records about one blob file (FORMAT.md §4, `version/FORMAT.md` §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct BlobFileMeta {
     /// The file id (from the store's shared file-id counter).
-    pub(crate) id: u64,
+    pub(crate) id: BlobId,
     /// Bytes of the file as written (header, records, footer if sealed).
     pub(crate) file_size: u64,
     /// Records in the file.

@@ -35,7 +35,7 @@ use super::value_reader::ValueReader;
 use super::ValueHandle;
 use crate::cache::OpenFiles;
 use crate::error::{Error, FileKind, Reason, Result};
-use crate::files::FileType;
+use crate::files::BlobId;
 use crate::fs::{FileSystem, ReadableFile};
 
 /// Default number of blob files kept open.
@@ -52,7 +52,7 @@ struct Open {
 pub(crate) struct Reader {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
-    cache: Mutex<OpenFiles<u64, Open>>,
+    cache: Mutex<OpenFiles<BlobId, Open>>,
     /// Records located by handle (reads, streams, validations) since creation: how tests
     /// prove that heads and key scans never touch the value log.
     reads: std::sync::atomic::AtomicU64,
@@ -80,12 +80,12 @@ impl Reader {
     }
 
     /// The path of blob file `id`.
-    pub(crate) fn path(&self, id: u64) -> PathBuf {
-        self.dir.join(FileType::Blob.name(id))
+    pub(crate) fn path(&self, id: BlobId) -> PathBuf {
+        self.dir.join(id.file_name())
     }
 
     /// Blob file `id`, opened if it is not in the cache, and its known length.
-    fn file(&self, id: u64) -> Result<(Arc<dyn ReadableFile>, u64)> {
+    fn file(&self, id: BlobId) -> Result<(Arc<dyn ReadableFile>, u64)> {
         if let Some(open) = self.cache.lock().get(&id) {
             return Ok((Arc::clone(&open.file), open.len));
         }
@@ -110,12 +110,12 @@ impl Reader {
     ///
     /// # Errors
     /// `Error::Io` if the file cannot be opened.
-    pub(crate) fn hold(&self, id: u64) -> Result<()> {
+    pub(crate) fn hold(&self, id: BlobId) -> Result<()> {
         self.file(id).map(|_| ())
     }
 
     /// Records that blob file `id` is now `len` bytes long (it only grows).
-    fn note_len(&self, id: u64, len: u64) {
+    fn note_len(&self, id: BlobId, len: u64) {
         if let Some(open) = self.cache.lock().peek(&id) {
             open.len = open.len.max(len);
         }
@@ -127,7 +127,7 @@ impl Reader {
     ///
     /// # Errors
     /// `Error::Io` if the file cannot be opened or its length read.
-    pub(crate) fn refresh_len(&self, id: u64) -> Result<()> {
+    pub(crate) fn refresh_len(&self, id: BlobId) -> Result<()> {
         if !self.cache.lock().contains(&id) {
             return Ok(());
         }
@@ -141,13 +141,13 @@ impl Reader {
     }
 
     /// Closes every open blob file whose id `keep` refuses.
-    pub(crate) fn retain(&self, keep: impl Fn(u64) -> bool) {
+    pub(crate) fn retain(&self, keep: impl Fn(BlobId) -> bool) {
         let closed = self.cache.lock().retain(keep);
         drop(closed);
     }
 
     /// Closes blob file `id` if it is open (before it is deleted, or after a GC).
-    pub(crate) fn forget(&self, id: u64) {
+    pub(crate) fn forget(&self, id: BlobId) {
         let closed = self.cache.lock().remove(&id);
         drop(closed);
     }
@@ -174,13 +174,13 @@ impl Reader {
         self.reads
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (file, known_len) = self.file(handle.file_id)?;
-        let mut found = read_record(file.as_ref(), handle.file_id, handle.offset, known_len)?;
+        let mut found = read_record(file.as_ref(), handle.file_id.0, handle.offset, known_len)?;
         if matches!(found, Err(Reason::Truncated)) {
             // Past the length last seen: the file may have grown since.
             let file_len = file.len()?;
             if file_len > known_len {
                 self.note_len(handle.file_id, file_len);
-                found = read_record(file.as_ref(), handle.file_id, handle.offset, file_len)?;
+                found = read_record(file.as_ref(), handle.file_id.0, handle.offset, file_len)?;
             }
         }
         let checked = found.and_then(|(r, _key)| {
@@ -293,10 +293,10 @@ mod tests {
             let mut bytes = encode_file_header(*id);
             let at = bytes.len() as u64;
             let r = encode_record(&mut bytes, *id, at, 0, b"key", v);
-            let p = Path::new("/db").join(FileType::Blob.name(*id));
+            let p = Path::new("/db").join(BlobId(*id).file_name());
             fs.create(&p).unwrap().append(&bytes).unwrap();
             handles.push(ValueHandle {
-                file_id: *id,
+                file_id: BlobId(*id),
                 offset: at,
                 value_len: r.value_len,
                 check: r.header_crc,
@@ -368,14 +368,17 @@ mod tests {
             assert!(r.read(b).unwrap_err().is_corruption(), "{b:?}");
             assert!(!r.validate_handle(b).unwrap(), "{b:?}");
         }
-        let missing = ValueHandle { file_id: 9, ..h[0] };
+        let missing = ValueHandle {
+            file_id: BlobId(9),
+            ..h[0]
+        };
         // The store references every value it reads: a missing file is damage.
         assert!(r.read(&missing).unwrap_err().is_corruption());
         assert!(r.open_value(&missing).unwrap_err().is_corruption());
         assert!(!r.validate_handle(&missing).unwrap());
         // Damage in the second chunk: the read names the chunk's offset; a stream yields
         // the whole first chunk, then fails.
-        let p = r.path(1);
+        let p = r.path(BlobId(1));
         let second_chunk = h[0].offset + 16 + 3 + CHUNK_LEN + 4;
         fs.corrupt(&p, second_chunk as usize + 10, 0x20).unwrap();
         let err = r.read(&h[0]).unwrap_err();
@@ -395,13 +398,13 @@ mod tests {
         let (fs, h) = setup(&[(1, first.clone())]);
         let r = Reader::new(Arc::new(fs.clone()), Path::new("/db"), DEFAULT_OPEN_FILES);
         assert_eq!(r.read(&h[0]).unwrap(), first); // opens the file, learns its length
-        let path = Path::new("/db").join(FileType::Blob.name(1));
+        let path = Path::new("/db").join(BlobId(1).file_name());
         let at = fs.file_len(&path).unwrap();
         let second = value(9_000);
         let mut bytes = Vec::new();
         let rec = encode_record(&mut bytes, 1, at, 0, b"key2", &second);
         let later = ValueHandle {
-            file_id: 1,
+            file_id: BlobId(1),
             offset: at,
             value_len: rec.value_len,
             check: rec.header_crc,
@@ -429,7 +432,7 @@ mod tests {
             }
         }
         assert_eq!(r.open_files(), 3);
-        r.forget(10);
+        r.forget(BlobId(10));
         assert_eq!(r.open_files(), 2);
     }
 
@@ -449,9 +452,9 @@ mod tests {
         // Files 1, 3 and 4 are open (2 was the least recently used when 4 was opened):
         // forgetting 2 closes nothing, forgetting 1 closes one.
         assert_eq!(r.open_files(), 3);
-        r.forget(2);
+        r.forget(BlobId(2));
         assert_eq!(r.open_files(), 3);
-        r.forget(1);
+        r.forget(BlobId(1));
         assert_eq!(r.open_files(), 2);
         for i in 4..6 {
             assert_eq!(r.read(&h[i]).unwrap(), values[i].1);

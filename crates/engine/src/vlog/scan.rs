@@ -28,6 +28,7 @@ use super::format::{
 };
 use super::ValueHandle;
 use crate::error::{Error, FileKind, Reason, Result};
+use crate::files::BlobId;
 use crate::files::FileType;
 use crate::fs::{FileSystem, ReadableFile};
 
@@ -48,7 +49,7 @@ pub(crate) struct ScannedRecord {
 
 impl ScannedRecord {
     /// The handle of this record in file `file_id`.
-    pub(crate) fn handle(&self, file_id: u64) -> ValueHandle {
+    pub(crate) fn handle(&self, file_id: BlobId) -> ValueHandle {
         ValueHandle {
             file_id,
             offset: self.offset,
@@ -436,7 +437,7 @@ mod tests {
                     let reader = Reader::new(Arc::new(fs.clone()), Path::new("/db"), 1);
                     for (r, v) in &values {
                         let h = ValueHandle {
-                            file_id: ID,
+                            file_id: BlobId(ID),
                             offset: r.offset,
                             value_len: r.value_len,
                             check: r.header_crc,

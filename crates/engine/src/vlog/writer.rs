@@ -45,7 +45,7 @@ use super::format::{
 };
 use super::{BlobFileMeta, ValueHandle};
 use crate::error::{Error, Result};
-use crate::files::FileType;
+use crate::files::BlobId;
 use crate::fs::{FileSystem, WritableFile};
 use crate::key::{check_key_len, KeyspaceId};
 
@@ -90,7 +90,7 @@ impl Default for WriterOptions {
 /// The blob file being appended to.
 struct Active {
     file: Box<dyn WritableFile>,
-    id: u64,
+    id: BlobId,
     len: u64,
     synced_len: u64,
     record_count: u64,
@@ -257,7 +257,7 @@ impl Writer {
         self.make_room(record_len(key.len(), value_len))?;
         let active = self.active_file()?;
         let (id, offset) = (active.id, active.len);
-        let (r, raw) = RecordRef::new(id, offset, keyspace.0, key, value_len);
+        let (r, raw) = RecordRef::new(id.0, offset, keyspace.0, key, value_len);
         let start = self.held.len();
         self.held.extend_from_slice(&raw);
         self.held.extend_from_slice(key);
@@ -327,7 +327,7 @@ impl Writer {
     ) -> Result<ValueHandle> {
         let active = self.active_file()?;
         let (id, offset) = (active.id, active.len);
-        let (r, raw) = RecordRef::new(id, offset, keyspace.0, key, value_len);
+        let (r, raw) = RecordRef::new(id.0, offset, keyspace.0, key, value_len);
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
         buf.extend_from_slice(&raw);
@@ -367,7 +367,7 @@ impl Writer {
     /// Counts a record written whole to the active file; its handle.
     fn record_written(
         &mut self,
-        file_id: u64,
+        file_id: BlobId,
         offset: u64,
         value_len: u32,
         check: u32,
@@ -397,7 +397,7 @@ impl Writer {
         debug_assert_eq!(value.len() as u64, u64::from(value_len));
         let active = self.active_file()?;
         let (id, offset) = (active.id, active.len);
-        let (r, raw) = RecordRef::new(id, offset, keyspace.0, key, value_len);
+        let (r, raw) = RecordRef::new(id.0, offset, keyspace.0, key, value_len);
         let mut head = std::mem::take(&mut self.buf);
         head.clear();
         head.extend_from_slice(&raw);
@@ -458,11 +458,11 @@ impl Writer {
     /// The active file, created if there is none.
     fn active_file(&mut self) -> Result<&mut Active> {
         if self.active.is_none() {
-            let id = (self.next_id)();
-            let path = self.dir.join(FileType::Blob.name(id));
+            let id = BlobId((self.next_id)());
+            let path = self.dir.join(id.file_name());
             let created = (|| -> Result<Box<dyn WritableFile>> {
                 let mut file = self.fs.create(&path)?;
-                file.append(&encode_file_header(id))?;
+                file.append(&encode_file_header(id.0))?;
                 file.sync_data()?;
                 self.fs.sync_dir(&self.dir)?;
                 Ok(file)
@@ -516,7 +516,7 @@ impl Writer {
             records_end: a.len,
             record_count: a.record_count,
             value_bytes: a.value_bytes,
-            file_id: a.id,
+            file_id: a.id.0,
         };
         let result = a
             .file
@@ -551,7 +551,7 @@ impl Writer {
 
     /// The id of the file being appended to, if one is open.
     #[cfg(test)]
-    pub(crate) fn active_id(&self) -> Option<u64> {
+    pub(crate) fn active_id(&self) -> Option<BlobId> {
         self.active.as_ref().map(|a| a.id)
     }
 
@@ -586,6 +586,7 @@ mod tests {
     use super::super::scan::scan_path;
     use super::super::Reader;
     use super::*;
+    use crate::files::FileType;
     use crate::fs::{Fault, FaultKind, MemFs, Op};
     use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -642,7 +643,7 @@ mod tests {
             let v = value(i, (i as usize) * 9_000);
             handles.push((w.append(KeyspaceId(2), &i.to_le_bytes(), &v).unwrap(), v));
         }
-        assert_eq!(w.active_id(), Some(10));
+        assert_eq!(w.active_id(), Some(BlobId(10)));
         assert_eq!(
             w.active_len(),
             FILE_HEADER_LEN
@@ -654,7 +655,7 @@ mod tests {
         w.sync().unwrap();
         let reader = Reader::new(Arc::new(fs.clone()), &dir(), 4);
         for (h, v) in &handles {
-            assert_eq!(h.file_id, 10);
+            assert_eq!(h.file_id, BlobId(10));
             assert_eq!(&reader.read(h).unwrap(), v);
         }
         w.rotate().unwrap();
@@ -696,15 +697,20 @@ mod tests {
         assert_ne!(hb.file_id, after.file_id);
         w.rotate().unwrap();
         let sealed = w.take_sealed();
-        let files: Vec<u64> = sealed.iter().map(|m| m.id).collect();
-        assert_eq!(files, (10..10 + files.len() as u64).collect::<Vec<_>>());
+        let files: Vec<BlobId> = sealed.iter().map(|m| m.id).collect();
+        assert_eq!(
+            files,
+            (10..10 + files.len() as u64)
+                .map(BlobId)
+                .collect::<Vec<_>>()
+        );
         assert!(files.contains(&hb.file_id));
         assert_eq!(sealed.iter().map(|m| m.record_count).sum::<u64>(), 32);
         for m in &sealed {
             if m.id != hb.file_id {
                 assert!(m.file_size <= max, "{m:?}");
             }
-            let s = scan_path(&fs, &dir().join(FileType::Blob.name(m.id)), true).unwrap();
+            let s = scan_path(&fs, &dir().join(m.id.file_name()), true).unwrap();
             assert_eq!(s.records.len() as u64, m.record_count);
             assert_eq!(s.footer.unwrap().value_bytes, m.value_bytes);
         }
@@ -794,9 +800,9 @@ mod tests {
         assert_eq!(sealed[1].record_count, 2);
         let reader = Reader::new(Arc::new(fs.clone()), &dir(), 2);
         assert_eq!(reader.read(&again).unwrap(), b"more");
-        let s = scan_path(&fs, &dir().join(FileType::Blob.name(next.file_id)), true).unwrap();
+        let s = scan_path(&fs, &dir().join(next.file_id.file_name()), true).unwrap();
         assert!(s.footer.is_some() && s.records.len() == 2);
-        let path = dir().join(FileType::Blob.name(first.file_id));
+        let path = dir().join(first.file_id.file_name());
         assert_eq!(fs.file_len(&path).unwrap(), sealed[0].file_size);
         // The abandoned file: no footer, the valid prefix ends at the partial record.
         let s = scan_path(&fs, &path, true).unwrap();
@@ -868,7 +874,7 @@ mod tests {
         assert_eq!(s.records.len(), lens.len());
         for (i, rec) in s.records.iter().enumerate() {
             assert_eq!(
-                reader.read(&rec.handle(10)).unwrap(),
+                reader.read(&rec.handle(BlobId(10))).unwrap(),
                 value(i as u64, lens[i])
             );
         }
@@ -966,7 +972,7 @@ mod tests {
         assert!(sealed.len() > 3, "{sealed:?}");
         assert_eq!(sealed.iter().map(|m| m.record_count).sum::<u64>(), 30);
         for m in &sealed {
-            let path = dir().join(FileType::Blob.name(m.id));
+            let path = dir().join(m.id.file_name());
             assert_eq!(fs.file_len(&path).unwrap(), m.file_size);
             assert!(scan_path(&fs, &path, true).unwrap().footer.is_some());
         }
@@ -1057,7 +1063,7 @@ mod proptests {
             }
             let mut scanned = Vec::new();
             for meta in w.take_sealed() {
-                let s = scan_path(&fs, &dir().join(FileType::Blob.name(meta.id)), true).unwrap();
+                let s = scan_path(&fs, &dir().join(meta.id.file_name()), true).unwrap();
                 prop_assert!(s.footer.is_some());
                 prop_assert_eq!(s.records.len() as u64, meta.record_count);
                 prop_assert_eq!(s.value_bytes, meta.value_bytes);
