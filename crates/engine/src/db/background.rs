@@ -155,7 +155,7 @@ fn background_loop(inner: &Inner) {
 fn pick_expired_now(inner: &Inner, st: &State) -> Option<compaction::Choice> {
     let now = inner.options.clock.now_ms();
     compaction::pick_expired(&st.version, &st.compacting, now, |t| {
-        inner.tables.cached_expiry(t.id).flatten()
+        inner.reads.tables.cached_expiry(t.id).flatten()
     })
 }
 
@@ -184,7 +184,7 @@ fn run_compaction<'a>(
 /// (holding a super version, so none is deleted meanwhile).
 fn learn_expiry(inner: &Inner) -> Result<()> {
     let (sv, _) = inner.acquire(None);
-    inner.tables.learn_expiry(&sv.version)
+    inner.reads.tables.learn_expiry(&sv.version)
 }
 
 /// Rewrites every table whose earliest expiry has passed; returns the compactions run.
@@ -277,7 +277,7 @@ pub(crate) fn relocate(inner: &Inner, files: &[BlobId]) -> Result<bool> {
         let mut referencing = std::collections::BTreeSet::new();
         for (_, ks) in sv.version.keyspaces() {
             for t in ks.levels.iter().flatten() {
-                let reader = inner.tables.get(t.id)?;
+                let reader = inner.reads.tables.get(t.id)?;
                 if reader
                     .blob_refs()
                     .iter()

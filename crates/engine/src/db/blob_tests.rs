@@ -43,7 +43,7 @@ fn heads_counts_and_key_checks_read_no_blob_and_scans_read_only_what_they_return
             db.flush().unwrap(); // half in tables, half in the memtable
         }
     }
-    let reads = || db.inner.blobs.reads();
+    let reads = || db.inner.reads.blobs.reads();
     let before = reads();
     let head = ks.head("k007").unwrap().unwrap();
     assert!(head.separated);

@@ -359,6 +359,7 @@ fn capture_view(inner: &Inner) -> Result<Checkpoint> {
     members.extend(manifest_members(version, point.manifest_id)?);
     Ok(Checkpoint {
         seqno: inner
+            .reads
             .visible_seqno
             .load(std::sync::atomic::Ordering::Acquire),
         members,

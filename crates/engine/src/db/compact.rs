@@ -127,7 +127,7 @@ impl<'a> Relocation<'a> {
             )
         });
         // Streamed: one chunk in memory whatever the value's size.
-        let mut source = inner.blobs.open_value(&old)?;
+        let mut source = inner.reads.blobs.open_value(&old)?;
         let handle = writer.append_from(self.keyspace, user, old.value_len, &mut source)?;
         self.inner.stats.blob_bytes.fetch_add(
             user.len() as u64 + u64::from(old.value_len),
@@ -157,7 +157,7 @@ fn write_outputs(
     let snapshots = inner.snapshots.seqnos();
     let mut children: Vec<Box<dyn Cursor>> = Vec::new();
     let open_table = |meta: &TableMeta| -> Result<Box<dyn Cursor>> {
-        let reader = inner.tables.get(meta.id)?;
+        let reader = inner.reads.tables.get(meta.id)?;
         Ok(Box::new(reader.iter_no_fill()))
     };
     if choice.level == 0 {
@@ -176,7 +176,7 @@ fn write_outputs(
     let mut input_range_dels: Vec<RangeTombstone> = Vec::new();
     for t in choice.inputs.iter().chain(&choice.overlaps) {
         if t.has_range_tombstones() {
-            let reader = inner.tables.get(t.id)?;
+            let reader = inner.reads.tables.get(t.id)?;
             input_range_dels.extend_from_slice(reader.range_tombstones());
         }
     }
@@ -292,7 +292,7 @@ fn finish(
 }
 
 fn level_cursor(inner: &Inner, inputs: &[Arc<TableMeta>]) -> Box<dyn Cursor> {
-    let tables = Arc::clone(&inner.tables);
+    let tables = Arc::clone(&inner.reads.tables);
     let open: Opener = Box::new(move |meta: &TableMeta| {
         let reader = tables.get(meta.id)?;
         Ok(Box::new(reader.iter_no_fill()) as Box<dyn Cursor>)

@@ -210,7 +210,10 @@ impl Overlay {
             Some(Some((value, carried))) => Ok((add(key, Some(value), delta)?, carried.clone())),
             Some(None) => Ok((add(key, None, delta)?, Carried::default())),
             None => match read::lookup::<(crate::iter::visible::Lazy, Head)>(
-                inner, keyspace, key, None,
+                &inner.reads,
+                keyspace,
+                key,
+                None,
             )? {
                 Some((value, head)) => {
                     Ok((add(key, Some(&value), delta)?, Carried::from_head(&head)))

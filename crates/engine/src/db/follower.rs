@@ -118,7 +118,7 @@ fn refresh_tail(
         if version.blob_files().contains_key(&id) {
             continue;
         }
-        inner.blobs.refresh_len(id)?;
+        inner.reads.blobs.refresh_len(id)?;
         if let std::collections::btree_map::Entry::Vacant(slot) = files.entry(name.clone()) {
             let handle = fs.open_read(&dir.join(name))?;
             slot.insert(Arc::from(handle));
@@ -128,6 +128,7 @@ fn refresh_tail(
         starts,
         last: SeqNo(
             inner
+                .reads
                 .visible_seqno
                 .load(std::sync::atomic::Ordering::Acquire),
         ),
@@ -139,12 +140,12 @@ fn refresh_tail(
         ids,
         &version,
         &inner.options,
-        &inner.blobs,
+        &inner.reads.blobs,
         Mode::Resume(resume),
     )?;
     attach_unlisted_blobs(fs.as_ref(), dir, &names, &version, &replayed, false)?;
     for id in replayed.blob_refs.keys() {
-        inner.blobs.hold(*id)?;
+        inner.reads.blobs.hold(*id)?;
     }
     let mut next = point.clone();
     next.files = files;
@@ -164,6 +165,7 @@ fn refresh_tail(
     st.read_point = Some(next);
     inner.install(&st);
     inner
+        .reads
         .visible_seqno
         .store(last.0, std::sync::atomic::Ordering::Release);
     inner
@@ -209,9 +211,9 @@ pub(crate) fn refresh(inner: &Inner) -> Result<bool> {
             Plan::Full => {}
         }
     }
-    let view = retrying(|| read_view(&inner.fs, &inner.dir, &inner.options, &inner.blobs))?;
+    let view = retrying(|| read_view(&inner.fs, &inner.dir, &inner.options, &inner.reads.blobs))?;
     for id in view.version.live_table_ids() {
-        inner.tables.get(id)?;
+        inner.reads.tables.get(id)?;
     }
     {
         let mut st = inner.state.lock();
@@ -223,6 +225,7 @@ pub(crate) fn refresh(inner: &Inner) -> Result<bool> {
         // version lacks writes for.
         inner.install(&st);
         inner
+            .reads
             .visible_seqno
             .store(view.last.0, std::sync::atomic::Ordering::Release);
         inner
@@ -237,13 +240,14 @@ pub(crate) fn refresh(inner: &Inner) -> Result<bool> {
 /// Closes the tables and blob files no held super version can reach any more (the old
 /// views nobody reads).
 fn release_unneeded(inner: &Inner) {
-    let supers = inner.supers.held();
+    let supers = inner.reads.supers.held();
     let mut tables = BTreeSet::new();
     for sv in supers.iter() {
         tables.extend(sv.version.live_table_ids());
     }
-    inner.tables.retain(|id| tables.contains(&id));
+    inner.reads.tables.retain(|id| tables.contains(&id));
     inner
+        .reads
         .blobs
         .retain(|id| !versions::blob_deletable(id, supers.iter().map(AsRef::as_ref)));
 }

@@ -19,13 +19,13 @@ use parking_lot::{Condvar, Mutex};
 
 use super::commit_queue::CommitQueue;
 use super::log::Log;
+use super::read_path::ReadPath;
 use super::recovery::RecoveryReport;
 use super::stats::Counters;
-use super::super_version::{ReadAt, SuperVersion, SuperVersions};
-use super::table_cache::TableCache;
+use super::super_version::{ReadAt, SuperVersion};
 use crate::error::{Error, Result};
 use crate::files::{BlobId, TableId};
-use crate::fs::{FileLock, FileSystem};
+use crate::fs::FileSystem;
 use crate::key::{KeyspaceId, SeqNo};
 use crate::memtable::Memtable;
 use crate::options::{Durability, Options};
@@ -73,8 +73,6 @@ pub(crate) struct Inner {
     pub(crate) dir: PathBuf,
     pub(crate) fs: Arc<dyn FileSystem>,
     pub(crate) options: Options,
-    /// The directory lock; `None` for a read-only open, which takes none.
-    pub(crate) _lock: Mutex<Option<Box<dyn FileLock>>>,
     /// Opened with [`crate::Db::open_read_only`]: nothing is ever written, and no background
     /// thread runs.
     pub(crate) read_only: bool,
@@ -83,23 +81,18 @@ pub(crate) struct Inner {
     pub(crate) bg_cv: Condvar,
     /// Wakes writers held back by a full memtable queue or too many level-0 tables.
     pub(crate) stall_cv: Condvar,
-    /// The current super version, and every one readers still hold.
-    pub(crate) supers: SuperVersions,
     /// The group-commit queue writers join.
     pub(crate) commits: CommitQueue,
     /// The write-ahead log, the value log's writer and the log thread's state.
     pub(crate) log: Log,
-    /// The largest seqno readers may see.
-    pub(crate) visible_seqno: AtomicU64,
     /// The largest seqno known to survive power loss.
     pub(crate) durable_seqno: AtomicU64,
     /// The store's one file-id counter (shared with the value log's writers).
     pub(crate) next_file_id: Arc<AtomicU64>,
-    /// Reads separated values from blob files.
-    pub(crate) blobs: crate::vlog::Reader,
     pub(crate) snapshots: Arc<Registry>,
     pub(crate) block_cache: Arc<BlockCache>,
-    pub(crate) tables: Arc<TableCache>,
+    /// What every read goes through: super versions, visible seqno, tables, blob reader.
+    pub(crate) reads: Arc<ReadPath>,
     pub(crate) threads: Mutex<Vec<JoinHandle<()>>>,
     pub(crate) closed: AtomicBool,
     pub(crate) stats: Counters,
@@ -185,18 +178,18 @@ impl Inner {
     /// The current super version and the seqno to read at (`snapshot`, or the visible
     /// one).
     pub(crate) fn acquire(&self, at: Option<&ReadAt>) -> (Arc<SuperVersion>, SeqNo) {
-        self.supers.acquire(&self.visible_seqno, at)
+        self.reads.acquire(at)
     }
 
     /// Publishes a super version of `st` for readers.
     pub(crate) fn install(&self, st: &State) {
-        self.supers.install(st.super_version());
+        self.reads.supers.install(st.super_version());
     }
 
     /// Tracks a super version of `st` without publishing it: held by a checkpoint, it
     /// keeps that moment's files on disk.
     pub(crate) fn pin(&self, st: &State) -> Arc<SuperVersion> {
-        self.supers.track(st.super_version())
+        self.reads.supers.track(st.super_version())
     }
 }
 
@@ -204,7 +197,7 @@ impl Inner {
 impl Inner {
     /// The ids of the open tables.
     pub(crate) fn tables_open(&self) -> std::collections::BTreeSet<TableId> {
-        self.tables.open_ids()
+        self.reads.tables.open_ids()
     }
 }
 

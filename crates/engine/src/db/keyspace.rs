@@ -84,11 +84,18 @@ impl Keyspace {
     #[cfg(feature = "transfer")]
     pub(crate) fn blob_threshold(&self) -> Option<u64> {
         let inner = &self.db.inner;
-        inner.blob_threshold(&inner.supers.version(), self.id)
+        inner.blob_threshold(&inner.reads.supers.version(), self.id)
     }
 
     fn check_live(&self) -> Result<()> {
-        let live = self.db.inner.supers.version().keyspace(self.id).is_some();
+        let live = self
+            .db
+            .inner
+            .reads
+            .supers
+            .version()
+            .keyspace(self.id)
+            .is_some();
         if live {
             Ok(())
         } else {
@@ -427,7 +434,7 @@ impl Keyspace {
     /// `InvalidData` from the reader.
     pub fn get_reader(&self, key: impl AsRef<[u8]>) -> Result<Option<super::ValueReader>> {
         self.check_live()?;
-        super::large::get_reader(&self.db.inner, self.id, key.as_ref())
+        super::large::get_reader(&self.db.inner.reads, self.id, key.as_ref())
     }
 
     /// The value of `key`, if present. [`Snapshot::get`](crate::Readable::get) reads it as
@@ -544,7 +551,7 @@ impl Keyspace {
     /// already flushed but not yet deleted are not counted (see [`Db::disk_size`] for the
     /// whole store). 0 for a dropped keyspace.
     pub fn disk_size(&self) -> u64 {
-        read::keyspace_disk_size(&self.db.inner, self.id)
+        read::keyspace_disk_size(&self.db.inner.reads, self.id)
     }
 
     // Reads at a point: `Ok(None)` is now, `Ok(Some(at))` a snapshot, `Err` a snapshot
@@ -553,17 +560,17 @@ impl Keyspace {
 
     pub(crate) fn get_in(&self, key: &[u8], at: Result<Option<ReadAt>>) -> Result<Option<Vec<u8>>> {
         self.check_live()?;
-        read::get(&self.db.inner, self.id, key, at?.as_ref())
+        read::get(&self.db.inner.reads, self.id, key, at?.as_ref())
     }
 
     pub(crate) fn head_in(&self, key: &[u8], at: Result<Option<ReadAt>>) -> Result<Option<Head>> {
         self.check_live()?;
-        read::lookup::<Head>(&self.db.inner, self.id, key, at?.as_ref())
+        read::lookup::<Head>(&self.db.inner.reads, self.id, key, at?.as_ref())
     }
 
     pub(crate) fn len_in(&self, at: Result<Option<ReadAt>>) -> Result<u64> {
         self.check_live()?;
-        read::count(&self.db.inner, self.id, at?.as_ref())
+        read::count(&self.db.inner.reads, self.id, at?.as_ref())
     }
 
     pub(crate) fn iter_in(
@@ -571,7 +578,7 @@ impl Keyspace {
         (lo, hi): (Bound<Vec<u8>>, Bound<Vec<u8>>),
         at: Result<Option<ReadAt>>,
     ) -> scan::Iter {
-        scan::Iter::new(&self.db.inner, self.id, lo, hi, at)
+        scan::Iter::new(&self.db.inner.reads, self.id, lo, hi, at)
     }
 
     pub(crate) fn heads_in(
@@ -579,7 +586,7 @@ impl Keyspace {
         (lo, hi): (Bound<Vec<u8>>, Bound<Vec<u8>>),
         at: Result<Option<ReadAt>>,
     ) -> scan::HeadIter {
-        scan::HeadIter::new(&self.db.inner, self.id, lo, hi, at)
+        scan::HeadIter::new(&self.db.inner.reads, self.id, lo, hi, at)
     }
 
     pub(crate) fn entries_in(
@@ -587,7 +594,7 @@ impl Keyspace {
         (lo, hi): (Bound<Vec<u8>>, Bound<Vec<u8>>),
         at: Result<Option<ReadAt>>,
     ) -> scan::EntryIter {
-        scan::EntryIter::new(&self.db.inner, self.id, lo, hi, at)
+        scan::EntryIter::new(&self.db.inner.reads, self.id, lo, hi, at)
     }
 }
 
@@ -729,7 +736,7 @@ impl Batch {
         }
         let inner = &self.db.inner;
         {
-            let version = inner.supers.version();
+            let version = inner.reads.supers.version();
             for op in self.batch.ops() {
                 if version.keyspace(op.keyspace()).is_none() {
                     return Err(Error::invalid(format!(

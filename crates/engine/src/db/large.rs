@@ -17,6 +17,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::inner::Inner;
+use super::read_path::ReadPath;
 use super::{read, write};
 use crate::attrs::EntryOptions;
 use crate::batch::WriteBatch;
@@ -89,17 +90,17 @@ impl Seek for ValueReader {
 
 /// A reader of the newest value of `key` in `keyspace`, or `None` if there is none.
 pub(crate) fn get_reader(
-    inner: &Inner,
+    reads: &ReadPath,
     keyspace: KeyspaceId,
     key: &[u8],
 ) -> Result<Option<ValueReader>> {
     // The super version stays pinned until the file is open, so no GC deletes it between.
-    let (sv, seqno) = inner.acquire(None);
-    let found = read::find_at::<Lazy>(inner, &sv, keyspace, key, seqno)?;
+    let (sv, seqno) = reads.acquire(None);
+    let found = read::find_at::<Lazy>(reads, &sv, keyspace, key, seqno)?;
     let source = match found {
         None => return Ok(None),
         Some(Lazy::Inline(v)) => Source::Inline(io::Cursor::new(v)),
-        Some(Lazy::Handle(h)) => Source::Blob(inner.blobs.open_value(&h)?),
+        Some(Lazy::Handle(h)) => Source::Blob(reads.blobs.open_value(&h)?),
     };
     drop(sv);
     Ok(Some(ValueReader { source }))
@@ -123,7 +124,7 @@ pub(crate) fn insert_from(
     })?;
     let attrs_now = inner.options.clock.now_ms();
     let attrs = options.attrs(attrs_now)?;
-    let version = inner.supers.version();
+    let version = inner.reads.supers.version();
     let separates = inner
         .blob_threshold(&version, keyspace)
         .is_some_and(|t| len >= t);
@@ -177,7 +178,7 @@ pub(crate) fn insert_from(
     let handle = match written {
         Ok(h) => h,
         Err(e) => {
-            let _ = inner.fs.remove(&inner.blobs.path(BlobId(id)));
+            let _ = inner.fs.remove(&inner.reads.blobs.path(BlobId(id)));
             return Err(e);
         }
     };

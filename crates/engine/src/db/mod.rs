@@ -45,6 +45,7 @@ mod inner;
 mod log;
 mod read;
 mod read_only;
+mod read_path;
 mod readable;
 mod recover;
 mod recovery;
@@ -347,8 +348,8 @@ impl Db {
     /// scans through it never block writers. Read through it with the
     /// [`Readable`] methods: `snapshot.get(&keyspace, key)`, `snapshot.range(&keyspace, ..)`.
     pub fn snapshot(&self) -> Snapshot {
-        let current = self.inner.supers.read();
-        let seqno = SeqNo(self.inner.visible_seqno.load(Ordering::Acquire));
+        let current = self.inner.reads.supers.read();
+        let seqno = SeqNo(self.inner.reads.visible_seqno.load(Ordering::Acquire));
         Snapshot {
             pin: Arc::new(self.inner.snapshots.register(seqno)),
             // A follower's snapshot keeps its view (db/snapshot.rs, invariant 2).
@@ -358,7 +359,7 @@ impl Db {
 
     /// The largest seqno readers see: the number of the last acknowledged write.
     pub fn last_seqno(&self) -> u64 {
-        self.inner.visible_seqno.load(Ordering::Acquire)
+        self.inner.reads.visible_seqno.load(Ordering::Acquire)
     }
 
     /// The largest seqno known to survive a power loss: every write numbered up to it is
@@ -484,7 +485,7 @@ impl Db {
         drop(st);
         let c = &inner.stats;
         Stats {
-            last_seqno: inner.visible_seqno.load(Ordering::Acquire),
+            last_seqno: inner.reads.visible_seqno.load(Ordering::Acquire),
             durable_seqno: inner.durable_seqno.load(Ordering::Acquire),
             tables_per_level,
             table_bytes,

@@ -2,7 +2,7 @@
 //! (`db/super_version.rs`) at one seqno.
 //!
 //! A read takes the current super version and the visible seqno together
-//! (`Inner::acquire`), so the seqno never covers a write the super version lacks, and no
+//! (`ReadPath::acquire`), so the seqno never covers a write the super version lacks, and no
 //! version a reader needs is compacted away (compaction keeps what any seqno at or above
 //! its start can see; see `compaction::stream`). Holding a super version keeps its table
 //! and blob files on disk until the read is done.
@@ -11,7 +11,7 @@ use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::inner::Inner;
+use super::read_path::ReadPath;
 use super::super_version::{ReadAt, SuperVersion};
 use crate::attrs::Head;
 use crate::cursor::Cursor;
@@ -27,7 +27,7 @@ use crate::table::TableMeta;
 /// built from its newest visible version, or `None` if that version is a tombstone or an
 /// expired entry (or there is none). Values are interpreted only through `entry::live`.
 pub(crate) fn lookup<T: Extract>(
-    inner: &Inner,
+    reads: &ReadPath,
     keyspace: KeyspaceId,
     key: &[u8],
     at: Option<&ReadAt>,
@@ -35,9 +35,9 @@ pub(crate) fn lookup<T: Extract>(
     // The super version stays pinned until the value is read: it keeps listing the blob
     // file the handle names, so GC cannot delete that file between the find and the read
     // (a relocation may move the value meanwhile; the old copy stays readable).
-    let (sv, seqno) = inner.acquire(at);
-    let found = find_at::<T>(inner, &sv, keyspace, key, seqno)?;
-    let out = found.map(|item| item.resolve(&inner.blobs)).transpose();
+    let (sv, seqno) = reads.acquire(at);
+    let found = find_at::<T>(reads, &sv, keyspace, key, seqno)?;
+    let out = found.map(|item| item.resolve(&reads.blobs)).transpose();
     drop(sv);
     out
 }
@@ -46,32 +46,32 @@ pub(crate) fn lookup<T: Extract>(
 /// super version the caller holds, at `seqno`. The caller keeps `sv` until it has read
 /// any handle it got.
 pub(crate) fn find_at<T: Extract>(
-    inner: &Inner,
+    reads: &ReadPath,
     sv: &SuperVersion,
     keyspace: KeyspaceId,
     key: &[u8],
     seqno: SeqNo,
 ) -> Result<Option<T>> {
-    let Some((found, item)) = newest_live::<T>(inner, sv, keyspace, key, seqno)? else {
+    let Some((found, item)) = newest_live::<T>(reads, sv, keyspace, key, seqno)? else {
         return Ok(None);
     };
     // Range tombstones are checked apart from the point lookup (a table's filter speaks
     // only for its own point entries). A live newest version they cover is hidden, and
     // so is every older one (a separated value among them is never read).
-    let range_dels = sv.range_tombstones(&inner.tables, keyspace)?;
+    let range_dels = sv.range_tombstones(&reads.tables, keyspace)?;
     Ok((!range_dels.deletes(key, found, seqno)).then_some(item))
 }
 
 /// The newest version of `key` with seqno `<= seqno` among the point entries of `sv`,
 /// with its seqno, if it is live (not a tombstone, not expired).
 fn newest_live<T: Extract>(
-    inner: &Inner,
+    reads: &ReadPath,
     sv: &SuperVersion,
     keyspace: KeyspaceId,
     key: &[u8],
     seqno: SeqNo,
 ) -> Result<Option<(SeqNo, T)>> {
-    let now = inner.options.clock.now_ms();
+    let now = reads.now_ms();
     let decide = |s: SeqNo, kind: Kind, stored: &[u8]| -> Result<Option<(SeqNo, T)>, Reason> {
         Ok(entry::live(kind, stored, now)?.map(|view| (s, T::extract(s, &view))))
     };
@@ -85,7 +85,7 @@ fn newest_live<T: Extract>(
         return Ok(None);
     };
     for meta in tables.tables_for_key(key) {
-        let reader = inner.tables.get(meta.id)?;
+        let reader = reads.tables.get(meta.id)?;
         if let Some(found) = reader.get_with(key, seqno, decide)? {
             return found.map_err(|r| Error::corruption(FileKind::Table, reader.path(), 0, r));
         }
@@ -95,12 +95,12 @@ fn newest_live<T: Extract>(
 
 /// The newest value of `key` in `keyspace` visible at `snapshot` (or now).
 pub(crate) fn get(
-    inner: &Inner,
+    reads: &ReadPath,
     keyspace: KeyspaceId,
     key: &[u8],
     at: Option<&ReadAt>,
 ) -> Result<Option<Vec<u8>>> {
-    lookup::<Lazy>(inner, keyspace, key, at)
+    lookup::<Lazy>(reads, keyspace, key, at)
 }
 
 /// Blocks a scan offers to the block cache per table, from the start of the scan: short
@@ -113,7 +113,7 @@ const SCAN_FILL_BLOCKS: u32 = 2;
 /// memtable cursors do not copy values (the merged cursor's values are then meaningless
 /// for entries from memtables); table cursors never copy them.
 pub(super) fn merged(
-    inner: &Inner,
+    reads: &ReadPath,
     sv: &SuperVersion,
     keyspace: KeyspaceId,
     keys_only: bool,
@@ -131,11 +131,11 @@ pub(super) fn merged(
         for (level, files) in tables.levels.iter().enumerate() {
             if level == 0 {
                 for meta in files {
-                    let reader = inner.tables.get(meta.id)?;
+                    let reader = reads.tables.get(meta.id)?;
                     children.push(Box::new(reader.iter_fill_first(SCAN_FILL_BLOCKS)));
                 }
             } else if !files.is_empty() {
-                let tables = Arc::clone(&inner.tables);
+                let tables = Arc::clone(&reads.tables);
                 let open: Opener = Box::new(move |meta: &TableMeta| {
                     let reader = tables.get(meta.id)?;
                     Ok(Box::new(reader.iter_fill_first(SCAN_FILL_BLOCKS)) as Box<dyn Cursor>)
@@ -152,18 +152,18 @@ pub(super) fn merged(
 ///
 /// # Errors
 /// `InvalidArgument` if the keyspace was dropped; `Corruption`, `Io` from its tables.
-pub(crate) fn count(inner: &Inner, keyspace: KeyspaceId, at: Option<&ReadAt>) -> Result<u64> {
-    let (sv, seqno) = inner.acquire(at);
+pub(crate) fn count(reads: &ReadPath, keyspace: KeyspaceId, at: Option<&ReadAt>) -> Result<u64> {
+    let (sv, seqno) = reads.acquire(at);
     if sv.version.keyspace(keyspace).is_none() {
         return Err(crate::Error::invalid("the keyspace has been dropped"));
     }
-    let cursor = merged(inner, &sv, keyspace, true)?;
+    let cursor = merged(reads, &sv, keyspace, true)?;
     let all = Bounds {
         lo: Bound::Unbounded,
         hi: Bound::Unbounded,
     };
-    let range_dels = sv.range_tombstones(&inner.tables, keyspace)?;
-    Visible::<Head>::new(Box::new(cursor), seqno, inner.options.clock.now_ms(), all)
+    let range_dels = sv.range_tombstones(&reads.tables, keyspace)?;
+    Visible::<Head>::new(Box::new(cursor), seqno, reads.now_ms(), all)
         .with_range_tombstones(range_dels)
         .count_forward()
 }
@@ -171,8 +171,8 @@ pub(crate) fn count(inner: &Inner, keyspace: KeyspaceId, at: Option<&ReadAt>) ->
 /// Bytes of `keyspace` in the current super version: its table files, plus the bytes its
 /// writes in the memtables take in the log (see `Memtable::logged_bytes`). 0 for a dropped
 /// keyspace.
-pub(crate) fn keyspace_disk_size(inner: &Inner, keyspace: KeyspaceId) -> u64 {
-    let (sv, _) = inner.acquire(None);
+pub(crate) fn keyspace_disk_size(reads: &ReadPath, keyspace: KeyspaceId) -> u64 {
+    let (sv, _) = reads.acquire(None);
     let Some(tables) = sv.version.keyspace(keyspace) else {
         return 0;
     };

@@ -229,7 +229,7 @@ fn open_once(
         },
     );
     for id in view.version.live_table_ids() {
-        inner.tables.get(id)?;
+        inner.reads.tables.get(id)?;
     }
     Ok(inner)
 }

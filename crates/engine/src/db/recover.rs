@@ -53,6 +53,7 @@ use super::catalog::DEFAULT_KEYSPACE;
 use super::commit_queue::CommitQueue;
 use super::inner::{Inner, ReadPoint, State};
 use super::log::Log;
+use super::read_path::ReadPath;
 use super::recovery::{Loss, LossCause, RecoveryReport};
 use super::stats::Counters;
 use super::super_version::SuperVersions;
@@ -319,25 +320,28 @@ pub(super) fn assemble(
     };
     Arc::new(Inner {
         dir: dir.to_path_buf(),
-        tables: Arc::new(TableCache::new(
-            Arc::clone(&fs),
-            dir,
-            Arc::clone(&block_cache),
-            table_capacity,
-        )),
+        reads: Arc::new(ReadPath {
+            tables: Arc::new(TableCache::new(
+                Arc::clone(&fs),
+                dir,
+                Arc::clone(&block_cache),
+                table_capacity,
+            )),
+            supers,
+            visible_seqno: AtomicU64::new(o.last.0),
+            blobs: o.blobs,
+            clock: options.clock.clone(),
+            _lock: Mutex::new(o.lock),
+        }),
         fs,
-        _lock: Mutex::new(o.lock),
         read_only,
         state: Mutex::new(state),
         bg_cv: Condvar::new(),
         stall_cv: Condvar::new(),
-        supers,
         commits: CommitQueue::default(),
         log: o.log,
-        visible_seqno: AtomicU64::new(o.last.0),
         durable_seqno: AtomicU64::new(o.last.0),
         next_file_id: o.next_file_id,
-        blobs: o.blobs,
         snapshots: Arc::new(Registry::default()),
         block_cache,
         threads: Mutex::new(Vec::new()),

@@ -11,8 +11,8 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use super::inner::Inner;
 use super::read::merged;
+use super::read_path::ReadPath;
 use super::super_version::{ReadAt, SuperVersion};
 use crate::attrs::Head;
 use crate::error::Result;
@@ -24,7 +24,7 @@ use crate::key::{KeyspaceId, SeqNo};
 /// caller (`Err`, e.g. one of another store) or a dropped keyspace is the scan's first
 /// and only item.
 struct Scan<T> {
-    inner: Arc<Inner>,
+    reads: Arc<ReadPath>,
     sv: Arc<SuperVersion>,
     keyspace: KeyspaceId,
     seqno: SeqNo,
@@ -43,7 +43,7 @@ struct Scan<T> {
 
 impl<T: Extract> Scan<T> {
     fn new(
-        inner: &Arc<Inner>,
+        reads: &Arc<ReadPath>,
         keyspace: KeyspaceId,
         lo: Bound<Vec<u8>>,
         hi: Bound<Vec<u8>>,
@@ -53,7 +53,7 @@ impl<T: Extract> Scan<T> {
             Ok(at) => (at, None),
             Err(e) => (None, Some(e)),
         };
-        let (sv, seqno) = inner.acquire(snapshot.as_ref());
+        let (sv, seqno) = reads.acquire(snapshot.as_ref());
         let error = refused.or_else(|| {
             sv.version
                 .keyspace(keyspace)
@@ -61,11 +61,11 @@ impl<T: Extract> Scan<T> {
                 .then(|| crate::Error::invalid("the keyspace has been dropped"))
         });
         Scan {
-            inner: Arc::clone(inner),
+            reads: Arc::clone(reads),
             sv,
             keyspace,
             seqno,
-            now_ms: inner.options.clock.now_ms(),
+            now_ms: reads.now_ms(),
             bounds: Bounds { lo, hi },
             front: None,
             back: None,
@@ -83,10 +83,10 @@ impl<T: Extract> Scan<T> {
             &mut self.back
         };
         if slot.is_none() {
-            let cursor = merged(&self.inner, &self.sv, self.keyspace, false)?;
+            let cursor = merged(&self.reads, &self.sv, self.keyspace, false)?;
             let range_dels = self
                 .sv
-                .range_tombstones(&self.inner.tables, self.keyspace)?;
+                .range_tombstones(&self.reads.tables, self.keyspace)?;
             *slot = Some(
                 Visible::new(
                     Box::new(cursor),
@@ -107,7 +107,7 @@ impl<T: Extract> Scan<T> {
     /// here, for an item that is returned).
     fn step(&mut self, front: bool) -> Option<Result<(Vec<u8>, T::Out)>> {
         self.step_lazy(front)
-            .map(|r| r.and_then(|(k, item)| Ok((k, item.resolve(&self.inner.blobs)?))))
+            .map(|r| r.and_then(|(k, item)| Ok((k, item.resolve(&self.reads.blobs)?))))
     }
 
     fn step_lazy(&mut self, front: bool) -> Option<Result<(Vec<u8>, T)>> {
@@ -179,14 +179,14 @@ macro_rules! scan_iter {
 
         impl $name {
             pub(crate) fn new(
-                inner: &Arc<Inner>,
+                reads: &Arc<ReadPath>,
                 keyspace: KeyspaceId,
                 lo: Bound<Vec<u8>>,
                 hi: Bound<Vec<u8>>,
                 snapshot: Result<Option<ReadAt>>,
             ) -> $name {
                 $name {
-                    scan: Scan::new(inner, keyspace, lo, hi, snapshot),
+                    scan: Scan::new(reads, keyspace, lo, hi, snapshot),
                 }
             }
         }

@@ -87,7 +87,7 @@ fn live_refs(inner: &Inner, version: &Version) -> Result<BTreeMap<u64, (u64, u64
     let mut live = BTreeMap::new();
     for (_, ks) in version.keyspaces() {
         for t in ks.levels.iter().flatten() {
-            let reader = inner.tables.get(t.id)?;
+            let reader = inner.reads.tables.get(t.id)?;
             for (id, r) in reader.blob_refs().iter() {
                 let slot: &mut (u64, u64) = live.entry(id).or_default();
                 slot.0 = slot.0.saturating_add(r.bytes);

@@ -133,7 +133,7 @@ pub(crate) fn delete_obsolete_files(inner: &Inner) {
         };
         let mut live: BTreeSet<TableId> = st.version.live_table_ids();
         live.extend(st.pending_outputs.iter().copied());
-        let supers = inner.supers.held();
+        let supers = inner.reads.supers.held();
         for sv in supers.iter() {
             live.extend(sv.version.live_table_ids());
         }
@@ -148,14 +148,14 @@ pub(crate) fn delete_obsolete_files(inner: &Inner) {
         (live, st.version.wal_min_id(), manifest_id, dead_blobs)
     };
     for id in dead_blobs {
-        inner.blobs.forget(id);
-        let _ = inner.fs.remove(&inner.blobs.path(id));
+        inner.reads.blobs.forget(id);
+        let _ = inner.fs.remove(&inner.reads.blobs.path(id));
     }
     for name in names {
         let obsolete = if let Some(id) = TableId::parse(&name) {
             let dead = !live.contains(&id);
             if dead {
-                inner.tables.evict(id);
+                inner.reads.tables.evict(id);
             }
             dead
         } else if let Some(id) = FileType::Wal.parse(&name) {

@@ -47,7 +47,7 @@ pub(super) fn lead(inner: &Inner, group: &[Pending]) -> Result<Outcomes> {
     }
     if group.iter().any(|p| matches!(p.job, Job::Rotate)) {
         make_room(inner, true)?;
-        let seqno = SeqNo(inner.visible_seqno.load(Ordering::Acquire));
+        let seqno = SeqNo(inner.reads.visible_seqno.load(Ordering::Acquire));
         return Ok(smallvec::smallvec![Ok(Done { seqno, counter: 0 })]);
     }
     make_room(inner, false)?;
@@ -56,7 +56,7 @@ pub(super) fn lead(inner: &Inner, group: &[Pending]) -> Result<Outcomes> {
     let mut members = resolve(inner, group);
     separate(inner, &mut members, &mem)?;
 
-    let plan = assign(&members, inner.visible_seqno.load(Ordering::Acquire))?;
+    let plan = assign(&members, inner.reads.visible_seqno.load(Ordering::Acquire))?;
     if !plan.firsts.is_empty() {
         append(inner, &members, &plan)?;
         apply(inner, &members, &plan, &mem)?;
@@ -234,7 +234,10 @@ fn apply(inner: &Inner, members: &[Member<'_>], plan: &Plan, mem: &Memtable) -> 
         .stats
         .user_bytes
         .fetch_add(user_bytes, Ordering::Relaxed);
-    inner.visible_seqno.store(plan.last, Ordering::Release);
+    inner
+        .reads
+        .visible_seqno
+        .store(plan.last, Ordering::Release);
     Ok(())
 }
 

@@ -58,9 +58,9 @@ pub(crate) fn write_with_blobs(
     blob_files: Vec<BlobFileMeta>,
 ) -> Result<SeqNo> {
     if batch.is_empty() {
-        return Ok(SeqNo(inner.visible_seqno.load(Ordering::Acquire)));
+        return Ok(SeqNo(inner.reads.visible_seqno.load(Ordering::Acquire)));
     }
-    let version = inner.supers.version();
+    let version = inner.reads.supers.version();
     // The log record holds handles in place of the values the leader separates.
     let mut logged = batch.encoded_len();
     for op in batch.ops() {

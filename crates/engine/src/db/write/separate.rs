@@ -59,7 +59,7 @@ pub(super) fn over_threshold(inner: &Inner, version: &Version, op: &Op<'_>) -> b
 /// # Errors
 /// A failed blob append (the log is poisoned: writes stop).
 pub(super) fn separate(inner: &Inner, members: &mut [Member<'_>], mem: &Memtable) -> Result<()> {
-    let version = inner.supers.version();
+    let version = inner.reads.supers.version();
     let needed = members.iter().any(|m| match m {
         Member::Apply { batch, .. } => batch.ops().any(|op| separates(inner, &version, &op)),
         Member::Refused(_) => false,
