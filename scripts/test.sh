@@ -10,11 +10,29 @@
 #   3. interoperability with sparkey-java, an independent Sparkey implementation
 #   4. a short fuzzing run of every decoder (FUZZ_SECONDS each, default 30)
 #   5. the tests of the memtable's unsafe skip list under Miri
-# Exits non-zero on the first failure.
+# Exits non-zero on the first failure. Prints how long each step took.
+#
+# CAIRN_SOAK=N (a whole number, default 1) runs the long tests N times longer: the kill -9
+# cycles, the model tests' cases, the concurrency stress batches, the multi-process run
+# and the fuzz run of each target (FUZZ_SECONDS, default 30 s, times N). CI runs the
+# bounded suite (N = 1, about 15-30 minutes on 2 cores); a nightly soak is
+# `CAIRN_SOAK=10 bash scripts/test.sh`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+soak="${CAIRN_SOAK:-1}"
+case "$soak" in
+    '' | *[!0-9]* | 0) echo "test.sh: CAIRN_SOAK must be a whole number >= 1, not '$soak'" >&2; exit 2 ;;
+esac
+export FUZZ_SECONDS="${FUZZ_SECONDS:-$((30 * soak))}"
+
+started=$SECONDS
+step_started=
+step() {
+    [ -z "$step_started" ] || printf '    (%d s)\n' "$((SECONDS - step_started))"
+    step_started=$SECONDS
+    printf '\n==> %s\n' "$*"
+}
 
 step "installing what the tests need (clippy, rustfmt, nightly with miri, a JDK, Maven, libsnappy, tinycdb)"
 bash scripts/setup.sh
@@ -41,4 +59,4 @@ bash scripts/fuzz-smoke.sh
 step "Miri (the memtable's unsafe code)"
 bash scripts/miri.sh
 
-step "all checks passed"
+step "all checks passed in $((SECONDS - started)) s"

@@ -26,6 +26,19 @@ pub fn open_simulating_power_loss(dir: &Path, options: Options) -> Result<Db> {
     Db::open_with_fs(Arc::new(LossyFs::new()), dir, options)
 }
 
+/// How many times longer the long-running tests run than their bounded default: the
+/// whole number in `CAIRN_SOAK` (at least 1; 1 when it is unset or not a number). CI runs
+/// the bounded suite; `CAIRN_SOAK=10 bash scripts/test.sh` is a soak of the same tests.
+/// The kill -9 cycles, the model tests' cases, the concurrency stress batches, the
+/// multi-process run time and the fuzz smoke run scale with it.
+pub fn soak_factor() -> u64 {
+    std::env::var("CAIRN_SOAK")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(1)
+        .max(1)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 mod tests {

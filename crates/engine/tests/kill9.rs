@@ -365,7 +365,8 @@ fn env_list<T: Copy>(name: &str, all: &[T], parse: impl Fn(&str) -> Option<T>) -
 /// Every durability mode under both crash types; see the module documentation.
 #[test]
 fn kill9_all_modes() {
-    let cycles: usize = env_or("CAIRN_KILL9_CYCLES", 200);
+    let soak = usize::try_from(cairn::testing::soak_factor()).unwrap_or(usize::MAX);
+    let cycles: usize = env_or("CAIRN_KILL9_CYCLES", 200usize.saturating_mul(soak));
     let jobs: usize = env_or("CAIRN_KILL9_JOBS", 2).max(1);
     let max_delay_ms: u64 = env_or("CAIRN_KILL9_MAX_DELAY_MS", 250);
     let seed: u64 = env_or("CAIRN_KILL9_SEED", mix(now_micros()));

@@ -19,7 +19,7 @@
 //! writer's store reopens for writing with every acked write. The followers' lag (from the
 //! writer's ack to the follower's view, p50/p99) is printed, not asserted.
 //!
-//! Environment: `CAIRN_MP_SECONDS` (default 3), `CAIRN_MP_READERS` (default 2).
+//! Environment: `CAIRN_MP_SECONDS` (default 3, times `CAIRN_SOAK`), `CAIRN_MP_READERS` (default 2).
 
 #![allow(
     clippy::unwrap_used,
@@ -59,6 +59,12 @@ fn now_ns() -> u128 {
 
 fn key(i: u64) -> String {
     format!("key{i:08}")
+}
+
+/// How long the writer and readers run: `CAIRN_MP_SECONDS`, else 3 s times the soak
+/// factor (`cairn::testing::soak_factor`); children inherit both variables.
+fn run_seconds() -> u64 {
+    env_u64("CAIRN_MP_SECONDS", 3 * cairn::testing::soak_factor())
 }
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -129,7 +135,7 @@ fn mp_reader() {
         return;
     }
     let dir = PathBuf::from(std::env::var(DIR).unwrap());
-    let deadline = Instant::now() + Duration::from_secs(env_u64("CAIRN_MP_SECONDS", 3) + 5);
+    let deadline = Instant::now() + Duration::from_secs(run_seconds() + 5);
     let mut held: Option<Db> = None;
     while Instant::now() < deadline {
         let db = match Db::open_read_only(&dir, options()) {
@@ -172,7 +178,7 @@ fn mp_follower() {
     };
     let dir = PathBuf::from(std::env::var(DIR).unwrap());
     let background = std::env::var("CAIRN_MP_BACKGROUND").is_ok();
-    let deadline = Instant::now() + Duration::from_secs(env_u64("CAIRN_MP_SECONDS", 3) + 5);
+    let deadline = Instant::now() + Duration::from_secs(run_seconds() + 5);
     let opts = options().refresh_interval(background.then(|| Duration::from_millis(10)));
     let db = Db::open_follower(&dir, opts).unwrap_or_else(|e| fail(format!("open: {e}")));
     let first = check_view(&db).unwrap_or_else(|e| fail(format!("view: {e}")));
@@ -276,7 +282,7 @@ fn one_writer_and_reader_processes_then_a_kill() {
     if std::env::var(ROLE).is_ok() {
         return;
     }
-    let seconds = env_u64("CAIRN_MP_SECONDS", 3);
+    let seconds = run_seconds();
     let readers = env_u64("CAIRN_MP_READERS", 2);
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("store");

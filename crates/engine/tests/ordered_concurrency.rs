@@ -245,7 +245,7 @@ fn run_isolation(name: &str, durabilities: &[Option<Durability>], batches: u64) 
     let batches = std::env::var("CAIRN_STRESS_BATCHES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(batches);
+        .unwrap_or(batches.saturating_mul(cairn::testing::soak_factor()));
     let with_accounts = durabilities.len() == 1;
     let writers: Vec<String> = (0..durabilities.len()).map(|w| w.to_string()).collect();
     let dir = mem_tempdir();

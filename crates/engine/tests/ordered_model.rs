@@ -1118,7 +1118,10 @@ fn run_model(name: &str, options: Options, cases: u32, max_len: usize) {
     let cases = std::env::var("PROPTEST_CASES")
         .ok()
         .and_then(|c| c.parse().ok())
-        .unwrap_or(cases);
+        .unwrap_or_else(|| {
+            let soaked = u64::from(cases).saturating_mul(cairn::testing::soak_factor());
+            u32::try_from(soaked).unwrap_or(u32::MAX)
+        });
     let seed: u64 = std::env::var("CAIRN_MODEL_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
