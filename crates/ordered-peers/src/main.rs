@@ -190,7 +190,7 @@ fn main() -> anyhow::Result<()> {
         }
         None => run(&args)?,
     };
-    report::write(&report, &args.out)?;
+    write_report(&report, &args.out)?;
     eprintln!(
         "report: {}.md, {}.json, {}.svg",
         args.out.display(),
@@ -313,6 +313,21 @@ fn in_worker(
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).with_context(|| format!("a worker's row: {l}")))
         .collect()
+}
+
+/// Writes `<out>.json`, `<out>.md` and `<out>.svg`.
+fn write_report(report: &report::Report, out: &Path) -> anyhow::Result<()> {
+    if let Some(parent) = out.parent() {
+        if !parent.as_os_str().is_empty() {
+            std::fs::create_dir_all(parent)?;
+        }
+    }
+    let with = |ext: &str| out.with_extension(ext);
+    let json = serde_json::to_string_pretty(report)?;
+    std::fs::write(with("json"), json + "\n").context("writing the JSON report")?;
+    std::fs::write(with("md"), report::markdown(report)).context("writing the Markdown report")?;
+    std::fs::write(with("svg"), plot::ratios(report)).context("writing the chart")?;
+    Ok(())
 }
 
 fn run(args: &Args) -> anyhow::Result<report::Report> {

@@ -1,15 +1,13 @@
 //! The report of a run: a JSON file of every row (re-renderable with `--from-json`), a
 //! Markdown page with one table per part and Cairn's ratio to each peer, the targets and
-//! whether they were met, and an SVG chart of the ratios.
+//! whether they were met. `main.rs` writes them with the SVG chart of `plot.rs`, which
+//! reads the report: the report knows nothing of the chart.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
-use anyhow::Context as _;
 use cairn_harness::report::thousands;
 use serde::{Deserialize, Serialize};
 
-use crate::plot;
 use crate::row::Row;
 
 /// Everything one run measured.
@@ -79,21 +77,6 @@ fn machine() -> String {
         })
         .unwrap_or_else(|| "unknown CPU".to_owned());
     format!("{cpus} × {model}")
-}
-
-/// Writes `<out>.json`, `<out>.md` and `<out>.svg`.
-pub fn write(report: &Report, out: &Path) -> anyhow::Result<()> {
-    if let Some(parent) = out.parent() {
-        if !parent.as_os_str().is_empty() {
-            std::fs::create_dir_all(parent)?;
-        }
-    }
-    let with = |ext: &str| out.with_extension(ext);
-    let json = serde_json::to_string_pretty(report)?;
-    std::fs::write(with("json"), json + "\n").context("writing the JSON report")?;
-    std::fs::write(with("md"), markdown(report)).context("writing the Markdown report")?;
-    std::fs::write(with("svg"), plot::ratios(report)).context("writing the chart")?;
-    Ok(())
 }
 
 /// The stores of `rows` in first-seen order.
@@ -166,7 +149,8 @@ fn ratio(a: f64, b: f64) -> String {
     }
 }
 
-fn markdown(report: &Report) -> String {
+/// The Markdown page of `report`.
+pub fn markdown(report: &Report) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# Cairn and its peers\n");
     let _ = writeln!(md, "- Command: `{}`", report.command);
