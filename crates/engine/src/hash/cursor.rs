@@ -39,7 +39,7 @@ use super::reader::Reader;
 /// The state of a [`LogCursor`] (numbered as the reference's `sparkey_iter_state`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CursorState {
-    /// Before an entry: [`LogCursor::next`] reads its header.
+    /// Before an entry: [`LogCursor::advance`] reads its header.
     New,
     /// On an entry: its kind and lengths are known, its key and value can be read.
     Active,
@@ -185,7 +185,7 @@ impl LogCursor {
     ///
     /// # Errors
     /// Corruption of the log (state `Invalid`).
-    pub fn next(&mut self) -> Result<()> {
+    pub fn advance(&mut self) -> Result<()> {
         if self.state == CursorState::Closed {
             return Ok(());
         }
@@ -334,7 +334,7 @@ impl LogCursor {
     }
 
     /// Looks `key` up in `reader` and positions the cursor on its PUT with the key
-    /// consumed (the value is read next; [`LogCursor::next`] continues with the entry
+    /// consumed (the value is read next; [`LogCursor::advance`] continues with the entry
     /// after it). Returns false, state `Invalid`, if the key is absent. The cursor reads
     /// `reader`'s log from then on.
     ///
@@ -397,7 +397,7 @@ impl LogCursor {
         Ok(true)
     }
 
-    /// Steps like [`LogCursor::next`] but stops only on PUTs that `reader`'s index holds
+    /// Steps like [`LogCursor::advance`] but stops only on PUTs that `reader`'s index holds
     /// as live (the hash iterator's rule), rewound to the start of the key; `Closed` at the
     /// end. The cursor reads `reader`'s log from then on.
     ///
@@ -407,7 +407,7 @@ impl LogCursor {
         self.bind(reader);
         let bits = reader.address_bits();
         loop {
-            self.next()?;
+            self.advance()?;
             if self.state != CursorState::Active {
                 return Ok(());
             }
@@ -531,7 +531,7 @@ mod tests {
             assert_eq!(c.state(), CursorState::New);
             let mut seen = Vec::new();
             loop {
-                c.next()?;
+                c.advance()?;
                 if c.state() != CursorState::Active {
                     break;
                 }
@@ -542,7 +542,7 @@ mod tests {
                 seen.push((c.kind(), key, value));
             }
             assert_eq!(c.state(), CursorState::Closed);
-            c.next()?;
+            c.advance()?;
             assert_eq!(c.state(), CursorState::Closed);
             let expected = vec![
                 (EntryKind::Put, b"k1".to_vec(), b"v1".to_vec()),
@@ -563,15 +563,15 @@ mod tests {
     fn value_read_skips_the_key_and_reset_rewinds() -> Result<()> {
         each_compression(|r| {
             let mut c = LogCursor::new(r.log());
-            c.next()?;
-            c.next()?;
+            c.advance()?;
+            c.advance()?;
             assert_eq!(c.key_chunk(1)?, b"k");
             assert_eq!(read_all(&mut c, true, 100), b"value-longer-than-block!");
             c.reset()?;
             assert_eq!(read_all(&mut c, false, 100), b"k2");
             c.reset()?;
             assert_eq!(read_all(&mut c, true, 100), b"value-longer-than-block!");
-            c.next()?;
+            c.advance()?;
             assert_eq!(
                 (c.kind(), c.key_len(), c.value_len()),
                 (EntryKind::Delete, 2, 0)
@@ -600,7 +600,7 @@ mod tests {
             assert_eq!(c.state(), CursorState::Active);
             assert_eq!(c.key_chunk(10)?, b"");
             assert_eq!(read_all(&mut c, true, 7), b"value-longer-than-block!");
-            c.next()?;
+            c.advance()?;
             assert_eq!(c.kind(), EntryKind::Delete);
             assert_eq!(read_all(&mut c, false, 10), b"k1");
             assert!(!c.seek_key(&r, b"k1")?);
@@ -642,7 +642,7 @@ mod tests {
             assert_eq!(c.state(), CursorState::Invalid);
             c.seek(LOG_HEADER_LEN)?;
             assert_eq!(c.state(), CursorState::New);
-            c.next()?;
+            c.advance()?;
             assert_eq!(read_all(&mut c, false, 10), b"k1");
             Ok(())
         })
