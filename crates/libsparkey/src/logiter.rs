@@ -377,7 +377,7 @@ fn rest_of_key(c: &mut LogCursor) -> Result<Vec<u8>, c_int> {
 }
 
 /// `sparkey_logiter_keycmp`: `*res` is -1, 0 or 1 as memcmp's sign (a proper prefix sorts
-/// first); consumes both keys.
+/// first); consumes both keys. The same iterator passed twice compares equal.
 ///
 /// # Safety
 /// As [`sparkey_logiter_seek`] for both iterators; `res` is NULL or valid for writing an
@@ -391,7 +391,14 @@ pub unsafe extern "C" fn sparkey_logiter_keycmp(
 ) -> c_int {
     guard_code(|| {
         let mut keys = Vec::with_capacity(2);
-        for iter in [iter1, iter2] {
+        // The same iterator twice compares its key with itself (the reference consumes
+        // the key on the first read and compares it with nothing: 1).
+        let iters = if iter1 == iter2 {
+            &[iter1][..]
+        } else {
+            &[iter1, iter2][..]
+        };
+        for &iter in iters {
             // SAFETY: forwarded contract; the borrow ends before the next iteration, so the
             // same iterator passed twice is never borrowed twice at once.
             let c = match unsafe { checked(iter, log) } {
@@ -407,6 +414,7 @@ pub unsafe extern "C" fn sparkey_logiter_keycmp(
             }
         }
         let ordering = match keys.as_slice() {
+            [_] => 0,
             [a, b] => a.cmp(b) as c_int,
             _ => return INTERNAL_ERROR,
         };
