@@ -5,7 +5,9 @@
 //! returns `SPARKEY_INVALID_COMPRESSION_TYPE` instead of writing a header every reader
 //! rejects; closing a NULL or already-closed writer returns `SPARKEY_SUCCESS` instead of
 //! dereferencing NULL; a new log replaces the old file atomically (a temporary file renamed
-//! into place) rather than by unlink + create; `close` also fsyncs.
+//! into place) rather than by unlink + create. Like the reference, nothing here fsyncs:
+//! `flush` and `close` write the entries and the header, so a process crash loses nothing
+//! flushed, a power loss may.
 
 use std::ffi::{c_char, c_int};
 
@@ -194,8 +196,9 @@ pub unsafe extern "C" fn sparkey_logwriter_close(log: *mut *mut Writer) -> c_int
         }
         // SAFETY: `w` is an open writer handle, used by this thread only (API contract).
         let handle = unsafe { &mut *w };
+        // Like the reference: flush (entries and header written, no fsync), then close.
         let result = match handle.close(LOGWRITER_OPEN) {
-            Some(writer) => of_result(writer.close()),
+            Some(mut writer) => of_result(writer.flush()),
             None => SUCCESS,
         };
         // SAFETY: `log` is valid for writing a pointer (contract).

@@ -347,10 +347,10 @@ impl LogCursor {
         let log = Arc::clone(&self.log);
         let bits = reader.address_bits();
         let limit = reader.header().data_end;
-        let index_path = reader.index_path().to_path_buf();
+        let index_path = reader.index_path();
         let mut found = None;
         reader.probe(reader.hash_key(key), |addr| {
-            let located = log.locate(addr, bits, limit, true, &index_path)?;
+            let located = log.locate(addr, bits, limit, true, index_path)?;
             let head = located.head();
             if head.key_len != key.len() as u64 {
                 return Ok(false);

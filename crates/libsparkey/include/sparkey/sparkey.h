@@ -140,9 +140,9 @@ sparkey_returncode sparkey_logwriter_delete(sparkey_logwriter *log, uint64_t key
 sparkey_returncode sparkey_logwriter_flush(sparkey_logwriter *log);
 
 /**
- * Flushes, closes and sets *log to NULL.
- * Cairn: also fsyncs the log; calling it again with the NULL pointer (or a stale pointer
- * to the closed writer) returns SPARKEY_SUCCESS.
+ * Flushes, closes and sets *log to NULL. No fsync (as the reference).
+ * Cairn: calling it again with the NULL pointer (or a stale pointer to the closed writer)
+ * returns SPARKEY_SUCCESS.
  */
 sparkey_returncode sparkey_logwriter_close(sparkey_logwriter **log);
 
