@@ -344,7 +344,7 @@ impl LogCursor {
         self.state = CursorState::Invalid;
         self.clear_entry();
         self.bind(reader);
-        let log = Arc::clone(&self.log);
+        let log = &*self.log;
         let bits = reader.address_bits();
         let limit = reader.header().data_end;
         let index_path = reader.index_path();
@@ -369,7 +369,7 @@ impl LogCursor {
                 Located::Stream { stream, .. } => {
                     let start = stream.clone();
                     let mut s = stream;
-                    if !s.consume_eq(&log, key)? {
+                    if !s.consume_eq(log, key)? {
                         return Ok(false);
                     }
                     (At::Stream(start), At::Stream(s))
