@@ -630,6 +630,57 @@ mod tests {
         })
     }
 
+    /// Walks every entry with small chunks; returns the number of steps taken. Bounded, so
+    /// a cursor that stopped consuming input would fail the test instead of hanging it.
+    fn walk(c: &mut LogCursor) -> usize {
+        for steps in 0..10_000 {
+            if c.advance().is_err() || c.state() != CursorState::Active {
+                return steps;
+            }
+            let _ = read_all(c, false, 3);
+            let _ = read_all(c, true, 5);
+        }
+        usize::MAX
+    }
+
+    #[test]
+    fn damaged_logs_give_errors_not_panics_or_hangs() -> Result<()> {
+        for compression in [Compression::None, Compression::Snappy] {
+            let dir = tempfile::tempdir().map_err(|e| Error::invalid(e.to_string()))?;
+            let r = build(dir.path(), compression)?;
+            let bytes = std::fs::read(dir.path().join("c.spl"))
+                .map_err(|e| Error::invalid(e.to_string()))?;
+            let damaged = dir.path().join("d.spl");
+            for at in LOG_HEADER_LEN as usize..bytes.len() {
+                for flip in [0x01u8, 0x80, 0xff] {
+                    let mut copy = bytes.clone();
+                    if let Some(b) = copy.get_mut(at) {
+                        *b ^= flip;
+                    }
+                    std::fs::write(&damaged, &copy).map_err(|e| Error::invalid(e.to_string()))?;
+                    let Ok(log) = LogReader::open(&damaged) else {
+                        continue;
+                    };
+                    let mut c = LogCursor::new(&log);
+                    assert!(walk(&mut c) < 10_000, "walk did not end (byte {at})");
+                    for position in 0..=log.header().data_end + 1 {
+                        if c.seek(position).is_ok() {
+                            assert!(walk(&mut c) < 10_000, "walk from {position} did not end");
+                        }
+                    }
+                }
+            }
+            // Every position of the undamaged log, including ones inside entries.
+            let mut c = LogCursor::new(r.log());
+            for position in 0..=r.log().header().data_end {
+                if c.seek(position).is_ok() {
+                    assert!(walk(&mut c) < 10_000);
+                }
+            }
+        }
+        Ok(())
+    }
+
     #[test]
     fn seek_checks_the_position() -> Result<()> {
         each_compression(|r| {
