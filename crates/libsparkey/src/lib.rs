@@ -7,7 +7,7 @@
 //!
 //! Boundary rules, kept by every entry point:
 //! * no panic crosses into C: each entry point runs under `catch_unwind`
-//!   ([`handle::guard`]) and a panic becomes `SPARKEY_INTERNAL_ERROR` (or the function's
+//!   (`handle::guard`) and a panic becomes `SPARKEY_INTERNAL_ERROR` (or the function's
 //!   neutral value: 0, NULL);
 //! * every pointer argument is checked for NULL, every byte length for fitting in `isize`;
 //! * handles stay valid after they are closed (`handle`), so the "closed" codes
