@@ -64,7 +64,7 @@ fn compile(libdir: &Path, out: &Path, extra: &[&str]) -> TestResult {
     let src = manifest_dir().join("tests/c/sparkey_test.c");
     let include = manifest_dir().join("include");
     let status = Command::new("cc")
-        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-g"])
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-g", "-pthread"])
         .args(extra)
         .arg("-I")
         .arg(&include)

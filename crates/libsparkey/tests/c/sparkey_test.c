@@ -2,7 +2,8 @@
  * Exercises every function of the Sparkey C API (sparkey.h) against Cairn's
  * libsparkey.so.0: the reference test vectors (log order, hash order and lookups compared
  * with their .expected files), error paths (bad files, wrong identifiers, closed handles,
- * NULL arguments) and files written here that the Rust test then reads with Cairn's API.
+ * NULL arguments), files written here that the Rust test then reads with Cairn's API, and
+ * one hash reader shared by threads.
  *
  * Usage: sparkey_test VECTOR_DIR OUT_DIR
  * Exit status 0 when every check passes; each failure is printed on stderr.
@@ -10,6 +11,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <sparkey/sparkey.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -589,6 +591,66 @@ static void check_errors(const char *dir, const char *out) {
   free(longname);
 }
 
+/* Threads sharing one hash reader, each with its own iterator (the API's contract). */
+typedef struct {
+  sparkey_hashreader *reader;
+  int seed;
+  int errors;
+} lookup_job;
+
+static void *lookup_thread(void *arg) {
+  lookup_job *job = arg;
+  sparkey_logreader *log = sparkey_hash_getreader(job->reader);
+  sparkey_logiter *it = NULL;
+  if (sparkey_logiter_create(&it, log) != SPARKEY_SUCCESS) {
+    job->errors++;
+    return NULL;
+  }
+  char key[32], want[256];
+  uint8_t got[256];
+  for (int n = 0; n < 20000; n++) {
+    int i = (n * 7919 + job->seed * 104729) % 1000;
+    int kl = snprintf(key, sizeof key, "key-%d", i);
+    int wl = snprintf(want, sizeof want, "value-%d-%0*d", i, i % 100, 0);
+    uint64_t len = 0;
+    if (sparkey_hash_get(job->reader, (uint8_t *)key, (uint64_t)kl, it) != SPARKEY_SUCCESS) {
+      job->errors++;
+      continue;
+    }
+    int live = !(i % 10 == 4 && i < 995) && i != 1;
+    if (sparkey_logiter_state(it) != (live ? SPARKEY_ITER_ACTIVE : SPARKEY_ITER_INVALID)) {
+      job->errors++;
+      continue;
+    }
+    if (!live || i == 0) continue;
+    if (sparkey_logiter_fill_value(it, log, sizeof got, got, &len) != SPARKEY_SUCCESS ||
+        len != (uint64_t)wl || memcmp(got, want, len) != 0)
+      job->errors++;
+  }
+  sparkey_logiter_close(&it);
+  return NULL;
+}
+
+static void check_threads(const char *out, const char *name) {
+  char spl[4096], spi[4096];
+  snprintf(spl, sizeof spl, "%s/%s.spl", out, name);
+  snprintf(spi, sizeof spi, "%s/%s.spi", out, name);
+  sparkey_hashreader *r = NULL;
+  CHECK_RC(sparkey_hash_open(&r, spi, spl), SPARKEY_SUCCESS);
+  if (r == NULL) return;
+  pthread_t threads[4];
+  lookup_job jobs[4];
+  for (int t = 0; t < 4; t++) {
+    jobs[t] = (lookup_job){r, t, 0};
+    CHECK(pthread_create(&threads[t], NULL, lookup_thread, &jobs[t]) == 0);
+  }
+  for (int t = 0; t < 4; t++) {
+    CHECK(pthread_join(threads[t], NULL) == 0);
+    CHECK(jobs[t].errors == 0);
+  }
+  sparkey_hash_close(&r);
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: %s VECTOR_DIR OUT_DIR\n", argv[0]);
@@ -601,6 +663,8 @@ int main(int argc, char **argv) {
   write_store(argv[2], "none", SPARKEY_COMPRESSION_NONE, 0);
   write_store(argv[2], "snappy", SPARKEY_COMPRESSION_SNAPPY, 64);
   write_store(argv[2], "zstd", SPARKEY_COMPRESSION_ZSTD, 1024);
+  check_threads(argv[2], "none");
+  check_threads(argv[2], "snappy");
   check_errors(argv[1], argv[2]);
   fprintf(stderr, "%d checks, %d failures\n", checks, failures);
   return failures == 0 ? 0 : 1;
