@@ -8,8 +8,9 @@
 #      engine built without its optional features)
 #   2. every Rust test of the workspace (unit, integration, doc tests)
 #   3. interoperability with sparkey-java, an independent Sparkey implementation
-#   4. a short fuzzing run of every decoder (FUZZ_SECONDS each, default 30)
-#   5. the tests of the memtable's unsafe skip list under Miri
+#   4. sparkey-python (PyPI) run unchanged against Cairn's libsparkey.so
+#   5. a short fuzzing run of every decoder (FUZZ_SECONDS each, default 30)
+#   6. the tests of the memtable's unsafe skip list under Miri
 # Exits non-zero on the first failure. Prints how long each step took.
 #
 # CAIRN_SOAK=N (a whole number, default 1) runs the long tests N times longer: the kill -9
@@ -34,7 +35,7 @@ step() {
     printf '\n==> %s\n' "$*"
 }
 
-step "installing what the tests need (clippy, rustfmt, nightly with miri, a JDK, Maven, libsnappy, tinycdb)"
+step "installing what the tests need (clippy, rustfmt, nightly with miri, a JDK, Maven, libsnappy, tinycdb, python3 venv)"
 bash scripts/setup.sh
 
 step "cargo fmt --check"
@@ -52,6 +53,9 @@ cargo test --workspace --exclude cairn-ordered-peers --locked
 step "interoperability with sparkey-java"
 cargo build --release --locked -p cairn-cli
 bash interop/run.sh target/release/cairn
+
+step "sparkey-python 0.3.0 against Cairn's libsparkey.so"
+bash crates/libsparkey/tests/python/run.sh
 
 step "fuzz smoke run"
 bash scripts/fuzz-smoke.sh

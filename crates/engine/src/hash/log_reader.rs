@@ -422,6 +422,25 @@ impl Stream {
         Ok(())
     }
 
+    /// The next at most `max` bytes of the stream that lie in the current block (moving
+    /// to the next block first if this one is exhausted), consumed. Empty only if `max`
+    /// is 0.
+    ///
+    /// # Errors
+    /// `Corruption` (`Truncated`) if the log ends first; block decoding errors.
+    pub(crate) fn chunk(&mut self, log: &LogInner, max: u64) -> Result<&[u8]> {
+        if max == 0 {
+            return Ok(&[]);
+        }
+        if !self.fill(log)? {
+            return Err(log.corrupt(self.block_offset, Reason::Truncated));
+        }
+        let start = self.pos;
+        let take = (self.rest().len() as u64).min(max) as usize;
+        self.pos += take;
+        Ok(self.block.data().get(start..start + take).unwrap_or(&[]))
+    }
+
     /// Consumes the next `key.len()` bytes and tells whether they equal `key`.
     pub(crate) fn consume_eq(&mut self, log: &LogInner, key: &[u8]) -> Result<bool> {
         let mut remaining = key;

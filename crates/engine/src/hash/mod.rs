@@ -16,13 +16,14 @@
 //!   [`LogOptions`], [`Compression`]), indexing ([`write_index`], [`IndexOptions`],
 //!   [`HashSize`], [`BuildKind`]), reading ([`Reader`], [`ReadOptions`], [`HashIter`],
 //!   [`Residency`], and the whole log with [`LogReader`], [`LogIter`], [`LogEntry`],
-//!   [`EntryKind`]), checking ([`verify`], [`VerifyReport`]), the file-name convention
+//!   [`EntryKind`], or entry by entry in pieces with [`LogCursor`]), checking ([`verify`], [`VerifyReport`]), the file-name convention
 //!   ([`index_path_for`], [`log_path_for`]) and the documented limits;
 //! * [`raw`] holds the decoded headers, the hash functions, the in-memory index builder
 //!   and slot-level access, for tools and tests, with no stability promise;
 //! * everything else (slot arithmetic, block decoding, the block cache) is private.
 
 mod block;
+mod cursor;
 mod fastmod;
 mod header;
 mod index_writer;
@@ -34,6 +35,7 @@ mod reader;
 mod verify;
 
 pub use crate::mmap::Residency;
+pub use cursor::{CursorState, LogCursor};
 pub use header::{Compression, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE};
 pub use index_writer::{write_index, BuildKind, HashSize, IndexOptions};
 pub use log_reader::{EntryKind, LogEntry, LogIter, LogReader, DEFAULT_BLOCK_CACHE_BYTES};

@@ -408,7 +408,7 @@ impl Reader {
     }
 
     /// Whether the PUT at `address` is the live entry for a key with hash `hash`.
-    fn is_live(&self, hash: u64, address: u64) -> bool {
+    pub(crate) fn is_live(&self, hash: u64, address: u64) -> bool {
         let inner = &*self.inner;
         let mut slot = inner.modulus.rem(hash);
         for d in 0..inner.cap {
@@ -425,6 +425,38 @@ impl Reader {
             slot = if slot + 1 == inner.cap { 0 } else { slot + 1 };
         }
         false
+    }
+
+    /// Calls `f` with the address of each slot on `hash`'s probe path whose stored hash is
+    /// `hash`, in probe order, until `f` returns true (then returns true) or the path ends
+    /// (then returns false). Bounded by the capacity. Errors from `f` are pointed at the
+    /// slot being visited.
+    pub(crate) fn probe(&self, hash: u64, mut f: impl FnMut(u64) -> Result<bool>) -> Result<bool> {
+        let inner = &*self.inner;
+        let mut slot = inner.modulus.rem(hash);
+        for d in 0..inner.cap {
+            let (sh, sa) = inner.slot(slot);
+            if sa == 0 {
+                return Ok(false);
+            }
+            if sh == hash && f(sa).map_err(|e| inner.at_slot(e, slot))? {
+                return Ok(true);
+            }
+            if d > inner.displacement(slot, sh) {
+                return Ok(false);
+            }
+            slot = if slot + 1 == inner.cap { 0 } else { slot + 1 };
+        }
+        Ok(false)
+    }
+
+    /// Bits of in-block entry index in this index's addresses (0 for uncompressed logs).
+    pub(crate) fn address_bits(&self) -> u32 {
+        if self.inner.plain {
+            0
+        } else {
+            self.inner.bits
+        }
     }
 
     /// Raw slot `i` as `(hash, address)`; `None` past the table.
