@@ -3,22 +3,26 @@
 //!
 //! Every handle (`sparkey_logwriter`, `sparkey_logreader`, `sparkey_logiter`,
 //! `sparkey_hashreader`) is a `#[repr(C)]` struct whose first field is a status word: a
-//! per-type magic value while it is open, [`CLOSED`] once closed. Closing drops everything
+//! per-type magic value while it is open, [`CLOSED`] once closed. Closing a writer or a
+//! reader drops everything
 //! the handle owns (files, maps, buffers) but **not the handle itself**: its few bytes are
 //! kept for the life of the process (reachable from [`GRAVEYARD`], so leak checkers do not
 //! report them), so a stale pointer to a closed handle still reads a valid status word and
-//! every later call returns the reference's "closed" code (-204, -207, -304) instead of
-//! touching freed memory. A handle of the wrong type (a reader passed where an iterator is
+//! every later call returns the reference's "closed" code (-204, -304) instead of
+//! touching freed memory: iterators hold a reader's pointer, so a closed reader is reached
+//! through them. Iterators themselves are freed at close ([`Handle::free`]): programs
+//! create one per lookup, and keeping every closed one would grow without bound. A handle of the wrong type (a reader passed where an iterator is
 //! expected) reads as closed too, because magic values differ per type.
 //!
 //! Invariants:
-//! * a handle pointer the library hands out comes from `Box::into_raw` and is never freed;
+//! * a handle pointer the library hands out comes from `Box::into_raw`; a writer's or a
+//!   reader's is never freed, an iterator's only by `sparkey_logiter_close`;
 //! * [`status`] reads only the first 4 bytes of the pointee, which every handle type has;
 //! * the payload of a handle is touched only after its status matched the type's magic;
 //! * [`guard`] runs every entry point under `catch_unwind`: a panic never crosses into C.
 //!
 //! Memory cost of the graveyard: one handle struct (at most a few hundred bytes) plus one
-//! word per handle ever closed.
+//! word per writer or reader ever closed; closed iterators cost nothing.
 
 use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -91,13 +95,33 @@ impl<T> Handle<T> {
         }
         payload
     }
+
+    /// Frees the handle at `p` if it is open as `magic` (the iterators: programs create
+    /// and close one per lookup, so keeping each closed one would grow without bound),
+    /// returning its payload for the caller to finish. A stale copy of the pointer is then
+    /// dangling, as with the reference library; the caller's own pointer is set to NULL
+    /// by the `_close` entry point.
+    ///
+    /// # Safety
+    /// `p` is a handle created by [`Handle::into_raw`] with this `T` and not freed, used by
+    /// this thread only, and no reference to it outlives this call.
+    pub unsafe fn free(p: *mut Handle<T>, magic: u32) -> Option<T> {
+        // SAFETY: `p` is a live handle of this type (contract); only its status is read.
+        if unsafe { &*p }.status.load(Ordering::Acquire) != magic {
+            return None;
+        }
+        // SAFETY: `p` came from `Box::into_raw` and is freed exactly once, here (contract).
+        let handle = unsafe { Box::from_raw(p) };
+        handle.payload
+    }
 }
 
 /// The status word at `p` (`None` for NULL).
 ///
 /// # Safety
 /// `p` is NULL or points to at least 4 readable, 4-aligned bytes that are only accessed
-/// atomically: a handle this library created (open or closed; they are never freed).
+/// atomically: a handle this library created and has not freed (an open handle, or a
+/// closed writer or reader, which are never freed).
 pub unsafe fn status<T>(p: *const T) -> Option<u32> {
     if p.is_null() {
         return None;

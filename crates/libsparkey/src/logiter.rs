@@ -102,8 +102,9 @@ pub unsafe extern "C" fn sparkey_logiter_close(iter: *mut *mut Iter) {
         let it = unsafe { iter.read() };
         // SAFETY: `it` is NULL or a handle of this library (contract).
         if unsafe { status(it) } == Some(LOGITER_OPEN) {
-            // SAFETY: `it` is an open `Iter` used by this thread only (contract).
-            drop(unsafe { &mut *it }.close(LOGITER_OPEN));
+            // SAFETY: `it` is an open `Iter` used by this thread only, and the caller's
+            // pointer to it is cleared below (contract).
+            drop(unsafe { Handle::free(it, LOGITER_OPEN) });
         }
         // SAFETY: `iter` is valid for writing a pointer (contract).
         unsafe { iter.write(std::ptr::null_mut()) };

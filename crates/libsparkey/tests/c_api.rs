@@ -3,8 +3,8 @@
 //! AddressSanitizer with leak detection), then reads the files it wrote with Cairn's Rust
 //! API.
 //!
-//! The library is the one cargo built for this test run (found beside the test binary;
-//! built with `cargo build -p cairn-libsparkey` if absent). It is copied into a temporary
+//! The library is built from the current sources by `cargo build -p cairn-libsparkey` in
+//! the test's profile (beside the test binary). It is copied into a temporary
 //! directory as `libsparkey.so.0` (its SONAME, which the program records and the loader
 //! looks for) with a `libsparkey.so` link for the linker.
 
@@ -32,23 +32,23 @@ fn profile_dir() -> Result<PathBuf, Box<dyn std::error::Error>> {
     Ok(deps.parent().ok_or("deps has no parent")?.to_path_buf())
 }
 
-/// The built cdylib, building it if cargo has not.
+/// The cdylib of the current sources: `cargo build -p cairn-libsparkey` in this test's
+/// profile, every time. `cargo test` builds the crate's rlib for the tests, but does not
+/// bring a `libsparkey.so` left by an earlier build up to date, so one found on disk may be
+/// stale (a no-op build costs a second).
 fn cdylib() -> Result<PathBuf, Box<dyn std::error::Error>> {
     let dir = profile_dir()?;
-    let lib = dir.join("libsparkey.so");
-    if !lib.exists() {
-        let release = dir.file_name().is_some_and(|n| n == "release");
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-p", "cairn-libsparkey"]);
-        if release {
-            cmd.arg("--release");
-        }
-        let status = cmd.current_dir(manifest_dir()).status()?;
-        if !status.success() {
-            return Err("cargo build -p cairn-libsparkey failed".into());
-        }
+    let release = dir.file_name().is_some_and(|n| n == "release");
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "--locked", "-p", "cairn-libsparkey"]);
+    if release {
+        cmd.arg("--release");
     }
-    Ok(lib)
+    let status = cmd.current_dir(manifest_dir()).status()?;
+    if !status.success() {
+        return Err("cargo build -p cairn-libsparkey failed".into());
+    }
+    Ok(dir.join("libsparkey.so"))
 }
 
 /// Copies the library into `dir` under its SONAME, with the linker's name beside it.

@@ -9,11 +9,13 @@
  * Where Cairn deliberately differs from the reference (each is a bug or a crash in the
  * reference; marked "Cairn:" below and listed in crates/libsparkey/README.md):
  *
- *  - Closed handles stay valid. Closing a writer, reader, iterator or hash reader frees
- *    everything it owns but keeps a small closed object, so a stale pointer gives
- *    SPARKEY_LOG_CLOSED (-204), SPARKEY_LOG_ITERATOR_CLOSED (-207) or SPARKEY_HASH_CLOSED
- *    (-304) instead of a use-after-free. A few dozen bytes per closed handle are kept for
- *    the life of the process.
+ *  - Closed writers and readers stay valid. Closing a writer, log reader or hash reader
+ *    frees everything it owns but keeps a small closed object, so a stale pointer (and an
+ *    iterator of a closed reader) gives SPARKEY_LOG_CLOSED (-204) or SPARKEY_HASH_CLOSED
+ *    (-304) instead of a use-after-free. A few dozen bytes per closed writer or reader are
+ *    kept for the life of the process. Iterators are freed by sparkey_logiter_close, as
+ *    in the reference (programs create one per lookup): a stale copy of a closed
+ *    iterator's pointer must not be used.
  *  - NULL handles are treated as closed handles; NULL out-pointers, buffers or keys with a
  *    non-zero length give SPARKEY_INTERNAL_ERROR (-1) instead of a crash.
  *  - No panic or abort crosses the boundary: an internal failure is SPARKEY_INTERNAL_ERROR.
