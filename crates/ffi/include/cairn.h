@@ -93,8 +93,6 @@
 // Table compression `CAIRN_COMPRESSION_ZSTD` at `level` 1-22.
 #define CAIRN_COMPRESSION_ZSTD 3
 
-
-
 // Writes applied atomically. Not thread-safe.
 typedef struct cairn_batch_t cairn_batch_t;
 
@@ -690,8 +688,7 @@ cairn_status_t cairn_options_set_compression(cairn_options_t *options,
                                              char **errptr);
 
 // Separates values of at least `bytes` bytes into the value log (blob files) for
-// keyspaces without their own threshold; `CAIRN_BLOB_THRESHOLD_OFF` (the default) turns
-// separation off.
+// keyspaces without their own threshold; 0 (the default) turns separation off.
 void cairn_options_set_blob_threshold(cairn_options_t *options, size_t bytes);
 
 // Sets the number of background threads for flushes and compactions (default 2).

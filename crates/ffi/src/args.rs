@@ -35,10 +35,14 @@ pub(crate) unsafe fn bytes<'a>(
         return Ok(&[]);
     }
     if ptr.is_null() {
-        return Err(Failure::invalid(format!("{what} is NULL with length {len}")));
+        return Err(Failure::invalid(format!(
+            "{what} is NULL with length {len}"
+        )));
     }
     if len > isize::MAX as usize {
-        return Err(Failure::invalid(format!("{what} length {len} is too large")));
+        return Err(Failure::invalid(format!(
+            "{what} length {len} is too large"
+        )));
     }
     // SAFETY: `ptr` is not NULL, `len` fits in `isize`, and the caller guarantees `len`
     // readable bytes at `ptr` valid for `'a`; `u8` has alignment 1.
@@ -56,7 +60,9 @@ pub(crate) unsafe fn optional_bytes<'a>(
 ) -> Result<Option<&'a [u8]>, Failure> {
     if ptr.is_null() {
         if len != 0 {
-            return Err(Failure::invalid(format!("{what} is NULL with length {len}")));
+            return Err(Failure::invalid(format!(
+                "{what} is NULL with length {len}"
+            )));
         }
         return Ok(None);
     }
@@ -118,10 +124,14 @@ pub(crate) unsafe fn buffer<'a>(
         return Ok(&mut []);
     }
     if ptr.is_null() {
-        return Err(Failure::invalid(format!("{what} is NULL with length {len}")));
+        return Err(Failure::invalid(format!(
+            "{what} is NULL with length {len}"
+        )));
     }
     if len > isize::MAX as usize {
-        return Err(Failure::invalid(format!("{what} length {len} is too large")));
+        return Err(Failure::invalid(format!(
+            "{what} length {len} is too large"
+        )));
     }
     // SAFETY: not NULL, length fits in isize, and the caller guarantees `len` writable
     // bytes not aliased during 'a; `u8` has alignment 1 and every bit pattern is valid.
@@ -142,10 +152,17 @@ pub(crate) unsafe fn array<'a, T>(
         return Ok(&[]);
     }
     if ptr.is_null() {
-        return Err(Failure::invalid(format!("{what} is NULL with count {count}")));
+        return Err(Failure::invalid(format!(
+            "{what} is NULL with count {count}"
+        )));
     }
-    if count.checked_mul(std::mem::size_of::<T>()).is_none_or(|n| n > isize::MAX as usize) {
-        return Err(Failure::invalid(format!("{what} count {count} is too large")));
+    if count
+        .checked_mul(std::mem::size_of::<T>())
+        .is_none_or(|n| n > isize::MAX as usize)
+    {
+        return Err(Failure::invalid(format!(
+            "{what} count {count} is too large"
+        )));
     }
     // SAFETY: not NULL, the total size fits in isize, and the caller guarantees `count`
     // initialised, aligned elements valid for 'a.
@@ -167,10 +184,17 @@ pub(crate) unsafe fn array_mut<'a, T: Copy>(
         return Ok(&mut []);
     }
     if ptr.is_null() {
-        return Err(Failure::invalid(format!("{what} is NULL with count {count}")));
+        return Err(Failure::invalid(format!(
+            "{what} is NULL with count {count}"
+        )));
     }
-    if count.checked_mul(std::mem::size_of::<T>()).is_none_or(|n| n > isize::MAX as usize) {
-        return Err(Failure::invalid(format!("{what} count {count} is too large")));
+    if count
+        .checked_mul(std::mem::size_of::<T>())
+        .is_none_or(|n| n > isize::MAX as usize)
+    {
+        return Err(Failure::invalid(format!(
+            "{what} count {count} is too large"
+        )));
     }
     // SAFETY: not NULL, the total size fits in isize, and the caller guarantees `count`
     // writable, aligned, unaliased elements of a type valid for any bit pattern.
@@ -245,7 +269,10 @@ pub(crate) fn malloc_strings(list: &[String]) -> Result<(*mut *mut c_char, usize
     // SAFETY: `malloc` may be called with any size; the result is checked for NULL.
     let array = unsafe { libc::malloc(size) }.cast::<*mut c_char>();
     if array.is_null() {
-        return Err(Failure::new(CAIRN_NO_MEMORY, format!("could not allocate {size} bytes")));
+        return Err(Failure::new(
+            CAIRN_NO_MEMORY,
+            format!("could not allocate {size} bytes"),
+        ));
     }
     for (i, s) in list.iter().enumerate() {
         match malloc_copy(s.as_bytes()) {

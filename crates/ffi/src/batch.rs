@@ -16,7 +16,7 @@ use std::sync::Arc;
 use crate::args;
 use crate::db::{self, cairn_db_t};
 use crate::keyspace::{self, cairn_keyspace_t};
-use crate::options::{write_durability, cairn_entryoptions_t, cairn_writeoptions_t};
+use crate::options::{cairn_entryoptions_t, cairn_writeoptions_t, write_durability};
 use crate::range;
 use crate::status::{cairn_status_t, run, Failure, CAIRN_OK};
 
@@ -45,7 +45,9 @@ pub extern "C" fn cairn_batch_create(
         let out = out.ok_or_else(|| Failure::invalid("out is NULL"))?;
         *out = std::ptr::null_mut();
         let engine_db = db::live(db)?;
-        let closed = db.map(|d| Arc::clone(&d.closed)).ok_or_else(|| Failure::invalid("db is NULL"))?;
+        let closed = db
+            .map(|d| Arc::clone(&d.closed))
+            .ok_or_else(|| Failure::invalid("db is NULL"))?;
         *out = Box::into_raw(Box::new(cairn_batch_t {
             db: engine_db.clone(),
             batch: engine_db.batch(),
@@ -156,7 +158,8 @@ pub unsafe extern "C" fn cairn_batch_delete_range(
         let start = unsafe { args::optional_bytes(start, start_len, "start") }?;
         // SAFETY: the caller guarantees `end_len` readable bytes at a non-NULL `end`.
         let end = unsafe { args::optional_bytes(end, end_len, "end") }?;
-        b.batch.remove_range(&ks.keyspace, range::half_open(start, end));
+        b.batch
+            .remove_range(&ks.keyspace, range::half_open(start, end));
         Ok(CAIRN_OK)
     })
 }

@@ -128,7 +128,13 @@ pub unsafe extern "C" fn cairn_hash_reader_get_into(
                 dst.copy_from_slice(v);
                 Ok(CAIRN_OK)
             }
-            None => Ok(CAIRN_BUFFER_TOO_SMALL),
+            None => Err(Failure::new(
+                CAIRN_BUFFER_TOO_SMALL,
+                format!(
+                    "the value of {} bytes does not fit in the buffer of {buf_len} bytes",
+                    v.len()
+                ),
+            )),
         }
     })
 }

@@ -31,7 +31,9 @@ pub struct cairn_hash_logwriter_t {
 
 fn live(w: Option<&mut cairn_hash_logwriter_t>) -> Result<&mut LogWriter, Failure> {
     let w = w.ok_or_else(|| Failure::invalid("log writer is NULL"))?;
-    w.writer.as_mut().ok_or_else(|| Failure::closed("log writer"))
+    w.writer
+        .as_mut()
+        .ok_or_else(|| Failure::closed("log writer"))
 }
 
 /// Creates (or atomically replaces) the log at `path` with a `CAIRN_HASH_COMPRESSION_*`
@@ -158,7 +160,10 @@ pub extern "C" fn cairn_hash_logwriter_close(
 ) -> cairn_status_t {
     run(errptr, || {
         let w = writer.ok_or_else(|| Failure::invalid("log writer is NULL"))?;
-        let inner = w.writer.take().ok_or_else(|| Failure::closed("log writer"))?;
+        let inner = w
+            .writer
+            .take()
+            .ok_or_else(|| Failure::closed("log writer"))?;
         inner.close()?;
         Ok(CAIRN_OK)
     })
@@ -194,7 +199,11 @@ pub unsafe extern "C" fn cairn_hash_write_index(
             0 => HashSize::Auto,
             4 => HashSize::Bits32,
             8 => HashSize::Bits64,
-            other => return Err(Failure::invalid(format!("hash size {other} is not 0, 4 or 8"))),
+            other => {
+                return Err(Failure::invalid(format!(
+                    "hash size {other} is not 0, 4 or 8"
+                )))
+            }
         };
         engine::hash::write_index(index, log, &IndexOptions::default().hash_size(size))?;
         Ok(CAIRN_OK)

@@ -39,9 +39,6 @@ pub const CAIRN_COMPRESSION_SNAPPY: c_int = 2;
 /// Table compression `CAIRN_COMPRESSION_ZSTD` at `level` 1-22.
 pub const CAIRN_COMPRESSION_ZSTD: c_int = 3;
 
-/// Turns value separation off (`cairn_options_set_blob_threshold`).
-pub const CAIRN_BLOB_THRESHOLD_OFF: usize = usize::MAX;
-
 /// A durability mode and its parameter.
 pub(crate) fn durability(mode: c_int, param: u64) -> Result<engine::Durability, Failure> {
     use engine::Durability as D;
@@ -128,7 +125,10 @@ pub extern "C" fn cairn_options_set_create_if_missing(
 
 /// Sets the bytes of entries after which a memtable is sealed (default 16 MiB).
 #[no_mangle]
-pub extern "C" fn cairn_options_set_memtable_size(options: Option<&mut cairn_options_t>, bytes: usize) {
+pub extern "C" fn cairn_options_set_memtable_size(
+    options: Option<&mut cairn_options_t>,
+    bytes: usize,
+) {
     if let Some(o) = options {
         o.options.memtable_size = bytes;
     }
@@ -168,15 +168,14 @@ pub extern "C" fn cairn_options_set_compression(
 }
 
 /// Separates values of at least `bytes` bytes into the value log (blob files) for
-/// keyspaces without their own threshold; `CAIRN_BLOB_THRESHOLD_OFF` (the default) turns
-/// separation off.
+/// keyspaces without their own threshold; 0 (the default) turns separation off.
 #[no_mangle]
 pub extern "C" fn cairn_options_set_blob_threshold(
     options: Option<&mut cairn_options_t>,
     bytes: usize,
 ) {
     if let Some(o) = options {
-        o.options.blob_threshold = (bytes != CAIRN_BLOB_THRESHOLD_OFF).then_some(bytes);
+        o.options.blob_threshold = (bytes != 0).then_some(bytes);
     }
 }
 
@@ -293,7 +292,8 @@ pub extern "C" fn cairn_entryoptions_set_expires_at_ms(
     unix_millis: u64,
 ) {
     if let Some(o) = options {
-        o.options.expires_at = SystemTime::UNIX_EPOCH.checked_add(Duration::from_millis(unix_millis));
+        o.options.expires_at =
+            SystemTime::UNIX_EPOCH.checked_add(Duration::from_millis(unix_millis));
         o.options.ttl = None;
     }
 }

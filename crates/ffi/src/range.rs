@@ -8,7 +8,10 @@
 use std::ops::Bound;
 
 /// `[start, end)`, each side unbounded when `None`.
-pub(crate) fn half_open(start: Option<&[u8]>, end: Option<&[u8]>) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+pub(crate) fn half_open(
+    start: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
     (
         start.map_or(Bound::Unbounded, |s| Bound::Included(s.to_vec())),
         end.map_or(Bound::Unbounded, |e| Bound::Excluded(e.to_vec())),
@@ -67,8 +70,20 @@ mod tests {
 
     #[test]
     fn prefix_ranges() {
-        assert_eq!(prefix(b"ab"), (Bound::Included(b"ab".to_vec()), Bound::Excluded(b"ac".to_vec())));
-        assert_eq!(prefix(b"a\xff"), (Bound::Included(b"a\xff".to_vec()), Bound::Excluded(b"b".to_vec())));
+        assert_eq!(
+            prefix(b"ab"),
+            (
+                Bound::Included(b"ab".to_vec()),
+                Bound::Excluded(b"ac".to_vec())
+            )
+        );
+        assert_eq!(
+            prefix(b"a\xff"),
+            (
+                Bound::Included(b"a\xff".to_vec()),
+                Bound::Excluded(b"b".to_vec())
+            )
+        );
         assert_eq!(prefix(b"\xff\xff").1, Bound::Unbounded);
         assert_eq!(prefix(b"").1, Bound::Unbounded);
     }
@@ -78,7 +93,10 @@ mod tests {
         let lo = Bound::Included(b"b".to_vec());
         assert_eq!(raise(&lo, b"a"), lo);
         assert_eq!(raise(&lo, b"c"), Bound::Included(b"c".to_vec()));
-        assert_eq!(raise(&Bound::Unbounded, b"c"), Bound::Included(b"c".to_vec()));
+        assert_eq!(
+            raise(&Bound::Unbounded, b"c"),
+            Bound::Included(b"c".to_vec())
+        );
         let hi = Bound::Excluded(b"m".to_vec());
         assert_eq!(lower(&hi, b"z"), hi);
         assert_eq!(lower(&hi, b"c"), Bound::Included(b"c".to_vec()));

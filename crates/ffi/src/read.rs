@@ -12,7 +12,9 @@ use std::ffi::c_char;
 use crate::args;
 use crate::keyspace::{self, cairn_keyspace_t};
 use crate::snapshot::cairn_snapshot_t;
-use crate::status::{cairn_status_t, run, Failure, CAIRN_BUFFER_TOO_SMALL, CAIRN_NOT_FOUND, CAIRN_OK};
+use crate::status::{
+    cairn_status_t, run, Failure, CAIRN_BUFFER_TOO_SMALL, CAIRN_NOT_FOUND, CAIRN_OK,
+};
 
 /// Everything about an entry except its value, filled by `cairn_head`.
 #[repr(C)]
@@ -118,7 +120,13 @@ pub unsafe extern "C" fn cairn_get_into(
                 dst.copy_from_slice(&v);
                 Ok(CAIRN_OK)
             }
-            None => Ok(CAIRN_BUFFER_TOO_SMALL),
+            None => Err(Failure::new(
+                CAIRN_BUFFER_TOO_SMALL,
+                format!(
+                    "the value of {} bytes does not fit in the buffer of {buf_len} bytes",
+                    v.len()
+                ),
+            )),
         }
     })
 }

@@ -99,9 +99,7 @@ impl Failure {
 pub(crate) fn code_of(error: &engine::Error) -> cairn_status_t {
     use engine::Error as E;
     match error {
-        E::Io { source, .. } if source.kind() == std::io::ErrorKind::OutOfMemory => {
-            CAIRN_NO_MEMORY
-        }
+        E::Io { source, .. } if source.kind() == std::io::ErrorKind::OutOfMemory => CAIRN_NO_MEMORY,
         E::Io { .. } => CAIRN_IO,
         E::Corruption(_) | E::BadInput { .. } => CAIRN_CORRUPTION,
         E::UnsupportedVersion { .. } => CAIRN_UNSUPPORTED_VERSION,
@@ -139,12 +137,17 @@ pub(crate) fn run(errptr: Option<&mut *mut c_char>, body: impl FnOnce() -> Outco
                 .map(|s| (*s).to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".to_string());
-            Failure::new(CAIRN_INTERNAL, format!("internal error in libcairn: {what}"))
+            Failure::new(
+                CAIRN_INTERNAL,
+                format!("internal error in libcairn: {what}"),
+            )
         }
     };
     if let Some(slot) = errptr {
         // A failure to report the message must not turn into a second failure.
-        let _ = catch_unwind(AssertUnwindSafe(|| args::set_message(slot, &failure.message)));
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            args::set_message(slot, &failure.message)
+        }));
     }
     failure.code
 }

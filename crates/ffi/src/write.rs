@@ -11,7 +11,7 @@ use std::ffi::c_char;
 
 use crate::args;
 use crate::keyspace::{self, cairn_keyspace_t};
-use crate::options::{write_durability, cairn_entryoptions_t, cairn_writeoptions_t};
+use crate::options::{cairn_entryoptions_t, cairn_writeoptions_t, write_durability};
 use crate::range;
 use crate::status::{cairn_status_t, run, CAIRN_OK};
 
@@ -36,7 +36,8 @@ pub unsafe extern "C" fn cairn_put(
         let key = unsafe { args::bytes(key, key_len, "key") }?;
         // SAFETY: the caller guarantees `value_len` readable bytes at `value`.
         let value = unsafe { args::bytes(value, value_len, "value") }?;
-        ks.keyspace.insert_with(key, value, write_durability(options))?;
+        ks.keyspace
+            .insert_with(key, value, write_durability(options))?;
         Ok(CAIRN_OK)
     })
 }
@@ -111,7 +112,9 @@ pub unsafe extern "C" fn cairn_incr(
         let ks = keyspace::live(ks)?;
         // SAFETY: the caller guarantees `key_len` readable bytes at `key`.
         let key = unsafe { args::bytes(key, key_len, "key") }?;
-        let v = ks.keyspace.incr_with(key, delta, write_durability(options))?;
+        let v = ks
+            .keyspace
+            .incr_with(key, delta, write_durability(options))?;
         if let Some(r) = result {
             *r = v;
         }
@@ -137,7 +140,9 @@ pub unsafe extern "C" fn cairn_decr(
         let ks = keyspace::live(ks)?;
         // SAFETY: the caller guarantees `key_len` readable bytes at `key`.
         let key = unsafe { args::bytes(key, key_len, "key") }?;
-        let v = ks.keyspace.decr_with(key, delta, write_durability(options))?;
+        let v = ks
+            .keyspace
+            .decr_with(key, delta, write_durability(options))?;
         if let Some(r) = result {
             *r = v;
         }
@@ -169,7 +174,8 @@ pub unsafe extern "C" fn cairn_delete_range(
         // SAFETY: the caller guarantees `end_len` readable bytes at a non-NULL `end`.
         let end = unsafe { args::optional_bytes(end, end_len, "end") }?;
         let bounds = range::half_open(start, end);
-        ks.keyspace.remove_range_with(bounds, write_durability(options))?;
+        ks.keyspace
+            .remove_range_with(bounds, write_durability(options))?;
         Ok(CAIRN_OK)
     })
 }
@@ -192,7 +198,8 @@ pub unsafe extern "C" fn cairn_delete_prefix(
         // SAFETY: the caller guarantees `prefix_len` readable bytes at `prefix`.
         let prefix = unsafe { args::bytes(prefix, prefix_len, "prefix") }?;
         let bounds = range::prefix(prefix);
-        ks.keyspace.remove_range_with(bounds, write_durability(options))?;
+        ks.keyspace
+            .remove_range_with(bounds, write_durability(options))?;
         Ok(CAIRN_OK)
     })
 }
