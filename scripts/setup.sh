@@ -8,6 +8,8 @@
 #   cargo-fuzz                              cargo install (scripts/fuzz-smoke.sh does it)
 #   a JDK >= 17 and Maven                   apt-get (the sparkey-java interop check)
 #   libsnappy-dev, libcdb-dev, gcc          apt-get (crates/bench/install-peers.sh)
+#   a Go toolchain with cgo (golang-go)     apt-get, unless go is on the PATH or in
+#                                           /usr/local/go (libcairn's cgo example)
 #
 # Exits non-zero, saying what is missing and how to get it, if something cannot be
 # installed (no rustup, no root or sudo for apt).
@@ -50,13 +52,14 @@ java_ok() {
 }
 java_ok || need_apt+=(default-jdk-headless)
 command -v mvn >/dev/null || need_apt+=(maven)
+command -v go >/dev/null || [ -x /usr/local/go/bin/go ] || need_apt+=(golang-go)
 if [ "${#need_apt[@]}" -gt 0 ]; then
     sudo=()
     if [ "$(id -u)" -ne 0 ]; then
         command -v sudo >/dev/null || fail "need root or sudo to install: ${need_apt[*]}"
         sudo=(sudo)
     fi
-    say "installing ${need_apt[*]} (the sparkey-java interop check)"
+    say "installing ${need_apt[*]} (the sparkey-java interop check, libcairn's Go example)"
     export DEBIAN_FRONTEND=noninteractive
     log=$(mktemp)
     if ! { "${sudo[@]}" apt-get update -qq &&
