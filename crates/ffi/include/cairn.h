@@ -677,6 +677,10 @@ void cairn_options_set_create_if_missing(cairn_options_t *options, uint8_t value
 // Sets the bytes of entries after which a memtable is sealed (default 16 MiB).
 void cairn_options_set_memtable_size(cairn_options_t *options, size_t bytes);
 
+// Sets the log bytes that force a memtable flush, bounding recovery time (default
+// 256 MiB).
+void cairn_options_set_max_wal_size(cairn_options_t *options, uint64_t bytes);
+
 // Sets the bytes of decoded table blocks kept in memory (default 64 MiB).
 void cairn_options_set_block_cache_size(cairn_options_t *options, size_t bytes);
 

@@ -134,6 +134,18 @@ pub extern "C" fn cairn_options_set_memtable_size(
     }
 }
 
+/// Sets the log bytes that force a memtable flush, bounding recovery time (default
+/// 256 MiB).
+#[no_mangle]
+pub extern "C" fn cairn_options_set_max_wal_size(
+    options: Option<&mut cairn_options_t>,
+    bytes: u64,
+) {
+    if let Some(o) = options {
+        o.options.max_wal_size = bytes;
+    }
+}
+
 /// Sets the bytes of decoded table blocks kept in memory (default 64 MiB).
 #[no_mangle]
 pub extern "C" fn cairn_options_set_block_cache_size(

@@ -171,11 +171,13 @@ static void test_options(void) {
     /* Setters without a status ignore NULL. */
     cairn_options_set_create_if_missing(NULL, 1);
     cairn_options_set_memtable_size(NULL, 1);
+    cairn_options_set_max_wal_size(NULL, 1);
     cairn_options_set_block_cache_size(NULL, 1);
     cairn_options_set_blob_threshold(NULL, 1);
     cairn_options_set_background_threads(NULL, 1);
     cairn_options_set_salvage_wal(NULL, 1);
     cairn_options_set_refresh_interval_ms(NULL, 1);
+    cairn_options_set_refresh_interval_ms(o, 0);
     cairn_options_destroy(o);
     cairn_options_destroy(NULL);
 
@@ -347,6 +349,7 @@ static void test_ordered_store(void) {
     cairn_options_t *o = cairn_options_create();
     EXPECT(CAIRN_OK, cairn_options_set_durability(o, CAIRN_DURABILITY_BUFFERED, 0, &err));
     cairn_options_set_memtable_size(o, 1 << 20);
+    cairn_options_set_max_wal_size(o, 64 << 20);
     cairn_options_set_block_cache_size(o, 4 << 20);
     cairn_options_set_background_threads(o, 1);
     cairn_options_set_blob_threshold(o, 0);
