@@ -520,6 +520,9 @@ cairn_status_t cairn_hash_logwriter_delete(cairn_hash_logwriter_t *writer,
 // fsync).
 cairn_status_t cairn_hash_logwriter_flush(cairn_hash_logwriter_t *writer, char **errptr);
 
+// Like `cairn_hash_logwriter_flush`, and makes the entries durable (fsync).
+cairn_status_t cairn_hash_logwriter_sync(cairn_hash_logwriter_t *writer, char **errptr);
+
 // Flushes, fsyncs and closes the log. The handle must still be freed with
 // `cairn_hash_logwriter_destroy`; other calls on it return `CAIRN_CLOSED`.
 cairn_status_t cairn_hash_logwriter_close(cairn_hash_logwriter_t *writer, char **errptr);
@@ -606,6 +609,19 @@ cairn_status_t cairn_keyspace_open(const cairn_db_t *db,
                                    const char *name,
                                    cairn_keyspace_t **out,
                                    char **errptr);
+
+// Opens keyspace `name` with its own value-separation threshold, creating it if it does
+// not exist: values of at least `blob_threshold` bytes go to the value log (0: the
+// store's threshold applies). The threshold is kept in the manifest; a later call may
+// change it, affecting new writes only.
+//
+// # Safety
+// `name` must be a NUL-terminated string.
+cairn_status_t cairn_keyspace_open_with(const cairn_db_t *db,
+                                        const char *name,
+                                        size_t blob_threshold,
+                                        cairn_keyspace_t **out,
+                                        char **errptr);
 
 // Opens keyspace `name` only if it exists: `CAIRN_NOT_FOUND` (and `*out` NULL)
 // otherwise.

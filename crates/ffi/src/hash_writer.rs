@@ -151,6 +151,18 @@ pub extern "C" fn cairn_hash_logwriter_flush(
     })
 }
 
+/// Like `cairn_hash_logwriter_flush`, and makes the entries durable (fsync).
+#[no_mangle]
+pub extern "C" fn cairn_hash_logwriter_sync(
+    writer: Option<&mut cairn_hash_logwriter_t>,
+    errptr: Option<&mut *mut c_char>,
+) -> cairn_status_t {
+    run(errptr, || {
+        live(writer)?.sync()?;
+        Ok(CAIRN_OK)
+    })
+}
+
 /// Flushes, fsyncs and closes the log. The handle must still be freed with
 /// `cairn_hash_logwriter_destroy`; other calls on it return `CAIRN_CLOSED`.
 #[no_mangle]

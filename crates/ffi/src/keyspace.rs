@@ -64,6 +64,36 @@ pub unsafe extern "C" fn cairn_keyspace_open(
     })
 }
 
+/// Opens keyspace `name` with its own value-separation threshold, creating it if it does
+/// not exist: values of at least `blob_threshold` bytes go to the value log (0: the
+/// store's threshold applies). The threshold is kept in the manifest; a later call may
+/// change it, affecting new writes only.
+///
+/// # Safety
+/// `name` must be a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn cairn_keyspace_open_with(
+    db: Option<&cairn_db_t>,
+    name: *const c_char,
+    blob_threshold: usize,
+    out: Option<&mut *mut cairn_keyspace_t>,
+    errptr: Option<&mut *mut c_char>,
+) -> cairn_status_t {
+    run(errptr, || {
+        let out = out.ok_or_else(|| Failure::invalid("out is NULL"))?;
+        *out = std::ptr::null_mut();
+        db::live(db)?;
+        let db = db.ok_or_else(|| Failure::invalid("db is NULL"))?;
+        // SAFETY: the caller guarantees `name` is NULL or NUL-terminated.
+        let name = unsafe { args::text(name, "name") }?;
+        let options = engine::KeyspaceOptions::default()
+            .blob_threshold((blob_threshold != 0).then_some(blob_threshold));
+        let ks = db.db.keyspace_with(name, options)?;
+        *out = handle(db, ks);
+        Ok(CAIRN_OK)
+    })
+}
+
 /// Opens keyspace `name` only if it exists: `CAIRN_NOT_FOUND` (and `*out` NULL)
 /// otherwise.
 ///

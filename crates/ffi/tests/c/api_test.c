@@ -268,6 +268,8 @@ static void test_null_arguments(void) {
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_hash_logwriter_put(NULL, S("k"), S("v"), &err));
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_hash_logwriter_delete(NULL, S("k"), &err));
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_hash_logwriter_flush(NULL, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_hash_logwriter_sync(NULL, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_keyspace_open_with(NULL, "a", 0, &ks, &err));
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_hash_logwriter_close(NULL, &err));
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_hash_write_index(NULL, NULL, 0, &err));
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_hash_reader_open(NULL, NULL, NULL, &err));
@@ -714,6 +716,24 @@ static void test_ordered_store(void) {
     cairn_keyspace_destroy(f_users);
     cairn_db_destroy(follower); /* destroy without close closes */
 
+    /* A keyspace with its own value-separation threshold. */
+    cairn_keyspace_t *media = NULL;
+    EXPECT(CAIRN_OK, cairn_keyspace_open_with(db, "media", 64, &media, &err));
+    char clip[200];
+    memset(clip, 'c', sizeof clip);
+    EXPECT(CAIRN_OK, cairn_put(media, NULL, S("clip"), clip, sizeof clip, &err));
+    EXPECT(CAIRN_OK, cairn_put(media, NULL, S("tiny"), S("t"), &err));
+    EXPECT(CAIRN_OK, cairn_head(media, NULL, S("clip"), &head, &err));
+    CHECK(head.separated == 1 && head.value_len == sizeof clip);
+    EXPECT(CAIRN_OK, cairn_head(media, NULL, S("tiny"), &head, &err));
+    CHECK(head.separated == 0);
+    EXPECT(CAIRN_BUFFER_TOO_SMALL, cairn_get_into(media, NULL, S("clip"), NULL, 0, &len, &err));
+    CHECK(len == sizeof clip);
+    cairn_keyspace_t *unnamed = NULL;
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_keyspace_open_with(db, NULL, 0, &unnamed, &err));
+    CHECK(unnamed == NULL);
+    cairn_keyspace_destroy(media);
+
     /* Dropping a keyspace. */
     EXPECT(CAIRN_OK, cairn_keyspace_drop(db, "emails", &err));
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_put(emails, NULL, S("k"), S("v"), &err));
@@ -791,11 +811,13 @@ static void test_constant_store(void) {
     EXPECT(CAIRN_OK, cairn_hash_logwriter_put(w, NULL, 0, NULL, 0, &err));
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_hash_logwriter_put(w, NULL, 1, NULL, 0, &err));
     EXPECT(CAIRN_OK, cairn_hash_logwriter_flush(w, &err));
+    EXPECT(CAIRN_OK, cairn_hash_logwriter_sync(w, &err));
     EXPECT(CAIRN_OK, cairn_hash_logwriter_close(w, &err));
     EXPECT(CAIRN_CLOSED, cairn_hash_logwriter_close(w, &err));
     EXPECT(CAIRN_CLOSED, cairn_hash_logwriter_put(w, S("k"), S("v"), &err));
     EXPECT(CAIRN_CLOSED, cairn_hash_logwriter_delete(w, S("k"), &err));
     EXPECT(CAIRN_CLOSED, cairn_hash_logwriter_flush(w, &err));
+    EXPECT(CAIRN_CLOSED, cairn_hash_logwriter_sync(w, &err));
     cairn_hash_logwriter_destroy(w);
     EXPECT(CAIRN_OK, cairn_hash_logwriter_append(log, &w, &err));
     EXPECT(CAIRN_OK, cairn_hash_logwriter_put(w, S("extra"), S("appended"), &err));
