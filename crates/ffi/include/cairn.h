@@ -48,184 +48,294 @@
 #include <stddef.h>
 #include <stdint.h>
 
-// Entry kind `CAIRN_HASH_PUT`: the key was set to the value.
+/*
+ Entry kind `CAIRN_HASH_PUT`: the key was set to the value.
+ */
 #define CAIRN_HASH_PUT 0
 
-// Entry kind `CAIRN_HASH_DELETE`: the key was removed (the value is empty).
+/*
+ Entry kind `CAIRN_HASH_DELETE`: the key was removed (the value is empty).
+ */
 #define CAIRN_HASH_DELETE 1
 
-// Log compression `CAIRN_HASH_COMPRESSION_NONE` (Sparkey's code 0).
+/*
+ Log compression `CAIRN_HASH_COMPRESSION_NONE` (Sparkey's code 0).
+ */
 #define CAIRN_HASH_COMPRESSION_NONE 0
 
-// Log compression `CAIRN_HASH_COMPRESSION_SNAPPY` (Sparkey's code 1).
+/*
+ Log compression `CAIRN_HASH_COMPRESSION_SNAPPY` (Sparkey's code 1).
+ */
 #define CAIRN_HASH_COMPRESSION_SNAPPY 1
 
-// Log compression `CAIRN_HASH_COMPRESSION_ZSTD` (Sparkey's code 2).
+/*
+ Log compression `CAIRN_HASH_COMPRESSION_ZSTD` (Sparkey's code 2).
+ */
 #define CAIRN_HASH_COMPRESSION_ZSTD 2
 
-// Durability mode `CAIRN_DURABILITY_SYNC`: fsynced before the call returns (default).
+/*
+ Durability mode `CAIRN_DURABILITY_SYNC`: fsynced before the call returns (default).
+ */
 #define CAIRN_DURABILITY_SYNC 0
 
-// Durability mode `CAIRN_DURABILITY_PERIODIC`: handed to the OS; fsynced by a background
-// thread every `param` microseconds.
+/*
+ Durability mode `CAIRN_DURABILITY_PERIODIC`: handed to the OS; fsynced by a background
+ thread every `param` microseconds.
+ */
 #define CAIRN_DURABILITY_PERIODIC 1
 
-// Durability mode `CAIRN_DURABILITY_BUFFERED`: handed to the OS; survives a process
-// crash, not a power loss.
+/*
+ Durability mode `CAIRN_DURABILITY_BUFFERED`: handed to the OS; survives a process
+ crash, not a power loss.
+ */
 #define CAIRN_DURABILITY_BUFFERED 2
 
-// Durability mode `CAIRN_DURABILITY_ASYNC`: queued for a background writer holding at
-// most `param` batches.
+/*
+ Durability mode `CAIRN_DURABILITY_ASYNC`: queued for a background writer holding at
+ most `param` batches.
+ */
 #define CAIRN_DURABILITY_ASYNC 3
 
-// Durability mode `CAIRN_DURABILITY_NONE`: memtable only, durable once flushed.
+/*
+ Durability mode `CAIRN_DURABILITY_NONE`: memtable only, durable once flushed.
+ */
 #define CAIRN_DURABILITY_NONE 4
 
-// Table compression `CAIRN_COMPRESSION_NONE`.
+/*
+ Table compression `CAIRN_COMPRESSION_NONE`.
+ */
 #define CAIRN_COMPRESSION_NONE 0
 
-// Table compression `CAIRN_COMPRESSION_LZ4` (default).
+/*
+ Table compression `CAIRN_COMPRESSION_LZ4` (default).
+ */
 #define CAIRN_COMPRESSION_LZ4 1
 
-// Table compression `CAIRN_COMPRESSION_SNAPPY`.
+/*
+ Table compression `CAIRN_COMPRESSION_SNAPPY`.
+ */
 #define CAIRN_COMPRESSION_SNAPPY 2
 
-// Table compression `CAIRN_COMPRESSION_ZSTD` at `level` 1-22.
+/*
+ Table compression `CAIRN_COMPRESSION_ZSTD` at `level` 1-22.
+ */
 #define CAIRN_COMPRESSION_ZSTD 3
 
-// Writes applied atomically. Not thread-safe.
+/*
+ Writes applied atomically. Not thread-safe.
+ */
 typedef struct cairn_batch_t cairn_batch_t;
 
-// An open ordered store. Thread-safe.
+/*
+ An open ordered store. Thread-safe.
+ */
 typedef struct cairn_db_t cairn_db_t;
 
-// What `cairn_put_entry` and `cairn_batch_put_entry` attach to an entry: a type tag and
-// metadata, a time to live or an absolute expiry, and (single writes only) a durability.
+/*
+ What `cairn_put_entry` and `cairn_batch_put_entry` attach to an entry: a type tag and
+ metadata, a time to live or an absolute expiry, and (single writes only) a durability.
+ */
 typedef struct cairn_entryoptions_t cairn_entryoptions_t;
 
-// An iteration over a constant store. Not thread-safe.
+/*
+ An iteration over a constant store. Not thread-safe.
+ */
 typedef struct cairn_hash_iter_t cairn_hash_iter_t;
 
-// A Sparkey log being written. Not thread-safe.
+/*
+ A Sparkey log being written. Not thread-safe.
+ */
 typedef struct cairn_hash_logwriter_t cairn_hash_logwriter_t;
 
-// An open Sparkey log and index. Thread-safe.
+/*
+ An open Sparkey log and index. Thread-safe.
+ */
 typedef struct cairn_hash_reader_t cairn_hash_reader_t;
 
-// A scan over a keyspace. Not thread-safe.
+/*
+ A scan over a keyspace. Not thread-safe.
+ */
 typedef struct cairn_iter_t cairn_iter_t;
 
-// A named keyspace of a store. Thread-safe.
+/*
+ A named keyspace of a store. Thread-safe.
+ */
 typedef struct cairn_keyspace_t cairn_keyspace_t;
 
-// Options of a store, given to the `cairn_db_open*` functions. Create with
-// `cairn_options_create`, free with `cairn_options_destroy`.
+/*
+ Options of a store, given to the `cairn_db_open*` functions. Create with
+ `cairn_options_create`, free with `cairn_options_destroy`.
+ */
 typedef struct cairn_options_t cairn_options_t;
 
-// A read view of a store at one seqno. Thread-safe.
+/*
+ A read view of a store at one seqno. Thread-safe.
+ */
 typedef struct cairn_snapshot_t cairn_snapshot_t;
 
-// Durability of one write (`cairn_put`, `cairn_delete`, `cairn_batch_commit`, ...).
-// NULL where a function takes one means the store's default.
+/*
+ Durability of one write (`cairn_put`, `cairn_delete`, `cairn_batch_commit`, ...).
+ NULL where a function takes one means the store's default.
+ */
 typedef struct cairn_writeoptions_t cairn_writeoptions_t;
 
-// The result of a call: `CAIRN_OK` (0), `CAIRN_NOT_FOUND` (1), or an error code.
+/*
+ The result of a call: `CAIRN_OK` (0), `CAIRN_NOT_FOUND` (1), or an error code.
+ */
 typedef int cairn_status_t;
 
-// Everything about an entry except its value, filled by `cairn_head`.
+/*
+ Everything about an entry except its value, filled by `cairn_head`.
+ */
 typedef struct {
-  // Length of the value in bytes.
+  /*
+   Length of the value in bytes.
+   */
   uint64_t value_len;
-  // The type tag (0 if none was set).
+  /*
+   The type tag (0 if none was set).
+   */
   uint32_t tag;
-  // 1 if the entry has an expiry (`expires_at_ms` is then meaningful), else 0.
+  /*
+   1 if the entry has an expiry (`expires_at_ms` is then meaningful), else 0.
+   */
   uint8_t has_expiry;
-  // 1 if the value is stored in a blob file of the value log, else 0.
+  /*
+   1 if the value is stored in a blob file of the value log, else 0.
+   */
   uint8_t separated;
-  // When the entry expires, in milliseconds since the Unix epoch.
+  /*
+   When the entry expires, in milliseconds since the Unix epoch.
+   */
   uint64_t expires_at_ms;
-  // The seqno of the write that produced the entry.
+  /*
+   The seqno of the write that produced the entry.
+   */
   uint64_t seqno;
-  // The metadata bytes, `malloc`ed (free with `cairn_free`); NULL if there are none.
+  /*
+   The metadata bytes, `malloc`ed (free with `cairn_free`); NULL if there are none.
+   */
   char *meta;
-  // Length of `meta`.
+  /*
+   Length of `meta`.
+   */
   size_t meta_len;
 } cairn_head_t;
 
-// Success.
+/*
+ Success.
+ */
 #define CAIRN_OK 0
 
-// The key (or keyspace) is absent. Not an error: `*errptr` is left untouched.
+/*
+ The key (or keyspace) is absent. Not an error: `*errptr` is left untouched.
+ */
 #define CAIRN_NOT_FOUND 1
 
-// An argument Cairn cannot accept: a NULL pointer, an option out of range, a key too
-// long, a dropped keyspace, a handle used in the wrong state.
+/*
+ An argument Cairn cannot accept: a NULL pointer, an option out of range, a key too
+ long, a dropped keyspace, a handle used in the wrong state.
+ */
 #define CAIRN_INVALID_ARGUMENT 100
 
-// The caller's buffer is smaller than the value; the needed length was stored.
+/*
+ The caller's buffer is smaller than the value; the needed length was stored.
+ */
 #define CAIRN_BUFFER_TOO_SMALL 101
 
-// `cairn_incr`/`cairn_decr` found a value that is not a counter; nothing was written.
+/*
+ `cairn_incr`/`cairn_decr` found a value that is not a counter; nothing was written.
+ */
 #define CAIRN_NOT_A_COUNTER 102
 
-// `cairn_incr`/`cairn_decr` would leave the range of `int64_t`; nothing was written.
+/*
+ `cairn_incr`/`cairn_decr` would leave the range of `int64_t`; nothing was written.
+ */
 #define CAIRN_COUNTER_OVERFLOW 103
 
-// The operation needs a feature this build of libcairn was compiled without.
+/*
+ The operation needs a feature this build of libcairn was compiled without.
+ */
 #define CAIRN_FEATURE_DISABLED 104
 
-// A file's bytes disagree with its format (checksum, magic, truncation, ...).
+/*
+ A file's bytes disagree with its format (checksum, magic, truncation, ...).
+ */
 #define CAIRN_CORRUPTION 200
 
-// A file of a format version this build cannot read.
+/*
+ A file of a format version this build cannot read.
+ */
 #define CAIRN_UNSUPPORTED_VERSION 201
 
-// A constant-store log and index that do not belong together.
+/*
+ A constant-store log and index that do not belong together.
+ */
 #define CAIRN_IDENTIFIER_MISMATCH 202
 
-// An operating-system call failed (open, read, write, fsync, lock held by another
-// process, ...).
+/*
+ An operating-system call failed (open, read, write, fsync, lock held by another
+ process, ...).
+ */
 #define CAIRN_IO 300
 
-// A buffer for the caller could not be allocated.
+/*
+ A buffer for the caller could not be allocated.
+ */
 #define CAIRN_NO_MEMORY 301
 
-// The store was opened read-only (or as a follower): writes are refused.
+/*
+ The store was opened read-only (or as a follower): writes are refused.
+ */
 #define CAIRN_READ_ONLY 400
 
-// An earlier write or fsync failed; the writer refuses work until the store or log is
-// reopened.
+/*
+ An earlier write or fsync failed; the writer refuses work until the store or log is
+ reopened.
+ */
 #define CAIRN_POISONED 401
 
-// Background work (flush, compaction, manifest write) failed; the store refuses writes
-// and stays readable until reopened.
+/*
+ Background work (flush, compaction, manifest write) failed; the store refuses writes
+ and stays readable until reopened.
+ */
 #define CAIRN_STOPPED 402
 
-// The handle (or the store it belongs to) was closed.
+/*
+ The handle (or the store it belongs to) was closed.
+ */
 #define CAIRN_CLOSED 403
 
-// A bug in libcairn (a caught panic) or an error kind this header does not know yet.
+/*
+ A bug in libcairn (a caught panic) or an error kind this header does not know yet.
+ */
 #define CAIRN_INTERNAL 900
 
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
 
-// Frees a buffer, value or message this library returned (`cairn_get`'s value, an
-// `errptr` message, a head's metadata, ...). NULL is ignored.
-//
-// # Safety
-// `ptr` must be NULL or a pointer returned by libcairn that was not freed yet.
+/*
+ Frees a buffer, value or message this library returned (`cairn_get`'s value, an
+ `errptr` message, a head's metadata, ...). NULL is ignored.
+
+ # Safety
+ `ptr` must be NULL or a pointer returned by libcairn that was not freed yet.
+ */
 void cairn_free(char *ptr);
 
-// A new, empty batch for the store, stored in `*out`.
+/*
+ A new, empty batch for the store, stored in `*out`.
+ */
 cairn_status_t cairn_batch_create(const cairn_db_t *db, cairn_batch_t **out, char **errptr);
 
-// Adds "set `key` to `value` in `ks`".
-//
-// # Safety
-// `key` and `value` must point to `key_len` and `value_len` readable bytes (either may
-// be NULL with length 0).
+/*
+ Adds "set `key` to `value` in `ks`".
+
+ # Safety
+ `key` and `value` must point to `key_len` and `value_len` readable bytes (either may
+ be NULL with length 0).
+ */
 cairn_status_t cairn_batch_put(cairn_batch_t *batch,
                                const cairn_keyspace_t *ks,
                                const char *key,
@@ -234,11 +344,13 @@ cairn_status_t cairn_batch_put(cairn_batch_t *batch,
                                size_t value_len,
                                char **errptr);
 
-// Adds "set `key` to `value` in `ks`" with the tag, metadata and expiry of `options`
-// (its durability is ignored: the commit's applies).
-//
-// # Safety
-// As `cairn_batch_put`.
+/*
+ Adds "set `key` to `value` in `ks`" with the tag, metadata and expiry of `options`
+ (its durability is ignored: the commit's applies).
+
+ # Safety
+ As `cairn_batch_put`.
+ */
 cairn_status_t cairn_batch_put_entry(cairn_batch_t *batch,
                                      const cairn_keyspace_t *ks,
                                      const cairn_entryoptions_t *options,
@@ -248,21 +360,25 @@ cairn_status_t cairn_batch_put_entry(cairn_batch_t *batch,
                                      size_t value_len,
                                      char **errptr);
 
-// Adds "remove `key` from `ks`".
-//
-// # Safety
-// `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+/*
+ Adds "remove `key` from `ks`".
+
+ # Safety
+ `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+ */
 cairn_status_t cairn_batch_delete(cairn_batch_t *batch,
                                   const cairn_keyspace_t *ks,
                                   const char *key,
                                   size_t key_len,
                                   char **errptr);
 
-// Adds "remove every key in `[start, end)` from `ks`" (NULL bounds as in
-// `cairn_delete_range`).
-//
-// # Safety
-// As `cairn_delete_range`.
+/*
+ Adds "remove every key in `[start, end)` from `ks`" (NULL bounds as in
+ `cairn_delete_range`).
+
+ # Safety
+ As `cairn_delete_range`.
+ */
 cairn_status_t cairn_batch_delete_range(cairn_batch_t *batch,
                                         const cairn_keyspace_t *ks,
                                         const char *start,
@@ -271,168 +387,228 @@ cairn_status_t cairn_batch_delete_range(cairn_batch_t *batch,
                                         size_t end_len,
                                         char **errptr);
 
-// Adds "remove every key starting with `prefix` from `ks`".
-//
-// # Safety
-// `prefix` must point to `prefix_len` readable bytes (NULL if `prefix_len` is 0).
+/*
+ Adds "remove every key starting with `prefix` from `ks`".
+
+ # Safety
+ `prefix` must point to `prefix_len` readable bytes (NULL if `prefix_len` is 0).
+ */
 cairn_status_t cairn_batch_delete_prefix(cairn_batch_t *batch,
                                          const cairn_keyspace_t *ks,
                                          const char *prefix,
                                          size_t prefix_len,
                                          char **errptr);
 
-// The number of writes added since the batch was created, cleared or committed (0 for
-// NULL).
+/*
+ The number of writes added since the batch was created, cleared or committed (0 for
+ NULL).
+ */
 size_t cairn_batch_count(const cairn_batch_t *batch);
 
-// Empties the batch.
+/*
+ Empties the batch.
+ */
 cairn_status_t cairn_batch_clear(cairn_batch_t *batch, char **errptr);
 
-// Applies every write atomically with the durability of `options` (NULL: the store's
-// default), then empties the batch, whatever the outcome.
+/*
+ Applies every write atomically with the durability of `options` (NULL: the store's
+ default), then empties the batch, whatever the outcome.
+ */
 cairn_status_t cairn_batch_commit(cairn_batch_t *batch,
                                   const cairn_writeoptions_t *options,
                                   char **errptr);
 
-// Frees the batch without applying it (NULL is ignored).
+/*
+ Frees the batch without applying it (NULL is ignored).
+ */
 void cairn_batch_destroy(cairn_batch_t *batch);
 
-// Opens (or, with `create_if_missing`, creates) the store in directory `path` and stores
-// the handle in `*out` (NULL on failure). `options` may be NULL for the defaults.
-//
-// # Safety
-// `path` must be a NUL-terminated string; `options` NULL or a live options object.
+/*
+ Opens (or, with `create_if_missing`, creates) the store in directory `path` and stores
+ the handle in `*out` (NULL on failure). `options` may be NULL for the defaults.
+
+ # Safety
+ `path` must be a NUL-terminated string; `options` NULL or a live options object.
+ */
 cairn_status_t cairn_db_open(const cairn_options_t *options,
                              const char *path,
                              cairn_db_t **out,
                              char **errptr);
 
-// Opens the store read-only at its current state, without a lock, while another
-// process may write it. Writes return `CAIRN_READ_ONLY`.
-//
-// # Safety
-// As `cairn_db_open`.
+/*
+ Opens the store read-only at its current state, without a lock, while another
+ process may write it. Writes return `CAIRN_READ_ONLY`.
+
+ # Safety
+ As `cairn_db_open`.
+ */
 cairn_status_t cairn_db_open_read_only(const cairn_options_t *options,
                                        const char *path,
                                        cairn_db_t **out,
                                        char **errptr);
 
-// Opens the store as a read-only follower whose view moves forward with
-// `cairn_db_refresh` (or every refresh interval, see
-// `cairn_options_set_refresh_interval_ms`).
-//
-// # Safety
-// As `cairn_db_open`.
+/*
+ Opens the store as a read-only follower whose view moves forward with
+ `cairn_db_refresh` (or every refresh interval, see
+ `cairn_options_set_refresh_interval_ms`).
+
+ # Safety
+ As `cairn_db_open`.
+ */
 cairn_status_t cairn_db_open_follower(const cairn_options_t *options,
                                       const char *path,
                                       cairn_db_t **out,
                                       char **errptr);
 
-// Moves a follower's view to the store's current state; `*changed` (may be NULL) is set
-// to 1 if anything changed. `CAIRN_INVALID_ARGUMENT` for a store not opened as follower.
+/*
+ Moves a follower's view to the store's current state; `*changed` (may be NULL) is set
+ to 1 if anything changed. `CAIRN_INVALID_ARGUMENT` for a store not opened as follower.
+ */
 cairn_status_t cairn_db_refresh(const cairn_db_t *db, uint8_t *changed, char **errptr);
 
-// Syncs the log, stops background work and marks the store and every handle made from
-// it closed (their calls return `CAIRN_CLOSED`). A second close returns `CAIRN_CLOSED`.
-// The handle must still be freed with `cairn_db_destroy`.
+/*
+ Syncs the log, stops background work and marks the store and every handle made from
+ it closed (their calls return `CAIRN_CLOSED`). A second close returns `CAIRN_CLOSED`.
+ The handle must still be freed with `cairn_db_destroy`.
+ */
 cairn_status_t cairn_db_close(const cairn_db_t *db, char **errptr);
 
-// Frees the handle (NULL is ignored), closing the store first if `cairn_db_close` was
-// not called (errors of that close are not reported: call `cairn_db_close` to see
-// them). Handles made from it keep working until the store is closed.
+/*
+ Frees the handle (NULL is ignored), closing the store first if `cairn_db_close` was
+ not called (errors of that close are not reported: call `cairn_db_close` to see
+ them). Handles made from it keep working until the store is closed.
+ */
 void cairn_db_destroy(cairn_db_t *db);
 
-// Flushes every memtable into tables and waits for it.
+/*
+ Flushes every memtable into tables and waits for it.
+ */
 cairn_status_t cairn_db_flush(const cairn_db_t *db, char **errptr);
 
-// Hands every logged write to the OS and, if `sync` is non-zero, fsyncs the log.
+/*
+ Hands every logged write to the OS and, if `sync` is non-zero, fsyncs the log.
+ */
 cairn_status_t cairn_db_flush_wal(const cairn_db_t *db, uint8_t sync, char **errptr);
 
-// Compacts the whole store now; `*runs` (may be NULL) receives the number of
-// compactions run.
+/*
+ Compacts the whole store now; `*runs` (may be NULL) receives the number of
+ compactions run.
+ */
 cairn_status_t cairn_db_compact(const cairn_db_t *db, size_t *runs, char **errptr);
 
-// Writes a consistent copy of the store into the new directory `dest` while writes
-// continue; `*seqno` (may be NULL) receives the last write the copy holds.
-//
-// # Safety
-// `dest` must be a NUL-terminated string.
+/*
+ Writes a consistent copy of the store into the new directory `dest` while writes
+ continue; `*seqno` (may be NULL) receives the last write the copy holds.
+
+ # Safety
+ `dest` must be a NUL-terminated string.
+ */
 cairn_status_t cairn_db_backup(const cairn_db_t *db,
                                const char *dest,
                                uint64_t *seqno,
                                char **errptr);
 
-// Checks every checksum of the open store's files; `CAIRN_CORRUPTION` names the first
-// damaged file.
+/*
+ Checks every checksum of the open store's files; `CAIRN_CORRUPTION` names the first
+ damaged file.
+ */
 cairn_status_t cairn_db_verify(const cairn_db_t *db, char **errptr);
 
-// Checks every checksum of the store in directory `path` without opening it for
-// writing.
-//
-// # Safety
-// `path` must be a NUL-terminated string.
+/*
+ Checks every checksum of the store in directory `path` without opening it for
+ writing.
+
+ # Safety
+ `path` must be a NUL-terminated string.
+ */
 cairn_status_t cairn_verify(const char *path, char **errptr);
 
-// Stores in `*bytes` the bytes the store's files take on disk.
+/*
+ Stores in `*bytes` the bytes the store's files take on disk.
+ */
 cairn_status_t cairn_db_disk_size(const cairn_db_t *db, uint64_t *bytes, char **errptr);
 
-// Stores in `*seqno` the largest seqno known to survive a power loss.
+/*
+ Stores in `*seqno` the largest seqno known to survive a power loss.
+ */
 cairn_status_t cairn_db_durable_seqno(const cairn_db_t *db, uint64_t *seqno, char **errptr);
 
-// Stores in `*seqno` the seqno of the last acknowledged write.
+/*
+ Stores in `*seqno` the seqno of the last acknowledged write.
+ */
 cairn_status_t cairn_db_last_seqno(const cairn_db_t *db, uint64_t *seqno, char **errptr);
 
-// Iterates the live entries of `r` (each key's current value, in log order).
+/*
+ Iterates the live entries of `r` (each key's current value, in log order).
+ */
 cairn_status_t cairn_hash_reader_iter(const cairn_hash_reader_t *r,
                                       cairn_hash_iter_t **out,
                                       char **errptr);
 
-// Iterates every entry (PUT and DELETE) of the log file at `log_path`, in file order.
-//
-// # Safety
-// `log_path` must be a NUL-terminated string.
+/*
+ Iterates every entry (PUT and DELETE) of the log file at `log_path`, in file order.
+
+ # Safety
+ `log_path` must be a NUL-terminated string.
+ */
 cairn_status_t cairn_hash_log_iter(const char *log_path, cairn_hash_iter_t **out, char **errptr);
 
-// Moves to the next entry: `CAIRN_OK`, `CAIRN_NOT_FOUND` at the end, or an error (after
-// which the iteration has ended).
+/*
+ Moves to the next entry: `CAIRN_OK`, `CAIRN_NOT_FOUND` at the end, or an error (after
+ which the iteration has ended).
+ */
 cairn_status_t cairn_hash_iter_next(cairn_hash_iter_t *it, char **errptr);
 
-// The current entry's kind, `CAIRN_HASH_PUT` or `CAIRN_HASH_DELETE`, in `*kind`.
+/*
+ The current entry's kind, `CAIRN_HASH_PUT` or `CAIRN_HASH_DELETE`, in `*kind`.
+ */
 cairn_status_t cairn_hash_iter_kind(const cairn_hash_iter_t *it, int *kind, char **errptr);
 
-// The current entry's key, pointing into the iterator (see the module rules).
+/*
+ The current entry's key, pointing into the iterator (see the module rules).
+ */
 cairn_status_t cairn_hash_iter_key(const cairn_hash_iter_t *it,
                                    const char **key,
                                    size_t *key_len,
                                    char **errptr);
 
-// The current entry's value (empty for a DELETE), pointing into the iterator.
+/*
+ The current entry's value (empty for a DELETE), pointing into the iterator.
+ */
 cairn_status_t cairn_hash_iter_value(const cairn_hash_iter_t *it,
                                      const char **value,
                                      size_t *value_len,
                                      char **errptr);
 
-// Frees the iterator (NULL is ignored).
+/*
+ Frees the iterator (NULL is ignored).
+ */
 void cairn_hash_iter_destroy(cairn_hash_iter_t *it);
 
-// Opens the index at `index_path` and its log at `log_path`. `CAIRN_IDENTIFIER_MISMATCH`
-// if they do not belong together, `CAIRN_CORRUPTION` for damaged headers.
-//
-// # Safety
-// `index_path` and `log_path` must be NUL-terminated strings.
+/*
+ Opens the index at `index_path` and its log at `log_path`. `CAIRN_IDENTIFIER_MISMATCH`
+ if they do not belong together, `CAIRN_CORRUPTION` for damaged headers.
+
+ # Safety
+ `index_path` and `log_path` must be NUL-terminated strings.
+ */
 cairn_status_t cairn_hash_reader_open(const char *index_path,
                                       const char *log_path,
                                       cairn_hash_reader_t **out,
                                       char **errptr);
 
-// The number of live entries in the index (0 for NULL).
+/*
+ The number of live entries in the index (0 for NULL).
+ */
 uint64_t cairn_hash_reader_num_entries(const cairn_hash_reader_t *r);
 
-// Looks `key` up: on `CAIRN_OK`, `*value` receives a `malloc`ed copy (free with
-// `cairn_free`) and `*value_len` its length; `CAIRN_NOT_FOUND` if absent.
-//
-// # Safety
-// `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+/*
+ Looks `key` up: on `CAIRN_OK`, `*value` receives a `malloc`ed copy (free with
+ `cairn_free`) and `*value_len` its length; `CAIRN_NOT_FOUND` if absent.
+
+ # Safety
+ `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+ */
 cairn_status_t cairn_hash_reader_get(const cairn_hash_reader_t *r,
                                      const char *key,
                                      size_t key_len,
@@ -440,12 +616,14 @@ cairn_status_t cairn_hash_reader_get(const cairn_hash_reader_t *r,
                                      size_t *value_len,
                                      char **errptr);
 
-// Looks `key` up into the caller's buffer; as `cairn_get_into` (`*value_len` receives
-// the full length; `CAIRN_BUFFER_TOO_SMALL` copies nothing).
-//
-// # Safety
-// `key` must point to `key_len` readable bytes and `buf` to `buf_len` writable bytes
-// (either may be NULL with length 0).
+/*
+ Looks `key` up into the caller's buffer; as `cairn_get_into` (`*value_len` receives
+ the full length; `CAIRN_BUFFER_TOO_SMALL` copies nothing).
+
+ # Safety
+ `key` must point to `key_len` readable bytes and `buf` to `buf_len` writable bytes
+ (either may be NULL with length 0).
+ */
 cairn_status_t cairn_hash_reader_get_into(const cairn_hash_reader_t *r,
                                           const char *key,
                                           size_t key_len,
@@ -454,15 +632,17 @@ cairn_status_t cairn_hash_reader_get_into(const cairn_hash_reader_t *r,
                                           size_t *value_len,
                                           char **errptr);
 
-// Looks up `count` keys at once (`keys[i]` of `key_lens[i]` bytes), overlapping their
-// memory misses. For each `i`, `values[i]` receives a `malloc`ed copy of the value (free
-// each with `cairn_free`) and `value_lens[i]` its length, or NULL and 0 if the key is
-// absent. `*found` (may be NULL) receives the number of keys found.
-//
-// # Safety
-// `keys` and `key_lens` must point to `count` elements, each key to its length of
-// readable bytes; `values` and `value_lens` to `count` writable elements (all may be
-// NULL if `count` is 0).
+/*
+ Looks up `count` keys at once (`keys[i]` of `key_lens[i]` bytes), overlapping their
+ memory misses. For each `i`, `values[i]` receives a `malloc`ed copy of the value (free
+ each with `cairn_free`) and `value_lens[i]` its length, or NULL and 0 if the key is
+ absent. `*found` (may be NULL) receives the number of keys found.
+
+ # Safety
+ `keys` and `key_lens` must point to `count` elements, each key to its length of
+ readable bytes; `values` and `value_lens` to `count` writable elements (all may be
+ NULL if `count` is 0).
+ */
 cairn_status_t cairn_hash_reader_get_many(const cairn_hash_reader_t *r,
                                           const char *const *keys,
                                           const size_t *key_lens,
@@ -472,34 +652,42 @@ cairn_status_t cairn_hash_reader_get_many(const cairn_hash_reader_t *r,
                                           size_t *found,
                                           char **errptr);
 
-// Frees the reader (NULL is ignored). Iterators made from it keep their own reference.
+/*
+ Frees the reader (NULL is ignored). Iterators made from it keep their own reference.
+ */
 void cairn_hash_reader_destroy(cairn_hash_reader_t *r);
 
-// Creates (or atomically replaces) the log at `path` with a `CAIRN_HASH_COMPRESSION_*`
-// kind and, for compressed logs, `block_size` uncompressed bytes per block (10 to 2^30;
-// 4096 is usual). Stores the writer in `*out`.
-//
-// # Safety
-// `path` must be a NUL-terminated string.
+/*
+ Creates (or atomically replaces) the log at `path` with a `CAIRN_HASH_COMPRESSION_*`
+ kind and, for compressed logs, `block_size` uncompressed bytes per block (10 to 2^30;
+ 4096 is usual). Stores the writer in `*out`.
+
+ # Safety
+ `path` must be a NUL-terminated string.
+ */
 cairn_status_t cairn_hash_logwriter_create(const char *path,
                                            int compression,
                                            uint32_t block_size,
                                            cairn_hash_logwriter_t **out,
                                            char **errptr);
 
-// Reopens the existing log at `path` to append to it.
-//
-// # Safety
-// `path` must be a NUL-terminated string.
+/*
+ Reopens the existing log at `path` to append to it.
+
+ # Safety
+ `path` must be a NUL-terminated string.
+ */
 cairn_status_t cairn_hash_logwriter_append(const char *path,
                                            cairn_hash_logwriter_t **out,
                                            char **errptr);
 
-// Appends "set `key` to `value`".
-//
-// # Safety
-// `key` and `value` must point to `key_len` and `value_len` readable bytes (either may
-// be NULL with length 0).
+/*
+ Appends "set `key` to `value`".
+
+ # Safety
+ `key` and `value` must point to `key_len` and `value_len` readable bytes (either may
+ be NULL with length 0).
+ */
 cairn_status_t cairn_hash_logwriter_put(cairn_hash_logwriter_t *writer,
                                         const char *key,
                                         size_t key_len,
@@ -507,46 +695,60 @@ cairn_status_t cairn_hash_logwriter_put(cairn_hash_logwriter_t *writer,
                                         size_t value_len,
                                         char **errptr);
 
-// Appends "remove `key`".
-//
-// # Safety
-// `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+/*
+ Appends "remove `key`".
+
+ # Safety
+ `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+ */
 cairn_status_t cairn_hash_logwriter_delete(cairn_hash_logwriter_t *writer,
                                            const char *key,
                                            size_t key_len,
                                            char **errptr);
 
-// Writes buffered entries and the header, so readers opened afterwards see them (no
-// fsync).
+/*
+ Writes buffered entries and the header, so readers opened afterwards see them (no
+ fsync).
+ */
 cairn_status_t cairn_hash_logwriter_flush(cairn_hash_logwriter_t *writer, char **errptr);
 
-// Like `cairn_hash_logwriter_flush`, and makes the entries durable (fsync).
+/*
+ Like `cairn_hash_logwriter_flush`, and makes the entries durable (fsync).
+ */
 cairn_status_t cairn_hash_logwriter_sync(cairn_hash_logwriter_t *writer, char **errptr);
 
-// Flushes, fsyncs and closes the log. The handle must still be freed with
-// `cairn_hash_logwriter_destroy`; other calls on it return `CAIRN_CLOSED`.
+/*
+ Flushes, fsyncs and closes the log. The handle must still be freed with
+ `cairn_hash_logwriter_destroy`; other calls on it return `CAIRN_CLOSED`.
+ */
 cairn_status_t cairn_hash_logwriter_close(cairn_hash_logwriter_t *writer, char **errptr);
 
-// Frees the writer (NULL is ignored), flushing it first if it was not closed.
+/*
+ Frees the writer (NULL is ignored), flushing it first if it was not closed.
+ */
 void cairn_hash_logwriter_destroy(cairn_hash_logwriter_t *writer);
 
-// Builds the hash index of the log at `log_path` into `index_path` (replacing it
-// atomically). `hash_size` is 0 (automatic: 64-bit hashes for large logs), 4 or 8.
-//
-// # Safety
-// `index_path` and `log_path` must be NUL-terminated strings.
+/*
+ Builds the hash index of the log at `log_path` into `index_path` (replacing it
+ atomically). `hash_size` is 0 (automatic: 64-bit hashes for large logs), 4 or 8.
+
+ # Safety
+ `index_path` and `log_path` must be NUL-terminated strings.
+ */
 cairn_status_t cairn_hash_write_index(const char *index_path,
                                       const char *log_path,
                                       int hash_size,
                                       char **errptr);
 
-// A scan over `[start, end)` of `ks` (NULL bounds as in `cairn_delete_range`), in key
-// order or, if `reverse` is non-zero, from the last key down; at `snapshot` if not NULL.
-// The iterator starts before its first entry: call `cairn_iter_next`.
-//
-// # Safety
-// `start` and `end` must each be NULL with length 0 or point to that many readable
-// bytes.
+/*
+ A scan over `[start, end)` of `ks` (NULL bounds as in `cairn_delete_range`), in key
+ order or, if `reverse` is non-zero, from the last key down; at `snapshot` if not NULL.
+ The iterator starts before its first entry: call `cairn_iter_next`.
+
+ # Safety
+ `start` and `end` must each be NULL with length 0 or point to that many readable
+ bytes.
+ */
 cairn_status_t cairn_iter_range(const cairn_keyspace_t *ks,
                                 const cairn_snapshot_t *snapshot,
                                 const char *start,
@@ -557,11 +759,13 @@ cairn_status_t cairn_iter_range(const cairn_keyspace_t *ks,
                                 cairn_iter_t **out,
                                 char **errptr);
 
-// A scan over the keys of `ks` starting with `prefix` (every key for an empty prefix);
-// otherwise as `cairn_iter_range`.
-//
-// # Safety
-// `prefix` must point to `prefix_len` readable bytes (NULL if `prefix_len` is 0).
+/*
+ A scan over the keys of `ks` starting with `prefix` (every key for an empty prefix);
+ otherwise as `cairn_iter_range`.
+
+ # Safety
+ `prefix` must point to `prefix_len` readable bytes (NULL if `prefix_len` is 0).
+ */
 cairn_status_t cairn_iter_prefix(const cairn_keyspace_t *ks,
                                  const cairn_snapshot_t *snapshot,
                                  const char *prefix,
@@ -570,204 +774,278 @@ cairn_status_t cairn_iter_prefix(const cairn_keyspace_t *ks,
                                  cairn_iter_t **out,
                                  char **errptr);
 
-// Moves to the next entry: `CAIRN_OK` if there is one (read it with `cairn_iter_key`
-// and `cairn_iter_value`), `CAIRN_NOT_FOUND` at the end, or an error (after which the
-// scan has ended).
+/*
+ Moves to the next entry: `CAIRN_OK` if there is one (read it with `cairn_iter_key`
+ and `cairn_iter_value`), `CAIRN_NOT_FOUND` at the end, or an error (after which the
+ scan has ended).
+ */
 cairn_status_t cairn_iter_next(cairn_iter_t *it, char **errptr);
 
-// Restarts the scan at `key`: the next `cairn_iter_next` yields the first key at or
-// after `key` (or, for a reverse scan, the last key at or before it) within the
-// iterator's range.
-//
-// # Safety
-// `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+/*
+ Restarts the scan at `key`: the next `cairn_iter_next` yields the first key at or
+ after `key` (or, for a reverse scan, the last key at or before it) within the
+ iterator's range.
+
+ # Safety
+ `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+ */
 cairn_status_t cairn_iter_seek(cairn_iter_t *it, const char *key, size_t key_len, char **errptr);
 
-// The current entry's key: `*key` points into the iterator (valid until the next
-// `cairn_iter_next`, `cairn_iter_seek` or `cairn_iter_destroy`), `*key_len` its length.
-// `CAIRN_INVALID_ARGUMENT` if the iterator is not on an entry.
+/*
+ The current entry's key: `*key` points into the iterator (valid until the next
+ `cairn_iter_next`, `cairn_iter_seek` or `cairn_iter_destroy`), `*key_len` its length.
+ `CAIRN_INVALID_ARGUMENT` if the iterator is not on an entry.
+ */
 cairn_status_t cairn_iter_key(const cairn_iter_t *it,
                               const char **key,
                               size_t *key_len,
                               char **errptr);
 
-// The current entry's value; as `cairn_iter_key`.
+/*
+ The current entry's value; as `cairn_iter_key`.
+ */
 cairn_status_t cairn_iter_value(const cairn_iter_t *it,
                                 const char **value,
                                 size_t *value_len,
                                 char **errptr);
 
-// Frees the iterator (NULL is ignored).
+/*
+ Frees the iterator (NULL is ignored).
+ */
 void cairn_iter_destroy(cairn_iter_t *it);
 
-// Opens keyspace `name`, creating it if it does not exist, and stores the handle in
-// `*out`. Names are UTF-8, 1 to 255 bytes.
-//
-// # Safety
-// `name` must be a NUL-terminated string.
+/*
+ Opens keyspace `name`, creating it if it does not exist, and stores the handle in
+ `*out`. Names are UTF-8, 1 to 255 bytes.
+
+ # Safety
+ `name` must be a NUL-terminated string.
+ */
 cairn_status_t cairn_keyspace_open(const cairn_db_t *db,
                                    const char *name,
                                    cairn_keyspace_t **out,
                                    char **errptr);
 
-// Opens keyspace `name` with its own value-separation threshold, creating it if it does
-// not exist: values of at least `blob_threshold` bytes go to the value log (0: the
-// store's threshold applies). The threshold is kept in the manifest; a later call may
-// change it, affecting new writes only.
-//
-// # Safety
-// `name` must be a NUL-terminated string.
+/*
+ Opens keyspace `name` with its own value-separation threshold, creating it if it does
+ not exist: values of at least `blob_threshold` bytes go to the value log (0: the
+ store's threshold applies). The threshold is kept in the manifest; a later call may
+ change it, affecting new writes only.
+
+ # Safety
+ `name` must be a NUL-terminated string.
+ */
 cairn_status_t cairn_keyspace_open_with(const cairn_db_t *db,
                                         const char *name,
                                         size_t blob_threshold,
                                         cairn_keyspace_t **out,
                                         char **errptr);
 
-// Opens keyspace `name` only if it exists: `CAIRN_NOT_FOUND` (and `*out` NULL)
-// otherwise.
-//
-// # Safety
-// `name` must be a NUL-terminated string.
+/*
+ Opens keyspace `name` only if it exists: `CAIRN_NOT_FOUND` (and `*out` NULL)
+ otherwise.
+
+ # Safety
+ `name` must be a NUL-terminated string.
+ */
 cairn_status_t cairn_keyspace_get(const cairn_db_t *db,
                                   const char *name,
                                   cairn_keyspace_t **out,
                                   char **errptr);
 
-// Drops keyspace `name` and all its data. `CAIRN_INVALID_ARGUMENT` if it does not exist.
-//
-// # Safety
-// `name` must be a NUL-terminated string.
+/*
+ Drops keyspace `name` and all its data. `CAIRN_INVALID_ARGUMENT` if it does not exist.
+
+ # Safety
+ `name` must be a NUL-terminated string.
+ */
 cairn_status_t cairn_keyspace_drop(const cairn_db_t *db, const char *name, char **errptr);
 
-// Lists the store's keyspaces, sorted: `*names` receives a `malloc`ed array of `*count`
-// NUL-terminated names; free it with `cairn_names_free(*names, *count)`.
+/*
+ Lists the store's keyspaces, sorted: `*names` receives a `malloc`ed array of `*count`
+ NUL-terminated names; free it with `cairn_names_free(*names, *count)`.
+ */
 cairn_status_t cairn_keyspace_names(const cairn_db_t *db,
                                     char ***names,
                                     size_t *count,
                                     char **errptr);
 
-// Frees an array from `cairn_keyspace_names` (NULL is ignored).
-//
-// # Safety
-// `names` must be NULL or an array returned by `cairn_keyspace_names` with its `count`,
-// not freed yet.
+/*
+ Frees an array from `cairn_keyspace_names` (NULL is ignored).
+
+ # Safety
+ `names` must be NULL or an array returned by `cairn_keyspace_names` with its `count`,
+ not freed yet.
+ */
 void cairn_names_free(char **names, size_t count);
 
-// The keyspace's name, not NUL-terminated: `*name` points into the handle (valid until
-// `cairn_keyspace_destroy`), `*len` its length.
+/*
+ The keyspace's name, not NUL-terminated: `*name` points into the handle (valid until
+ `cairn_keyspace_destroy`), `*len` its length.
+ */
 cairn_status_t cairn_keyspace_name(const cairn_keyspace_t *ks,
                                    const char **name,
                                    size_t *len,
                                    char **errptr);
 
-// Stores in `*count` the number of live keys of the keyspace (at `snapshot`, or now if
-// it is NULL). O(keys): it scans.
+/*
+ Stores in `*count` the number of live keys of the keyspace (at `snapshot`, or now if
+ it is NULL). O(keys): it scans.
+ */
 cairn_status_t cairn_keyspace_count(const cairn_keyspace_t *ks,
                                     const cairn_snapshot_t *snapshot,
                                     uint64_t *count,
                                     char **errptr);
 
-// Stores in `*bytes` the bytes of the keyspace's tables on disk.
+/*
+ Stores in `*bytes` the bytes of the keyspace's tables on disk.
+ */
 cairn_status_t cairn_keyspace_disk_size(const cairn_keyspace_t *ks, uint64_t *bytes, char **errptr);
 
-// Frees the handle (NULL is ignored). The keyspace and its data stay.
+/*
+ Frees the handle (NULL is ignored). The keyspace and its data stay.
+ */
 void cairn_keyspace_destroy(cairn_keyspace_t *ks);
 
-// New store options with Cairn's defaults (durability SYNC, create if missing, 16 MiB
-// memtables, 64 MiB block cache, LZ4, no value separation). Never NULL.
+/*
+ New store options with Cairn's defaults (durability SYNC, create if missing, 16 MiB
+ memtables, 64 MiB block cache, LZ4, no value separation). Never NULL.
+ */
 cairn_options_t *cairn_options_create(void);
 
-// Frees options (NULL is ignored). Stores opened with them are unaffected.
+/*
+ Frees options (NULL is ignored). Stores opened with them are unaffected.
+ */
 void cairn_options_destroy(cairn_options_t *options);
 
-// Sets the default durability of writes: a `CAIRN_DURABILITY_*` mode and its parameter
-// (microseconds for PERIODIC, queue depth for ASYNC, ignored otherwise).
+/*
+ Sets the default durability of writes: a `CAIRN_DURABILITY_*` mode and its parameter
+ (microseconds for PERIODIC, queue depth for ASYNC, ignored otherwise).
+ */
 cairn_status_t cairn_options_set_durability(cairn_options_t *options,
                                             int mode,
                                             uint64_t param,
                                             char **errptr);
 
-// Sets whether a missing store is created (default 1).
+/*
+ Sets whether a missing store is created (default 1).
+ */
 void cairn_options_set_create_if_missing(cairn_options_t *options, uint8_t value);
 
-// Sets the bytes of entries after which a memtable is sealed (default 16 MiB).
+/*
+ Sets the bytes of entries after which a memtable is sealed (default 16 MiB).
+ */
 void cairn_options_set_memtable_size(cairn_options_t *options, size_t bytes);
 
-// Sets the log bytes that force a memtable flush, bounding recovery time (default
-// 256 MiB).
+/*
+ Sets the log bytes that force a memtable flush, bounding recovery time (default
+ 256 MiB).
+ */
 void cairn_options_set_max_wal_size(cairn_options_t *options, uint64_t bytes);
 
-// Sets the bytes of decoded table blocks kept in memory (default 64 MiB).
+/*
+ Sets the bytes of decoded table blocks kept in memory (default 64 MiB).
+ */
 void cairn_options_set_block_cache_size(cairn_options_t *options, size_t bytes);
 
-// Sets the compression of table blocks: a `CAIRN_COMPRESSION_*` kind, and the level for
-// ZSTD (ignored otherwise).
+/*
+ Sets the compression of table blocks: a `CAIRN_COMPRESSION_*` kind, and the level for
+ ZSTD (ignored otherwise).
+ */
 cairn_status_t cairn_options_set_compression(cairn_options_t *options,
                                              int kind,
                                              int level,
                                              char **errptr);
 
-// Separates values of at least `bytes` bytes into the value log (blob files) for
-// keyspaces without their own threshold; 0 (the default) turns separation off.
+/*
+ Separates values of at least `bytes` bytes into the value log (blob files) for
+ keyspaces without their own threshold; 0 (the default) turns separation off.
+ */
 void cairn_options_set_blob_threshold(cairn_options_t *options, size_t bytes);
 
-// Sets the number of background threads for flushes and compactions (default 2).
+/*
+ Sets the number of background threads for flushes and compactions (default 2).
+ */
 void cairn_options_set_background_threads(cairn_options_t *options, size_t threads);
 
-// Sets whether recovery skips damaged log ranges instead of failing (default 0).
+/*
+ Sets whether recovery skips damaged log ranges instead of failing (default 0).
+ */
 void cairn_options_set_salvage_wal(cairn_options_t *options, uint8_t value);
 
-// For a follower: refresh automatically every `millis` milliseconds (0, the default:
-// only on `cairn_db_refresh`).
+/*
+ For a follower: refresh automatically every `millis` milliseconds (0, the default:
+ only on `cairn_db_refresh`).
+ */
 void cairn_options_set_refresh_interval_ms(cairn_options_t *options, uint64_t millis);
 
-// New write options: the store's default durability. Never NULL.
+/*
+ New write options: the store's default durability. Never NULL.
+ */
 cairn_writeoptions_t *cairn_writeoptions_create(void);
 
-// Frees write options (NULL is ignored).
+/*
+ Frees write options (NULL is ignored).
+ */
 void cairn_writeoptions_destroy(cairn_writeoptions_t *options);
 
-// Sets the durability of writes made with these options (see
-// `cairn_options_set_durability`).
+/*
+ Sets the durability of writes made with these options (see
+ `cairn_options_set_durability`).
+ */
 cairn_status_t cairn_writeoptions_set_durability(cairn_writeoptions_t *options,
                                                  int mode,
                                                  uint64_t param,
                                                  char **errptr);
 
-// New entry options: no tag, no metadata, no expiry, default durability. Never NULL.
+/*
+ New entry options: no tag, no metadata, no expiry, default durability. Never NULL.
+ */
 cairn_entryoptions_t *cairn_entryoptions_create(void);
 
-// Frees entry options (NULL is ignored).
+/*
+ Frees entry options (NULL is ignored).
+ */
 void cairn_entryoptions_destroy(cairn_entryoptions_t *options);
 
-// Sets the type tag (0: none) and the metadata (at most 4 KiB; checked by the write).
-//
-// # Safety
-// `meta` must point to `meta_len` readable bytes (NULL if `meta_len` is 0).
+/*
+ Sets the type tag (0: none) and the metadata (at most 4 KiB; checked by the write).
+
+ # Safety
+ `meta` must point to `meta_len` readable bytes (NULL if `meta_len` is 0).
+ */
 cairn_status_t cairn_entryoptions_set_meta(cairn_entryoptions_t *options,
                                            uint32_t tag,
                                            const char *meta,
                                            size_t meta_len,
                                            char **errptr);
 
-// The entry expires `millis` milliseconds after the write (clears an absolute expiry).
+/*
+ The entry expires `millis` milliseconds after the write (clears an absolute expiry).
+ */
 void cairn_entryoptions_set_ttl_ms(cairn_entryoptions_t *options, uint64_t millis);
 
-// The entry expires at `unix_millis` (milliseconds since the Unix epoch; clears a ttl).
+/*
+ The entry expires at `unix_millis` (milliseconds since the Unix epoch; clears a ttl).
+ */
 void cairn_entryoptions_set_expires_at_ms(cairn_entryoptions_t *options, uint64_t unix_millis);
 
-// Sets the durability of a single-entry write (a batch uses its commit's).
+/*
+ Sets the durability of a single-entry write (a batch uses its commit's).
+ */
 cairn_status_t cairn_entryoptions_set_durability(cairn_entryoptions_t *options,
                                                  int mode,
                                                  uint64_t param,
                                                  char **errptr);
 
-// Reads `key`: on `CAIRN_OK`, `*value` receives a `malloc`ed copy of the value (free it
-// with `cairn_free`; NUL-terminated for convenience, the terminator not counted) and
-// `*value_len` its length. `CAIRN_NOT_FOUND` if absent (`*value` NULL).
-//
-// # Safety
-// `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+/*
+ Reads `key`: on `CAIRN_OK`, `*value` receives a `malloc`ed copy of the value (free it
+ with `cairn_free`; NUL-terminated for convenience, the terminator not counted) and
+ `*value_len` its length. `CAIRN_NOT_FOUND` if absent (`*value` NULL).
+
+ # Safety
+ `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+ */
 cairn_status_t cairn_get(const cairn_keyspace_t *ks,
                          const cairn_snapshot_t *snapshot,
                          const char *key,
@@ -776,13 +1054,15 @@ cairn_status_t cairn_get(const cairn_keyspace_t *ks,
                          size_t *value_len,
                          char **errptr);
 
-// Reads `key` into the caller's buffer `buf` of `buf_len` bytes. `*value_len` receives
-// the value's full length. `CAIRN_BUFFER_TOO_SMALL` if it does not fit (nothing is
-// copied; call again with a buffer of `*value_len` bytes); `CAIRN_NOT_FOUND` if absent.
-//
-// # Safety
-// `key` must point to `key_len` readable bytes and `buf` to `buf_len` writable bytes
-// (either may be NULL with length 0).
+/*
+ Reads `key` into the caller's buffer `buf` of `buf_len` bytes. `*value_len` receives
+ the value's full length. `CAIRN_BUFFER_TOO_SMALL` if it does not fit (nothing is
+ copied; call again with a buffer of `*value_len` bytes); `CAIRN_NOT_FOUND` if absent.
+
+ # Safety
+ `key` must point to `key_len` readable bytes and `buf` to `buf_len` writable bytes
+ (either may be NULL with length 0).
+ */
 cairn_status_t cairn_get_into(const cairn_keyspace_t *ks,
                               const cairn_snapshot_t *snapshot,
                               const char *key,
@@ -792,11 +1072,13 @@ cairn_status_t cairn_get_into(const cairn_keyspace_t *ks,
                               size_t *value_len,
                               char **errptr);
 
-// Reads everything about `key` but its value into `*head` (its `meta` is `malloc`ed:
-// free it with `cairn_free`). `CAIRN_NOT_FOUND` if absent (`*head` zeroed).
-//
-// # Safety
-// `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+/*
+ Reads everything about `key` but its value into `*head` (its `meta` is `malloc`ed:
+ free it with `cairn_free`). `CAIRN_NOT_FOUND` if absent (`*head` zeroed).
+
+ # Safety
+ `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+ */
 cairn_status_t cairn_head(const cairn_keyspace_t *ks,
                           const cairn_snapshot_t *snapshot,
                           const char *key,
@@ -804,27 +1086,39 @@ cairn_status_t cairn_head(const cairn_keyspace_t *ks,
                           cairn_head_t *head,
                           char **errptr);
 
-// Takes a snapshot of the store now (O(1)) and stores it in `*out`.
+/*
+ Takes a snapshot of the store now (O(1)) and stores it in `*out`.
+ */
 cairn_status_t cairn_snapshot_create(const cairn_db_t *db, cairn_snapshot_t **out, char **errptr);
 
-// The seqno the snapshot reads at (0 for NULL).
+/*
+ The seqno the snapshot reads at (0 for NULL).
+ */
 uint64_t cairn_snapshot_seqno(const cairn_snapshot_t *snapshot);
 
-// Releases the snapshot (NULL is ignored).
+/*
+ Releases the snapshot (NULL is ignored).
+ */
 void cairn_snapshot_destroy(cairn_snapshot_t *snapshot);
 
-// The name of a status code (`"CAIRN_IO"`), or `"CAIRN_UNKNOWN"`. The string is static:
-// never free it.
+/*
+ The name of a status code (`"CAIRN_IO"`), or `"CAIRN_UNKNOWN"`. The string is static:
+ never free it.
+ */
 const char *cairn_status_name(cairn_status_t status);
 
-// The library's version, `"MAJOR.MINOR.PATCH"`. The string is static: never free it.
+/*
+ The library's version, `"MAJOR.MINOR.PATCH"`. The string is static: never free it.
+ */
 const char *cairn_version(void);
 
-// Sets `key` to `value`.
-//
-// # Safety
-// `key` and `value` must point to `key_len` and `value_len` readable bytes (either may
-// be NULL with length 0).
+/*
+ Sets `key` to `value`.
+
+ # Safety
+ `key` and `value` must point to `key_len` and `value_len` readable bytes (either may
+ be NULL with length 0).
+ */
 cairn_status_t cairn_put(const cairn_keyspace_t *ks,
                          const cairn_writeoptions_t *options,
                          const char *key,
@@ -833,11 +1127,13 @@ cairn_status_t cairn_put(const cairn_keyspace_t *ks,
                          size_t value_len,
                          char **errptr);
 
-// Sets `key` to `value` with the tag, metadata, expiry and durability of `options`
-// (NULL: none of them). `cairn_get` returns the plain value; `cairn_head` the rest.
-//
-// # Safety
-// As `cairn_put`.
+/*
+ Sets `key` to `value` with the tag, metadata, expiry and durability of `options`
+ (NULL: none of them). `cairn_get` returns the plain value; `cairn_head` the rest.
+
+ # Safety
+ As `cairn_put`.
+ */
 cairn_status_t cairn_put_entry(const cairn_keyspace_t *ks,
                                const cairn_entryoptions_t *options,
                                const char *key,
@@ -846,23 +1142,27 @@ cairn_status_t cairn_put_entry(const cairn_keyspace_t *ks,
                                size_t value_len,
                                char **errptr);
 
-// Removes `key` (succeeds if it is absent).
-//
-// # Safety
-// `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+/*
+ Removes `key` (succeeds if it is absent).
+
+ # Safety
+ `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+ */
 cairn_status_t cairn_delete(const cairn_keyspace_t *ks,
                             const cairn_writeoptions_t *options,
                             const char *key,
                             size_t key_len,
                             char **errptr);
 
-// Adds `delta` to the counter at `key` (a missing key counts as 0) and stores the new
-// value in `*result` (may be NULL). `CAIRN_NOT_A_COUNTER` if the key holds something
-// other than the decimal text of an `int64_t`; `CAIRN_COUNTER_OVERFLOW` if the result
-// leaves its range.
-//
-// # Safety
-// `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+/*
+ Adds `delta` to the counter at `key` (a missing key counts as 0) and stores the new
+ value in `*result` (may be NULL). `CAIRN_NOT_A_COUNTER` if the key holds something
+ other than the decimal text of an `int64_t`; `CAIRN_COUNTER_OVERFLOW` if the result
+ leaves its range.
+
+ # Safety
+ `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+ */
 cairn_status_t cairn_incr(const cairn_keyspace_t *ks,
                           const cairn_writeoptions_t *options,
                           const char *key,
@@ -871,10 +1171,12 @@ cairn_status_t cairn_incr(const cairn_keyspace_t *ks,
                           int64_t *result,
                           char **errptr);
 
-// Subtracts `delta` from the counter at `key`; as `cairn_incr`.
-//
-// # Safety
-// `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+/*
+ Subtracts `delta` from the counter at `key`; as `cairn_incr`.
+
+ # Safety
+ `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+ */
 cairn_status_t cairn_decr(const cairn_keyspace_t *ks,
                           const cairn_writeoptions_t *options,
                           const char *key,
@@ -883,13 +1185,15 @@ cairn_status_t cairn_decr(const cairn_keyspace_t *ks,
                           int64_t *result,
                           char **errptr);
 
-// Removes every key in `[start, end)` with one write. A NULL `start` (length 0) means
-// from the first key, a NULL `end` (length 0) through the last; an empty non-NULL
-// `start` is the smallest key.
-//
-// # Safety
-// `start` and `end` must each be NULL with length 0 or point to that many readable
-// bytes.
+/*
+ Removes every key in `[start, end)` with one write. A NULL `start` (length 0) means
+ from the first key, a NULL `end` (length 0) through the last; an empty non-NULL
+ `start` is the smallest key.
+
+ # Safety
+ `start` and `end` must each be NULL with length 0 or point to that many readable
+ bytes.
+ */
 cairn_status_t cairn_delete_range(const cairn_keyspace_t *ks,
                                   const cairn_writeoptions_t *options,
                                   const char *start,
@@ -898,11 +1202,13 @@ cairn_status_t cairn_delete_range(const cairn_keyspace_t *ks,
                                   size_t end_len,
                                   char **errptr);
 
-// Removes every key starting with `prefix` (every key for an empty prefix) with one
-// write.
-//
-// # Safety
-// `prefix` must point to `prefix_len` readable bytes (NULL if `prefix_len` is 0).
+/*
+ Removes every key starting with `prefix` (every key for an empty prefix) with one
+ write.
+
+ # Safety
+ `prefix` must point to `prefix_len` readable bytes (NULL if `prefix_len` is 0).
+ */
 cairn_status_t cairn_delete_prefix(const cairn_keyspace_t *ks,
                                    const cairn_writeoptions_t *options,
                                    const char *prefix,
