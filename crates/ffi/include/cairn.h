@@ -598,6 +598,23 @@ cairn_status_t cairn_hash_reader_open(const char *index_path,
                                       char **errptr);
 
 /*
+ Opens like `cairn_hash_reader_open`, with read options: `pin_index` non-zero loads the
+ index into memory (locked there when permitted), `load_log` non-zero copies the log's
+ data into memory instead of mapping it, `block_cache_bytes` bounds the cache of
+ decoded blocks of a compressed log (0: the default, 64 MiB).
+
+ # Safety
+ `index_path` and `log_path` must be NUL-terminated strings.
+ */
+cairn_status_t cairn_hash_reader_open_with(const char *index_path,
+                                           const char *log_path,
+                                           uint8_t pin_index,
+                                           uint8_t load_log,
+                                           size_t block_cache_bytes,
+                                           cairn_hash_reader_t **out,
+                                           char **errptr);
+
+/*
  The number of live entries in the index (0 for NULL).
  */
 uint64_t cairn_hash_reader_num_entries(const cairn_hash_reader_t *r);

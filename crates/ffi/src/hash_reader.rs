@@ -10,7 +10,7 @@
 
 use std::ffi::c_char;
 
-use engine::hash::Reader;
+use engine::hash::{ReadOptions, Reader};
 
 use crate::args;
 use crate::status::{
@@ -48,6 +48,42 @@ pub unsafe extern "C" fn cairn_hash_reader_open(
         // SAFETY: the caller guarantees `log_path` is NULL or NUL-terminated.
         let log = unsafe { args::path(log_path, "log_path") }?;
         let reader = Reader::open(index, log)?;
+        *out = Box::into_raw(Box::new(cairn_hash_reader_t { reader }));
+        Ok(CAIRN_OK)
+    })
+}
+
+/// Opens like `cairn_hash_reader_open`, with read options: `pin_index` non-zero loads the
+/// index into memory (locked there when permitted), `load_log` non-zero copies the log's
+/// data into memory instead of mapping it, `block_cache_bytes` bounds the cache of
+/// decoded blocks of a compressed log (0: the default, 64 MiB).
+///
+/// # Safety
+/// `index_path` and `log_path` must be NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn cairn_hash_reader_open_with(
+    index_path: *const c_char,
+    log_path: *const c_char,
+    pin_index: u8,
+    load_log: u8,
+    block_cache_bytes: usize,
+    out: Option<&mut *mut cairn_hash_reader_t>,
+    errptr: Option<&mut *mut c_char>,
+) -> cairn_status_t {
+    run(errptr, || {
+        let out = out.ok_or_else(|| Failure::invalid("out is NULL"))?;
+        *out = std::ptr::null_mut();
+        // SAFETY: the caller guarantees `index_path` is NULL or NUL-terminated.
+        let index = unsafe { args::path(index_path, "index_path") }?;
+        // SAFETY: the caller guarantees `log_path` is NULL or NUL-terminated.
+        let log = unsafe { args::path(log_path, "log_path") }?;
+        let mut options = ReadOptions::default()
+            .pin_index(pin_index != 0)
+            .load_log(load_log != 0);
+        if block_cache_bytes != 0 {
+            options = options.block_cache_bytes(block_cache_bytes);
+        }
+        let reader = Reader::open_with(index, log, &options)?;
         *out = Box::into_raw(Box::new(cairn_hash_reader_t { reader }));
         Ok(CAIRN_OK)
     })

@@ -916,6 +916,14 @@ static void test_constant_store(void) {
     CHECK(it == NULL);
     cairn_hash_reader_destroy(r);
 
+    EXPECT(CAIRN_OK, cairn_hash_reader_open_with(index, log, 1, 1, 1 << 20, &r, &err));
+    EXPECT(CAIRN_OK, cairn_hash_reader_get(r, S("key42"), &value, &len, &err));
+    CHECK(equals(value, len, "value42"));
+    cairn_free(value);
+    cairn_hash_reader_destroy(r);
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_hash_reader_open_with(NULL, log, 0, 0, 0, &r, &err));
+    CHECK(r == NULL);
+
     /* A compressed log: Snappy, small blocks. */
     const char *zlog = path_in("z.spl"), *zindex = path_in("z.spi");
     EXPECT(CAIRN_OK,
