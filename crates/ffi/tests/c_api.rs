@@ -47,6 +47,45 @@ fn c_api_test_passes_against_the_shared_library() {
     run(Command::new(&exe).arg(&data));
 }
 
+/// The complete C example of README.md (its first C block) compiles without warnings and
+/// runs, so the documentation cannot drift from the API.
+#[test]
+fn readme_example_builds_and_runs() {
+    let crate_dir = env!("CARGO_MANIFEST_DIR");
+    let readme = std::fs::read_to_string(format!("{crate_dir}/README.md")).unwrap();
+    let start = readme
+        .find("```c\n#include")
+        .expect("a C block in README.md")
+        + "```c\n".len();
+    let len = readme[start..].find("```").unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let source = tmp.path().join("example.c");
+    let store = tmp.path().join("example-store");
+    let code = readme[start..start + len].replace("/tmp/example-store", store.to_str().unwrap());
+    std::fs::write(&source, code).unwrap();
+    let lib = stage_shared_library(tmp.path());
+    let exe = tmp.path().join("example");
+    run(Command::new(c_compiler())
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror"])
+        .arg(format!("-I{crate_dir}/include"))
+        .arg(&source)
+        .arg("-o")
+        .arg(&exe)
+        .arg(format!("-L{}", lib.display()))
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg("-lcairn"));
+    let out = Command::new(&exe).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "u:43 = Grace\nu:43 -> Grace\n"
+    );
+}
+
 #[test]
 fn c_api_test_is_clean_under_a_memory_checker() {
     let tmp = tempfile::tempdir().unwrap();
