@@ -21,8 +21,9 @@
  *     On an error, if `errptr` is not NULL, `*errptr` receives a malloc'ed,
  *     NUL-terminated message (free it with cairn_free). A message already in `*errptr`
  *     is freed first, so `*errptr` must start as NULL. On success `*errptr` is untouched.
- *  4. Out-parameters are set on success; handles and value pointers are set to NULL (and
- *     lengths to 0) on failure or NOT_FOUND.
+ *  4. Functions that create a handle or return a value first set `*out` or `*value` to
+ *     NULL (and the length to 0), so after a failure or NOT_FOUND they hold NULL. Other
+ *     out-parameters are written only on success.
  *  5. No Rust panic crosses this boundary, and every pointer argument is checked for
  *     NULL; passing a dangling or freed pointer is undefined behaviour, as in any C API.
  *  6. After cairn_db_close, every call through the store or a handle made from it
