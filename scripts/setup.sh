@@ -9,6 +9,8 @@
 #   a JDK >= 17 and Maven                   apt-get (the sparkey-java interop check)
 #   libsnappy-dev, libcdb-dev, gcc          apt-get (crates/bench/install-peers.sh)
 #   python3 with venv                       apt-get (sparkey-python against libsparkey.so)
+#   a Go toolchain with cgo (golang-go)     apt-get, unless go is on the PATH or in
+#                                           /usr/local/go (libcairn's cgo example)
 #
 # Exits non-zero, saying what is missing and how to get it, if something cannot be
 # installed (no rustup, no root or sudo for apt).
@@ -53,13 +55,14 @@ java_ok || need_apt+=(default-jdk-headless)
 command -v mvn >/dev/null || need_apt+=(maven)
 # crates/libsparkey/tests/python/run.sh installs sparkey-python into a fresh virtualenv.
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
+command -v go >/dev/null || [ -x /usr/local/go/bin/go ] || need_apt+=(golang-go)
 if [ "${#need_apt[@]}" -gt 0 ]; then
     sudo=()
     if [ "$(id -u)" -ne 0 ]; then
         command -v sudo >/dev/null || fail "need root or sudo to install: ${need_apt[*]}"
         sudo=(sudo)
     fi
-    say "installing ${need_apt[*]} (the sparkey-java interop check, the sparkey-python check)"
+    say "installing ${need_apt[*]} (the sparkey-java interop check, the sparkey-python check, libcairn's Go example)"
     export DEBIAN_FRONTEND=noninteractive
     log=$(mktemp)
     if ! { "${sudo[@]}" apt-get update -qq &&

@@ -6,7 +6,8 @@
 #   1. formatting and lints (cargo fmt --check, clippy -D warnings on every crate but the
 #      peer suite crates/ordered-peers, which links peers CI does not install, and on the
 #      engine built without its optional features)
-#   2. every Rust test of the workspace (unit, integration, doc tests)
+#   2. every Rust test of the workspace (unit, integration, doc tests), including libcairn's
+#      C tests (built with cc, run plainly and under AddressSanitizer) and its cgo example
 #   3. interoperability with sparkey-java, an independent Sparkey implementation
 #   4. sparkey-python (PyPI) run unchanged against Cairn's libsparkey.so
 #   5. a short fuzzing run of every decoder (FUZZ_SECONDS each, default 30)

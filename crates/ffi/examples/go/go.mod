@@ -1,0 +1,3 @@
+module example.invalid/cairn-go-example
+
+go 1.18
