@@ -211,10 +211,16 @@ pub(crate) fn refresh(inner: &Inner) -> Result<bool> {
             Plan::Full => {}
         }
     }
-    let view = retrying(|| read_view(&inner.fs, &inner.dir, &inner.options, &inner.reads.blobs))?;
-    for id in view.version.live_table_ids() {
-        inner.reads.tables.get(id)?;
-    }
+    // The tables are opened inside the retry, as a read-only open does: one the writer
+    // deletes after the view was read (a compaction finishing) means the view is already
+    // old, and the next try reads a newer one.
+    let view = retrying(|| {
+        let view = read_view(&inner.fs, &inner.dir, &inner.options, &inner.reads.blobs)?;
+        for id in view.version.live_table_ids() {
+            inner.reads.tables.get(id)?;
+        }
+        Ok(view)
+    })?;
     {
         let mut st = inner.state.lock();
         st.version = view.version;

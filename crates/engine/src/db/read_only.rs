@@ -470,6 +470,97 @@ mod tests {
         db.close().unwrap();
     }
 
+    /// A file system over `MemFs` that, once armed, fails the second open of one table
+    /// (the open after the view held it): the writer deleted it in between.
+    #[derive(Debug)]
+    struct LosesATable {
+        fs: MemFs,
+        armed: std::sync::atomic::AtomicBool,
+        opened: parking_lot::Mutex<Vec<std::path::PathBuf>>,
+    }
+
+    impl FileSystem for LosesATable {
+        fn create(&self, path: &Path) -> Result<Box<dyn crate::fs::WritableFile>> {
+            self.fs.create(path)
+        }
+        fn open_append(&self, path: &Path) -> Result<Box<dyn crate::fs::WritableFile>> {
+            self.fs.open_append(path)
+        }
+        fn open_read(&self, path: &Path) -> Result<Box<dyn crate::fs::ReadableFile>> {
+            use std::sync::atomic::Ordering::SeqCst;
+            let table = path.extension().is_some_and(|e| e == "sst");
+            if table && self.armed.load(SeqCst) {
+                let mut opened = self.opened.lock();
+                if opened.iter().any(|p| p == path) {
+                    self.armed.store(false, SeqCst);
+                    let gone = std::io::Error::from(std::io::ErrorKind::NotFound);
+                    return Err(Error::io(path, "open", gone));
+                }
+                opened.push(path.to_path_buf());
+            }
+            self.fs.open_read(path)
+        }
+        fn file_len(&self, path: &Path) -> Result<u64> {
+            self.fs.file_len(path)
+        }
+        fn exists(&self, path: &Path) -> Result<bool> {
+            self.fs.exists(path)
+        }
+        fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+            self.fs.rename(from, to)
+        }
+        fn remove(&self, path: &Path) -> Result<()> {
+            self.fs.remove(path)
+        }
+        fn list_dir(&self, dir: &Path) -> Result<Vec<String>> {
+            self.fs.list_dir(dir)
+        }
+        fn create_dir(&self, dir: &Path) -> Result<()> {
+            self.fs.create_dir(dir)
+        }
+        fn sync_dir(&self, dir: &Path) -> Result<()> {
+            self.fs.sync_dir(dir)
+        }
+        fn lock(&self, path: &Path) -> Result<Box<dyn crate::fs::FileLock>> {
+            self.fs.lock(path)
+        }
+    }
+
+    /// A table the writer deletes between the refresh's reading of the new view and its
+    /// opening of that view's tables does not fail the refresh: it reads a newer view.
+    #[test]
+    fn a_refresh_survives_a_table_deleted_under_it() {
+        let fs = MemFs::new();
+        let dir = Path::new("/db");
+        let db = Db::open_with_fs(Arc::new(fs.clone()), dir, options()).unwrap();
+        let ks = db.keyspace("k").unwrap();
+        ks.insert("a", "1").unwrap();
+        db.flush().unwrap();
+        let lossy = Arc::new(LosesATable {
+            fs: fs.clone(),
+            armed: std::sync::atomic::AtomicBool::new(false),
+            opened: parking_lot::Mutex::new(Vec::new()),
+        });
+        let f =
+            Db::open_follower_with_fs(Arc::clone(&lossy) as Arc<dyn FileSystem>, dir, options())
+                .unwrap();
+        ks.insert("b", "2").unwrap();
+        db.flush().unwrap(); // a new table: the manifest changed, a whole view is read
+        lossy.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+        assert!(f.refresh().unwrap());
+        assert!(
+            !lossy.armed.load(std::sync::atomic::Ordering::SeqCst),
+            "the fault was not reached"
+        );
+        let fks = f.get_keyspace("k").unwrap();
+        assert_eq!(fks.get("b").unwrap(), Some(b"2".to_vec()));
+        assert_eq!(fks.len().unwrap(), 2);
+        drop(fks);
+        f.close().unwrap();
+        drop(ks);
+        db.close().unwrap();
+    }
+
     /// With the manifest unchanged, a refresh reads only what the log gained (into the
     /// view's newest memtable while it has room), and the view equals the writer's after
     /// every refresh: puts, removes, range deletes, counters, separated values, and log
