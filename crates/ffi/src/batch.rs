@@ -15,10 +15,11 @@ use std::sync::Arc;
 
 use crate::args;
 use crate::db::{self, cairn_db_t};
+use crate::guard::run;
 use crate::keyspace::{self, cairn_keyspace_t};
 use crate::options::{cairn_entryoptions_t, cairn_writeoptions_t, write_durability};
 use crate::range;
-use crate::status::{cairn_status_t, run, Failure, CAIRN_OK};
+use crate::status::{cairn_status_t, Failure, CAIRN_OK};
 
 /// Writes applied atomically. Not thread-safe.
 #[allow(non_camel_case_types)]

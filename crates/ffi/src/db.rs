@@ -20,8 +20,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::args;
+use crate::guard::run;
 use crate::options::cairn_options_t;
-use crate::status::{cairn_status_t, run, Failure, CAIRN_OK};
+use crate::status::{cairn_status_t, Failure, CAIRN_OK};
 
 /// An open ordered store. Thread-safe.
 #[allow(non_camel_case_types)]

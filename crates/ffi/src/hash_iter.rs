@@ -15,8 +15,9 @@ use std::ffi::{c_char, c_int};
 use engine::hash::{EntryKind, HashIter, LogIter, LogReader};
 
 use crate::args;
+use crate::guard::run;
 use crate::hash_reader::cairn_hash_reader_t;
-use crate::status::{cairn_status_t, run, Failure, CAIRN_NOT_FOUND, CAIRN_OK};
+use crate::status::{cairn_status_t, Failure, CAIRN_NOT_FOUND, CAIRN_OK};
 
 /// Entry kind `CAIRN_HASH_PUT`: the key was set to the value.
 pub const CAIRN_HASH_PUT: c_int = 0;

@@ -13,9 +13,8 @@ use std::ffi::c_char;
 use engine::hash::{ReadOptions, Reader};
 
 use crate::args;
-use crate::status::{
-    cairn_status_t, run, Failure, CAIRN_BUFFER_TOO_SMALL, CAIRN_NOT_FOUND, CAIRN_OK,
-};
+use crate::guard::run;
+use crate::status::{cairn_status_t, Failure, CAIRN_BUFFER_TOO_SMALL, CAIRN_NOT_FOUND, CAIRN_OK};
 
 /// An open Sparkey log and index. Thread-safe.
 #[allow(non_camel_case_types)]

@@ -14,7 +14,8 @@ use std::ffi::{c_char, c_int};
 use engine::hash::{Compression, HashSize, IndexOptions, LogOptions, LogWriter};
 
 use crate::args;
-use crate::status::{cairn_status_t, run, Failure, CAIRN_OK};
+use crate::guard::run;
+use crate::status::{cairn_status_t, Failure, CAIRN_OK};
 
 /// Log compression `CAIRN_HASH_COMPRESSION_NONE` (Sparkey's code 0).
 pub const CAIRN_HASH_COMPRESSION_NONE: c_int = 0;

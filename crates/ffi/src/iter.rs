@@ -25,10 +25,11 @@ use engine::Readable;
 
 use crate::args;
 use crate::db;
+use crate::guard::run;
 use crate::keyspace::{self, cairn_keyspace_t};
 use crate::range;
 use crate::snapshot::cairn_snapshot_t;
-use crate::status::{cairn_status_t, run, Failure, CAIRN_NOT_FOUND, CAIRN_OK};
+use crate::status::{cairn_status_t, Failure, CAIRN_NOT_FOUND, CAIRN_OK};
 
 /// A scan over a keyspace. Not thread-safe.
 #[allow(non_camel_case_types)]

@@ -18,7 +18,8 @@ use engine::Readable;
 
 use crate::args;
 use crate::db::{self, cairn_db_t};
-use crate::status::{cairn_status_t, run, Failure, CAIRN_NOT_FOUND, CAIRN_OK};
+use crate::guard::run;
+use crate::status::{cairn_status_t, Failure, CAIRN_NOT_FOUND, CAIRN_OK};
 
 /// A named keyspace of a store. Thread-safe.
 #[allow(non_camel_case_types)]

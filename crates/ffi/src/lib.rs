@@ -15,7 +15,7 @@
 //!    or an error code grouped by range) and, on error, stores a `malloc`ed message in
 //!    `*errptr` when `errptr` is not NULL.
 //! 4. No panic crosses the boundary: every entry point runs inside `catch_unwind`
-//!    (status.rs), and every pointer argument is checked for NULL.
+//!    (guard.rs), and every pointer argument is checked for NULL.
 //!
 //! `unsafe` is confined to `args.rs` (raw pointers to slices, strings, arrays; `malloc`
 //! and `free`) and to the calls of those helpers, each with a `// SAFETY:` comment;
@@ -24,6 +24,7 @@
 mod args;
 mod batch;
 mod db;
+mod guard;
 mod hash_iter;
 mod hash_reader;
 mod hash_writer;

@@ -14,7 +14,8 @@ use std::ffi::{c_char, c_int};
 use std::time::{Duration, SystemTime};
 
 use crate::args;
-use crate::status::{cairn_status_t, run, Failure, CAIRN_OK};
+use crate::guard::run;
+use crate::status::{cairn_status_t, Failure, CAIRN_OK};
 
 /// Durability mode `CAIRN_DURABILITY_SYNC`: fsynced before the call returns (default).
 pub const CAIRN_DURABILITY_SYNC: c_int = 0;

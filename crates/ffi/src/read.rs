@@ -12,11 +12,10 @@ use std::ffi::c_char;
 use engine::Readable;
 
 use crate::args;
+use crate::guard::run;
 use crate::keyspace::{self, cairn_keyspace_t};
 use crate::snapshot::cairn_snapshot_t;
-use crate::status::{
-    cairn_status_t, run, Failure, CAIRN_BUFFER_TOO_SMALL, CAIRN_NOT_FOUND, CAIRN_OK,
-};
+use crate::status::{cairn_status_t, Failure, CAIRN_BUFFER_TOO_SMALL, CAIRN_NOT_FOUND, CAIRN_OK};
 
 /// Everything about an entry except its value, filled by `cairn_head`.
 #[repr(C)]

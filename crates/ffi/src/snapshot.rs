@@ -11,7 +11,8 @@
 use std::ffi::c_char;
 
 use crate::db::{self, cairn_db_t};
-use crate::status::{cairn_status_t, run, Failure, CAIRN_OK};
+use crate::guard::run;
+use crate::status::{cairn_status_t, Failure, CAIRN_OK};
 
 /// A read view of a store at one seqno. Thread-safe.
 #[allow(non_camel_case_types)]

@@ -1,11 +1,12 @@
 //! Status codes and the guard every entry point runs its body in.
 //!
-//! Owns: the `CAIRN_*` status codes (grouped by range, never renumbered), the mapping from
-//! [`engine::Error`] to a code and a message, and [`run`], which catches panics so that no
-//! unwind ever crosses the C boundary and which fills the caller's `errptr`.
+//! Owns: the `CAIRN_*` status codes (grouped by range, never renumbered) and the mapping
+//! from [`engine::Error`] to a code and a message ([`Failure`]). `guard.rs` runs every
+//! entry point and turns its failure into a code and a message.
 //!
 //! Invariants:
-//! 1. Every exported function that can fail returns a `cairn_status_t` computed by [`run`];
+//! 1. Every exported function that can fail returns a `cairn_status_t` computed by
+//!    `guard::run`;
 //!    a panic inside becomes `CAIRN_INTERNAL` with a message, never an abort or an unwind
 //!    into C.
 //! 2. On failure `*errptr` (when `errptr` is not NULL) holds a NUL-terminated message
@@ -14,9 +15,6 @@
 //!    does, so `*errptr` must be NULL or a message of this library.
 
 use std::ffi::{c_char, c_int};
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
-use crate::args;
 
 /// The result of a call: `CAIRN_OK` (0), `CAIRN_NOT_FOUND` (1), or an error code.
 #[allow(non_camel_case_types)]
@@ -119,37 +117,6 @@ impl From<engine::Error> for Failure {
     fn from(error: engine::Error) -> Failure {
         Failure::new(code_of(&error), error.to_string())
     }
-}
-
-/// What an entry point's body returns: a status (`CAIRN_OK` or `CAIRN_NOT_FOUND`, or
-/// another code the body chose) or a failure.
-pub(crate) type Outcome = Result<cairn_status_t, Failure>;
-
-/// Runs an entry point's body: catches a panic, turns a failure into its code and stores
-/// its message in `*errptr`.
-pub(crate) fn run(errptr: Option<&mut *mut c_char>, body: impl FnOnce() -> Outcome) -> c_int {
-    let failure = match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(code)) => return code,
-        Ok(Err(failure)) => failure,
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_string());
-            Failure::new(
-                CAIRN_INTERNAL,
-                format!("internal error in libcairn: {what}"),
-            )
-        }
-    };
-    if let Some(slot) = errptr {
-        // A failure to report the message must not turn into a second failure.
-        let _ = catch_unwind(AssertUnwindSafe(|| {
-            args::set_message(slot, &failure.message)
-        }));
-    }
-    failure.code
 }
 
 /// The name of a status code (`"CAIRN_IO"`), or `"CAIRN_UNKNOWN"`. The string is static:

@@ -10,10 +10,11 @@
 use std::ffi::c_char;
 
 use crate::args;
+use crate::guard::run;
 use crate::keyspace::{self, cairn_keyspace_t};
 use crate::options::{cairn_entryoptions_t, cairn_writeoptions_t, write_durability};
 use crate::range;
-use crate::status::{cairn_status_t, run, CAIRN_OK};
+use crate::status::{cairn_status_t, CAIRN_OK};
 
 /// Sets `key` to `value`.
 ///
