@@ -498,6 +498,37 @@ cairn_status_t cairn_db_flush_wal(const cairn_db_t *db, uint8_t sync, char **err
 cairn_status_t cairn_db_compact(const cairn_db_t *db, size_t *runs, char **errptr);
 
 /*
+ Rewrites now the tables whose entries have expired (the background threads do it
+ when idle); `*runs` (may be NULL) receives the number of compactions run.
+ */
+cairn_status_t cairn_db_compact_expired(const cairn_db_t *db, size_t *runs, char **errptr);
+
+/*
+ Runs value-log garbage collection now: removes blob files no table references and
+ moves the live values out of those whose garbage share reached the store's threshold;
+ `*files` (may be NULL) receives the number of blob files removed.
+ */
+cairn_status_t cairn_db_collect_garbage(const cairn_db_t *db, size_t *files, char **errptr);
+
+/*
+ Flushes every sealed memtable (not the active one) and waits until no flush or
+ compaction is pending.
+ */
+cairn_status_t cairn_db_wait_for_compactions(const cairn_db_t *db, char **errptr);
+
+/*
+ 1 if the store was opened read-only or as a follower (writes are refused), 0 if it
+ was opened for writing, -1 for a NULL or closed store.
+ */
+int cairn_db_is_read_only(const cairn_db_t *db);
+
+/*
+ 1 if the store was opened as a follower (`cairn_db_refresh` moves it), 0 if not, -1
+ for a NULL or closed store.
+ */
+int cairn_db_is_follower(const cairn_db_t *db);
+
+/*
  Writes a consistent copy of the store into the new directory `dest` while writes
  continue; `*seqno` (may be NULL) receives the last write the copy holds.
 

@@ -15,7 +15,7 @@
 //! be called on it from any number of threads at once, except `cairn_db_destroy`, which
 //! must be the last call.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_int};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -218,6 +218,78 @@ pub extern "C" fn cairn_db_compact(
         }
         Ok(CAIRN_OK)
     })
+}
+
+/// Rewrites now the tables whose entries have expired (the background threads do it
+/// when idle); `*runs` (may be NULL) receives the number of compactions run.
+#[no_mangle]
+pub extern "C" fn cairn_db_compact_expired(
+    db: Option<&cairn_db_t>,
+    runs: Option<&mut usize>,
+    errptr: Option<&mut *mut c_char>,
+) -> cairn_status_t {
+    run(errptr, || {
+        let n = live(db)?.compact_expired()?;
+        if let Some(r) = runs {
+            *r = n;
+        }
+        Ok(CAIRN_OK)
+    })
+}
+
+/// Runs value-log garbage collection now: removes blob files no table references and
+/// moves the live values out of those whose garbage share reached the store's threshold;
+/// `*files` (may be NULL) receives the number of blob files removed.
+#[no_mangle]
+pub extern "C" fn cairn_db_collect_garbage(
+    db: Option<&cairn_db_t>,
+    files: Option<&mut usize>,
+    errptr: Option<&mut *mut c_char>,
+) -> cairn_status_t {
+    run(errptr, || {
+        let n = live(db)?.collect_garbage()?;
+        if let Some(f) = files {
+            *f = n;
+        }
+        Ok(CAIRN_OK)
+    })
+}
+
+/// Flushes every sealed memtable (not the active one) and waits until no flush or
+/// compaction is pending.
+#[no_mangle]
+pub extern "C" fn cairn_db_wait_for_compactions(
+    db: Option<&cairn_db_t>,
+    errptr: Option<&mut *mut c_char>,
+) -> cairn_status_t {
+    run(errptr, || {
+        live(db)?.wait_for_compactions()?;
+        Ok(CAIRN_OK)
+    })
+}
+
+/// 1 if the store was opened read-only or as a follower (writes are refused), 0 if it
+/// was opened for writing, -1 for a NULL or closed store.
+#[no_mangle]
+pub extern "C" fn cairn_db_is_read_only(db: Option<&cairn_db_t>) -> c_int {
+    flag(db, engine::Db::is_read_only)
+}
+
+/// 1 if the store was opened as a follower (`cairn_db_refresh` moves it), 0 if not, -1
+/// for a NULL or closed store.
+#[no_mangle]
+pub extern "C" fn cairn_db_is_follower(db: Option<&cairn_db_t>) -> c_int {
+    flag(db, engine::Db::is_follower)
+}
+
+/// `1`/`0` for `test` of a live store, `-1` for a NULL or closed one (never a panic).
+fn flag(db: Option<&cairn_db_t>, test: fn(&engine::Db) -> bool) -> c_int {
+    let answer = run(None, || Ok(c_int::from(test(live(db)?))));
+    if answer == 0 || answer == 1 {
+        answer
+    } else {
+        -1
+    }
 }
 
 /// Writes a consistent copy of the store into the new directory `dest` while writes

@@ -221,6 +221,11 @@ static void test_null_arguments(void) {
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_db_flush(NULL, &err));
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_db_flush_wal(NULL, 1, &err));
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_db_compact(NULL, NULL, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_db_compact_expired(NULL, NULL, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_db_collect_garbage(NULL, NULL, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_db_wait_for_compactions(NULL, &err));
+    CHECK(cairn_db_is_read_only(NULL) == -1);
+    CHECK(cairn_db_is_follower(NULL) == -1);
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_db_backup(NULL, "x", NULL, &err));
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_db_verify(NULL, &err));
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_verify(NULL, &err));
@@ -659,6 +664,17 @@ static void test_ordered_store(void) {
     EXPECT(CAIRN_OK, cairn_db_compact(db, &runs, &err));
     CHECK(runs != 99);
     EXPECT(CAIRN_OK, cairn_db_compact(db, NULL, &err));
+    runs = 99;
+    EXPECT(CAIRN_OK, cairn_db_compact_expired(db, &runs, &err));
+    CHECK(runs == 0); /* nothing has expired */
+    EXPECT(CAIRN_OK, cairn_db_compact_expired(db, NULL, &err));
+    size_t removed = 99;
+    EXPECT(CAIRN_OK, cairn_db_collect_garbage(db, &removed, &err));
+    CHECK(removed != 99);
+    EXPECT(CAIRN_OK, cairn_db_collect_garbage(db, NULL, &err));
+    EXPECT(CAIRN_OK, cairn_db_wait_for_compactions(db, &err));
+    CHECK(cairn_db_is_read_only(db) == 0);
+    CHECK(cairn_db_is_follower(db) == 0);
     EXPECT_VALUE(users, NULL, "u:44", "Edsger");
     EXPECT_VALUE(users, snap, "s", "old"); /* the snapshot survives compaction */
     EXPECT(CAIRN_OK, cairn_db_disk_size(db, &u, &err));
@@ -696,6 +712,9 @@ static void test_ordered_store(void) {
     cairn_keyspace_t *ro_new = NULL;
     EXPECT(CAIRN_READ_ONLY, cairn_keyspace_open(ro, "new", &ro_new, &err));
     CHECK(ro_new == NULL);
+    CHECK(cairn_db_is_read_only(ro) == 1);
+    CHECK(cairn_db_is_follower(ro) == 0);
+    EXPECT(CAIRN_READ_ONLY, cairn_db_collect_garbage(ro, NULL, &err));
     cairn_keyspace_destroy(ro_users);
     EXPECT(CAIRN_OK, cairn_db_close(ro, &err));
     cairn_db_destroy(ro);
@@ -714,6 +733,8 @@ static void test_ordered_store(void) {
     EXPECT(CAIRN_OK, cairn_db_refresh(follower, NULL, &err));
     EXPECT(CAIRN_READ_ONLY, cairn_put(f_users, NULL, S("k"), S("v"), &err));
     cairn_keyspace_destroy(f_users);
+    CHECK(cairn_db_is_read_only(follower) == 1);
+    CHECK(cairn_db_is_follower(follower) == 1);
     cairn_db_destroy(follower); /* destroy without close closes */
 
     /* A keyspace with its own value-separation threshold. */
@@ -762,6 +783,11 @@ static void test_ordered_store(void) {
     cairn_keyspace_t *users3 = NULL;
     EXPECT(CAIRN_CLOSED, cairn_keyspace_open(db, "users", &users3, &err));
     EXPECT(CAIRN_CLOSED, cairn_db_flush(db, &err));
+    EXPECT(CAIRN_CLOSED, cairn_db_compact_expired(db, NULL, &err));
+    EXPECT(CAIRN_CLOSED, cairn_db_collect_garbage(db, NULL, &err));
+    EXPECT(CAIRN_CLOSED, cairn_db_wait_for_compactions(db, &err));
+    CHECK(cairn_db_is_read_only(db) == -1);
+    CHECK(cairn_db_is_follower(db) == -1);
     cairn_batch_t *batch2 = NULL;
     EXPECT(CAIRN_CLOSED, cairn_batch_create(db, &batch2, &err));
     CHECK(snap2 == NULL && batch2 == NULL);
