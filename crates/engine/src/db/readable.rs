@@ -11,6 +11,7 @@
 //!    scan holds its super version and seqno from its first item to its last.
 //! 2. A keyspace of another store is refused (`InvalidArgument`), never read at a seqno
 //!    that means nothing to it; a scan reports the refusal as its first and only item.
+//! 3. The trait is sealed: only this crate's types implement it.
 
 use std::ops::RangeBounds;
 
@@ -42,7 +43,10 @@ use crate::error::Result;
 /// # db.close()
 /// # }
 /// ```
-pub trait Readable {
+///
+/// The trait is sealed: only Cairn's types implement it, so methods can be added to it
+/// without breaking anyone.
+pub trait Readable: sealed::Sealed {
     /// The value of `key` in `keyspace`, if present ([`Keyspace::get`]).
     ///
     /// # Errors
@@ -180,6 +184,13 @@ macro_rules! readable_at {
             keyspace.len_in($point(self, keyspace))
         }
     };
+}
+
+/// Keeps `Readable` to the types of this crate (see the trait's documentation).
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Snapshot {}
+    impl Sealed for super::Db {}
 }
 
 /// As of the snapshot (expiry is still judged by the current time).
