@@ -196,7 +196,10 @@ pub(crate) fn refresh(inner: &Inner) -> Result<bool> {
     let mut tail_failed = inner.refreshing.lock();
     let point = inner.state.lock().read_point.clone();
     if let Some(point) = &point {
-        match plan(inner, point)? {
+        // A plan that fails (a log file deleted between the listing and its `stat`, the
+        // manifest being replaced) means the writer moved on: read a whole new view,
+        // which retries and reports what persists.
+        match plan(inner, point).unwrap_or(Plan::Full) {
             Plan::Unchanged => return Ok(false),
             // Only the log grew: read what is new. If that fails (the writer moved on
             // meanwhile: a flush, a deleted file), read a whole new view instead.

@@ -477,6 +477,9 @@ mod tests {
         fs: MemFs,
         armed: std::sync::atomic::AtomicBool,
         opened: parking_lot::Mutex<Vec<std::path::PathBuf>>,
+        /// Armed: the next length asked of a log file finds it gone (the writer deleted
+        /// it between the refresh's listing and its `stat`).
+        wal_gone: std::sync::atomic::AtomicBool,
     }
 
     impl FileSystem for LosesATable {
@@ -501,6 +504,12 @@ mod tests {
             self.fs.open_read(path)
         }
         fn file_len(&self, path: &Path) -> Result<u64> {
+            use std::sync::atomic::Ordering::SeqCst;
+            let wal = path.extension().is_some_and(|e| e == "wal");
+            if wal && self.wal_gone.swap(false, SeqCst) {
+                let gone = std::io::Error::from(std::io::ErrorKind::NotFound);
+                return Err(Error::io(path, "stat", gone));
+            }
             self.fs.file_len(path)
         }
         fn exists(&self, path: &Path) -> Result<bool> {
@@ -540,6 +549,7 @@ mod tests {
             fs: fs.clone(),
             armed: std::sync::atomic::AtomicBool::new(false),
             opened: parking_lot::Mutex::new(Vec::new()),
+            wal_gone: std::sync::atomic::AtomicBool::new(false),
         });
         let f =
             Db::open_follower_with_fs(Arc::clone(&lossy) as Arc<dyn FileSystem>, dir, options())
@@ -550,6 +560,43 @@ mod tests {
         assert!(f.refresh().unwrap());
         assert!(
             !lossy.armed.load(std::sync::atomic::Ordering::SeqCst),
+            "the fault was not reached"
+        );
+        let fks = f.get_keyspace("k").unwrap();
+        assert_eq!(fks.get("b").unwrap(), Some(b"2".to_vec()));
+        assert_eq!(fks.len().unwrap(), 2);
+        drop(fks);
+        f.close().unwrap();
+        drop(ks);
+        db.close().unwrap();
+    }
+
+    /// A log file the writer deletes between the refresh's listing of the directory and
+    /// its asking for the file's length (a flush finishing) does not fail the refresh: it
+    /// reads a whole new view.
+    #[test]
+    fn a_refresh_survives_a_log_file_deleted_under_it() {
+        let fs = MemFs::new();
+        let dir = Path::new("/db");
+        let db = Db::open_with_fs(Arc::new(fs.clone()), dir, options()).unwrap();
+        let ks = db.keyspace("k").unwrap();
+        ks.insert("a", "1").unwrap();
+        let lossy = Arc::new(LosesATable {
+            fs: fs.clone(),
+            armed: std::sync::atomic::AtomicBool::new(false),
+            opened: parking_lot::Mutex::new(Vec::new()),
+            wal_gone: std::sync::atomic::AtomicBool::new(false),
+        });
+        let f =
+            Db::open_follower_with_fs(Arc::clone(&lossy) as Arc<dyn FileSystem>, dir, options())
+                .unwrap();
+        ks.insert("b", "2").unwrap(); // only the log grew: the refresh plans a tail
+        lossy
+            .wal_gone
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        assert!(f.refresh().unwrap());
+        assert!(
+            !lossy.wal_gone.load(std::sync::atomic::Ordering::SeqCst),
             "the fault was not reached"
         );
         let fks = f.get_keyspace("k").unwrap();
