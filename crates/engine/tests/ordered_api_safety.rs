@@ -137,6 +137,14 @@ fn the_latest_state_of_one_store_refuses_a_keyspace_of_another() {
     );
     // Through another store, every read is refused, never answered from either store.
     assert!(is_invalid(&a.get(&kb, "k").unwrap_err()));
+    let mut buf = b"stale".to_vec();
+    assert!(is_invalid(&a.get_into(&kb, "k", &mut buf).unwrap_err()));
+    assert!(buf.is_empty(), "a refused read leaves the buffer empty");
+    let mut called = false;
+    assert!(is_invalid(
+        &a.get_with(&kb, "k", |_| called = true).unwrap_err()
+    ));
+    assert!(!called, "a refused read calls nothing");
     assert!(is_invalid(&a.head(&kb, "k").unwrap_err()));
     assert!(is_invalid(&a.contains_key(&kb, "k").unwrap_err()));
     assert!(is_invalid(&a.len(&kb).unwrap_err()));

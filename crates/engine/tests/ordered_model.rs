@@ -650,9 +650,11 @@ impl Harness {
             check_walk(h.iter(), expected, Walk::Rev, step)?;
             let heads: Vec<_> = map.iter().map(|(k, e)| (k.clone(), e.clone())).collect();
             check_heads(h.range_heads::<&[u8], _>(..), heads, Walk::Rev, step)?;
+            let mut buf = Vec::new();
             for (k, e) in map {
                 let got = ok!(h.get(k), step);
-                if got.as_ref() != Some(&e.value) {
+                let found = ok!(h.get_into(k, &mut buf), step);
+                if got.as_ref() != Some(&e.value) || !found || buf != e.value {
                     return Err(fail(format!(
                         "{step:?}: get {:?} in {name} after full check: {:?}",
                         K(k.clone()),
@@ -903,8 +905,15 @@ impl Harness {
             Get(i, key) => {
                 if let Some((h, map)) = self.existing(*i, step)? {
                     let want = map.get(&key.0).map(|e| e.value.clone());
-                    prop_assert_eq!(ok!(h.get(&key.0), step), want);
+                    prop_assert_eq!(ok!(h.get(&key.0), step), want.clone());
                     prop_assert_eq!(ok!(h.contains_key(&key.0), step), map.contains_key(&key.0));
+                    // The same read into a buffer holding another value.
+                    let mut buf = b"stale".to_vec();
+                    let found = ok!(h.get_into(&key.0, &mut buf), step);
+                    prop_assert_eq!(found.then_some(buf.clone()), want.clone(), "{:?}", step);
+                    prop_assert!(found || buf.is_empty(), "{:?}: buffer after a miss", step);
+                    let in_place = ok!(h.get_with(&key.0, <[u8]>::to_vec), step);
+                    prop_assert_eq!(in_place, want, "{:?}: get_with", step);
                 }
             }
             Range(i, lo, hi, w) => {
@@ -943,7 +952,12 @@ impl Harness {
                 {
                     let got = ok!(snap.get(&h, &key.0), step);
                     let want = then.get(&key.0).map(|e| e.value.clone());
-                    prop_assert_eq!(got, want, "{:?}", step);
+                    prop_assert_eq!(got, want.clone(), "{:?}", step);
+                    let mut buf = b"stale".to_vec();
+                    let found = ok!(snap.get_into(&h, &key.0, &mut buf), step);
+                    prop_assert_eq!(found.then_some(buf), want.clone(), "{:?}", step);
+                    let in_place = ok!(snap.get_with(&h, &key.0, <[u8]>::to_vec), step);
+                    prop_assert_eq!(in_place, want, "{:?}: get_with", step);
                 }
             }
             RangeAt(s, i, lo, hi, w) => {
@@ -1011,6 +1025,12 @@ impl Harness {
                         step
                     );
                     prop_assert!(h.get(b"x").is_err(), "{:?}: read of dropped", step);
+                    prop_assert!(
+                        h.get_with(b"x", |_| ()).is_err()
+                            && h.get_into(b"x", &mut Vec::new()).is_err(),
+                        "{:?}: read in place of dropped",
+                        step
+                    );
                     prop_assert!(
                         matches!(h.iter().next(), Some(Err(_))),
                         "{:?}: scan of dropped",

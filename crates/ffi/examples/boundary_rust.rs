@@ -77,11 +77,29 @@ fn main() -> engine::Result<()> {
     report("get", count, start);
     assert_eq!(found, count * 100);
 
+    // The Rust counterpart of `cairn_get_into`: one reused buffer.
+    let mut found = 0u64;
+    let mut buf = Vec::with_capacity(128);
+    let start = now();
+    for i in 0..count {
+        if ks.get_into(key(order(i, count)), &mut buf)? {
+            found += buf.len() as u64;
+        }
+    }
+    report("get_into", count, start);
+    assert_eq!(found, count * 100);
+
     let empty = db.keyspace("empty")?;
     let start = now();
     for i in 0..count {
         assert!(empty.get(key(i))?.is_none());
     }
     report("get_miss", count, start);
+
+    let start = now();
+    for i in 0..count {
+        assert!(!empty.get_into(key(i), &mut buf)?);
+    }
+    report("get_into_miss", count, start);
     db.close()
 }

@@ -19,7 +19,7 @@
 use std::ffi::{c_char, CStr};
 use std::path::PathBuf;
 
-use crate::status::{Failure, CAIRN_NO_MEMORY};
+use crate::status::{cairn_status_t, Failure, CAIRN_BUFFER_TOO_SMALL, CAIRN_NO_MEMORY, CAIRN_OK};
 
 /// `len` bytes at `ptr` as a slice.
 ///
@@ -107,6 +107,31 @@ pub(crate) unsafe fn path(ptr: *const c_char, what: &str) -> Result<PathBuf, Fai
         c.to_str()
             .map(PathBuf::from)
             .map_err(|_| Failure::invalid(format!("{what} is not valid UTF-8")))
+    }
+}
+
+/// Copies `value` into the caller's `buf` and sets `*value_len` to its full length:
+/// `CAIRN_OK`, or `CAIRN_BUFFER_TOO_SMALL` with nothing copied (the caller calls again
+/// with a buffer of `*value_len` bytes). The tail of a `*_get_into`.
+pub(crate) fn copy_out(
+    value: &[u8],
+    buf: &mut [u8],
+    value_len: &mut usize,
+) -> Result<cairn_status_t, Failure> {
+    *value_len = value.len();
+    match buf.get_mut(..value.len()) {
+        Some(dst) => {
+            dst.copy_from_slice(value);
+            Ok(CAIRN_OK)
+        }
+        None => Err(Failure::new(
+            CAIRN_BUFFER_TOO_SMALL,
+            format!(
+                "the value of {} bytes does not fit in the buffer of {} bytes",
+                value.len(),
+                buf.len()
+            ),
+        )),
     }
 }
 

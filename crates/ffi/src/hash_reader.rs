@@ -14,7 +14,7 @@ use engine::hash::{ReadOptions, Reader};
 
 use crate::args;
 use crate::guard::run;
-use crate::status::{cairn_status_t, Failure, CAIRN_BUFFER_TOO_SMALL, CAIRN_NOT_FOUND, CAIRN_OK};
+use crate::status::{cairn_status_t, Failure, CAIRN_NOT_FOUND, CAIRN_OK};
 
 /// An open Sparkey log and index. Thread-safe.
 #[allow(non_camel_case_types)]
@@ -157,20 +157,7 @@ pub unsafe extern "C" fn cairn_hash_reader_get_into(
         let Some(v) = reader.get_ref(key, &mut scratch)? else {
             return Ok(CAIRN_NOT_FOUND);
         };
-        *value_len = v.len();
-        match buf.get_mut(..v.len()) {
-            Some(dst) => {
-                dst.copy_from_slice(v);
-                Ok(CAIRN_OK)
-            }
-            None => Err(Failure::new(
-                CAIRN_BUFFER_TOO_SMALL,
-                format!(
-                    "the value of {} bytes does not fit in the buffer of {buf_len} bytes",
-                    v.len()
-                ),
-            )),
-        }
+        args::copy_out(v, buf, value_len)
     })
 }
 

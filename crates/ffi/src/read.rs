@@ -15,7 +15,7 @@ use crate::args;
 use crate::guard::run;
 use crate::keyspace::{self, cairn_keyspace_t};
 use crate::snapshot::cairn_snapshot_t;
-use crate::status::{cairn_status_t, Failure, CAIRN_BUFFER_TOO_SMALL, CAIRN_NOT_FOUND, CAIRN_OK};
+use crate::status::{cairn_status_t, Failure, CAIRN_NOT_FOUND, CAIRN_OK};
 
 /// Everything about an entry except its value, filled by `cairn_head`.
 #[repr(C)]
@@ -37,17 +37,6 @@ pub struct cairn_head_t {
     pub meta: *mut c_char,
     /// Length of `meta`.
     pub meta_len: usize,
-}
-
-fn get(
-    ks: &engine::Keyspace,
-    snapshot: Option<&cairn_snapshot_t>,
-    key: &[u8],
-) -> Result<Option<Vec<u8>>, Failure> {
-    Ok(match snapshot {
-        Some(s) => s.snapshot.get(ks, key)?,
-        None => ks.get(key)?,
-    })
 }
 
 /// Reads `key`: on `CAIRN_OK`, `*value` receives a `malloc`ed copy of the value (free it
@@ -75,10 +64,15 @@ pub unsafe extern "C" fn cairn_get(
         let ks = keyspace::live(ks)?;
         // SAFETY: the caller guarantees `key_len` readable bytes at `key`.
         let key = unsafe { args::bytes(key, key_len, "key") }?;
-        match get(&ks.keyspace, snapshot, key)? {
-            Some(v) => {
-                *value = args::malloc_copy(&v)?;
-                *value_len = v.len();
+        // Copied once, from where the value lies into the `malloc`ed buffer.
+        let copy = |v: &[u8]| args::malloc_copy(v).map(|p| (p, v.len()));
+        let found = match snapshot {
+            Some(s) => s.snapshot.get_with(&ks.keyspace, key, copy)?,
+            None => ks.keyspace.get_with(key, copy)?,
+        };
+        match found {
+            Some(copied) => {
+                (*value, *value_len) = copied?;
                 Ok(CAIRN_OK)
             }
             None => Ok(CAIRN_NOT_FOUND),
@@ -112,23 +106,13 @@ pub unsafe extern "C" fn cairn_get_into(
         let key = unsafe { args::bytes(key, key_len, "key") }?;
         // SAFETY: the caller guarantees `buf_len` writable bytes at `buf`, used only here.
         let buf = unsafe { args::buffer(buf, buf_len, "buf") }?;
-        let Some(v) = get(&ks.keyspace, snapshot, key)? else {
-            return Ok(CAIRN_NOT_FOUND);
+        // Copied once, from where the value lies into the caller's buffer.
+        let copy = |v: &[u8]| args::copy_out(v, buf, value_len);
+        let found = match snapshot {
+            Some(s) => s.snapshot.get_with(&ks.keyspace, key, copy)?,
+            None => ks.keyspace.get_with(key, copy)?,
         };
-        *value_len = v.len();
-        match buf.get_mut(..v.len()) {
-            Some(dst) => {
-                dst.copy_from_slice(&v);
-                Ok(CAIRN_OK)
-            }
-            None => Err(Failure::new(
-                CAIRN_BUFFER_TOO_SMALL,
-                format!(
-                    "the value of {} bytes does not fit in the buffer of {buf_len} bytes",
-                    v.len()
-                ),
-            )),
-        }
+        found.unwrap_or(Ok(CAIRN_NOT_FOUND))
     })
 }
 

@@ -446,6 +446,60 @@ impl Keyspace {
         self.get_in(key.as_ref(), Ok(None))
     }
 
+    /// The value of `key` into `buf`, reusing its allocation: true if the key is present
+    /// (its value is then the whole of `buf`), false if absent (`buf` is left empty). A
+    /// loop of reads with one buffer allocates nothing for values that fit it.
+    /// [`Readable::get_into`](crate::Readable::get_into) reads as of a snapshot.
+    ///
+    /// ```
+    /// # fn main() -> cairn::Result<()> {
+    /// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+    /// # let db = cairn::Db::open(dir.path(), cairn::Options::default())?;
+    /// let ks = db.keyspace("k")?;
+    /// ks.insert("a", "1")?;
+    /// let mut buf = Vec::with_capacity(128);
+    /// assert!(ks.get_into("a", &mut buf)?);
+    /// assert_eq!(buf, b"1");
+    /// assert!(!ks.get_into("b", &mut buf)?);
+    /// assert!(buf.is_empty());
+    /// # db.close()
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Keyspace::get`]; `buf` is left empty.
+    pub fn get_into(&self, key: impl AsRef<[u8]>, buf: &mut Vec<u8>) -> Result<bool> {
+        self.get_into_in(key.as_ref(), Ok(None), buf)
+    }
+
+    /// Calls `f` with the value of `key` where it lies (in the memtable or a cached table
+    /// block; a separated value after its read), without copying it, and returns what `f`
+    /// returns; `None` if the key is absent. `f` runs at most once, while the read holds
+    /// the store's current state: keep it short, and do not write to the store from it.
+    /// [`Readable::get_with`](crate::Readable::get_with) reads as of a snapshot.
+    ///
+    /// ```
+    /// # fn main() -> cairn::Result<()> {
+    /// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+    /// # let db = cairn::Db::open(dir.path(), cairn::Options::default())?;
+    /// let ks = db.keyspace("k")?;
+    /// ks.insert("a", "12345")?;
+    /// assert_eq!(ks.get_with("a", |v| v.len())?, Some(5));
+    /// assert_eq!(ks.get_with("b", |v| v.len())?, None);
+    /// # db.close()
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Keyspace::get`]; `f` is then not called.
+    pub fn get_with<R>(
+        &self,
+        key: impl AsRef<[u8]>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        self.get_with_in(key.as_ref(), Ok(None), f)
+    }
+
     /// Everything about the entry of `key` except its value ([`Head`]), if present; reads
     /// no more than a [`Keyspace::get`] and does not copy the value.
     ///
@@ -559,8 +613,52 @@ impl Keyspace {
     // `Readable` implementations (`db/readable.rs`) all come here.
 
     pub(crate) fn get_in(&self, key: &[u8], at: Result<Option<ReadAt>>) -> Result<Option<Vec<u8>>> {
-        self.check_live()?;
-        read::get(&self.db.inner.reads, self.id, key, at?.as_ref())
+        read::get_with(
+            &self.db.inner.reads,
+            self.id,
+            &self.name,
+            key,
+            at?.as_ref(),
+            |v| v.into_vec(),
+        )
+    }
+
+    pub(crate) fn get_into_in(
+        &self,
+        key: &[u8],
+        at: Result<Option<ReadAt>>,
+        buf: &mut Vec<u8>,
+    ) -> Result<bool> {
+        buf.clear();
+        let found = read::get_with(
+            &self.db.inner.reads,
+            self.id,
+            &self.name,
+            key,
+            at?.as_ref(),
+            |v| match v {
+                read::Value::Borrowed(v) => buf.extend_from_slice(v),
+                // A separated value's read buffer is taken, not copied.
+                read::Value::Owned(v) => *buf = v,
+            },
+        )?;
+        Ok(found.is_some())
+    }
+
+    pub(crate) fn get_with_in<R>(
+        &self,
+        key: &[u8],
+        at: Result<Option<ReadAt>>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
+        read::get_with(
+            &self.db.inner.reads,
+            self.id,
+            &self.name,
+            key,
+            at?.as_ref(),
+            |v| f(v.as_slice()),
+        )
     }
 
     pub(crate) fn head_in(&self, key: &[u8], at: Result<Option<ReadAt>>) -> Result<Option<Head>> {

@@ -15,13 +15,14 @@ use super::read_path::ReadPath;
 use super::super_version::{ReadAt, SuperVersion};
 use crate::attrs::Head;
 use crate::cursor::Cursor;
-use crate::entry;
+use crate::entry::{self, Body, EntryView};
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::iter::level::{LevelCursor, Opener};
 use crate::iter::merge::MergingCursor;
-use crate::iter::visible::{Bounds, Extract, Lazy, Visible};
+use crate::iter::visible::{Bounds, Extract, Visible};
 use crate::key::{KeyspaceId, Kind, SeqNo};
 use crate::table::TableMeta;
+use crate::version::KeyspaceTables;
 
 /// What a point read finds for `key` in `keyspace` at `snapshot` (or now): the item
 /// built from its newest visible version, or `None` if that version is a tombstone or an
@@ -52,7 +53,22 @@ pub(crate) fn find_at<T: Extract>(
     key: &[u8],
     seqno: SeqNo,
 ) -> Result<Option<T>> {
-    let Some((found, item)) = newest_live::<T>(reads, sv, keyspace, key, seqno)? else {
+    find_with(reads, sv, keyspace, key, seqno, T::extract)
+}
+
+/// As [`find_at`], with the item built by `extract` from the newest live version (called
+/// at most once per source searched: a version a range tombstone hides is extracted, then
+/// dropped).
+fn find_with<T>(
+    reads: &ReadPath,
+    sv: &SuperVersion,
+    keyspace: KeyspaceId,
+    key: &[u8],
+    seqno: SeqNo,
+    extract: impl FnMut(SeqNo, &EntryView<'_>) -> T,
+) -> Result<Option<T>> {
+    let tables = sv.version.keyspace(keyspace);
+    let Some((found, item)) = newest_live(reads, sv, tables, keyspace, key, seqno, extract)? else {
         return Ok(None);
     };
     // Range tombstones are checked apart from the point lookup (a table's filter speaks
@@ -63,44 +79,137 @@ pub(crate) fn find_at<T: Extract>(
 }
 
 /// The newest version of `key` with seqno `<= seqno` among the point entries of `sv`,
-/// with its seqno, if it is live (not a tombstone, not expired).
-fn newest_live<T: Extract>(
+/// with its seqno, if it is live (not a tombstone, not expired). `tables` are the
+/// keyspace's tables in `sv` (`None` for a dropped keyspace).
+fn newest_live<T>(
     reads: &ReadPath,
     sv: &SuperVersion,
+    tables: Option<&KeyspaceTables>,
     keyspace: KeyspaceId,
     key: &[u8],
     seqno: SeqNo,
+    mut extract: impl FnMut(SeqNo, &EntryView<'_>) -> T,
 ) -> Result<Option<(SeqNo, T)>> {
     let now = reads.now_ms();
-    let decide = |s: SeqNo, kind: Kind, stored: &[u8]| -> Result<Option<(SeqNo, T)>, Reason> {
-        Ok(entry::live(kind, stored, now)?.map(|view| (s, T::extract(s, &view))))
+    let mut decide = |s: SeqNo, kind: Kind, stored: &[u8]| -> Result<Option<(SeqNo, T)>, Reason> {
+        Ok(entry::live(kind, stored, now)?.map(|view| (s, extract(s, &view))))
     };
     let found = sv
         .memtables()
-        .find_map(|m| m.get_with(keyspace, key, seqno, decide));
+        .find_map(|m| m.get_with(keyspace, key, seqno, &mut decide));
     if let Some(found) = found {
         return found.map_err(|r| Error::corruption(FileKind::Wal, Path::new("<memtable>"), 0, r));
     }
-    let Some(tables) = sv.version.keyspace(keyspace) else {
+    let Some(tables) = tables else {
         return Ok(None);
     };
     for meta in tables.tables_for_key(key) {
         let reader = reads.tables.get(meta.id)?;
-        if let Some(found) = reader.get_with(key, seqno, decide)? {
+        if let Some(found) = reader.get_with(key, seqno, &mut decide)? {
             return found.map_err(|r| Error::corruption(FileKind::Table, reader.path(), 0, r));
         }
     }
     Ok(None)
 }
 
-/// The newest value of `key` in `keyspace` visible at `snapshot` (or now).
-pub(crate) fn get(
+/// A value [`get_with`] hands out: where it lies, or (a separated value) the buffer its
+/// read returned, which a caller wanting a `Vec` takes without a copy.
+pub(crate) enum Value<'a> {
+    /// In the memtable or a cached block.
+    Borrowed(&'a [u8]),
+    /// Read from a blob file.
+    Owned(Vec<u8>),
+}
+
+impl Value<'_> {
+    /// The bytes.
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        match self {
+            Value::Borrowed(v) => v,
+            Value::Owned(v) => v,
+        }
+    }
+
+    /// The bytes as a `Vec`, copied only if borrowed.
+    pub(crate) fn into_vec(self) -> Vec<u8> {
+        match self {
+            Value::Borrowed(v) => v.to_vec(),
+            Value::Owned(v) => v,
+        }
+    }
+}
+
+/// Calls `f` with the newest value of `key` in `keyspace` visible at `snapshot` (or now),
+/// read in place: from the memtable or the cached table block, or for a separated value
+/// from the buffer its blob read returns. `None` (and `f` not called) if absent.
+/// `InvalidArgument` naming the keyspace `name` if it has been dropped.
+///
+/// `f` runs only for the value a read returns: the range tombstones are checked before
+/// it is called, and it is called at most once.
+pub(crate) fn get_with<R>(
     reads: &ReadPath,
     keyspace: KeyspaceId,
+    name: &str,
     key: &[u8],
     at: Option<&ReadAt>,
-) -> Result<Option<Vec<u8>>> {
-    lookup::<Lazy>(reads, keyspace, key, at)
+    f: impl FnOnce(Value<'_>) -> R,
+) -> Result<Option<R>> {
+    /// What the lookup left to do.
+    enum Found<R> {
+        /// `f` ran on the value in place.
+        Done(R),
+        /// A separated value: `f` runs on it once it is read.
+        Handle(crate::vlog::ValueHandle),
+        /// A range tombstone hides the version (and every older one).
+        Hidden,
+        /// The range tombstones could not be read.
+        Failed(Error),
+    }
+    // Held until a separated value is read, as in `lookup`.
+    let (sv, seqno) = reads.acquire(at);
+    // The keyspace is checked in the state read, not apart from it: one acquisition.
+    let Some(tables) = sv.version.keyspace(keyspace) else {
+        return Err(Error::invalid(format!(
+            "keyspace {name:?} has been dropped"
+        )));
+    };
+    let mut f = Some(f);
+    let found = newest_live(
+        reads,
+        &sv,
+        Some(tables),
+        keyspace,
+        key,
+        seqno,
+        |found, view| {
+            // Range tombstones are checked before the value is handed out (see `find_with`);
+            // a read that finds no live version never builds them.
+            match sv.range_tombstones(&reads.tables, keyspace) {
+                Ok(dels) if dels.deletes(key, found, seqno) => return Found::Hidden,
+                Ok(_) => {}
+                Err(e) => return Found::Failed(e),
+            }
+            match view.body {
+                Body::Handle(h) => Found::Handle(h),
+                Body::Inline(v) => match f.take() {
+                    Some(f) => Found::Done(f(Value::Borrowed(v))),
+                    // The lookup decides once; a second call would be a bug of `newest_live`.
+                    None => Found::Hidden,
+                },
+            }
+        },
+    )?;
+    let out = match found.map(|(_, found)| found) {
+        None | Some(Found::Hidden) => Ok(None),
+        Some(Found::Done(r)) => Ok(Some(r)),
+        Some(Found::Failed(e)) => Err(e),
+        Some(Found::Handle(h)) => match f.take() {
+            Some(f) => reads.blobs.read(&h).map(|v| Some(f(Value::Owned(v)))),
+            None => Ok(None),
+        },
+    };
+    drop(sv);
+    out
 }
 
 /// Blocks a scan offers to the block cache per table, from the start of the scan: short

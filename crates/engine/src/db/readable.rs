@@ -54,6 +54,30 @@ pub trait Readable: sealed::Sealed {
     /// `Io` from the files read.
     fn get(&self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>>;
 
+    /// The value of `key` in `keyspace` into `buf`, reusing its allocation
+    /// ([`Keyspace::get_into`]): true if present, false (and `buf` empty) if absent.
+    ///
+    /// # Errors
+    /// As [`Readable::get`]; `buf` is left empty.
+    fn get_into(
+        &self,
+        keyspace: &Keyspace,
+        key: impl AsRef<[u8]>,
+        buf: &mut Vec<u8>,
+    ) -> Result<bool>;
+
+    /// Calls `f` with the value of `key` in `keyspace` where it lies, without copying it
+    /// ([`Keyspace::get_with`]); `None` if absent.
+    ///
+    /// # Errors
+    /// As [`Readable::get`]; `f` is then not called.
+    fn get_with<R>(
+        &self,
+        keyspace: &Keyspace,
+        key: impl AsRef<[u8]>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>>;
+
     /// The entry of `key` without its value ([`Keyspace::head`]); expiry is judged by the
     /// current time.
     ///
@@ -138,6 +162,24 @@ macro_rules! readable_at {
     ($point:expr) => {
         fn get(&self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
             keyspace.get_in(key.as_ref(), $point(self, keyspace))
+        }
+
+        fn get_into(
+            &self,
+            keyspace: &Keyspace,
+            key: impl AsRef<[u8]>,
+            buf: &mut Vec<u8>,
+        ) -> Result<bool> {
+            keyspace.get_into_in(key.as_ref(), $point(self, keyspace), buf)
+        }
+
+        fn get_with<R>(
+            &self,
+            keyspace: &Keyspace,
+            key: impl AsRef<[u8]>,
+            f: impl FnOnce(&[u8]) -> R,
+        ) -> Result<Option<R>> {
+            keyspace.get_with_in(key.as_ref(), $point(self, keyspace), f)
         }
 
         fn head(&self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<Head>> {
