@@ -75,6 +75,23 @@
 #define CAIRN_HASH_COMPRESSION_ZSTD 2
 
 /*
+ Scan values: `cairn_iter_value` reads each entry's value (the default of
+ `cairn_iter_range` and `cairn_iter_prefix`).
+ */
+#define CAIRN_SCAN_VALUES 0
+
+/*
+ Scan heads: `cairn_iter_head` reads each entry's attributes; no value is read, so a
+ separated value costs nothing (`cairn_iter_value` is `CAIRN_INVALID_ARGUMENT`).
+ */
+#define CAIRN_SCAN_HEADS 1
+
+/*
+ Scan whole entries: both `cairn_iter_value` and `cairn_iter_head`.
+ */
+#define CAIRN_SCAN_ENTRIES 2
+
+/*
  Durability mode `CAIRN_DURABILITY_SYNC`: fsynced before the call returns (default).
  */
 #define CAIRN_DURABILITY_SYNC 0
@@ -809,6 +826,24 @@ cairn_status_t cairn_iter_range(const cairn_keyspace_t *ks,
                                 char **errptr);
 
 /*
+ As `cairn_iter_range`, reading what `what` says of each entry: `CAIRN_SCAN_VALUES`,
+ `CAIRN_SCAN_HEADS` (no value read) or `CAIRN_SCAN_ENTRIES`.
+
+ # Safety
+ As `cairn_iter_range`.
+ */
+cairn_status_t cairn_iter_range_with(const cairn_keyspace_t *ks,
+                                     const cairn_snapshot_t *snapshot,
+                                     const char *start,
+                                     size_t start_len,
+                                     const char *end,
+                                     size_t end_len,
+                                     uint8_t reverse,
+                                     int what,
+                                     cairn_iter_t **out,
+                                     char **errptr);
+
+/*
  A scan over the keys of `ks` starting with `prefix` (every key for an empty prefix);
  otherwise as `cairn_iter_range`.
 
@@ -822,6 +857,22 @@ cairn_status_t cairn_iter_prefix(const cairn_keyspace_t *ks,
                                  uint8_t reverse,
                                  cairn_iter_t **out,
                                  char **errptr);
+
+/*
+ As `cairn_iter_prefix`, reading what `what` says of each entry (see
+ `cairn_iter_range_with`).
+
+ # Safety
+ As `cairn_iter_prefix`.
+ */
+cairn_status_t cairn_iter_prefix_with(const cairn_keyspace_t *ks,
+                                      const cairn_snapshot_t *snapshot,
+                                      const char *prefix,
+                                      size_t prefix_len,
+                                      uint8_t reverse,
+                                      int what,
+                                      cairn_iter_t **out,
+                                      char **errptr);
 
 /*
  Moves to the next entry: `CAIRN_OK` if there is one (read it with `cairn_iter_key`
@@ -857,6 +908,14 @@ cairn_status_t cairn_iter_value(const cairn_iter_t *it,
                                 const char **value,
                                 size_t *value_len,
                                 char **errptr);
+
+/*
+ The current entry's head (everything but its value), for a scan of
+ `CAIRN_SCAN_HEADS` or `CAIRN_SCAN_ENTRIES`: as `cairn_head` fills it (its `meta` is
+ `malloc`ed: free it with `cairn_free`). `CAIRN_INVALID_ARGUMENT` if the iterator is not
+ on an entry or scans values only (`*head` zeroed).
+ */
+cairn_status_t cairn_iter_head(const cairn_iter_t *it, cairn_head_t *head, char **errptr);
 
 /*
  Frees the iterator (NULL is ignored).

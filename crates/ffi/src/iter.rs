@@ -1,5 +1,7 @@
-//! `cairn_iter_t`: a forward or reverse scan over a key range or prefix of one keyspace
-//! ([`engine::Iter`]), with seek.
+//! `cairn_iter_t`: a forward or reverse scan over a key range or prefix of one keyspace,
+//! with seek. A scan yields values ([`engine::Iter`]), heads without values
+//! ([`engine::HeadIter`]: keys and metadata, no value read) or whole entries
+//! ([`engine::EntryIter`]: value and head), as `CAIRN_SCAN_*` chose at creation.
 //!
 //! The engine's scans have no seek; a seek here starts a new scan over the original range
 //! narrowed to begin (forward) or end (reverse) at the sought key. With a snapshot every
@@ -7,16 +9,17 @@
 //! the store's state at the moment it starts.
 //!
 //! Invariants:
-//! 1. The iterator is positioned (key and value readable) only after a `cairn_iter_next`
-//!    that returned `CAIRN_OK`; the pointers it hands out stay valid until the next call
-//!    of `cairn_iter_next`, `cairn_iter_seek` or `cairn_iter_destroy`.
+//! 1. The iterator is positioned (key, and value or head as its scan reads them) only
+//!    after a `cairn_iter_next` that returned `CAIRN_OK`; the pointers it hands out stay
+//!    valid until the next call of `cairn_iter_next`, `cairn_iter_seek` or
+//!    `cairn_iter_destroy`.
 //! 2. After an error or the end, `cairn_iter_next` keeps returning `CAIRN_NOT_FOUND`
 //!    until a seek starts a new scan.
 //!
 //! Thread-safety: not thread-safe; one thread at a time (it may move between threads).
 //! Iterators over the same keyspace on different threads are independent.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_int};
 use std::ops::Bound;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -28,6 +31,7 @@ use crate::db;
 use crate::guard::run;
 use crate::keyspace::{self, cairn_keyspace_t};
 use crate::range;
+use crate::read::cairn_head_t;
 use crate::snapshot::cairn_snapshot_t;
 use crate::status::{cairn_status_t, Failure, CAIRN_NOT_FOUND, CAIRN_OK};
 
@@ -40,19 +44,100 @@ pub struct cairn_iter_t {
     lo: Bound<Vec<u8>>,
     hi: Bound<Vec<u8>>,
     reverse: bool,
+    what: What,
     /// `None` once the scan ended or failed, or when its range is empty.
-    scan: Option<engine::Iter>,
-    current: Option<(Vec<u8>, Vec<u8>)>,
+    scan: Option<Scan>,
+    current: Option<Current>,
+}
+
+/// Scan values: `cairn_iter_value` reads each entry's value (the default of
+/// `cairn_iter_range` and `cairn_iter_prefix`).
+pub const CAIRN_SCAN_VALUES: c_int = 0;
+/// Scan heads: `cairn_iter_head` reads each entry's attributes; no value is read, so a
+/// separated value costs nothing (`cairn_iter_value` is `CAIRN_INVALID_ARGUMENT`).
+pub const CAIRN_SCAN_HEADS: c_int = 1;
+/// Scan whole entries: both `cairn_iter_value` and `cairn_iter_head`.
+pub const CAIRN_SCAN_ENTRIES: c_int = 2;
+
+/// What a scan reads of each entry.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum What {
+    Values,
+    Heads,
+    Entries,
+}
+
+impl What {
+    fn from_c(what: c_int) -> Result<What, Failure> {
+        match what {
+            CAIRN_SCAN_VALUES => Ok(What::Values),
+            CAIRN_SCAN_HEADS => Ok(What::Heads),
+            CAIRN_SCAN_ENTRIES => Ok(What::Entries),
+            other => Err(Failure::invalid(format!(
+                "scan kind {other} is not CAIRN_SCAN_VALUES, CAIRN_SCAN_HEADS or \
+                 CAIRN_SCAN_ENTRIES"
+            ))),
+        }
+    }
+}
+
+/// The engine's scan of the kind the iterator reads.
+enum Scan {
+    Values(engine::Iter),
+    Heads(engine::HeadIter),
+    Entries(engine::EntryIter),
+}
+
+impl Scan {
+    fn step(&mut self, reverse: bool) -> Option<engine::Result<Current>> {
+        fn pick<I: DoubleEndedIterator>(it: &mut I, reverse: bool) -> Option<I::Item> {
+            if reverse {
+                it.next_back()
+            } else {
+                it.next()
+            }
+        }
+        Some(match self {
+            Scan::Values(it) => pick(it, reverse)?.map(|(key, value)| Current {
+                key,
+                value: Some(value),
+                head: None,
+            }),
+            Scan::Heads(it) => pick(it, reverse)?.map(|(key, head)| Current {
+                key,
+                value: None,
+                head: Some(head),
+            }),
+            Scan::Entries(it) => pick(it, reverse)?.map(|(key, value, head)| Current {
+                key,
+                value: Some(value),
+                head: Some(head),
+            }),
+        })
+    }
+}
+
+/// The entry the iterator is on.
+struct Current {
+    key: Vec<u8>,
+    value: Option<Vec<u8>>,
+    head: Option<engine::Head>,
 }
 
 impl cairn_iter_t {
-    fn scan(&self, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> Option<engine::Iter> {
+    fn scan(&self, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> Option<Scan> {
         if range::is_empty(&lo, &hi) {
             return None;
         }
-        Some(match &self.snapshot {
-            Some(s) => s.range(&self.keyspace, (lo, hi)),
-            None => self.keyspace.range((lo, hi)),
+        let ks = &self.keyspace;
+        let range = (lo, hi);
+        Some(match (&self.snapshot, self.what) {
+            (Some(s), What::Values) => Scan::Values(s.range(ks, range)),
+            (None, What::Values) => Scan::Values(ks.range(range)),
+            (Some(s), What::Heads) => Scan::Heads(s.range_heads(ks, range)),
+            (None, What::Heads) => Scan::Heads(ks.range_heads(range)),
+            (Some(s), What::Entries) => Scan::Entries(s.range_entries(ks, range)),
+            (None, What::Entries) => Scan::Entries(ks.range_entries(range)),
         })
     }
 }
@@ -62,6 +147,7 @@ fn create(
     snapshot: Option<&cairn_snapshot_t>,
     bounds: (Bound<Vec<u8>>, Bound<Vec<u8>>),
     reverse: u8,
+    what: What,
     out: &mut *mut cairn_iter_t,
 ) -> Result<cairn_status_t, Failure> {
     let ks = keyspace::live(ks)?;
@@ -72,6 +158,7 @@ fn create(
         lo: bounds.0,
         hi: bounds.1,
         reverse: reverse != 0,
+        what,
         scan: None,
         current: None,
     };
@@ -106,7 +193,51 @@ pub unsafe extern "C" fn cairn_iter_range(
         let start = unsafe { args::optional_bytes(start, start_len, "start") }?;
         // SAFETY: the caller guarantees `end_len` readable bytes at a non-NULL `end`.
         let end = unsafe { args::optional_bytes(end, end_len, "end") }?;
-        create(ks, snapshot, range::half_open(start, end), reverse, out)
+        create(
+            ks,
+            snapshot,
+            range::half_open(start, end),
+            reverse,
+            What::Values,
+            out,
+        )
+    })
+}
+
+/// As `cairn_iter_range`, reading what `what` says of each entry: `CAIRN_SCAN_VALUES`,
+/// `CAIRN_SCAN_HEADS` (no value read) or `CAIRN_SCAN_ENTRIES`.
+///
+/// # Safety
+/// As `cairn_iter_range`.
+#[no_mangle]
+pub unsafe extern "C" fn cairn_iter_range_with(
+    ks: Option<&cairn_keyspace_t>,
+    snapshot: Option<&cairn_snapshot_t>,
+    start: *const c_char,
+    start_len: usize,
+    end: *const c_char,
+    end_len: usize,
+    reverse: u8,
+    what: c_int,
+    out: Option<&mut *mut cairn_iter_t>,
+    errptr: Option<&mut *mut c_char>,
+) -> cairn_status_t {
+    run(errptr, || {
+        let out = out.ok_or_else(|| Failure::invalid("out is NULL"))?;
+        *out = std::ptr::null_mut();
+        let what = What::from_c(what)?;
+        // SAFETY: the caller guarantees `start_len` readable bytes at a non-NULL `start`.
+        let start = unsafe { args::optional_bytes(start, start_len, "start") }?;
+        // SAFETY: the caller guarantees `end_len` readable bytes at a non-NULL `end`.
+        let end = unsafe { args::optional_bytes(end, end_len, "end") }?;
+        create(
+            ks,
+            snapshot,
+            range::half_open(start, end),
+            reverse,
+            what,
+            out,
+        )
     })
 }
 
@@ -130,7 +261,40 @@ pub unsafe extern "C" fn cairn_iter_prefix(
         *out = std::ptr::null_mut();
         // SAFETY: the caller guarantees `prefix_len` readable bytes at `prefix`.
         let prefix = unsafe { args::bytes(prefix, prefix_len, "prefix") }?;
-        create(ks, snapshot, range::prefix(prefix), reverse, out)
+        create(
+            ks,
+            snapshot,
+            range::prefix(prefix),
+            reverse,
+            What::Values,
+            out,
+        )
+    })
+}
+
+/// As `cairn_iter_prefix`, reading what `what` says of each entry (see
+/// `cairn_iter_range_with`).
+///
+/// # Safety
+/// As `cairn_iter_prefix`.
+#[no_mangle]
+pub unsafe extern "C" fn cairn_iter_prefix_with(
+    ks: Option<&cairn_keyspace_t>,
+    snapshot: Option<&cairn_snapshot_t>,
+    prefix: *const c_char,
+    prefix_len: usize,
+    reverse: u8,
+    what: c_int,
+    out: Option<&mut *mut cairn_iter_t>,
+    errptr: Option<&mut *mut c_char>,
+) -> cairn_status_t {
+    run(errptr, || {
+        let out = out.ok_or_else(|| Failure::invalid("out is NULL"))?;
+        *out = std::ptr::null_mut();
+        let what = What::from_c(what)?;
+        // SAFETY: the caller guarantees `prefix_len` readable bytes at `prefix`.
+        let prefix = unsafe { args::bytes(prefix, prefix_len, "prefix") }?;
+        create(ks, snapshot, range::prefix(prefix), reverse, what, out)
     })
 }
 
@@ -149,14 +313,9 @@ pub extern "C" fn cairn_iter_next(
         let Some(scan) = it.scan.as_mut() else {
             return Ok(CAIRN_NOT_FOUND);
         };
-        let item = if it.reverse {
-            scan.next_back()
-        } else {
-            scan.next()
-        };
-        match item {
-            Some(Ok(pair)) => {
-                it.current = Some(pair);
+        match scan.step(it.reverse) {
+            Some(Ok(entry)) => {
+                it.current = Some(entry);
                 Ok(CAIRN_OK)
             }
             Some(Err(e)) => {
@@ -200,7 +359,7 @@ pub unsafe extern "C" fn cairn_iter_seek(
     })
 }
 
-fn current(it: Option<&cairn_iter_t>) -> Result<&(Vec<u8>, Vec<u8>), Failure> {
+fn current(it: Option<&cairn_iter_t>) -> Result<&Current, Failure> {
     let it = it.ok_or_else(|| Failure::invalid("iterator is NULL"))?;
     it.current
         .as_ref()
@@ -221,7 +380,7 @@ pub extern "C" fn cairn_iter_key(
         let (ptr, len) = key
             .zip(key_len)
             .ok_or_else(|| Failure::invalid("key or key_len is NULL"))?;
-        let (k, _) = current(it)?;
+        let k = &current(it)?.key;
         *ptr = k.as_ptr().cast();
         *len = k.len();
         Ok(CAIRN_OK)
@@ -240,9 +399,35 @@ pub extern "C" fn cairn_iter_value(
         let (ptr, len) = value
             .zip(value_len)
             .ok_or_else(|| Failure::invalid("value or value_len is NULL"))?;
-        let (_, v) = current(it)?;
+        let v = current(it)?
+            .value
+            .as_ref()
+            .ok_or_else(|| Failure::invalid("a head scan reads no values (CAIRN_SCAN_HEADS)"))?;
         *ptr = v.as_ptr().cast();
         *len = v.len();
+        Ok(CAIRN_OK)
+    })
+}
+
+/// The current entry's head (everything but its value), for a scan of
+/// `CAIRN_SCAN_HEADS` or `CAIRN_SCAN_ENTRIES`: as `cairn_head` fills it (its `meta` is
+/// `malloc`ed: free it with `cairn_free`). `CAIRN_INVALID_ARGUMENT` if the iterator is not
+/// on an entry or scans values only (`*head` zeroed).
+#[no_mangle]
+pub extern "C" fn cairn_iter_head(
+    it: Option<&cairn_iter_t>,
+    head: Option<&mut cairn_head_t>,
+    errptr: Option<&mut *mut c_char>,
+) -> cairn_status_t {
+    run(errptr, || {
+        let out = head.ok_or_else(|| Failure::invalid("head is NULL"))?;
+        *out = cairn_head_t::EMPTY;
+        let h = current(it)?.head.as_ref().ok_or_else(|| {
+            Failure::invalid(
+                "a value scan reads no heads (use CAIRN_SCAN_HEADS or CAIRN_SCAN_ENTRIES)",
+            )
+        })?;
+        *out = cairn_head_t::of(h)?;
         Ok(CAIRN_OK)
     })
 }

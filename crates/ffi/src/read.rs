@@ -39,6 +39,39 @@ pub struct cairn_head_t {
     pub meta_len: usize,
 }
 
+impl cairn_head_t {
+    /// The cleared head (no entry).
+    pub(crate) const EMPTY: cairn_head_t = cairn_head_t {
+        value_len: 0,
+        tag: 0,
+        has_expiry: 0,
+        separated: 0,
+        expires_at_ms: 0,
+        seqno: 0,
+        meta: std::ptr::null_mut(),
+        meta_len: 0,
+    };
+
+    /// `h` for C, its metadata copied into a `malloc`ed buffer (NULL if it has none).
+    pub(crate) fn of(h: &engine::Head) -> Result<cairn_head_t, Failure> {
+        let meta = if h.meta.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            args::malloc_copy(&h.meta)?
+        };
+        Ok(cairn_head_t {
+            value_len: h.value_len,
+            tag: h.tag,
+            has_expiry: u8::from(h.expires_at.is_some()),
+            separated: u8::from(h.separated),
+            expires_at_ms: h.expires_at.unwrap_or(0),
+            seqno: h.seqno,
+            meta,
+            meta_len: h.meta.len(),
+        })
+    }
+}
+
 /// Reads `key`: on `CAIRN_OK`, `*value` receives a `malloc`ed copy of the value (free it
 /// with `cairn_free`; NUL-terminated for convenience, the terminator not counted) and
 /// `*value_len` its length. `CAIRN_NOT_FOUND` if absent (`*value` NULL).
@@ -132,16 +165,7 @@ pub unsafe extern "C" fn cairn_head(
 ) -> cairn_status_t {
     run(errptr, || {
         let out = head.ok_or_else(|| Failure::invalid("head is NULL"))?;
-        *out = cairn_head_t {
-            value_len: 0,
-            tag: 0,
-            has_expiry: 0,
-            separated: 0,
-            expires_at_ms: 0,
-            seqno: 0,
-            meta: std::ptr::null_mut(),
-            meta_len: 0,
-        };
+        *out = cairn_head_t::EMPTY;
         let ks = keyspace::live(ks)?;
         // SAFETY: the caller guarantees `key_len` readable bytes at `key`.
         let key = unsafe { args::bytes(key, key_len, "key") }?;
@@ -152,21 +176,7 @@ pub unsafe extern "C" fn cairn_head(
         let Some(h) = found else {
             return Ok(CAIRN_NOT_FOUND);
         };
-        let meta = if h.meta.is_empty() {
-            std::ptr::null_mut()
-        } else {
-            args::malloc_copy(&h.meta)?
-        };
-        *out = cairn_head_t {
-            value_len: h.value_len,
-            tag: h.tag,
-            has_expiry: u8::from(h.expires_at.is_some()),
-            separated: u8::from(h.separated),
-            expires_at_ms: h.expires_at.unwrap_or(0),
-            seqno: h.seqno,
-            meta,
-            meta_len: h.meta.len(),
-        };
+        *out = cairn_head_t::of(&h)?;
         Ok(CAIRN_OK)
     })
 }

@@ -644,6 +644,56 @@ static void test_ordered_store(void) {
     CHECK(it == NULL);
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_iter_prefix(scan, NULL, NULL, 1, 0, &it, &err));
 
+    /* Head and entry scans: attributes without (or with) values. */
+    cairn_entryoptions_t *tagged = cairn_entryoptions_create();
+    EXPECT(CAIRN_OK, cairn_entryoptions_set_meta(tagged, 7, S("m!"), &err));
+    cairn_entryoptions_set_ttl_ms(tagged, 3600 * 1000);
+    EXPECT(CAIRN_OK, cairn_put_entry(scan, tagged, S("k03"), S("tagged"), &err));
+    cairn_entryoptions_destroy(tagged);
+    EXPECT(CAIRN_OK, cairn_iter_prefix_with(scan, NULL, S("k0"), 0, CAIRN_SCAN_HEADS, &it, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_iter_head(it, &head, &err)); /* not positioned */
+    CHECK(head.meta == NULL && head.value_len == 0);
+    int heads = 0, tagged_seen = 0;
+    while (cairn_iter_next(it, &err) == CAIRN_OK) {
+        EXPECT(CAIRN_OK, cairn_iter_key(it, &kp, &kl, &err));
+        EXPECT(CAIRN_OK, cairn_iter_head(it, &head, &err));
+        EXPECT(CAIRN_INVALID_ARGUMENT, cairn_iter_value(it, &kp, &kl, &err)); /* no values */
+        CHECK(head.seqno > 0);
+        if (head.tag == 7) {
+            tagged_seen++;
+            CHECK(head.value_len == 6 && head.has_expiry == 1 && head.expires_at_ms > 0);
+            CHECK(head.meta_len == 2 && memcmp(head.meta, "m!", 2) == 0);
+        } else {
+            CHECK(head.value_len == 1 && head.has_expiry == 0 && head.meta == NULL);
+        }
+        cairn_free(head.meta);
+        heads++;
+    }
+    CHECK(heads == 10 && tagged_seen == 1);
+    cairn_iter_destroy(it);
+    EXPECT(CAIRN_OK, cairn_iter_range_with(scan, NULL, S("k03"), S("k05"), 1, CAIRN_SCAN_ENTRIES, &it, &err));
+    EXPECT(CAIRN_OK, cairn_iter_next(it, &err)); /* reverse: k04 first */
+    EXPECT(CAIRN_OK, cairn_iter_value(it, &kp, &kl, &err));
+    CHECK(kl == 1 && kp[0] == 'v');
+    EXPECT(CAIRN_OK, cairn_iter_next(it, &err));
+    EXPECT(CAIRN_OK, cairn_iter_value(it, &kp, &kl, &err));
+    CHECK(kl == 6 && memcmp(kp, "tagged", 6) == 0);
+    EXPECT(CAIRN_OK, cairn_iter_head(it, &head, &err));
+    CHECK(head.tag == 7 && head.meta_len == 2);
+    cairn_free(head.meta);
+    EXPECT(CAIRN_NOT_FOUND, cairn_iter_next(it, &err));
+    cairn_iter_destroy(it);
+    /* A value scan has no heads; an unknown scan kind is refused. */
+    EXPECT(CAIRN_OK, cairn_iter_range_with(scan, NULL, NULL, 0, NULL, 0, 0, CAIRN_SCAN_VALUES, &it, &err));
+    EXPECT(CAIRN_OK, cairn_iter_next(it, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_iter_head(it, &head, &err));
+    cairn_iter_destroy(it);
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_iter_range_with(scan, NULL, NULL, 0, NULL, 0, 0, 9, &it, &err));
+    CHECK(it == NULL);
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_iter_prefix_with(scan, NULL, S("k"), 0, -1, &it, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_iter_head(NULL, &head, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_iter_head(it, NULL, &err));
+
     /* Threads sharing the store and a keyspace handle. */
     pthread_t threads[4];
     struct worker workers[4];
