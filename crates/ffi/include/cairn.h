@@ -1147,6 +1147,43 @@ cairn_status_t cairn_entryoptions_set_durability(cairn_entryoptions_t *options,
                                                  char **errptr);
 
 /*
+ Stores in `*value` the store's property `name` (a NUL-terminated name that
+ `cairn_db_property_names` lists, e.g. `"stats.flushes"`, `"space.garbage_blob_bytes"`,
+ `"stats.tables_at_level.0"`). `CAIRN_NOT_FOUND` for a name this version does not know
+ (`*value` 0).
+
+ # Safety
+ `name` must be NULL or a NUL-terminated string.
+ */
+cairn_status_t cairn_db_property_int(const cairn_db_t *db,
+                                     const char *name,
+                                     uint64_t *value,
+                                     char **errptr);
+
+/*
+ Stores in `*names` a `malloc`ed array of the `*count` property names the store answers
+ now (the per-level names for each of its levels); free it with `cairn_names_free`.
+ */
+cairn_status_t cairn_db_property_names(const cairn_db_t *db,
+                                       char ***names,
+                                       size_t *count,
+                                       char **errptr);
+
+/*
+ Describes range `index` (from 0 to `recovery.losses` - 1) that the open's recovery
+ left out: `*text` receives a `malloc`ed, NUL-terminated description naming the cause,
+ the file, the offset and length and the seqnos lost (free it with `cairn_free`);
+ `*offset` and `*len` (each may be NULL) the range in that file. `CAIRN_NOT_FOUND` past
+ the last loss.
+ */
+cairn_status_t cairn_db_recovery_loss(const cairn_db_t *db,
+                                      size_t index,
+                                      uint64_t *offset,
+                                      uint64_t *len,
+                                      char **text,
+                                      char **errptr);
+
+/*
  Reads `key`: on `CAIRN_OK`, `*value` receives a `malloc`ed copy of the value (free it
  with `cairn_free`; NUL-terminated for convenience, the terminator not counted) and
  `*value_len` its length. `CAIRN_NOT_FOUND` if absent (`*value` NULL).

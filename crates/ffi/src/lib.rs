@@ -31,6 +31,7 @@ mod hash_writer;
 mod iter;
 mod keyspace;
 mod options;
+mod properties;
 mod range;
 mod read;
 mod snapshot;

@@ -723,6 +723,43 @@ static void test_ordered_store(void) {
     CHECK(removed != 99);
     EXPECT(CAIRN_OK, cairn_db_collect_garbage(db, NULL, &err));
     EXPECT(CAIRN_OK, cairn_db_wait_for_compactions(db, &err));
+
+    /* Properties by name: every listed name answers; unknown names are NOT_FOUND. */
+    char **prop_names = NULL;
+    size_t prop_count = 0;
+    EXPECT(CAIRN_OK, cairn_db_property_names(db, &prop_names, &prop_count, &err));
+    CHECK(prop_count > 30);
+    int saw_level0 = 0;
+    for (size_t i = 0; i < prop_count; i++) {
+        uint64_t v = 0;
+        EXPECT(CAIRN_OK, cairn_db_property_int(db, prop_names[i], &v, &err));
+        if (strcmp(prop_names[i], "stats.tables_at_level.0") == 0) saw_level0 = 1;
+    }
+    CHECK(saw_level0);
+    cairn_names_free(prop_names, prop_count);
+    uint64_t pv = 0;
+    EXPECT(CAIRN_OK, cairn_db_property_int(db, "stats.flushes", &pv, &err));
+    CHECK(pv >= 1);
+    EXPECT(CAIRN_OK, cairn_db_property_int(db, "stats.tables", &pv, &err));
+    CHECK(pv >= 1);
+    EXPECT(CAIRN_OK, cairn_db_property_int(db, "space.table_bytes", &pv, &err));
+    CHECK(pv > 0);
+    EXPECT(CAIRN_OK, cairn_db_property_int(db, "stats.user_bytes_written", &pv, &err));
+    CHECK(pv > 0);
+    EXPECT(CAIRN_OK, cairn_db_property_int(db, "recovery.losses", &pv, &err));
+    CHECK(pv == 0);
+    pv = 5;
+    EXPECT(CAIRN_NOT_FOUND, cairn_db_property_int(db, "stats.no_such_thing", &pv, &err));
+    CHECK(pv == 0);
+    EXPECT(CAIRN_NOT_FOUND, cairn_db_property_int(db, "stats.tables_at_level.99", &pv, &err));
+    EXPECT(CAIRN_NOT_FOUND, cairn_db_property_int(db, "stats.tables_at_level.x", &pv, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_db_property_int(db, NULL, &pv, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_db_property_int(db, "stats.flushes", NULL, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_db_property_names(db, NULL, &prop_count, &err));
+    char *loss_text = NULL;
+    EXPECT(CAIRN_NOT_FOUND, cairn_db_recovery_loss(db, 0, NULL, NULL, &loss_text, &err));
+    CHECK(loss_text == NULL);
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_db_recovery_loss(db, 0, NULL, NULL, NULL, &err));
     CHECK(cairn_db_is_read_only(db) == 0);
     CHECK(cairn_db_is_follower(db) == 0);
     EXPECT_VALUE(users, NULL, "u:44", "Edsger");
@@ -867,6 +904,83 @@ static void test_ordered_store(void) {
     CHECK(cairn_verify(path_in("no-such-store"), &err) != CAIRN_OK && err != NULL);
     cairn_free(err);
     err = NULL;
+    cairn_options_destroy(o);
+}
+
+/* A damaged log record: the open refuses it; a salvaging open drops it and says so. */
+static void test_recovery_report(void) {
+    cairn_options_t *o = cairn_options_create();
+    EXPECT(CAIRN_OK, cairn_options_set_durability(o, CAIRN_DURABILITY_SYNC, 0, &err));
+    const char *store = path_in("salvage");
+    cairn_db_t *db = NULL;
+    EXPECT(CAIRN_OK, cairn_db_open(o, store, &db, &err));
+    if (db == NULL) return;
+    cairn_keyspace_t *ks = NULL;
+    EXPECT(CAIRN_OK, cairn_keyspace_open(db, "ks", &ks, &err));
+    char value[64];
+    memset(value, 'x', sizeof value);
+    for (int i = 0; i < 100; i++) {
+        char k[8];
+        snprintf(k, sizeof k, "k%03d", i);
+        EXPECT(CAIRN_OK, cairn_put(ks, NULL, k, 4, value, sizeof value, &err));
+    }
+    cairn_keyspace_destroy(ks);
+    EXPECT(CAIRN_OK, cairn_db_close(db, &err));
+    cairn_db_destroy(db);
+
+    char wal[4400];
+    CHECK(find_file(store, ".wal", wal, sizeof wal));
+    struct stat st;
+    CHECK(stat(wal, &st) == 0 && st.st_size > 4000);
+    /* Damage the payload of the 51st write's record, walking the log's framing
+       (wal/FORMAT.md: a 20-byte file header, then records with 24-byte headers whose
+       bytes 8..12 hold the payload length and byte 12 the kind, 1 for a write batch). */
+    long damaged = -1;
+    FILE *f = fopen(wal, "rb");
+    CHECK(f != NULL);
+    if (f == NULL) return;
+    unsigned char *bytes = malloc((size_t)st.st_size);
+    CHECK(bytes != NULL && fread(bytes, 1, (size_t)st.st_size, f) == (size_t)st.st_size);
+    fclose(f);
+    int batches = 0;
+    for (long at = 20; at + 24 <= (long)st.st_size;) {
+        uint32_t plen = (uint32_t)bytes[at + 8] | (uint32_t)bytes[at + 9] << 8 |
+                        (uint32_t)bytes[at + 10] << 16 | (uint32_t)bytes[at + 11] << 24;
+        if (bytes[at + 12] == 1 && ++batches == 52) damaged = at; /* 1st batch: the keyspace */
+        at += 24 + (long)plen;
+    }
+    free(bytes);
+    CHECK(damaged > 0);
+    flip_byte(wal, damaged + 24);
+    db = NULL;
+    EXPECT(CAIRN_CORRUPTION, cairn_db_open(o, store, &db, &err));
+    CHECK(db == NULL);
+    cairn_options_set_salvage_wal(o, 1);
+    EXPECT(CAIRN_OK, cairn_db_open(o, store, &db, &err));
+    if (db == NULL) return;
+    uint64_t losses = 0, durable_lost = 9, records = 0;
+    EXPECT(CAIRN_OK, cairn_db_property_int(db, "recovery.losses", &losses, &err));
+    EXPECT(CAIRN_OK, cairn_db_property_int(db, "recovery.lost_durable_writes", &durable_lost, &err));
+    EXPECT(CAIRN_OK, cairn_db_property_int(db, "recovery.replayed_records", &records, &err));
+    CHECK(losses == 1 && durable_lost == 1 && records > 0);
+    /* Exactly the damaged record's write is gone. */
+    cairn_keyspace_t *kept = NULL;
+    uint64_t present = 0;
+    EXPECT(CAIRN_OK, cairn_keyspace_get(db, "ks", &kept, &err));
+    EXPECT(CAIRN_OK, cairn_keyspace_count(kept, NULL, &present, &err));
+    CHECK(present == 99);
+    cairn_keyspace_destroy(kept);
+    char *text = NULL;
+    uint64_t offset = 0, len = 0;
+    EXPECT(CAIRN_OK, cairn_db_recovery_loss(db, 0, &offset, &len, &text, &err));
+    CHECK(text != NULL && strstr(text, ".wal") != NULL && len > 0);
+    CHECK(offset == (uint64_t)damaged);
+    cairn_free(text);
+    text = NULL;
+    EXPECT(CAIRN_NOT_FOUND, cairn_db_recovery_loss(db, (size_t)losses, NULL, NULL, &text, &err));
+    CHECK(text == NULL);
+    EXPECT(CAIRN_OK, cairn_db_close(db, &err));
+    cairn_db_destroy(db);
     cairn_options_destroy(o);
 }
 
@@ -1054,6 +1168,7 @@ int main(int argc, char **argv) {
     test_null_arguments();
     test_bad_options();
     test_ordered_store();
+    test_recovery_report();
     test_constant_store();
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
