@@ -203,6 +203,28 @@ typedef struct cairn_writeoptions_t cairn_writeoptions_t;
 typedef int cairn_status_t;
 
 /*
+ What `cairn_hash_verify` checked.
+ */
+typedef struct {
+  /*
+   PUT entries decoded in the log.
+   */
+  uint64_t puts;
+  /*
+   DELETE entries decoded in the log.
+   */
+  uint64_t deletes;
+  /*
+   Occupied index slots checked.
+   */
+  uint64_t slots_checked;
+  /*
+   Live entries the iteration yielded.
+   */
+  uint64_t live_entries;
+} cairn_hash_verify_report_t;
+
+/*
  Everything about an entry except its value, filled by `cairn_head`.
  */
 typedef struct {
@@ -738,6 +760,21 @@ cairn_status_t cairn_hash_logwriter_create(const char *path,
                                            char **errptr);
 
 /*
+ As `cairn_hash_logwriter_create`, with the log's file identifier (the number that
+ pairs a log with its index) taken from `*file_identifier` instead of drawn at random
+ (NULL: random). A fixed identifier gives byte-identical files from the same puts.
+
+ # Safety
+ `path` must be a NUL-terminated string.
+ */
+cairn_status_t cairn_hash_logwriter_create_with(const char *path,
+                                                int compression,
+                                                uint32_t block_size,
+                                                const uint32_t *file_identifier,
+                                                cairn_hash_logwriter_t **out,
+                                                char **errptr);
+
+/*
  Reopens the existing log at `path` to append to it.
 
  # Safety
@@ -796,7 +833,9 @@ void cairn_hash_logwriter_destroy(cairn_hash_logwriter_t *writer);
 
 /*
  Builds the hash index of the log at `log_path` into `index_path` (replacing it
- atomically). `hash_size` is 0 (automatic: 64-bit hashes for large logs), 4 or 8.
+ atomically). `hash_size` is 0 (automatic: 64-bit hashes for large logs), 4 or 8. An
+ existing index of the same log is extended with the entries appended since it was
+ built, or left as it is if it covers the whole log.
 
  # Safety
  `index_path` and `log_path` must be NUL-terminated strings.
@@ -805,6 +844,36 @@ cairn_status_t cairn_hash_write_index(const char *index_path,
                                       const char *log_path,
                                       int hash_size,
                                       char **errptr);
+
+/*
+ As `cairn_hash_write_index`, with the hash seed of a fresh build taken from `*seed`
+ (NULL: random; an extended index keeps its seed), and, if `fresh` is non-zero, always
+ building from scratch. A fixed seed gives a byte-identical index of the same log.
+
+ # Safety
+ `index_path` and `log_path` must be NUL-terminated strings.
+ */
+cairn_status_t cairn_hash_write_index_with(const char *index_path,
+                                           const char *log_path,
+                                           int hash_size,
+                                           const uint32_t *seed,
+                                           uint8_t fresh,
+                                           char **errptr);
+
+/*
+ Checks a Sparkey pair completely: every log entry decodes and agrees with the log
+ header, every index slot points at a PUT of a key with that hash, every live key is
+ found, and the counts agree. `CAIRN_OK` if every check passed (`*report`, if not NULL,
+ says what was checked); `CAIRN_CORRUPTION` naming the file, offset and check that
+ failed.
+
+ # Safety
+ `index_path` and `log_path` must be NUL-terminated strings.
+ */
+cairn_status_t cairn_hash_verify(const char *index_path,
+                                 const char *log_path,
+                                 cairn_hash_verify_report_t *report,
+                                 char **errptr);
 
 /*
  A scan over `[start, end)` of `ks` (NULL bounds as in `cairn_delete_range`), in key

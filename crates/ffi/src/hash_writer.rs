@@ -1,6 +1,7 @@
 //! The constant store's write side: `cairn_hash_logwriter_t` (a Sparkey log being
 //! written, [`engine::hash::LogWriter`]) and `cairn_hash_write_index` (build the hash
-//! index of a log, [`engine::hash::write_index`]).
+//! index of a log, [`engine::hash::write_index`]) and `cairn_hash_verify` (check a pair
+//! completely, [`engine::hash::verify`]).
 //!
 //! Invariant: after `cairn_hash_logwriter_close` the handle holds no writer; every later
 //! call but destroy returns `CAIRN_CLOSED`. Destroying an unclosed writer flushes it
@@ -51,6 +52,25 @@ pub unsafe extern "C" fn cairn_hash_logwriter_create(
     out: Option<&mut *mut cairn_hash_logwriter_t>,
     errptr: Option<&mut *mut c_char>,
 ) -> cairn_status_t {
+    // SAFETY: the caller's guarantees are this function's.
+    unsafe { cairn_hash_logwriter_create_with(path, compression, block_size, None, out, errptr) }
+}
+
+/// As `cairn_hash_logwriter_create`, with the log's file identifier (the number that
+/// pairs a log with its index) taken from `*file_identifier` instead of drawn at random
+/// (NULL: random). A fixed identifier gives byte-identical files from the same puts.
+///
+/// # Safety
+/// `path` must be a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn cairn_hash_logwriter_create_with(
+    path: *const c_char,
+    compression: c_int,
+    block_size: u32,
+    file_identifier: Option<&u32>,
+    out: Option<&mut *mut cairn_hash_logwriter_t>,
+    errptr: Option<&mut *mut c_char>,
+) -> cairn_status_t {
     run(errptr, || {
         let out = out.ok_or_else(|| Failure::invalid("out is NULL"))?;
         *out = std::ptr::null_mut();
@@ -62,7 +82,10 @@ pub unsafe extern "C" fn cairn_hash_logwriter_create(
             CAIRN_HASH_COMPRESSION_ZSTD => Compression::Zstd,
             other => return Err(Failure::invalid(format!("unknown compression {other}"))),
         };
-        let options = LogOptions::default().compression(compression, block_size);
+        let mut options = LogOptions::default().compression(compression, block_size);
+        if let Some(id) = file_identifier {
+            options = options.file_identifier(*id);
+        }
         let writer = LogWriter::create(path, &options)?;
         *out = Box::into_raw(Box::new(cairn_hash_logwriter_t {
             writer: Some(writer),
@@ -192,7 +215,9 @@ pub extern "C" fn cairn_hash_logwriter_destroy(writer: Option<Box<cairn_hash_log
 }
 
 /// Builds the hash index of the log at `log_path` into `index_path` (replacing it
-/// atomically). `hash_size` is 0 (automatic: 64-bit hashes for large logs), 4 or 8.
+/// atomically). `hash_size` is 0 (automatic: 64-bit hashes for large logs), 4 or 8. An
+/// existing index of the same log is extended with the entries appended since it was
+/// built, or left as it is if it covers the whole log.
 ///
 /// # Safety
 /// `index_path` and `log_path` must be NUL-terminated strings.
@@ -201,6 +226,25 @@ pub unsafe extern "C" fn cairn_hash_write_index(
     index_path: *const c_char,
     log_path: *const c_char,
     hash_size: c_int,
+    errptr: Option<&mut *mut c_char>,
+) -> cairn_status_t {
+    // SAFETY: the caller's guarantees are this function's.
+    unsafe { cairn_hash_write_index_with(index_path, log_path, hash_size, None, 0, errptr) }
+}
+
+/// As `cairn_hash_write_index`, with the hash seed of a fresh build taken from `*seed`
+/// (NULL: random; an extended index keeps its seed), and, if `fresh` is non-zero, always
+/// building from scratch. A fixed seed gives a byte-identical index of the same log.
+///
+/// # Safety
+/// `index_path` and `log_path` must be NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn cairn_hash_write_index_with(
+    index_path: *const c_char,
+    log_path: *const c_char,
+    hash_size: c_int,
+    seed: Option<&u32>,
+    fresh: u8,
     errptr: Option<&mut *mut c_char>,
 ) -> cairn_status_t {
     run(errptr, || {
@@ -218,7 +262,58 @@ pub unsafe extern "C" fn cairn_hash_write_index(
                 )))
             }
         };
-        engine::hash::write_index(index, log, &IndexOptions::default().hash_size(size))?;
+        let mut options = IndexOptions::default().hash_size(size).fresh(fresh != 0);
+        if let Some(seed) = seed {
+            options = options.seed(*seed);
+        }
+        engine::hash::write_index(index, log, &options)?;
+        Ok(CAIRN_OK)
+    })
+}
+
+/// What `cairn_hash_verify` checked.
+#[repr(C)]
+#[allow(non_camel_case_types)]
+pub struct cairn_hash_verify_report_t {
+    /// PUT entries decoded in the log.
+    pub puts: u64,
+    /// DELETE entries decoded in the log.
+    pub deletes: u64,
+    /// Occupied index slots checked.
+    pub slots_checked: u64,
+    /// Live entries the iteration yielded.
+    pub live_entries: u64,
+}
+
+/// Checks a Sparkey pair completely: every log entry decodes and agrees with the log
+/// header, every index slot points at a PUT of a key with that hash, every live key is
+/// found, and the counts agree. `CAIRN_OK` if every check passed (`*report`, if not NULL,
+/// says what was checked); `CAIRN_CORRUPTION` naming the file, offset and check that
+/// failed.
+///
+/// # Safety
+/// `index_path` and `log_path` must be NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn cairn_hash_verify(
+    index_path: *const c_char,
+    log_path: *const c_char,
+    report: Option<&mut cairn_hash_verify_report_t>,
+    errptr: Option<&mut *mut c_char>,
+) -> cairn_status_t {
+    run(errptr, || {
+        // SAFETY: the caller guarantees `index_path` is NULL or NUL-terminated.
+        let index = unsafe { args::path(index_path, "index_path") }?;
+        // SAFETY: the caller guarantees `log_path` is NULL or NUL-terminated.
+        let log = unsafe { args::path(log_path, "log_path") }?;
+        let checked = engine::hash::verify(index, log)?;
+        if let Some(out) = report {
+            *out = cairn_hash_verify_report_t {
+                puts: checked.puts,
+                deletes: checked.deletes,
+                slots_checked: checked.slots_checked,
+                live_entries: checked.live_entries,
+            };
+        }
         Ok(CAIRN_OK)
     })
 }
