@@ -192,6 +192,11 @@ typedef struct cairn_options_t cairn_options_t;
 typedef struct cairn_snapshot_t cairn_snapshot_t;
 
 /*
+ A value being read in pieces. Not thread-safe.
+ */
+typedef struct cairn_value_reader_t cairn_value_reader_t;
+
+/*
  Durability of one write (`cairn_put`, `cairn_delete`, `cairn_batch_commit`, ...).
  NULL where a function takes one means the store's default.
  */
@@ -261,6 +266,12 @@ typedef struct {
    */
   size_t meta_len;
 } cairn_head_t;
+
+/*
+ A read callback for `cairn_put_from`: copies up to `cap` bytes of the value into
+ `buf` and returns how many (0 only at the end), or a negative number on failure.
+ */
+typedef int64_t (*cairn_read_fn)(void *ctx, char *buf, size_t cap);
 
 /*
  Success.
@@ -1325,6 +1336,65 @@ const char *cairn_status_name(cairn_status_t status);
  The library's version, `"MAJOR.MINOR.PATCH"`. The string is static: never free it.
  */
 const char *cairn_version(void);
+
+/*
+ Sets `key` to the `len` bytes that `read` delivers (called with `ctx` until it has
+ delivered them all), with the tag, metadata, expiry and durability of `options` (NULL:
+ none). In a keyspace that separates values of this size the value streams into a blob
+ file through a bounded buffer, so values of hundreds of MiB (up to 2^32 - 1 bytes) are
+ written without holding them in memory; otherwise it is read into memory (up to
+ 32 MiB). `CAIRN_IO` if `read` fails or ends before `len` bytes; nothing is written then.
+
+ # Safety
+ `key` must point to `key_len` readable bytes (NULL if `key_len` is 0); `read` must be
+ safe to call with `ctx`, a writable buffer and its length.
+ */
+cairn_status_t cairn_put_from(const cairn_keyspace_t *ks,
+                              const cairn_entryoptions_t *options,
+                              const char *key,
+                              size_t key_len,
+                              uint64_t len,
+                              cairn_read_fn read,
+                              void *ctx,
+                              char **errptr);
+
+/*
+ Opens a reader of the value of `key` (the latest state) and stores it in `*out`:
+ read it with `cairn_value_reader_read`, free it with `cairn_value_reader_destroy`.
+ `CAIRN_NOT_FOUND` if the key is absent (`*out` NULL).
+
+ # Safety
+ `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+ */
+cairn_status_t cairn_value_reader_open(const cairn_keyspace_t *ks,
+                                       const char *key,
+                                       size_t key_len,
+                                       cairn_value_reader_t **out,
+                                       char **errptr);
+
+/*
+ The value's length in bytes (0 for NULL).
+ */
+uint64_t cairn_value_reader_len(const cairn_value_reader_t *r);
+
+/*
+ Reads the next bytes of the value into `buf` (at most `buf_len`): `*read` receives how
+ many, 0 at the end of the value. A damaged piece of a separated value is
+ `CAIRN_CORRUPTION`.
+
+ # Safety
+ `buf` must point to `buf_len` writable bytes (NULL if `buf_len` is 0).
+ */
+cairn_status_t cairn_value_reader_read(cairn_value_reader_t *r,
+                                       char *buf,
+                                       size_t buf_len,
+                                       size_t *read,
+                                       char **errptr);
+
+/*
+ Frees the reader (NULL is ignored).
+ */
+void cairn_value_reader_destroy(cairn_value_reader_t *r);
 
 /*
  Sets `key` to `value`.

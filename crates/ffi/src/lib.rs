@@ -36,6 +36,7 @@ mod range;
 mod read;
 mod snapshot;
 mod status;
+mod stream;
 mod write;
 
 /// The thread-safety the header documents for each handle, checked at compile time.
@@ -52,4 +53,5 @@ fn thread_safety_matches_the_header() {
     movable::<iter::cairn_iter_t>();
     movable::<hash_writer::cairn_hash_logwriter_t>();
     movable::<hash_iter::cairn_hash_iter_t>();
+    movable::<stream::cairn_value_reader_t>();
 }

@@ -119,6 +119,25 @@ impl From<engine::Error> for Failure {
     }
 }
 
+impl From<std::io::Error> for Failure {
+    /// A streaming read's error: the store's own error where it wraps one (damage is
+    /// `CAIRN_CORRUPTION`), else `CAIRN_IO` (`CAIRN_CORRUPTION` for `InvalidData`).
+    fn from(error: std::io::Error) -> Failure {
+        if let Some(inner) = error
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<engine::Error>())
+        {
+            return Failure::new(code_of(inner), inner.to_string());
+        }
+        let code = match error.kind() {
+            std::io::ErrorKind::InvalidData => CAIRN_CORRUPTION,
+            std::io::ErrorKind::OutOfMemory => CAIRN_NO_MEMORY,
+            _ => CAIRN_IO,
+        };
+        Failure::new(code, error.to_string())
+    }
+}
+
 /// The name of a status code (`"CAIRN_IO"`), or `"CAIRN_UNKNOWN"`. The string is static:
 /// never free it.
 #[no_mangle]

@@ -151,3 +151,42 @@ fn c_api_test_is_clean_under_a_memory_checker() {
         .arg(&plain)
         .arg(&data));
 }
+
+/// Every function the header declares is called by the C test: a function added to the
+/// library without a test fails here.
+#[test]
+fn the_c_test_calls_every_function_of_the_header() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let header = std::fs::read_to_string(root.join("include/cairn.h")).unwrap();
+    let test = std::fs::read_to_string(root.join("tests/c/api_test.c")).unwrap();
+    // A declaration is a line with `cairn_<name>(` outside a comment, after its type.
+    let mut declared = Vec::new();
+    for line in header.lines() {
+        let line = line.trim_start();
+        if line.starts_with("typedef") || line.starts_with("//") || line.starts_with('*') {
+            continue;
+        }
+        let Some(open) = line.find('(') else { continue };
+        let before = &line[..open];
+        let Some(start) = before.rfind("cairn_") else {
+            continue;
+        };
+        let name = &before[start..];
+        let identifier = name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !identifier || before[..start].trim().is_empty() || name.ends_with("_t") {
+            continue; // prose or a call inside a comment, or a type
+        }
+        declared.push(name.to_string());
+    }
+    declared.sort();
+    declared.dedup();
+    assert!(declared.len() > 100, "parsed only {declared:?}");
+    let untested: Vec<_> = declared
+        .iter()
+        .filter(|f| !test.contains(&format!("{f}(")))
+        .collect();
+    assert!(
+        untested.is_empty(),
+        "not called by tests/c/api_test.c: {untested:?}"
+    );
+}

@@ -921,6 +921,97 @@ static void test_ordered_store(void) {
     cairn_options_destroy(o);
 }
 
+/* A value source for cairn_put_from: `total` bytes of a pattern, in pieces of at most
+   `piece`, failing after `fail_after` bytes if that is not negative. */
+struct source {
+    size_t total, done, piece;
+    long fail_after;
+};
+
+static int64_t pattern_read(void *ctx, char *buf, size_t cap) {
+    struct source *s = ctx;
+    if (s->fail_after >= 0 && s->done >= (size_t)s->fail_after) return -5;
+    size_t n = s->total - s->done;
+    if (n > cap) n = cap;
+    if (n > s->piece) n = s->piece;
+    for (size_t i = 0; i < n; i++) buf[i] = (char)((s->done + i) % 251);
+    s->done += n;
+    return (int64_t)n;
+}
+
+/* Streaming values in and out: a 3 MiB separated value and a small inline one. */
+static void test_streaming(void) {
+    cairn_options_t *o = cairn_options_create();
+    const char *store = path_in("stream");
+    cairn_db_t *db = NULL;
+    EXPECT(CAIRN_OK, cairn_db_open(o, store, &db, &err));
+    if (db == NULL) return;
+    cairn_keyspace_t *media = NULL, *small = NULL;
+    EXPECT(CAIRN_OK, cairn_keyspace_open_with(db, "media", 4096, &media, &err));
+    EXPECT(CAIRN_OK, cairn_keyspace_open(db, "small", &small, &err));
+    cairn_entryoptions_t *e = cairn_entryoptions_create();
+    EXPECT(CAIRN_OK, cairn_entryoptions_set_meta(e, 3, S("video"), &err));
+    struct source src = {3u << 20, 0, 10000, -1};
+    EXPECT(CAIRN_OK, cairn_put_from(media, e, S("clip"), src.total, pattern_read, &src, &err));
+    CHECK(src.done == src.total);
+    cairn_entryoptions_destroy(e);
+    cairn_head_t head;
+    EXPECT(CAIRN_OK, cairn_head(media, NULL, S("clip"), &head, &err));
+    CHECK(head.separated == 1 && head.value_len == src.total && head.tag == 3);
+    cairn_free(head.meta);
+    struct source tiny = {100, 0, 7, -1};
+    EXPECT(CAIRN_OK, cairn_put_from(small, NULL, S("t"), 100, pattern_read, &tiny, &err));
+
+    /* Read back in odd-sized pieces; every byte is the pattern's. */
+    cairn_value_reader_t *r = NULL;
+    EXPECT(CAIRN_OK, cairn_value_reader_open(media, S("clip"), &r, &err));
+    CHECK(cairn_value_reader_len(r) == src.total);
+    char piece[7001];
+    size_t got = 0, n = 0;
+    int bad = 0;
+    do {
+        EXPECT(CAIRN_OK, cairn_value_reader_read(r, piece, sizeof piece, &n, &err));
+        for (size_t i = 0; i < n; i++)
+            if (piece[i] != (char)((got + i) % 251)) bad = 1;
+        got += n;
+    } while (n > 0);
+    CHECK(got == src.total && !bad);
+    EXPECT(CAIRN_OK, cairn_value_reader_read(r, piece, sizeof piece, &n, &err));
+    CHECK(n == 0); /* stays at the end */
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_value_reader_read(r, NULL, 3, &n, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_value_reader_read(r, piece, 3, NULL, &err));
+    cairn_value_reader_destroy(r);
+    EXPECT(CAIRN_OK, cairn_value_reader_open(small, S("t"), &r, &err));
+    EXPECT(CAIRN_OK, cairn_value_reader_read(r, piece, sizeof piece, &n, &err));
+    CHECK(n == 100 && piece[99] == (char)99);
+    cairn_value_reader_destroy(r);
+    r = (cairn_value_reader_t *)1;
+    EXPECT(CAIRN_NOT_FOUND, cairn_value_reader_open(media, S("absent"), &r, &err));
+    CHECK(r == NULL);
+    CHECK(cairn_value_reader_len(NULL) == 0);
+
+    /* A failing or short source writes nothing. */
+    struct source failing = {1u << 20, 0, 4096, 300000};
+    EXPECT(CAIRN_IO, cairn_put_from(media, NULL, S("broken"), failing.total, pattern_read, &failing, &err));
+    struct source short_src = {1000, 0, 4096, -1};
+    EXPECT(CAIRN_IO, cairn_put_from(small, NULL, S("short"), 2000, pattern_read, &short_src, &err));
+    EXPECT(CAIRN_NOT_FOUND, cairn_head(media, NULL, S("broken"), &head, &err));
+    EXPECT(CAIRN_NOT_FOUND, cairn_head(small, NULL, S("short"), &head, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_put_from(small, NULL, S("k"), 1, NULL, NULL, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_value_reader_open(NULL, S("k"), &r, &err));
+
+    /* A reader outlives the store's close, and then reports CLOSED. */
+    EXPECT(CAIRN_OK, cairn_value_reader_open(media, S("clip"), &r, &err));
+    EXPECT(CAIRN_OK, cairn_db_close(db, &err));
+    EXPECT(CAIRN_CLOSED, cairn_value_reader_read(r, piece, sizeof piece, &n, &err));
+    cairn_value_reader_destroy(r);
+    cairn_value_reader_destroy(NULL);
+    cairn_keyspace_destroy(media);
+    cairn_keyspace_destroy(small);
+    cairn_db_destroy(db);
+    cairn_options_destroy(o);
+}
+
 /* A damaged log record: the open refuses it; a salvaging open drops it and says so. */
 static void test_recovery_report(void) {
     cairn_options_t *o = cairn_options_create();
@@ -1233,6 +1324,7 @@ int main(int argc, char **argv) {
     test_bad_options();
     test_ordered_store();
     test_recovery_report();
+    test_streaming();
     test_constant_store();
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
