@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Lookups/s and puts/s through the Sparkey C API: Cairn's libsparkey.so against the
-# reference C library, on the same files, with one benchmark program
-# (crates/libsparkey/bench/sparkey_bench.c) linked once per library.
+# Lookups/s and puts/s of the constant store from C: the reference Sparkey C library,
+# Cairn's drop-in libsparkey.so (one benchmark program, crates/libsparkey/bench/
+# sparkey_bench.c, linked once per library) and libcairn's own C API (the same loops in
+# crates/ffi/bench/hash_bench.c, reading with cairn_hash_reader_get_into), on the same
+# files.
 #
 # Usage: scripts/bench-libsparkey.sh [REF_PREFIX]
 #   REF_PREFIX  install prefix of the reference library (REF_PREFIX/lib/libsparkey.so,
@@ -13,8 +15,8 @@
 #
 # For each compression (none, snappy): each library writes its own log of N entries
 # (16-byte keys, 100-byte values; puts/s includes close) and indexes it; then each library
-# runs LOOKUPS random lookups (hash_get + fill_value) on the reference-written files and on
-# the Cairn-written files. Prints every figure and the ratio Cairn / reference. Rates are
+# runs LOOKUPS random lookups on the reference-written files and on the files Cairn's
+# libsparkey wrote. Prints every figure and the ratios to the reference. Rates are
 # per CPU second of the process (user + system), best of REPEAT runs: on a shared machine
 # wall-clock rates vary by ±25% between runs, CPU-time rates much less.
 set -euo pipefail
@@ -25,7 +27,7 @@ LOOKUPS=${LOOKUPS:-1000000}
 REPEAT=${REPEAT:-3}
 target=${CARGO_TARGET_DIR:-target}
 
-cargo build --release --locked -q -p cairn-libsparkey
+cargo build --release --locked -q -p cairn-libsparkey -p cairn-ffi
 if [ -n "${BENCH_DIR:-}" ]; then
     work=$BENCH_DIR
     mkdir -p "$work"
@@ -40,11 +42,16 @@ ln -sf libsparkey.so.0 "$work/cairn-lib/libsparkey.so"
 bench_src=crates/libsparkey/bench/sparkey_bench.c
 cc -O2 -std=c99 -Icrates/libsparkey/include "$bench_src" -L"$work/cairn-lib" -lsparkey \
     -Wl,-rpath,"$work/cairn-lib" -o "$work/bench-cairn"
-libs=(cairn)
+mkdir -p "$work/libcairn"
+cp "$target/release/libcairn.so" "$work/libcairn/libcairn.so.0"
+ln -sf libcairn.so.0 "$work/libcairn/libcairn.so"
+cc -O2 -std=c99 -Icrates/ffi/include crates/ffi/bench/hash_bench.c -L"$work/libcairn" -lcairn \
+    -Wl,-rpath,"$work/libcairn" -o "$work/bench-libcairn"
+libs=(cairn libcairn)
 if [ -n "$ref" ] && [ -e "$ref/lib/libsparkey.so" ]; then
     cc -O2 -std=c99 -I"$ref/include" "$bench_src" -L"$ref/lib" -lsparkey \
         -Wl,-rpath,"$ref/lib" -o "$work/bench-reference"
-    libs=(reference cairn)
+    libs=(reference cairn libcairn)
 else
     echo "bench-libsparkey: no reference library at '${ref:-<none>}': measuring Cairn only" >&2
 fi
@@ -62,25 +69,32 @@ best() {
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 
-printf '%-8s %-28s %14s %14s %8s\n' compression measurement reference cairn ratio
+has_ref=0
+[ "${libs[0]}" = reference ] && has_ref=1
+# row COMPRESSION MEASUREMENT REF CAIRN LIBCAIRN
+row() {
+    printf '%-7s %-27s %12s %12s %12s %8s %8s\n' "$1" "$2" "${3:--}" "$4" "$5" \
+        "$(ratio "$4" "${3:-0}")" "$(ratio "$5" "${3:-0}")"
+}
+printf '%-7s %-27s %12s %12s %12s %8s %8s\n' compr. measurement reference libsparkey libcairn \
+    'lsp/ref' 'lc/ref'
 for comp in none snappy; do
     declare -A put=() get_ref=() get_cairn=()
     for lib in "${libs[@]}"; do
         put[$lib]=$(best put "$work/bench-$lib" write "$work/$lib-$comp.spl" "$N" "$comp")
     done
-    for files in "${libs[@]}"; do
-        for lib in "${libs[@]}"; do
-            rate=$(best get "$work/bench-$lib" read "$work/$files-$comp.spl" "$N" "$LOOKUPS")
-            if [ "$files" = reference ]; then get_ref[$lib]=$rate; else get_cairn[$lib]=$rate; fi
-        done
+    for lib in "${libs[@]}"; do
+        if [ "$has_ref" = 1 ]; then
+            get_ref[$lib]=$(best get "$work/bench-$lib" read "$work/reference-$comp.spl" "$N" "$LOOKUPS")
+        fi
+        get_cairn[$lib]=$(best get "$work/bench-$lib" read "$work/cairn-$comp.spl" "$N" "$LOOKUPS")
     done
-    r=${put[reference]:-0}
-    printf '%-8s %-28s %14s %14s %8s\n' "$comp" "puts/s ($N)" "$r" "${put[cairn]}" "$(ratio "${put[cairn]}" "$r")"
-    if [ "${#libs[@]}" -eq 2 ]; then
-        printf '%-8s %-28s %14s %14s %8s\n' "$comp" "lookups/s, reference files" "${get_ref[reference]}" "${get_ref[cairn]}" "$(ratio "${get_ref[cairn]}" "${get_ref[reference]}")"
+    row "$comp" "puts/s ($N)" "${put[reference]:-}" "${put[cairn]}" "${put[libcairn]}"
+    if [ "$has_ref" = 1 ]; then
+        row "$comp" "lookups/s, reference files" "${get_ref[reference]}" "${get_ref[cairn]}" "${get_ref[libcairn]}"
     fi
-    r=${get_cairn[reference]:-0}
-    printf '%-8s %-28s %14s %14s %8s\n' "$comp" "lookups/s, Cairn files" "$r" "${get_cairn[cairn]}" "$(ratio "${get_cairn[cairn]}" "$r")"
+    row "$comp" "lookups/s, Cairn files" "${get_cairn[reference]:-}" "${get_cairn[cairn]}" "${get_cairn[libcairn]}"
     unset put get_ref get_cairn
 done
-echo "(N=$N entries, $LOOKUPS lookups, operations per CPU second, best of $REPEAT; ratio = Cairn / reference)"
+echo "(N=$N entries, $LOOKUPS lookups, operations per CPU second, best of $REPEAT;"
+echo " libsparkey = Cairn's libsparkey.so, libcairn = cairn_hash_* of libcairn.so; ratios to the reference)"

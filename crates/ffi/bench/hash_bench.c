@@ -1,0 +1,128 @@
+/*
+ * The constant-store benchmark of crates/libsparkey/bench/sparkey_bench.c, through
+ * libcairn's own C API (cairn_hash_*), so scripts/bench-libsparkey.sh measures it beside
+ * the reference library and Cairn's libsparkey.so on the same files.
+ *
+ *   hash_bench write FILE.spl N none|snappy   puts N entries, closes, builds the index
+ *   hash_bench read  FILE.spl N LOOKUPS       LOOKUPS random lookups (cairn_hash_reader_get_into
+ *                                             into one reused buffer)
+ *
+ * Same keys, values, lookup order and output lines as sparkey_bench.c.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "cairn.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define VALUE_LEN 100
+
+static double clock_seconds(clockid_t id) {
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+typedef struct {
+    double wall, cpu;
+} stamp;
+
+static stamp now(void) {
+    stamp s = {clock_seconds(CLOCK_MONOTONIC), clock_seconds(CLOCK_PROCESS_CPUTIME_ID)};
+    return s;
+}
+
+static char *err = NULL;
+
+#define TRY(what, expr)                                                                  \
+    do {                                                                                 \
+        if ((expr) != CAIRN_OK) {                                                        \
+            fprintf(stderr, "%s: %s\n", what, err ? err : "failed");                    \
+            exit(1);                                                                     \
+        }                                                                                \
+    } while (0)
+
+static int make_key(char *buf, unsigned long long i) { return snprintf(buf, 32, "key-%012llu", i); }
+
+static void make_value(char *buf, unsigned long long i) {
+    for (int j = 0; j < VALUE_LEN; j++) buf[j] = (char)('a' + (i * 31 + (unsigned long long)j) % 26);
+}
+
+static void report(const char *op, unsigned long long n, stamp start) {
+    stamp end = now();
+    double wall = end.wall - start.wall, cpu = end.cpu - start.cpu;
+    printf("op=%s n=%llu seconds=%.3f per_second=%.0f cpu_seconds=%.3f per_cpu_second=%.0f\n", op,
+           n, wall, (double)n / wall, cpu, (double)n / cpu);
+}
+
+static void index_name(char *out, size_t cap, const char *log) {
+    snprintf(out, cap, "%s", log);
+    size_t len = strlen(out);
+    if (len > 0) out[len - 1] = 'i';
+}
+
+static int write_files(const char *log, unsigned long long n, const char *comp) {
+    int type = strcmp(comp, "snappy") == 0 ? CAIRN_HASH_COMPRESSION_SNAPPY : CAIRN_HASH_COMPRESSION_NONE;
+    char spi[4096], key[32], value[VALUE_LEN];
+    index_name(spi, sizeof spi, log);
+    cairn_hash_logwriter_t *w = NULL;
+    stamp t0 = now();
+    TRY("create", cairn_hash_logwriter_create(log, type, 4096, &w, &err));
+    for (unsigned long long i = 0; i < n; i++) {
+        int kl = make_key(key, i);
+        make_value(value, i);
+        TRY("put", cairn_hash_logwriter_put(w, key, (size_t)kl, value, VALUE_LEN, &err));
+    }
+    TRY("close", cairn_hash_logwriter_close(w, &err));
+    cairn_hash_logwriter_destroy(w);
+    report("put", n, t0);
+    stamp t1 = now();
+    TRY("write_index", cairn_hash_write_index(spi, log, 0, &err));
+    report("index", n, t1);
+    return 0;
+}
+
+static int read_files(const char *log, unsigned long long n, unsigned long long lookups) {
+    char spi[4096], key[32], value[VALUE_LEN], want[VALUE_LEN];
+    index_name(spi, sizeof spi, log);
+    cairn_hash_reader_t *r = NULL;
+    TRY("open", cairn_hash_reader_open(spi, log, &r, &err));
+    unsigned long long x = 88172645463325252ULL, bad = 0;
+    stamp t0 = now();
+    for (unsigned long long q = 0; q < lookups; q++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        unsigned long long i = x % n;
+        int kl = make_key(key, i);
+        size_t len = 0;
+        cairn_status_t st = cairn_hash_reader_get_into(r, key, (size_t)kl, value, VALUE_LEN, &len, &err);
+        if (st == CAIRN_NOT_FOUND) {
+            bad++;
+            continue;
+        }
+        TRY("get_into", st);
+        if (q % 1024 == 0) {
+            make_value(want, i);
+            if (len != VALUE_LEN || memcmp(value, want, VALUE_LEN) != 0) bad++;
+        }
+    }
+    report("get", lookups, t0);
+    cairn_hash_reader_destroy(r);
+    if (bad) {
+        fprintf(stderr, "%llu lookups missed or returned a wrong value\n", bad);
+        return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 5 && strcmp(argv[1], "write") == 0)
+        return write_files(argv[2], strtoull(argv[3], NULL, 10), argv[4]);
+    if (argc == 5 && strcmp(argv[1], "read") == 0)
+        return read_files(argv[2], strtoull(argv[3], NULL, 10), strtoull(argv[4], NULL, 10));
+    fprintf(stderr, "usage: %s write FILE.spl N none|snappy | read FILE.spl N LOOKUPS\n", argv[0]);
+    return 2;
+}
