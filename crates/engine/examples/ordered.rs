@@ -1,7 +1,7 @@
 //! A tour of the ordered store (`cairn::Db`), printing each step: options built with
 //! setters, keyspaces, single writes with a per-write durability, an atomic batch across
 //! keyspaces, a snapshot, range, prefix and reverse scans, counters, metadata and expiry
-//! (TTL) through `EntryOptions`, a value kept in the value log, a backup, and read-only
+//! (TTL) through `EntryOptions`, a value kept in the value log, transactions, a backup, and read-only
 //! opens of the live store and of the backup. It ends by checking what it printed.
 //!
 //! ```sh
@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use cairn::Readable;
 use cairn::{
-    Clock, Db, Durability, EntryOptions, Error, Iter, KeyspaceOptions, Meta, Options, Result,
+    Clock, Db, Durability, EntryOptions, Error, Isolation, Iter, KeyspaceOptions, Meta, Options,
+    Result, TransactionOptions,
 };
 
 /// The keys an iterator yields, as text.
@@ -139,6 +140,32 @@ fn main() -> Result<()> {
         clip_head.value_len, clip_head.separated
     );
 
+    // Transactions: read, decide and write atomically. `update` reruns the closure if
+    // another write changed a key it writes after its snapshot; serializable isolation
+    // checks what it read too. Here: claim an email address only if nobody has it.
+    let claim = |user: &str, email: &str| -> Result<bool> {
+        let serializable = TransactionOptions::new().isolation(Isolation::Serializable);
+        db.update_with(&serializable, |tx| {
+            if tx.contains_key(&emails, email)? {
+                return Ok(false);
+            }
+            tx.insert(&emails, email, user);
+            tx.incr(&hits, "claims", 1)?;
+            Ok(true)
+        })
+    };
+    let first_claim = claim("user:003", "barbara@example.com")?;
+    let second_claim = claim("user:005", "barbara@example.com")?;
+    // A conflict: a write after the transaction's snapshot to a key it writes.
+    let mut tx = db.transaction();
+    tx.insert(&users, "user:005", "Edsger W. Dijkstra");
+    users.insert("user:005", "Edsger Dijkstra")?;
+    let conflicted = tx.commit().is_err_and(|e| e.is_conflict());
+    println!(
+        "transactions: first claim {first_claim}, second claim {second_claim}, \
+         conflicting commit refused: {conflicted}"
+    );
+
     // A backup while the store is open: a consistent copy, itself a store.
     db.flush()?;
     let info = db.backup(&backup)?;
@@ -184,6 +211,9 @@ fn main() -> Result<()> {
         (8, 7, &b"ip=10.0.0.1"[..])
     );
     assert_eq!(expired, None);
+    assert_eq!((first_claim, second_claim, conflicted), (true, false, true));
+    assert_eq!(hits.get("claims")?, Some(b"1".to_vec()));
+    assert_eq!(users.get("user:005")?, Some(b"Edsger Dijkstra".to_vec()));
     assert_eq!(sessions.get("session:keep")?, Some(b"user:003".to_vec()));
     assert!(clip_head.separated);
     assert_eq!(media.get("clip.mp4")?, Some(clip));

@@ -274,6 +274,20 @@ pub enum Error {
         /// The amount the operation adds (negative for a decrement).
         delta: i128,
     },
+    /// A transaction's commit found that another write changed what the transaction
+    /// depends on after its snapshot: a key it writes (or, under
+    /// [`crate::Isolation::Serializable`], a key or range it read). Nothing of the
+    /// transaction was written; run it again (see [`crate::Db::update`]).
+    Conflict {
+        /// The keyspace of the key or range.
+        keyspace: String,
+        /// The key written by another commit after the transaction's snapshot (for a
+        /// range, the first such key found; empty for a range delete).
+        key: Vec<u8>,
+        /// True if the transaction read the key (or a range holding it) rather than wrote
+        /// it.
+        read: bool,
+    },
     /// The operation needs a Cargo feature of the `cairn` crate that this build was
     /// compiled without, such as reading a Zstandard-compressed file without `zstd`.
     /// Nothing is damaged: a build with the feature can do it.
@@ -395,6 +409,15 @@ impl Error {
                 feature,
                 what: what.clone(),
             },
+            Error::Conflict {
+                keyspace,
+                key,
+                read,
+            } => Error::Conflict {
+                keyspace: keyspace.clone(),
+                key: key.clone(),
+                read: *read,
+            },
         }
     }
 
@@ -404,6 +427,12 @@ impl Error {
             Error::Corruption(c) => Some(c),
             _ => None,
         }
+    }
+
+    /// True if this is a transaction [`Error::Conflict`]: running the transaction again may
+    /// succeed.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Conflict { .. })
     }
 
     /// True if this error means the bytes of a file are damaged or of an unknown version.
@@ -496,6 +525,18 @@ impl fmt::Display for Error {
                 "counter \"{}\" at {current} plus {delta} is outside the range of i64; \
                  nothing was written",
                 Shown(key)
+            ),
+            Error::Conflict {
+                keyspace,
+                key,
+                read,
+            } => write!(
+                f,
+                "transaction conflict: key \"{}\" in keyspace {keyspace:?}, which the \
+                 transaction {}, was written by another commit after its snapshot; nothing \
+                 was written",
+                Shown(key),
+                if *read { "read" } else { "writes" }
             ),
             Error::FeatureDisabled { feature, what } => write!(
                 f,

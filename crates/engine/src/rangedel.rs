@@ -310,6 +310,11 @@ impl ReadTombstones {
         }
     }
 
+    /// Every tombstone of every set (a piece per seqno; see [`Fragments::tombstones`]).
+    pub(crate) fn tombstones(&self) -> impl Iterator<Item = RangeTombstone> + '_ {
+        self.sets.iter().flat_map(|s| s.tombstones())
+    }
+
     /// As [`Fragments::deletes`], over every set.
     pub(crate) fn deletes(&self, key: &[u8], seqno: SeqNo, at: SeqNo) -> bool {
         self.sets.iter().any(|s| s.deletes(key, seqno, at))

@@ -5,7 +5,7 @@
 //! and writes until it is killed.
 //!
 //! The child (one writer thread) writes single puts, single deletes and batches spanning
-//! both keyspaces `a` and `b`. Each write is an *op* with a global id; every value is
+//! both keyspaces `a` and `b` (every third of them committed as a transaction). Each write is an *op* with a global id; every value is
 //! derived from `(op id, keyspace, key)`, so a value read back names the op that wrote it;
 //! one value in ten is long enough to be separated into the value log (blob files).
 //! Before each op the child appends `pending <id> <mode> <entries>` to the expected-state

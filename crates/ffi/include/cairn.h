@@ -358,6 +358,12 @@ typedef int64_t (*cairn_read_fn)(void *ctx, char *buf, size_t cap);
 #define CAIRN_CLOSED 403
 
 /*
+ A transaction's commit found a key it depends on written by another commit after its
+ snapshot; nothing was written. Running the transaction again may succeed.
+ */
+#define CAIRN_CONFLICT 404
+
+/*
  A bug in libcairn (a caught panic) or an error kind this header does not know yet.
  */
 #define CAIRN_INTERNAL 900

@@ -64,6 +64,9 @@ pub const CAIRN_POISONED: cairn_status_t = 401;
 pub const CAIRN_STOPPED: cairn_status_t = 402;
 /// The handle (or the store it belongs to) was closed.
 pub const CAIRN_CLOSED: cairn_status_t = 403;
+/// A transaction's commit found a key it depends on written by another commit after its
+/// snapshot; nothing was written. Running the transaction again may succeed.
+pub const CAIRN_CONFLICT: cairn_status_t = 404;
 
 // 900-999: libcairn itself.
 /// A bug in libcairn (a caught panic) or an error kind this header does not know yet.
@@ -109,6 +112,7 @@ pub(crate) fn code_of(error: &engine::Error) -> cairn_status_t {
         E::NotACounter { .. } => CAIRN_NOT_A_COUNTER,
         E::CounterOverflow { .. } => CAIRN_COUNTER_OVERFLOW,
         E::FeatureDisabled { .. } => CAIRN_FEATURE_DISABLED,
+        E::Conflict { .. } => CAIRN_CONFLICT,
         _ => CAIRN_INTERNAL,
     }
 }
@@ -150,6 +154,7 @@ pub extern "C" fn cairn_status_name(status: cairn_status_t) -> *const c_char {
         CAIRN_NOT_A_COUNTER => c"CAIRN_NOT_A_COUNTER",
         CAIRN_COUNTER_OVERFLOW => c"CAIRN_COUNTER_OVERFLOW",
         CAIRN_FEATURE_DISABLED => c"CAIRN_FEATURE_DISABLED",
+        CAIRN_CONFLICT => c"CAIRN_CONFLICT",
         CAIRN_CORRUPTION => c"CAIRN_CORRUPTION",
         CAIRN_UNSUPPORTED_VERSION => c"CAIRN_UNSUPPORTED_VERSION",
         CAIRN_IDENTIFIER_MISMATCH => c"CAIRN_IDENTIFIER_MISMATCH",

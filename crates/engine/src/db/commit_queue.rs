@@ -47,6 +47,9 @@ pub(crate) enum Job {
         /// Blob files written by the caller for this batch alone (a streamed value), to be
         /// recorded with the memtable the batch goes into.
         blob_files: Vec<BlobFileMeta>,
+        /// A transaction's commit: what the leader checks before the batch gets its seqnos
+        /// (`db/conflict.rs`); a conflict refuses the batch alone.
+        validation: Option<Box<crate::db::conflict::Validation>>,
     },
     /// Add `delta` to the counter at `key`; the leader turns it into a Put.
     Incr {

@@ -102,7 +102,7 @@ impl Carried {
         }
     }
 
-    fn from_head(head: &Head) -> Carried {
+    pub(crate) fn from_head(head: &Head) -> Carried {
         Carried {
             tag: head.tag,
             meta: head.meta.clone(),

@@ -28,9 +28,9 @@ use crate::rangedel;
 /// 256 MiB log record (separated values count as their handles).
 #[derive(Clone)]
 pub struct Keyspace {
-    db: Db,
+    pub(crate) db: Db,
     pub(crate) id: KeyspaceId,
-    name: Arc<str>,
+    pub(crate) name: Arc<str>,
 }
 
 impl std::fmt::Debug for Keyspace {

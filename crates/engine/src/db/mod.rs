@@ -36,6 +36,7 @@ mod catalog;
 pub(crate) mod checkpoint;
 mod commit_queue;
 mod compact;
+pub(crate) mod conflict;
 mod counter;
 #[cfg(test)]
 mod crash_tests;
@@ -57,6 +58,7 @@ mod stored_options;
 mod super_version;
 mod table_cache;
 mod tombstones;
+mod transaction;
 mod verify;
 mod versions;
 mod view_fs;
@@ -80,6 +82,7 @@ pub use recovery::{Loss, LossCause, RecoveryReport};
 pub use scan::{EntryIter, HeadIter, Iter};
 pub use snapshot::Snapshot;
 pub use stats::Stats;
+pub use transaction::{Isolation, Transaction, TransactionIter, TransactionOptions};
 pub use verify::{verify, verify_report, VerifiedFile, VerifyReport};
 
 /// Longest keyspace name, in bytes (the manifest's limit).

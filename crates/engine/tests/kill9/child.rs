@@ -67,6 +67,25 @@ fn write_op(
             ks.remove_with(key_bytes(e.key), durability)
         };
     }
+    // Every third multi-key op that touches each key once commits as a transaction: the
+    // same writes in one batch (one seqno each, as the parent counts) behind a conflict
+    // check (one writer: none conflict), which must survive as whole as a batch does.
+    let distinct = entries
+        .iter()
+        .enumerate()
+        .all(|(i, e)| entries[..i].iter().all(|f| (f.ks, f.key) != (e.ks, e.key)));
+    if id.is_multiple_of(3) && distinct {
+        let mut tx = db.transaction();
+        for e in entries {
+            let ks = &kss[usize::from(e.ks)];
+            if e.put {
+                tx.insert(ks, key_bytes(e.key), value(id, e.ks, e.key));
+            } else {
+                tx.remove(ks, key_bytes(e.key));
+            }
+        }
+        return tx.commit_with(durability);
+    }
     let mut batch = db.batch();
     for e in entries {
         let ks = &kss[usize::from(e.ks)];

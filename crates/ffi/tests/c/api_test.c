@@ -160,6 +160,7 @@ static void test_status_and_version(void) {
     CHECK(strcmp(cairn_status_name(CAIRN_OK), "CAIRN_OK") == 0);
     CHECK(strcmp(cairn_status_name(CAIRN_IO), "CAIRN_IO") == 0);
     CHECK(strcmp(cairn_status_name(CAIRN_CLOSED), "CAIRN_CLOSED") == 0);
+    CHECK(strcmp(cairn_status_name(CAIRN_CONFLICT), "CAIRN_CONFLICT") == 0);
     CHECK(strcmp(cairn_status_name(12345), "CAIRN_UNKNOWN") == 0);
     CHECK(cairn_version() != NULL && strchr(cairn_version(), '.') != NULL);
     cairn_free(NULL);

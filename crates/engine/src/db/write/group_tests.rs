@@ -31,6 +31,7 @@ fn put(ks: KeyspaceId, key: &str, value: &str) -> Job {
         batch,
         durability: Durability::Buffered,
         blob_files: Vec::new(),
+        validation: None,
     }
 }
 
@@ -41,6 +42,7 @@ fn remove(ks: KeyspaceId, key: &str) -> Job {
         batch,
         durability: Durability::None,
         blob_files: Vec::new(),
+        validation: None,
     }
 }
 

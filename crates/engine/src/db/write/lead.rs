@@ -29,6 +29,7 @@ use super::room::make_room;
 use super::separate::separate;
 use crate::batch::WriteBatch;
 use crate::db::commit_queue::{Done, Job, Outcomes, Pending, GROUP_INLINE};
+use crate::db::conflict;
 use crate::db::counter::{self, Overlay};
 use crate::db::inner::Inner;
 use crate::db::log::{poison, WalState, WAL_BYTES_PER_SYNC};
@@ -266,6 +267,18 @@ pub(super) fn resolve<'a>(inner: &Inner, group: &'a [Pending]) -> Members<'a> {
     });
     let mut overlay = Overlay::watching(counters);
     let now_ms = inner.options.clock.now_ms();
+    // The batches applied so far in this group, which a transaction's check must see
+    // (`db/conflict.rs`, invariant 1). Kept only once a transaction is in the group.
+    let checks = group.iter().any(|p| {
+        matches!(
+            &p.job,
+            Job::Write {
+                validation: Some(_),
+                ..
+            }
+        )
+    });
+    let mut earlier: Vec<Cow<'a, WriteBatch>> = Vec::new();
     group
         .iter()
         .map(|p| match &p.job {
@@ -273,8 +286,18 @@ pub(super) fn resolve<'a>(inner: &Inner, group: &'a [Pending]) -> Members<'a> {
                 batch,
                 durability,
                 blob_files,
+                validation,
             } => {
+                if let Some(v) = validation {
+                    let seen: Vec<&WriteBatch> = earlier.iter().map(AsRef::as_ref).collect();
+                    if let Err(e) = conflict::check(&inner.reads, &seen, v) {
+                        return Member::Refused(e);
+                    }
+                }
                 overlay.record(batch, now_ms);
+                if checks {
+                    earlier.push(Cow::Borrowed(batch));
+                }
                 Member::Apply {
                     batch: Cow::Borrowed(batch),
                     durability: *durability,
@@ -305,6 +328,9 @@ pub(super) fn resolve<'a>(inner: &Inner, group: &'a [Pending]) -> Members<'a> {
                 match resolved {
                     Ok((batch, counter)) => {
                         overlay.record(&batch, now_ms);
+                        if checks {
+                            earlier.push(Cow::Owned(batch.clone()));
+                        }
                         Member::Apply {
                             batch: Cow::Owned(batch),
                             durability: *durability,

@@ -33,6 +33,7 @@ use std::sync::atomic::Ordering;
 
 use crate::batch::WriteBatch;
 use crate::db::commit_queue::{Done, Job};
+use crate::db::conflict::Validation;
 use crate::db::inner::{Inner, State};
 use crate::error::{Error, Result};
 use crate::key::{KeyspaceId, SeqNo};
@@ -56,6 +57,42 @@ pub(crate) fn write_with_blobs(
     batch: WriteBatch,
     durability: Durability,
     blob_files: Vec<BlobFileMeta>,
+) -> Result<SeqNo> {
+    write_job(inner, batch, durability, blob_files, None)
+}
+
+/// As [`write`], if the leader finds no conflict with `validation` when it reaches the
+/// batch (a transaction's commit; see `db/conflict.rs`). An empty batch is still checked
+/// (a read-only serializable transaction commits only if its reads still hold).
+///
+/// # Errors
+/// `Conflict` (nothing written), or as [`write`].
+pub(crate) fn write_checked(
+    inner: &Inner,
+    batch: WriteBatch,
+    durability: Durability,
+    validation: Validation,
+) -> Result<SeqNo> {
+    if batch.is_empty() {
+        let reads = &inner.reads;
+        crate::db::conflict::check(reads, &[], &validation)?;
+        return Ok(SeqNo(reads.visible_seqno.load(Ordering::Acquire)));
+    }
+    write_job(
+        inner,
+        batch,
+        durability,
+        Vec::new(),
+        Some(Box::new(validation)),
+    )
+}
+
+fn write_job(
+    inner: &Inner,
+    batch: WriteBatch,
+    durability: Durability,
+    blob_files: Vec<BlobFileMeta>,
+    validation: Option<Box<Validation>>,
 ) -> Result<SeqNo> {
     if batch.is_empty() {
         return Ok(SeqNo(inner.reads.visible_seqno.load(Ordering::Acquire)));
@@ -93,6 +130,7 @@ pub(crate) fn write_with_blobs(
         batch,
         durability,
         blob_files,
+        validation,
     };
     run(inner, job).map(|d| d.seqno)
 }
