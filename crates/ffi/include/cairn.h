@@ -140,6 +140,18 @@
 #define CAIRN_COMPRESSION_ZSTD 3
 
 /*
+ Isolation `CAIRN_ISOLATION_SNAPSHOT`: the commit fails if another write changed a key
+ the transaction writes after its snapshot (write skew is possible).
+ */
+#define CAIRN_ISOLATION_SNAPSHOT 0
+
+/*
+ Isolation `CAIRN_ISOLATION_SERIALIZABLE`: the commit also fails if another write
+ changed a key or range the transaction read.
+ */
+#define CAIRN_ISOLATION_SERIALIZABLE 1
+
+/*
  Writes applied atomically. Not thread-safe.
  */
 typedef struct cairn_batch_t cairn_batch_t;
@@ -190,6 +202,11 @@ typedef struct cairn_options_t cairn_options_t;
  A read view of a store at one seqno. Thread-safe.
  */
 typedef struct cairn_snapshot_t cairn_snapshot_t;
+
+/*
+ A transaction. Not thread-safe.
+ */
+typedef struct cairn_txn_t cairn_txn_t;
 
 /*
  A value being read in pieces. Not thread-safe.
@@ -1401,6 +1418,111 @@ cairn_status_t cairn_value_reader_read(cairn_value_reader_t *r,
  Frees the reader (NULL is ignored).
  */
 void cairn_value_reader_destroy(cairn_value_reader_t *r);
+
+/*
+ Begins a transaction on `db` with `CAIRN_ISOLATION_*` `isolation`, stored in `*out`.
+ */
+cairn_status_t cairn_txn_begin(const cairn_db_t *db,
+                               int isolation,
+                               cairn_txn_t **out,
+                               char **errptr);
+
+/*
+ Reads `key` of `ks` as the transaction sees it: on `CAIRN_OK` `*value` receives a
+ `malloc`ed copy (free it with `cairn_free`) and `*value_len` its length;
+ `CAIRN_NOT_FOUND` if absent (`*value` NULL).
+
+ # Safety
+ `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+ */
+cairn_status_t cairn_txn_get(cairn_txn_t *txn,
+                             const cairn_keyspace_t *ks,
+                             const char *key,
+                             size_t key_len,
+                             char **value,
+                             size_t *value_len,
+                             char **errptr);
+
+/*
+ Sets `key` of `ks` to `value` when the transaction commits, with the attributes of
+ `options` (NULL: none).
+
+ # Safety
+ `key` and `value` must point to `key_len` and `value_len` readable bytes (either may
+ be NULL with length 0).
+ */
+cairn_status_t cairn_txn_put(cairn_txn_t *txn,
+                             const cairn_keyspace_t *ks,
+                             const cairn_entryoptions_t *options,
+                             const char *key,
+                             size_t key_len,
+                             const char *value,
+                             size_t value_len,
+                             char **errptr);
+
+/*
+ Removes `key` of `ks` when the transaction commits.
+
+ # Safety
+ `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+ */
+cairn_status_t cairn_txn_delete(cairn_txn_t *txn,
+                                const cairn_keyspace_t *ks,
+                                const char *key,
+                                size_t key_len,
+                                char **errptr);
+
+/*
+ Removes every key of `ks` in `[start, end)` when the transaction commits (NULL bounds
+ as in `cairn_delete_range`); the transaction's reads see them removed at once.
+
+ # Safety
+ `start` and `end` must each be NULL with length 0 or point to that many readable
+ bytes.
+ */
+cairn_status_t cairn_txn_delete_range(cairn_txn_t *txn,
+                                      const cairn_keyspace_t *ks,
+                                      const char *start,
+                                      size_t start_len,
+                                      const char *end,
+                                      size_t end_len,
+                                      char **errptr);
+
+/*
+ Adds `delta` to the counter at `key` of `ks` as the transaction sees it (absent
+ counts as 0), stores the new value in `*result` (may be NULL), and writes it when the
+ transaction commits. `CAIRN_NOT_A_COUNTER`, `CAIRN_COUNTER_OVERFLOW`: nothing recorded.
+
+ # Safety
+ `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+ */
+cairn_status_t cairn_txn_incr(cairn_txn_t *txn,
+                              const cairn_keyspace_t *ks,
+                              const char *key,
+                              size_t key_len,
+                              int64_t delta,
+                              int64_t *result,
+                              char **errptr);
+
+/*
+ Commits the transaction with the durability of `options` (NULL: the store's default):
+ `CAIRN_OK`, or `CAIRN_CONFLICT` if another write changed a key it writes (or, when
+ serializable, a key or range it read) after its snapshot; nothing is written then.
+ Either way the handle is done (invariant 1): destroy it.
+ */
+cairn_status_t cairn_txn_commit(cairn_txn_t *txn,
+                                const cairn_writeoptions_t *options,
+                                char **errptr);
+
+/*
+ Discards the transaction's writes; the handle is done (destroy it).
+ */
+cairn_status_t cairn_txn_rollback(cairn_txn_t *txn, char **errptr);
+
+/*
+ Frees the transaction, rolling it back if it was not committed (NULL is ignored).
+ */
+void cairn_txn_destroy(cairn_txn_t *txn);
 
 /*
  Sets `key` to `value`.

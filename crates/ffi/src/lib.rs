@@ -37,6 +37,7 @@ mod read;
 mod snapshot;
 mod status;
 mod stream;
+mod txn;
 mod write;
 
 /// The thread-safety the header documents for each handle, checked at compile time.
@@ -54,4 +55,5 @@ fn thread_safety_matches_the_header() {
     movable::<hash_writer::cairn_hash_logwriter_t>();
     movable::<hash_iter::cairn_hash_iter_t>();
     movable::<stream::cairn_value_reader_t>();
+    movable::<txn::cairn_txn_t>();
 }

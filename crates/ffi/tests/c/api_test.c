@@ -1013,6 +1013,118 @@ static void test_streaming(void) {
     cairn_options_destroy(o);
 }
 
+/* Transactions: read-your-own-writes, commit, rollback, conflicts, write skew. */
+static void test_transactions(void) {
+    cairn_options_t *o = cairn_options_create();
+    EXPECT(CAIRN_OK, cairn_options_set_durability(o, CAIRN_DURABILITY_BUFFERED, 0, &err));
+    const char *store = path_in("txn");
+    cairn_db_t *db = NULL;
+    EXPECT(CAIRN_OK, cairn_db_open(o, store, &db, &err));
+    if (db == NULL) return;
+    cairn_keyspace_t *acct = NULL;
+    EXPECT(CAIRN_OK, cairn_keyspace_open(db, "accounts", &acct, &err));
+    EXPECT(CAIRN_OK, cairn_put(acct, NULL, S("alice"), S("100"), &err));
+
+    cairn_txn_t *t = NULL;
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_txn_begin(db, 7, &t, &err));
+    CHECK(t == NULL);
+    EXPECT(CAIRN_OK, cairn_txn_begin(db, CAIRN_ISOLATION_SNAPSHOT, &t, &err));
+    int64_t n = 0;
+    EXPECT(CAIRN_OK, cairn_txn_incr(t, acct, S("alice"), -30, &n, &err));
+    CHECK(n == 70);
+    EXPECT(CAIRN_OK, cairn_txn_incr(t, acct, S("bob"), 30, &n, &err));
+    CHECK(n == 30);
+    char *v = NULL;
+    size_t vl = 0;
+    EXPECT(CAIRN_OK, cairn_txn_get(t, acct, S("alice"), &v, &vl, &err));
+    CHECK(equals(v, vl, "70")); /* its own write */
+    cairn_free(v);
+    EXPECT_VALUE(acct, NULL, "alice", "100"); /* not yet outside */
+    EXPECT(CAIRN_OK, cairn_txn_put(t, acct, NULL, S("note"), S("x"), &err));
+    EXPECT(CAIRN_OK, cairn_txn_delete(t, acct, S("note"), &err));
+    EXPECT(CAIRN_NOT_FOUND, cairn_txn_get(t, acct, S("note"), &v, &vl, &err));
+    CHECK(v == NULL);
+    EXPECT(CAIRN_OK, cairn_txn_commit(t, NULL, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_txn_commit(t, NULL, &err)); /* done */
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_txn_put(t, acct, NULL, S("k"), S("v"), &err));
+    cairn_txn_destroy(t);
+    EXPECT_VALUE(acct, NULL, "alice", "70");
+    EXPECT_VALUE(acct, NULL, "bob", "30");
+    EXPECT_VALUE(acct, NULL, "note", NULL);
+
+    /* A write after the snapshot to a key the transaction writes: CONFLICT, nothing
+       written. */
+    EXPECT(CAIRN_OK, cairn_txn_begin(db, CAIRN_ISOLATION_SNAPSHOT, &t, &err));
+    EXPECT(CAIRN_OK, cairn_txn_put(t, acct, NULL, S("alice"), S("0"), &err));
+    EXPECT(CAIRN_OK, cairn_txn_put(t, acct, NULL, S("carol"), S("1"), &err));
+    EXPECT(CAIRN_OK, cairn_put(acct, NULL, S("alice"), S("71"), &err));
+    cairn_status_t st = cairn_txn_commit(t, NULL, &err);
+    CHECK(st == CAIRN_CONFLICT && err != NULL && strstr(err, "alice") != NULL);
+    cairn_free(err);
+    err = NULL;
+    cairn_txn_destroy(t);
+    EXPECT_VALUE(acct, NULL, "alice", "71");
+    EXPECT_VALUE(acct, NULL, "carol", NULL);
+
+    /* Write skew: both commit under snapshot isolation, the second conflicts when
+       serializable. */
+    for (int iso = CAIRN_ISOLATION_SNAPSHOT; iso <= CAIRN_ISOLATION_SERIALIZABLE; iso++) {
+        EXPECT(CAIRN_OK, cairn_put(acct, NULL, S("x"), S("1"), &err));
+        EXPECT(CAIRN_OK, cairn_put(acct, NULL, S("y"), S("1"), &err));
+        cairn_txn_t *t1 = NULL, *t2 = NULL;
+        EXPECT(CAIRN_OK, cairn_txn_begin(db, iso, &t1, &err));
+        EXPECT(CAIRN_OK, cairn_txn_begin(db, iso, &t2, &err));
+        EXPECT(CAIRN_OK, cairn_txn_get(t1, acct, S("y"), &v, &vl, &err));
+        cairn_free(v);
+        EXPECT(CAIRN_OK, cairn_txn_get(t2, acct, S("x"), &v, &vl, &err));
+        cairn_free(v);
+        EXPECT(CAIRN_OK, cairn_txn_put(t1, acct, NULL, S("x"), S("0"), &err));
+        EXPECT(CAIRN_OK, cairn_txn_put(t2, acct, NULL, S("y"), S("0"), &err));
+        EXPECT(CAIRN_OK, cairn_txn_commit(t1, NULL, &err));
+        if (iso == CAIRN_ISOLATION_SNAPSHOT) {
+            EXPECT(CAIRN_OK, cairn_txn_commit(t2, NULL, &err));
+        } else {
+            EXPECT(CAIRN_CONFLICT, cairn_txn_commit(t2, NULL, &err));
+        }
+        cairn_txn_destroy(t1);
+        cairn_txn_destroy(t2);
+    }
+
+    /* Rollback, destroy without commit, range removes, refusals. */
+    EXPECT(CAIRN_OK, cairn_txn_begin(db, CAIRN_ISOLATION_SNAPSHOT, &t, &err));
+    EXPECT(CAIRN_OK, cairn_txn_delete_range(t, acct, NULL, 0, NULL, 0, &err));
+    EXPECT(CAIRN_NOT_FOUND, cairn_txn_get(t, acct, S("alice"), &v, &vl, &err));
+    EXPECT(CAIRN_OK, cairn_txn_rollback(t, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_txn_rollback(t, &err));
+    cairn_txn_destroy(t);
+    EXPECT(CAIRN_OK, cairn_txn_begin(db, CAIRN_ISOLATION_SERIALIZABLE, &t, &err));
+    EXPECT(CAIRN_OK, cairn_txn_delete_range(t, acct, S("a"), S("c"), &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_txn_delete_range(t, acct, NULL, 2, NULL, 0, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_txn_get(t, acct, S("k"), NULL, &vl, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_txn_incr(t, NULL, S("k"), 1, NULL, &err));
+    cairn_txn_destroy(t); /* rolled back */
+    EXPECT_VALUE(acct, NULL, "alice", "71");
+    EXPECT_VALUE(acct, NULL, "bob", "30");
+    EXPECT(CAIRN_OK, cairn_put(acct, NULL, S("word"), S("abc"), &err));
+    EXPECT(CAIRN_OK, cairn_txn_begin(db, CAIRN_ISOLATION_SNAPSHOT, &t, &err));
+    EXPECT(CAIRN_NOT_A_COUNTER, cairn_txn_incr(t, acct, S("word"), 1, NULL, &err));
+    cairn_txn_destroy(t);
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_txn_begin(NULL, 0, &t, &err));
+    CHECK(t == NULL);
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_txn_commit(NULL, NULL, &err));
+    cairn_txn_destroy(NULL);
+
+    /* After the store closes, a transaction reports CLOSED. */
+    EXPECT(CAIRN_OK, cairn_txn_begin(db, CAIRN_ISOLATION_SNAPSHOT, &t, &err));
+    EXPECT(CAIRN_OK, cairn_db_close(db, &err));
+    EXPECT(CAIRN_CLOSED, cairn_txn_put(t, acct, NULL, S("k"), S("v"), &err));
+    EXPECT(CAIRN_CLOSED, cairn_txn_commit(t, NULL, &err));
+    cairn_txn_destroy(t);
+    cairn_keyspace_destroy(acct);
+    cairn_db_destroy(db);
+    cairn_options_destroy(o);
+}
+
 /* A damaged log record: the open refuses it; a salvaging open drops it and says so. */
 static void test_recovery_report(void) {
     cairn_options_t *o = cairn_options_create();
@@ -1326,6 +1438,7 @@ int main(int argc, char **argv) {
     test_ordered_store();
     test_recovery_report();
     test_streaming();
+    test_transactions();
     test_constant_store();
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
