@@ -82,7 +82,9 @@ pub use recovery::{Loss, LossCause, RecoveryReport};
 pub use scan::{EntryIter, HeadIter, Iter};
 pub use snapshot::Snapshot;
 pub use stats::Stats;
-pub use transaction::{Isolation, Transaction, TransactionIter, TransactionOptions};
+pub use transaction::{
+    CompareAndSwapError, Isolation, Transaction, TransactionIter, TransactionOptions,
+};
 pub use verify::{verify, verify_report, VerifiedFile, VerifyReport};
 
 /// Longest keyspace name, in bytes (the manifest's limit).

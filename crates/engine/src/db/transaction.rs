@@ -251,6 +251,98 @@ impl ThreadIdHash for std::thread::ThreadId {
     }
 }
 
+/// A [`Keyspace::compare_and_swap`] that found another value than expected; nothing was
+/// written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompareAndSwapError {
+    /// The value found (`None`: absent).
+    pub current: Option<Vec<u8>>,
+}
+
+impl std::fmt::Display for CompareAndSwapError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.current {
+            Some(v) => write!(
+                f,
+                "compare-and-swap found another value ({} bytes)",
+                v.len()
+            ),
+            None => f.write_str("compare-and-swap found the key absent"),
+        }
+    }
+}
+
+impl std::error::Error for CompareAndSwapError {}
+
+/// Attempts a single-key operation makes before reporting a conflict: each retry means
+/// another write changed the key in between.
+const SINGLE_KEY_ATTEMPTS: u32 = 1000;
+
+impl Keyspace {
+    /// Sets `key` to `new` (`None`: removes it) if its value is `expected` (`None`:
+    /// absent), atomically with respect to every other write. `Ok(Err(..))` holds the
+    /// value found when it differs; nothing is written then.
+    ///
+    /// ```
+    /// # fn main() -> cairn::Result<()> {
+    /// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+    /// # let db = cairn::Db::open(dir.path(), cairn::Options::default())?;
+    /// let locks = db.keyspace("locks")?;
+    /// assert!(locks.compare_and_swap("job:7", None, Some(b"worker-1"))?.is_ok());
+    /// let taken = locks.compare_and_swap("job:7", None, Some(b"worker-2"))?;
+    /// assert_eq!(taken.unwrap_err().current, Some(b"worker-1".to_vec()));
+    /// # db.close()
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// `Conflict` if the key kept changing under 1,000 attempts; as [`Keyspace::insert`].
+    pub fn compare_and_swap(
+        &self,
+        key: impl AsRef<[u8]>,
+        expected: Option<&[u8]>,
+        new: Option<&[u8]>,
+    ) -> Result<std::result::Result<(), CompareAndSwapError>> {
+        let key = key.as_ref();
+        let options = TransactionOptions::new().max_attempts(SINGLE_KEY_ATTEMPTS);
+        self.db.update_with(&options, |tx| {
+            let current = tx.get(self, key)?;
+            if current.as_deref() != expected {
+                return Ok(Err(CompareAndSwapError { current }));
+            }
+            match new {
+                Some(v) => tx.insert(self, key, v),
+                None => tx.remove(self, key),
+            }
+            Ok(Ok(()))
+        })
+    }
+
+    /// Replaces the value of `key` (`None`: absent) with what `f` returns for it (`None`:
+    /// remove), atomically with respect to every other write, and returns the value `f`
+    /// was given. `f` may run more than once (once per attempt); it sees the value as it
+    /// is at that attempt.
+    ///
+    /// # Errors
+    /// `Conflict` if the key kept changing under 1,000 attempts; as [`Keyspace::insert`].
+    pub fn fetch_update(
+        &self,
+        key: impl AsRef<[u8]>,
+        mut f: impl FnMut(Option<&[u8]>) -> Option<Vec<u8>>,
+    ) -> Result<Option<Vec<u8>>> {
+        let key = key.as_ref();
+        let options = TransactionOptions::new().max_attempts(SINGLE_KEY_ATTEMPTS);
+        self.db.update_with(&options, |tx| {
+            let current = tx.get(self, key)?;
+            match f(current.as_deref()) {
+                Some(v) => tx.insert(self, key, v),
+                None => tx.remove(self, key),
+            }
+            Ok(current)
+        })
+    }
+}
+
 impl Transaction {
     /// The seqno the transaction reads at.
     pub fn read_seqno(&self) -> u64 {
@@ -600,13 +692,16 @@ impl Transaction {
     }
 
     /// Applies every write atomically, if nothing the transaction depends on was written
-    /// by another commit after its snapshot; with the durability of its options.
+    /// by another commit after its snapshot; with the durability of its options. Returns
+    /// the commit's seqno: the seqno of its last write, or for a transaction that wrote
+    /// nothing the store's last seqno when its reads were checked. Transactions behave as
+    /// if applied in the order of these seqnos.
     ///
     /// # Errors
     /// `Conflict` naming the key (nothing is written; run the transaction again); the
     /// first refused write (`InvalidArgument`); a dropped keyspace; as
     /// [`Keyspace::insert`].
-    pub fn commit(self) -> Result<()> {
+    pub fn commit(self) -> Result<u64> {
         let durability = self.options.durability;
         self.commit_with(durability)
     }
@@ -615,7 +710,7 @@ impl Transaction {
     ///
     /// # Errors
     /// As [`Transaction::commit`].
-    pub fn commit_with(self, durability: Option<Durability>) -> Result<()> {
+    pub fn commit_with(self, durability: Option<Durability>) -> Result<u64> {
         if let Some(e) = self.error {
             return Err(e);
         }
@@ -673,7 +768,7 @@ impl Transaction {
             keys,
             ranges: reads.ranges,
         };
-        write::write_checked(inner, batch, inner.durability(durability), validation).map(|_| ())
+        write::write_checked(inner, batch, inner.durability(durability), validation).map(|s| s.0)
     }
 
     /// Discards every pending write (as dropping the transaction does).

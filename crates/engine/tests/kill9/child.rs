@@ -84,7 +84,7 @@ fn write_op(
                 tx.remove(ks, key_bytes(e.key));
             }
         }
-        return tx.commit_with(durability);
+        return tx.commit_with(durability).map(|_| ());
     }
     let mut batch = db.batch();
     for e in entries {

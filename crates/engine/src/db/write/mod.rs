@@ -74,9 +74,12 @@ pub(crate) fn write_checked(
     validation: Validation,
 ) -> Result<SeqNo> {
     if batch.is_empty() {
+        // The commit point: a seqno the check's view covers. The check sees this state or
+        // a later one; if the reads hold there, they held at every seqno up to it.
         let reads = &inner.reads;
+        let at = SeqNo(reads.visible_seqno.load(Ordering::Acquire));
         crate::db::conflict::check(reads, &[], &validation)?;
-        return Ok(SeqNo(reads.visible_seqno.load(Ordering::Acquire)));
+        return Ok(at);
     }
     write_job(
         inner,
