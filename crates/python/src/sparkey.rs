@@ -235,30 +235,31 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
+    /// A handle to the open files (an `Arc` clone): lookups run on it without any lock
+    /// of this object, so `close` never waits for them, and the files stay mapped until
+    /// the lookups in flight finish.
+    fn handle(&self, py: Python<'_>) -> PyResult<hash::Reader> {
+        self.reader
+            .read()
+            .clone()
+            .ok_or_else(|| closed(py, "the reader"))
+    }
+
     fn with<T: Send>(
         &self,
         py: Python<'_>,
         f: impl FnOnce(&hash::Reader) -> cairn::Result<T> + Send,
     ) -> PyResult<T> {
-        let reader = &self.reader;
-        py.allow_threads(|| -> Res<T> {
-            let guard = reader.read();
-            let r = guard.as_ref().ok_or(Fail::Closed("the reader"))?;
-            Ok(f(r)?)
-        })
-        .or_raise(py)
+        let r = self.handle(py)?;
+        py.allow_threads(|| f(&r)).or_raise(py)
     }
 
     fn lookup<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        let reader = &self.reader;
+        let r = self.handle(py)?;
         let mut scratch = Vec::new();
         let scratch_ref = &mut scratch;
         // The value is copied once, from the mapped log (or the scratch buffer of a
-        // compressed log) into the new bytes object, after the GIL is taken back; the read
-        // lock is held until then so the mapping cannot be closed under the copy (taken
-        // with the GIL held: only `close` takes the write lock, and never waits for the GIL).
-        let guard = reader.read();
-        let r = guard.as_ref().ok_or_else(|| closed(py, "the reader"))?;
+        // compressed log) into the new bytes object, after the GIL is taken back.
         let found = py
             .allow_threads(|| r.get_ref(key, scratch_ref))
             .or_raise(py)?;
@@ -401,10 +402,11 @@ impl Reader {
         Ok(d)
     }
 
-    /// Closes the files (after lookups in flight finish).
-    fn close(&self, py: Python<'_>) {
-        let reader = &self.reader;
-        py.allow_threads(|| drop(reader.write().take()));
+    /// Closes the reader: later calls raise `ClosedError`. The files are unmapped once
+    /// lookups in flight and live iterators finish.
+    fn close(&self) {
+        let taken = self.reader.write().take();
+        drop(taken);
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -414,12 +416,11 @@ impl Reader {
     #[pyo3(signature = (_exc_type=None, _exc=None, _tb=None))]
     fn __exit__(
         &self,
-        py: Python<'_>,
         _exc_type: Option<&Bound<'_, PyAny>>,
         _exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> bool {
-        self.close(py);
+        self.close();
         false
     }
 }
