@@ -105,12 +105,12 @@ impl State {
 
 /// An iterator over a keyspace scan, in key order (or reverse key order).
 #[pyclass(frozen, module = "cairn", name = "Iterator")]
-pub(crate) struct Iter {
+pub(crate) struct Scan {
     state: Arc<Slot<State>>,
     yields: Yield,
 }
 
-impl Iter {
+impl Scan {
     /// An iterator over `source`, registered with `shared` so closing the store drops it.
     pub(crate) fn new(
         shared: &Shared,
@@ -118,7 +118,7 @@ impl Iter {
         reverse: bool,
         yields: Yield,
         snapshot: Option<cairn::Snapshot>,
-    ) -> Iter {
+    ) -> Scan {
         let state = Arc::new(Slot::new(Some(State {
             source,
             reverse,
@@ -130,7 +130,7 @@ impl Iter {
         })));
         let weak: std::sync::Weak<dyn Release> = Arc::downgrade(&state) as _;
         shared.register(weak);
-        Iter { state, yields }
+        Scan { state, yields }
     }
 
     fn convert(&self, py: Python<'_>, item: Item) -> PyResult<PyObject> {
@@ -163,7 +163,7 @@ fn refill(state: &Slot<State>) -> Res<()> {
 }
 
 #[pymethods]
-impl Iter {
+impl Scan {
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
     }

@@ -19,7 +19,7 @@ use pyo3::types::{PyBytes, PyDict, PyTuple};
 use crate::args::{entry_options, opt_bytes, opt_durability, Bytes};
 use crate::errors::{key_error, Fail, OrRaise, Res};
 use crate::head::Head;
-use crate::iter::{Iter, Source, Yield};
+use crate::iter::{Scan, Source, Yield};
 use crate::shared::Shared;
 
 /// The engine bounds of `[start, end)`, `None` meaning unbounded.
@@ -68,14 +68,14 @@ impl Keyspace {
         range: (KeyBound<Vec<u8>>, KeyBound<Vec<u8>>),
         reverse: bool,
         yields: Yield,
-    ) -> PyResult<Iter> {
+    ) -> PyResult<Scan> {
         let source = self.with(py, |ks| {
             Ok(match yields {
                 Yield::Keys | Yield::Heads => Source::Heads(ks.range_heads(range)),
                 Yield::Items | Yield::Values => Source::Pairs(ks.range(range)),
             })
         })?;
-        Ok(Iter::new(&self.shared, source, reverse, yields, None))
+        Ok(Scan::new(&self.shared, source, reverse, yields, None))
     }
 
     fn prefix_scan(
@@ -84,14 +84,14 @@ impl Keyspace {
         prefix: Bytes,
         reverse: bool,
         yields: Yield,
-    ) -> PyResult<Iter> {
+    ) -> PyResult<Scan> {
         let source = self.with(py, |ks| {
             Ok(match yields {
                 Yield::Keys | Yield::Heads => Source::Heads(ks.prefix_heads(&*prefix)),
                 Yield::Items | Yield::Values => Source::Pairs(ks.prefix(&*prefix)),
             })
         })?;
-        Ok(Iter::new(&self.shared, source, reverse, yields, None))
+        Ok(Scan::new(&self.shared, source, reverse, yields, None))
     }
 }
 
@@ -170,7 +170,7 @@ impl Keyspace {
         Ok(!self.with(py, |ks| ks.is_empty())?)
     }
 
-    fn __iter__(&self, py: Python<'_>) -> PyResult<Iter> {
+    fn __iter__(&self, py: Python<'_>) -> PyResult<Scan> {
         self.scan(
             py,
             (KeyBound::Unbounded, KeyBound::Unbounded),
@@ -179,7 +179,7 @@ impl Keyspace {
         )
     }
 
-    fn __reversed__(&self, py: Python<'_>) -> PyResult<Iter> {
+    fn __reversed__(&self, py: Python<'_>) -> PyResult<Scan> {
         self.scan(
             py,
             (KeyBound::Unbounded, KeyBound::Unbounded),
@@ -326,7 +326,7 @@ impl Keyspace {
 
     /// Scans everything, yielding `"items"`, `"keys"` or `"values"` (used by the views).
     #[pyo3(signature = (what, reverse=false))]
-    fn _scan(&self, py: Python<'_>, what: &str, reverse: bool) -> PyResult<Iter> {
+    fn _scan(&self, py: Python<'_>, what: &str, reverse: bool) -> PyResult<Scan> {
         let yields = match what {
             "keys" => Yield::Keys,
             "values" => Yield::Values,
@@ -349,13 +349,13 @@ impl Keyspace {
         start: Option<Bytes>,
         end: Option<Bytes>,
         reverse: bool,
-    ) -> PyResult<Iter> {
+    ) -> PyResult<Scan> {
         self.scan(py, bounds(start, end), reverse, Yield::Items)
     }
 
     /// The `(key, value)` pairs whose key starts with `prefix`.
     #[pyo3(signature = (prefix, *, reverse=false))]
-    fn prefix(&self, py: Python<'_>, prefix: Bytes, reverse: bool) -> PyResult<Iter> {
+    fn prefix(&self, py: Python<'_>, prefix: Bytes, reverse: bool) -> PyResult<Scan> {
         self.prefix_scan(py, prefix, reverse, Yield::Items)
     }
 
@@ -367,13 +367,13 @@ impl Keyspace {
         start: Option<Bytes>,
         end: Option<Bytes>,
         reverse: bool,
-    ) -> PyResult<Iter> {
+    ) -> PyResult<Scan> {
         self.scan(py, bounds(start, end), reverse, Yield::Heads)
     }
 
     /// The `(key, Head)` pairs whose key starts with `prefix`.
     #[pyo3(signature = (prefix, *, reverse=false))]
-    fn prefix_heads(&self, py: Python<'_>, prefix: Bytes, reverse: bool) -> PyResult<Iter> {
+    fn prefix_heads(&self, py: Python<'_>, prefix: Bytes, reverse: bool) -> PyResult<Scan> {
         self.prefix_scan(py, prefix, reverse, Yield::Heads)
     }
 

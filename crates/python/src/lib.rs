@@ -40,7 +40,7 @@ fn _cairn(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<keyspace::Keyspace>()?;
     m.add_class::<batch::Batch>()?;
     m.add_class::<snapshot::Snapshot>()?;
-    m.add_class::<iter::Iter>()?;
+    m.add_class::<iter::Scan>()?;
     m.add_class::<head::Head>()?;
     m.add_function(wrap_pyfunction!(db::verify, m)?)?;
     m.add_class::<sparkey::LogWriter>()?;

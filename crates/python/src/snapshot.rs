@@ -14,7 +14,7 @@ use pyo3::types::PyBytes;
 use crate::args::Bytes;
 use crate::errors::{Fail, OrRaise};
 use crate::head::Head;
-use crate::iter::{Iter, Source, Yield};
+use crate::iter::{Scan, Source, Yield};
 use crate::keyspace::{bounds, same_store, Keyspace};
 use crate::shared::{Release, Shared, Slot};
 use cairn::Readable;
@@ -67,9 +67,9 @@ impl Snapshot {
         yields: Yield,
         reverse: bool,
         make: impl FnOnce(&cairn::Snapshot, &cairn::Keyspace) -> Source + Send,
-    ) -> PyResult<Iter> {
+    ) -> PyResult<Scan> {
         let (source, pin) = self.with(py, ks, |s, k| Ok((make(s, k), s.clone())))?;
-        Ok(Iter::new(&self.shared, source, reverse, yields, Some(pin)))
+        Ok(Scan::new(&self.shared, source, reverse, yields, Some(pin)))
     }
 }
 
@@ -136,7 +136,7 @@ impl Snapshot {
         start: Option<Bytes>,
         end: Option<Bytes>,
         reverse: bool,
-    ) -> PyResult<Iter> {
+    ) -> PyResult<Scan> {
         let range = bounds(start, end);
         self.scan(py, &keyspace, Yield::Items, reverse, |s, k| {
             Source::Pairs(s.range(k, range))
@@ -151,7 +151,7 @@ impl Snapshot {
         keyspace: PyRef<'_, Keyspace>,
         prefix: Bytes,
         reverse: bool,
-    ) -> PyResult<Iter> {
+    ) -> PyResult<Scan> {
         self.scan(py, &keyspace, Yield::Items, reverse, |s, k| {
             Source::Pairs(s.prefix(k, &*prefix))
         })
@@ -164,7 +164,7 @@ impl Snapshot {
         py: Python<'_>,
         keyspace: PyRef<'_, Keyspace>,
         reverse: bool,
-    ) -> PyResult<Iter> {
+    ) -> PyResult<Scan> {
         self.scan(py, &keyspace, Yield::Items, reverse, |s, k| {
             Source::Pairs(s.iter(k))
         })
@@ -172,7 +172,7 @@ impl Snapshot {
 
     /// Every key of `keyspace`, in order (values are not read).
     #[pyo3(signature = (keyspace, *, reverse=false))]
-    fn keys(&self, py: Python<'_>, keyspace: PyRef<'_, Keyspace>, reverse: bool) -> PyResult<Iter> {
+    fn keys(&self, py: Python<'_>, keyspace: PyRef<'_, Keyspace>, reverse: bool) -> PyResult<Scan> {
         self.scan(py, &keyspace, Yield::Keys, reverse, |s, k| {
             Source::Heads(s.range_heads::<&[u8], _>(k, ..))
         })
