@@ -39,8 +39,8 @@ __all__ = [
 
 
 def build(
-    log_path: Union[str, os.PathLike],
-    index_path: Union[str, os.PathLike],
+    log_path: Union[str, "os.PathLike[str]"],
+    index_path: Union[str, "os.PathLike[str]"],
     pairs: Union[Iterable[Tuple[_Bytes, _Bytes]], Mapping[_Bytes, _Bytes]],
     *,
     compression: str = "none",
