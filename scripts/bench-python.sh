@@ -41,7 +41,9 @@ src=${1:-}
 if [ -z "$src" ]; then
     src=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/sparkey-sys-*/sparkey 2>/dev/null | head -1 || true)
 fi
-if [ -n "$src" ] && [ -f "$src/src/sparkey.h" ] &&
+# build-reference.sh needs a tree with compress.c (sparkey 1.0+; the copy bundled in
+# sparkey-sys 0.1.1 predates it).
+if [ -n "$src" ] && [ -f "$src/src/compress.c" ] &&
     bash crates/libsparkey/bench/build-reference.sh "$src" "$work/ref" >/dev/null; then
     libs=(--lib "reference=$work/ref/lib" "${libs[@]}")
     echo "reference libsparkey built from $src"
