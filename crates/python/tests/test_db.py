@@ -1,6 +1,7 @@
 """Db: options, keyspaces, batches, snapshots, maintenance, read-only and follower opens."""
 
 import threading
+import time
 
 import pytest
 
@@ -236,3 +237,27 @@ def test_close_waits_for_calls_in_flight(path):
     db.close()
     t.join()
     assert errors == []
+
+
+def test_path_iterator_close_and_wait(db, path):
+    assert str(db.path) == str(path)
+    ks = db.keyspace("k")
+    ks.update({b"a": b"1", b"b": b"2"})
+    it = ks.range()
+    assert next(it) == (b"a", b"1")
+    it.close()
+    with pytest.raises(cairn.ClosedError):
+        next(it)
+    db.wait_for_compactions()
+
+
+def test_follower_with_refresh_interval(path):
+    with cairn.Db(path) as db:
+        ks = db.keyspace("k")
+        with cairn.Db.open_follower(path, refresh_interval=0.01, block_cache_size=1 << 20) as f:
+            fk = f["k"]
+            ks[b"a"] = b"1"
+            deadline = time.monotonic() + 5
+            while fk.get(b"a") is None and time.monotonic() < deadline:
+                time.sleep(0.02)  # the follower's own thread refreshes its view
+            assert fk[b"a"] == b"1"
