@@ -276,7 +276,7 @@ impl Keyspace {
     }
 
     /// Stores every pair of a mapping (its `items()`) or of an iterable of pairs, in one
-    /// atomic batch.
+    /// atomic batch (which must fit in one 256 MiB log record; split larger loads).
     #[pyo3(signature = (other=None))]
     fn update(&self, py: Python<'_>, other: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
         let Some(other) = other else { return Ok(()) };
