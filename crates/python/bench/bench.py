@@ -11,13 +11,15 @@ put), rocksdict (raw mode, default write options: WAL without fsync) and plyvel 
 bytes (`key-%012d`), values 100 bytes, written and read in one shuffled order:
 
   puts        N single puts, spread over T threads (each its own keys)
+  puts_sync   2,000 single puts that each wait for an fsync (Cairn "sync"; the peers'
+              sync write options), spread over T threads, on a fresh store
   gets        N random point reads of present keys over T threads
   scan        one forward iteration over all N pairs (1 thread)
   call        ns per call of a read of one hot key (the binding's per-call overhead)
 
 `sparkey` builds and reads a constant store of N entries (16-byte keys, 100-byte values):
 Cairn's `cairn.sparkey` (build() from a list, Reader.get per key, get_many in batches of
-1000) and sparkey-python 0.3.0 (ctypes over a libsparkey.so; one child process per
+1000; both also from 4 threads) and sparkey-python 0.3.0 (ctypes over a libsparkey.so; one child process per
 `--lib NAME=DIR`, the directory holding that libsparkey.so.0). Each side then checks the
 other's files (entry count and 10,000 random keys): sparkey-python over each library reads
 the files `cairn.sparkey` wrote, and `cairn.sparkey` reads the files each library wrote.
@@ -40,6 +42,7 @@ import threading
 import time
 
 VALUE_LEN = 100
+SYNC_PUTS = 2000
 
 
 def keys_for(n: int, seed: int = 19):
@@ -82,10 +85,10 @@ def in_threads(threads: int, work) -> float:
 # --- ordered-store adapters: open(path) -> (put, reader_factory, scan, close) -----------
 
 
-def open_cairn(path):
+def open_cairn(path, sync=False):
     import cairn
 
-    db = cairn.Db(path, durability="buffered")
+    db = cairn.Db(path, durability="sync" if sync else "buffered")
     ks = db.keyspace("bench")
 
     def scan():
@@ -97,10 +100,10 @@ def open_cairn(path):
     return ks.__setitem__, (lambda: ks.get), scan, db.close
 
 
-def open_lmdb(path):
+def open_lmdb(path, sync=False):
     import lmdb
 
-    env = lmdb.open(path, map_size=16 << 30, sync=False, metasync=False, max_readers=64)
+    env = lmdb.open(path, map_size=16 << 30, sync=sync, metasync=sync, max_readers=64)
 
     def put(k, v):
         with env.begin(write=True) as txn:
@@ -120,10 +123,14 @@ def open_lmdb(path):
     return put, reader, scan, env.close
 
 
-def open_rocksdict(path):
-    from rocksdict import Options, Rdict
+def open_rocksdict(path, sync=False):
+    from rocksdict import Options, Rdict, WriteOptions
 
     db = Rdict(path, options=Options(raw_mode=True))
+    if sync:
+        wo = WriteOptions()
+        wo.sync = True
+        db.set_write_options(wo)
 
     def scan():
         n = 0
@@ -134,10 +141,11 @@ def open_rocksdict(path):
     return db.put, (lambda: db.get), scan, db.close
 
 
-def open_plyvel(path):
+def open_plyvel(path, sync=False):
     import plyvel
 
     db = plyvel.DB(path, create_if_missing=True)
+    put = (lambda k, v: db.put(k, v, sync=True)) if sync else db.put
 
     def scan():
         n = 0
@@ -145,7 +153,7 @@ def open_plyvel(path):
             n += 1
         return n
 
-    return db.put, (lambda: db.get), scan, db.close
+    return put, (lambda: db.get), scan, db.close
 
 
 PEERS = {"cairn": open_cairn, "lmdb": open_lmdb, "rocksdict": open_rocksdict, "plyvel": open_plyvel}
@@ -191,6 +199,22 @@ def run_ordered(name, opener, n, threads, base):
         out["call_ns"] = (time.perf_counter() - start) / calls * 1e9
     close()
     shutil.rmtree(path, ignore_errors=True)
+
+    # Puts that each wait for an fsync (Cairn: durability "sync", group commit shares
+    # fsyncs between threads; the peers: their sync write option).
+    sync_n = min(n, SYNC_PUTS)
+    os.sync()  # start from a quiet disk: pending writeback would slow the first fsyncs
+    os.makedirs(path)
+    put, _reader, _scan, close = opener(path, sync=True)
+    sync_share = (sync_n + threads - 1) // threads
+
+    def do_sync_puts(t):
+        for i in range(t * sync_share, min(sync_n, (t + 1) * sync_share)):
+            put(keys[i], values[i])
+
+    out["puts_sync"] = sync_n / in_threads(threads, do_sync_puts)
+    close()
+    shutil.rmtree(path, ignore_errors=True)
     return out
 
 
@@ -228,7 +252,7 @@ def ordered(args):
     head = f"{'metric':<10} {'threads':>7} {'cairn':>12}" + "".join(
         f" {p:>12} {'cairn/' + p:>15}" for p in peers)
     print(head)
-    for metric in ["puts", "gets", "scan", "call_ns"]:
+    for metric in ["puts", "puts_sync", "gets", "scan", "call_ns"]:
         for t in threads_list:
             c = results.get(("cairn", t), {}).get(metric)
             if c is None:
@@ -272,6 +296,13 @@ def sparkey_cairn(n, lookups, base):
             get(k)
 
     out["get_4_threads"] = lookups / in_threads(4, reads)
+
+    def batched_reads(t):
+        mine = probe[t::4]
+        for i in range(0, len(mine), 1000):
+            r.get_many(mine[i : i + 1000])
+
+    out["get_many_4_threads"] = lookups / in_threads(4, batched_reads)
     r.close()
     return out
 
@@ -353,7 +384,7 @@ def sparkey_cmd(args):
             continue
         print(f"  {store}: {r.get('library')}")
     print(f"{'metric':<14} {'cairn':>12}" + "".join(f" {s:>26} {'cairn/peer':>10}" for s in results if s != "cairn"))
-    for metric in ["build", "get", "get_many", "get_4_threads"]:
+    for metric in ["build", "get", "get_many", "get_4_threads", "get_many_4_threads"]:
         line = f"{metric:<14} {fmt(c[metric]):>12}"
         for s, r in results.items():
             if s == "cairn":
@@ -361,7 +392,7 @@ def sparkey_cmd(args):
             v = r.get(metric)
             line += f" {fmt(v) if v else '-':>26} {ratio(c[metric], v):>10}"
         print(line)
-    print("(get_many and get_4_threads have no sparkey-python counterpart)")
+    print("(get_many and the 4-thread rows have no sparkey-python counterpart)")
     checks = [f"{s}: {m}" for s, r in results.items() for m in r if m.startswith("reads_")]
     print("cross-reads checked (10,000 random keys and the entry count):", ", ".join(checks))
 
