@@ -24,7 +24,7 @@ def run_threads(n, target):
 
 
 def test_threads_share_one_store(path):
-    with cairn.Db(path, memtable_size=256 << 10) as db:
+    with cairn.Db(path, memtable_size=256 << 10, durability="buffered") as db:
         ks = db.keyspace("k")
         counters = db.keyspace("c")
 
