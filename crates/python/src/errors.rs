@@ -76,6 +76,22 @@ pub(crate) fn key_error(py: Python<'_>, key: &[u8]) -> PyErr {
     PyKeyError::new_err(PyBytes::new(py, key).unbind())
 }
 
+/// The exception for an error of a value stream: damage found while reading
+/// (`InvalidData`) is a `CorruptionError`, anything else an `IOError`.
+pub(crate) fn io_error(py: Python<'_>, e: std::io::Error) -> PyErr {
+    if e.kind() == std::io::ErrorKind::InvalidData {
+        return make(py, &CORRUPTION, "CorruptionError", e.to_string(), &[]);
+    }
+    engine_error(
+        py,
+        cairn::Error::Io {
+            path: std::path::PathBuf::from("<value stream>"),
+            op: "read value",
+            source: e,
+        },
+    )
+}
+
 /// `TypeError` with `msg`.
 pub(crate) fn type_error(msg: String) -> PyErr {
     PyTypeError::new_err(msg)

@@ -21,6 +21,7 @@ use crate::errors::{key_error, Fail, OrRaise, Res};
 use crate::head::Head;
 use crate::iter::{Scan, Source, Yield};
 use crate::shared::Shared;
+use crate::value::{PyReader, ValueReader};
 
 /// The engine bounds of `[start, end)`, `None` meaning unbounded.
 pub(crate) fn bounds(
@@ -375,6 +376,49 @@ impl Keyspace {
     #[pyo3(signature = (prefix, *, reverse=false))]
     fn prefix_heads(&self, py: Python<'_>, prefix: Bytes, reverse: bool) -> PyResult<Scan> {
         self.prefix_scan(py, prefix, reverse, Yield::Heads)
+    }
+
+    /// A read-only, seekable stream over the value of `key` (`read`, `seek`, `tell`), or
+    /// `None` if absent: a value kept in a blob file is read 64 KiB at a time, never whole.
+    fn open_value(&self, py: Python<'_>, key: Bytes) -> PyResult<Option<ValueReader>> {
+        let reader = self.with(py, |ks| ks.get_reader(&*key))?;
+        Ok(reader.map(|r| ValueReader::new(&self.shared, r)))
+    }
+
+    /// Stores the next `length` bytes of `file` (any object with `read(n)`) under `key`,
+    /// with the attributes of `insert`. In a keyspace that separates values of this size
+    /// the value streams into a blob file through a bounded buffer (up to 4 GiB - 1);
+    /// elsewhere it is read whole (at most 32 MiB). Nothing is written if `file` ends
+    /// early (`IOError`) or its `read` raises (that exception).
+    #[pyo3(signature = (key, file, length, *, ttl=None, expires_at=None, meta=None, tag=0, durability=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn insert_from(
+        &self,
+        py: Python<'_>,
+        key: Bytes,
+        file: PyObject,
+        length: u64,
+        ttl: Option<f64>,
+        expires_at: Option<f64>,
+        meta: Option<&Bound<'_, PyAny>>,
+        tag: u32,
+        durability: Option<&str>,
+    ) -> PyResult<()> {
+        let opts = entry_options(py, ttl, expires_at, opt_bytes(meta)?, tag, durability)?;
+        // A clone of the engine keyspace, so no lock of this crate is held while the GIL
+        // is taken back to read `file` (see value.rs).
+        let slot = self.slot;
+        let ks = self
+            .shared
+            .read(|open| Ok(open.keyspace(slot)?.clone()))
+            .or_raise(py)?;
+        let mut source = PyReader { file, raised: None };
+        let source_ref = &mut source;
+        let result = py.allow_threads(|| ks.insert_from(&*key, source_ref, length, &opts));
+        if let Some(raised) = source.raised.take() {
+            return Err(raised);
+        }
+        result.or_raise(py)
     }
 
     /// The entry's attributes without reading its value, or `None` if absent.

@@ -3,6 +3,7 @@
 //!
 //! One module per concept: [`db`] (open, close, maintenance), [`keyspace`] (the mapping
 //! and its scans, counters and range deletes), [`batch`], [`snapshot`], [`iter`], [`head`],
+//! [`value`] (large values as streams),
 //! [`sparkey`] (the constant store), [`errors`] (engine errors as exceptions), [`args`] and
 //! [`options`] (arguments from Python), [`shared`] (what a store shares with the objects
 //! made from it, and how `close()` reaches them).
@@ -32,6 +33,7 @@ mod options;
 mod shared;
 mod snapshot;
 mod sparkey;
+mod value;
 
 /// The module `cairn._cairn`.
 #[pymodule]
@@ -42,6 +44,7 @@ fn _cairn(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<snapshot::Snapshot>()?;
     m.add_class::<iter::Scan>()?;
     m.add_class::<head::Head>()?;
+    m.add_class::<value::ValueReader>()?;
     m.add_function(wrap_pyfunction!(db::verify, m)?)?;
     m.add_class::<sparkey::LogWriter>()?;
     m.add_class::<sparkey::Reader>()?;

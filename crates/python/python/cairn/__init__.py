@@ -29,7 +29,7 @@ Example::
 from collections.abc import Mapping, MutableMapping
 
 from . import errors
-from ._cairn import Batch, Db, Head, Iterator, Keyspace, Snapshot, __version__, verify
+from ._cairn import Batch, Db, Head, Iterator, Keyspace, Snapshot, ValueReader, __version__, verify
 from .errors import (
     BadInputError,
     ClosedError,
@@ -58,6 +58,7 @@ __all__ = [
     "Snapshot",
     "Iterator",
     "Head",
+    "ValueReader",
     "verify",
     "sparkey",
     "errors",
