@@ -486,6 +486,70 @@ impl Db {
         )
     }
 
+    /// Where the store's bytes are: tables, log files, and per blob file of the value log
+    /// its live and garbage bytes (a dict; `blob_files` is a list of dicts).
+    fn space_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.with(py, |db| db.space_stats())?;
+        let files = PyList::empty(py);
+        for f in &s.blob_files {
+            let d = PyDict::new(py);
+            d.set_item("id", f.id)?;
+            d.set_item("file_bytes", f.file_bytes)?;
+            d.set_item("value_bytes", f.value_bytes)?;
+            d.set_item("live_bytes", f.live_bytes)?;
+            d.set_item("garbage_bytes", f.garbage_bytes)?;
+            files.append(d)?;
+        }
+        let d = PyDict::new(py);
+        d.set_item("blob_files", files)?;
+        d.set_item("blob_bytes", s.blob_bytes)?;
+        d.set_item("live_blob_bytes", s.live_blob_bytes)?;
+        d.set_item("garbage_blob_bytes", s.garbage_blob_bytes)?;
+        d.set_item("unflushed_blob_files", s.unflushed_blob_files)?;
+        d.set_item("unflushed_blob_bytes", s.unflushed_blob_bytes)?;
+        d.set_item("table_bytes", s.table_bytes)?;
+        d.set_item("wal_bytes", s.wal_bytes)?;
+        Ok(d)
+    }
+
+    /// What opening the store recovered from its log and what it left out (a torn tail
+    /// after a crash is normal): a dict with `log_files`, `replayed_records`, `last_seqno`,
+    /// `clean` and `losses` (a list of dicts naming cause, file, path, offset, reason).
+    fn recovery_report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let shared = &self.shared;
+        let r = shared
+            .read(|open| Ok(open.db.recovery_report().clone()))
+            .or_raise(py)?;
+        let losses = PyList::empty(py);
+        for l in &r.losses {
+            let d = PyDict::new(py);
+            let cause = match l.cause {
+                cairn::LossCause::TornTail => "torn tail",
+                cairn::LossCause::UnsyncedValue => "unsynced value",
+                cairn::LossCause::Salvaged => "salvaged",
+                cairn::LossCause::DamagedValue => "damaged value",
+                _ => "other",
+            };
+            d.set_item("cause", cause)?;
+            d.set_item("file", l.file.to_string())?;
+            d.set_item("path", l.path.display().to_string())?;
+            d.set_item("offset", l.offset)?;
+            d.set_item("len", l.len)?;
+            d.set_item("reason", l.reason.to_string())?;
+            d.set_item("seqnos", l.seqnos)?;
+            d.set_item("detail", l.detail.clone())?;
+            losses.append(d)?;
+        }
+        let d = PyDict::new(py);
+        d.set_item("log_files", r.log_files)?;
+        d.set_item("replayed_records", r.replayed_records)?;
+        d.set_item("last_seqno", r.last_seqno)?;
+        d.set_item("clean", r.is_clean())?;
+        d.set_item("lost_durable_writes", r.lost_durable_writes())?;
+        d.set_item("losses", losses)?;
+        Ok(d)
+    }
+
     /// Closes the store (see the class documentation). A second call does nothing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let shared = &self.shared;
