@@ -30,7 +30,19 @@ enum Mode {
     Follower,
 }
 
-/// An ordered key-value store with named keyspaces.
+/// An ordered key-value store with named keyspaces, opened (by default created) in the
+/// directory `path`; a context manager that closes the store on exit.
+///
+/// Options left at None keep the engine's defaults. `durability` is the default of every
+/// write: "sync" (the default; fsynced before the call returns, concurrent writers share
+/// fsyncs), "buffered" (handed to the OS), "none" (memtable only until a flush),
+/// "periodic[:<ms>]" (fsynced in the background every interval, 100 ms by default) or
+/// "async[:<queue depth>]". `compression` of tables: "none", "lz4" (default), "snappy",
+/// "zstd" or "zstd:<level>". Sizes are in bytes; `blob_threshold` keeps values of at least
+/// that size in the value log. Errors: `InvalidArgumentError` for a bad option (or a
+/// missing store with `create_if_missing=False`), `IOError` if the directory cannot be used
+/// or another process has the store open, `CorruptionError` for damage recovery may not
+/// repair.
 #[pyclass(frozen, module = "cairn", name = "Db")]
 pub(crate) struct Db {
     shared: Arc<Shared>,
