@@ -13,12 +13,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyType};
+use pyo3::types::{PyDict, PyType};
 
 use crate::batch::Batch;
 use crate::errors::{Fail, OrRaise};
 use crate::keyspace::Keyspace;
 use crate::options::DbOptions;
+use crate::reports;
 use crate::shared::Shared;
 use crate::snapshot::Snapshot;
 
@@ -74,58 +75,6 @@ impl Db {
         py.allow_threads(|| shared.read(|open| Ok(f(&open.db)?)))
             .or_raise(py)
     }
-}
-
-/// A dict from `(name, value)` pairs.
-fn dict<'py>(py: Python<'py>, pairs: &[(&str, PyObject)]) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    for (k, v) in pairs {
-        d.set_item(*k, v)?;
-    }
-    Ok(d)
-}
-
-/// A verify report as a dict (files, unreferenced names, notes).
-pub(crate) fn report_to_py<'py>(
-    py: Python<'py>,
-    r: &cairn::VerifyReport,
-) -> PyResult<Bound<'py, PyDict>> {
-    let files = PyList::empty(py);
-    for f in &r.files {
-        files.append(dict(
-            py,
-            &[
-                (
-                    "name",
-                    f.name.clone().into_pyobject(py)?.into_any().unbind(),
-                ),
-                (
-                    "kind",
-                    f.kind.to_string().into_pyobject(py)?.into_any().unbind(),
-                ),
-                ("bytes", f.bytes.into_pyobject(py)?.into_any().unbind()),
-                ("items", f.items.into_pyobject(py)?.into_any().unbind()),
-            ],
-        )?)?;
-    }
-    dict(
-        py,
-        &[
-            ("files", files.into_any().unbind()),
-            (
-                "unreferenced",
-                r.unreferenced
-                    .clone()
-                    .into_pyobject(py)?
-                    .into_any()
-                    .unbind(),
-            ),
-            (
-                "notes",
-                r.notes.clone().into_pyobject(py)?.into_any().unbind(),
-            ),
-        ],
-    )
 }
 
 #[pymethods]
@@ -380,186 +329,38 @@ impl Db {
     /// where possible); returns what it did as a dict. Open the copy with `cairn.Db(dest)`.
     fn backup<'py>(&self, py: Python<'py>, dest: PathBuf) -> PyResult<Bound<'py, PyDict>> {
         let info = self.with(py, |db| db.backup(&dest))?;
-        dict(
-            py,
-            &[
-                ("seqno", info.seqno.into_pyobject(py)?.into_any().unbind()),
-                (
-                    "files_linked",
-                    info.files_linked.into_pyobject(py)?.into_any().unbind(),
-                ),
-                (
-                    "files_copied",
-                    info.files_copied.into_pyobject(py)?.into_any().unbind(),
-                ),
-                (
-                    "bytes_linked",
-                    info.bytes_linked.into_pyobject(py)?.into_any().unbind(),
-                ),
-                (
-                    "bytes_copied",
-                    info.bytes_copied.into_pyobject(py)?.into_any().unbind(),
-                ),
-                ("tables", info.tables.into_pyobject(py)?.into_any().unbind()),
-                (
-                    "wal_files",
-                    info.wal_files.into_pyobject(py)?.into_any().unbind(),
-                ),
-            ],
-        )
+        reports::backup(py, &info)
     }
 
     /// Reads and checks every file of the store's current state; returns the report as a
     /// dict, or raises `CorruptionError` (naming the file and offset) for the first problem.
     fn verify<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let report = self.with(py, |db| db.verify())?;
-        report_to_py(py, &report)
+        reports::verify(py, &report)
     }
 
     /// The store's counters as a dict (seqnos, bytes written, tables per level, cache).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.with(py, |db| Ok(db.stats()))?;
-        dict(
-            py,
-            &[
-                (
-                    "last_seqno",
-                    s.last_seqno.into_pyobject(py)?.into_any().unbind(),
-                ),
-                (
-                    "durable_seqno",
-                    s.durable_seqno.into_pyobject(py)?.into_any().unbind(),
-                ),
-                (
-                    "tables_per_level",
-                    s.tables_per_level
-                        .clone()
-                        .into_pyobject(py)?
-                        .into_any()
-                        .unbind(),
-                ),
-                (
-                    "table_bytes",
-                    s.table_bytes.into_pyobject(py)?.into_any().unbind(),
-                ),
-                (
-                    "memtable_bytes",
-                    s.memtable_bytes.into_pyobject(py)?.into_any().unbind(),
-                ),
-                (
-                    "wal_bytes_written",
-                    s.wal_bytes_written.into_pyobject(py)?.into_any().unbind(),
-                ),
-                (
-                    "flush_bytes_written",
-                    s.flush_bytes_written.into_pyobject(py)?.into_any().unbind(),
-                ),
-                (
-                    "compaction_bytes_written",
-                    s.compaction_bytes_written
-                        .into_pyobject(py)?
-                        .into_any()
-                        .unbind(),
-                ),
-                (
-                    "blob_bytes_written",
-                    s.blob_bytes_written.into_pyobject(py)?.into_any().unbind(),
-                ),
-                (
-                    "blob_bytes",
-                    s.blob_bytes.into_pyobject(py)?.into_any().unbind(),
-                ),
-                (
-                    "user_bytes_written",
-                    s.user_bytes_written.into_pyobject(py)?.into_any().unbind(),
-                ),
-                ("flushes", s.flushes.into_pyobject(py)?.into_any().unbind()),
-                (
-                    "compactions",
-                    s.compactions.into_pyobject(py)?.into_any().unbind(),
-                ),
-                (
-                    "cache_hits",
-                    s.cache_hits.into_pyobject(py)?.into_any().unbind(),
-                ),
-                (
-                    "cache_misses",
-                    s.cache_misses.into_pyobject(py)?.into_any().unbind(),
-                ),
-                (
-                    "cache_refused",
-                    s.cache_refused.into_pyobject(py)?.into_any().unbind(),
-                ),
-                (
-                    "write_stalls",
-                    s.write_stalls.into_pyobject(py)?.into_any().unbind(),
-                ),
-            ],
-        )
+        reports::stats(py, &s)
     }
 
     /// Where the store's bytes are: tables, log files, and per blob file of the value log
     /// its live and garbage bytes (a dict; `blob_files` is a list of dicts).
     fn space_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.with(py, |db| db.space_stats())?;
-        let files = PyList::empty(py);
-        for f in &s.blob_files {
-            let d = PyDict::new(py);
-            d.set_item("id", f.id)?;
-            d.set_item("file_bytes", f.file_bytes)?;
-            d.set_item("value_bytes", f.value_bytes)?;
-            d.set_item("live_bytes", f.live_bytes)?;
-            d.set_item("garbage_bytes", f.garbage_bytes)?;
-            files.append(d)?;
-        }
-        let d = PyDict::new(py);
-        d.set_item("blob_files", files)?;
-        d.set_item("blob_bytes", s.blob_bytes)?;
-        d.set_item("live_blob_bytes", s.live_blob_bytes)?;
-        d.set_item("garbage_blob_bytes", s.garbage_blob_bytes)?;
-        d.set_item("unflushed_blob_files", s.unflushed_blob_files)?;
-        d.set_item("unflushed_blob_bytes", s.unflushed_blob_bytes)?;
-        d.set_item("table_bytes", s.table_bytes)?;
-        d.set_item("wal_bytes", s.wal_bytes)?;
-        Ok(d)
+        reports::space(py, &s)
     }
 
     /// What opening the store recovered from its log and what it left out (a torn tail
     /// after a crash is normal): a dict with `log_files`, `replayed_records`, `last_seqno`,
     /// `clean` and `losses` (a list of dicts naming cause, file, path, offset, reason).
     fn recovery_report<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let shared = &self.shared;
-        let r = shared
+        let r = self
+            .shared
             .read(|open| Ok(open.db.recovery_report().clone()))
             .or_raise(py)?;
-        let losses = PyList::empty(py);
-        for l in &r.losses {
-            let d = PyDict::new(py);
-            let cause = match l.cause {
-                cairn::LossCause::TornTail => "torn tail",
-                cairn::LossCause::UnsyncedValue => "unsynced value",
-                cairn::LossCause::Salvaged => "salvaged",
-                cairn::LossCause::DamagedValue => "damaged value",
-                _ => "other",
-            };
-            d.set_item("cause", cause)?;
-            d.set_item("file", l.file.to_string())?;
-            d.set_item("path", l.path.display().to_string())?;
-            d.set_item("offset", l.offset)?;
-            d.set_item("len", l.len)?;
-            d.set_item("reason", l.reason.to_string())?;
-            d.set_item("seqnos", l.seqnos)?;
-            d.set_item("detail", l.detail.clone())?;
-            losses.append(d)?;
-        }
-        let d = PyDict::new(py);
-        d.set_item("log_files", r.log_files)?;
-        d.set_item("replayed_records", r.replayed_records)?;
-        d.set_item("last_seqno", r.last_seqno)?;
-        d.set_item("clean", r.is_clean())?;
-        d.set_item("lost_durable_writes", r.lost_durable_writes())?;
-        d.set_item("losses", losses)?;
-        Ok(d)
+        reports::recovery(py, &r)
     }
 
     /// Closes the store (see the class documentation). A second call does nothing.
@@ -593,5 +394,5 @@ impl Db {
 #[pyfunction]
 pub(crate) fn verify<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
     let report = py.allow_threads(|| cairn::verify(&path)).or_raise(py)?;
-    report_to_py(py, &report)
+    reports::verify(py, &report)
 }

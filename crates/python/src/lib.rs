@@ -3,7 +3,7 @@
 //!
 //! One module per concept: [`db`] (open, close, maintenance), [`keyspace`] (the mapping
 //! and its scans, counters and range deletes), [`batch`], [`snapshot`], [`iter`], [`head`],
-//! [`value`] (large values as streams),
+//! [`value`] (large values as streams), [`reports`] (statistics and reports as dicts),
 //! [`sparkey`] (the constant store), [`errors`] (engine errors as exceptions), [`args`] and
 //! [`options`] (arguments from Python), [`shared`] (what a store shares with the objects
 //! made from it, and how `close()` reaches them).
@@ -30,6 +30,7 @@ mod head;
 mod iter;
 mod keyspace;
 mod options;
+mod reports;
 mod shared;
 mod snapshot;
 mod sparkey;
