@@ -114,15 +114,19 @@ impl LogWriter {
         };
         let mut count = 0u64;
         let mut chunk: Vec<(Bytes, Bytes)> = Vec::with_capacity(PUT_CHUNK);
+        // The chunk is borrowed by the engine call and dropped after it, with the GIL held
+        // (its bytes objects are released then, not from a thread without the GIL).
         let mut flush = |chunk: &mut Vec<(Bytes, Bytes)>| -> PyResult<()> {
-            let pending = std::mem::take(chunk);
-            count += pending.len() as u64;
-            self.with(py, move |w| {
-                for (k, v) in &pending {
+            count += chunk.len() as u64;
+            let pending = &*chunk;
+            let written = self.with(py, |w| {
+                for (k, v) in pending {
                     w.put(k, v)?;
                 }
                 Ok(())
-            })
+            });
+            chunk.clear();
+            written
         };
         for item in items.try_iter()? {
             chunk.push(item?.extract()?);
