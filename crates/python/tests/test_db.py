@@ -284,3 +284,25 @@ def test_space_stats_and_recovery_report(path):
         assert report["losses"][0]["cause"] == "torn tail"
         assert report["losses"][0]["path"].endswith(logs[-1])
         assert db["media"][b"big"] == b"x" * 10_000
+
+
+def test_bad_argument_types(db):
+    ks = db.keyspace("k")
+    with pytest.raises(TypeError):
+        db.snapshot().get("not a keyspace", b"a")
+    with pytest.raises(TypeError):
+        db.batch().insert(ks, "text", b"v")
+    with pytest.raises(TypeError):
+        db.keyspace(b"bytes-name")
+    with pytest.raises(TypeError):
+        ks.range(1, 2)
+    with pytest.raises(TypeError):
+        ks.incr(b"n", "1")
+    with pytest.raises(OverflowError):
+        ks.incr(b"n", 2**64)
+    with pytest.raises(TypeError):
+        ks.insert(b"k", b"v", ttl="soon")
+    with pytest.raises(ValueError):  # as dict.update: a pair must have two items
+        ks.update([(b"a",)])
+    with pytest.raises(TypeError):
+        cairn.Db(42)
