@@ -351,19 +351,24 @@ impl Reader {
         for k in keys.try_iter()? {
             owned.push(k?.extract()?);
         }
-        let values = self.with(py, |r| {
-            let mut out: Vec<Option<Vec<u8>>> = vec![None; owned.len()];
+        // The values found are appended to one buffer (one allocation per batch, not per
+        // value), with each key's (start, length) in `spans`; the bytes objects are cut
+        // from it once the GIL is back.
+        let (buf, spans) = self.with(py, |r| {
+            let mut buf: Vec<u8> = Vec::new();
+            let mut spans: Vec<Option<(usize, usize)>> = vec![None; owned.len()];
             r.get_many(&owned, |i, v| {
-                if let (Some(slot), Some(v)) = (out.get_mut(i), v) {
-                    *slot = Some(v.to_vec());
+                if let (Some(span), Some(v)) = (spans.get_mut(i), v) {
+                    *span = Some((buf.len(), v.len()));
+                    buf.extend_from_slice(v);
                 }
             })?;
-            Ok(out)
+            Ok((buf, spans))
         })?;
         let list = PyList::empty(py);
-        for v in values {
-            match v {
-                Some(v) => list.append(PyBytes::new(py, &v))?,
+        for span in spans {
+            match span.and_then(|(start, len)| buf.get(start..start + len)) {
+                Some(v) => list.append(PyBytes::new(py, v))?,
                 None => list.append(py.None())?,
             }
         }
