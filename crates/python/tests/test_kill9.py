@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import cairn
@@ -58,15 +59,22 @@ def test_kill9_keeps_every_acknowledged_write(tmp_path):
             stdout=subprocess.PIPE,
             text=True,
         )
-        deadline = time.monotonic() + rng.uniform(0.5, 1.5)
-        lines = []
-        while time.monotonic() < deadline:
+        # A watchdog, so a writer that hangs before its first line fails the test instead
+        # of blocking it; the random moment of the kill is counted from the first
+        # acknowledged write, so a slow start on a busy machine does not shorten the run.
+        watchdog = threading.Timer(120, child.kill)
+        watchdog.start()
+        first = child.stdout.readline()
+        lines = [first.strip()] if first.endswith("\n") else []
+        deadline = time.monotonic() + rng.uniform(0.3, 1.2)
+        while lines and time.monotonic() < deadline:
             line = child.stdout.readline()
             if not line.endswith("\n"):
                 break
             lines.append(line.strip())
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
+        watchdog.cancel()
         # Lines the child printed before it died were acknowledged too; a line the kill cut
         # short (no newline) names no key.
         rest = child.stdout.read().split("\n")
