@@ -10,14 +10,20 @@
 //!    scan is dropped and the next call raises `cairn.ClosedError` (items already fetched
 //!    are dropped too). An error of the scan is raised after the items before it.
 //! 4. An iterator may be shared between threads: its state is behind a mutex, taken only
-//!    briefly with the GIL held, or while refilling with the GIL released.
+//!    briefly with the GIL held, or while refilling with the GIL released. `seek` takes the
+//!    store's lock before the iterator's, the order `close()` takes them in.
+//! 5. `seek(key)` starts a new scan over the iterator's original range narrowed to begin at
+//!    `key` (forward) or end at it (reverse). A scan through a snapshot reads at that
+//!    snapshot again; any other scan reads the store as it is at the seek.
 
 use std::collections::VecDeque;
+use std::ops::Bound as KeyBound;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
+use crate::args::Bytes;
 use crate::errors::{closed, Fail, OrRaise, Res};
 use crate::head::Head;
 use crate::shared::{Release, Shared, Slot};
@@ -58,8 +64,8 @@ struct State {
     chunk: usize,
     done: bool,
     pending: Option<cairn::Error>,
-    /// Keeps the snapshot a scan reads at registered while the scan lives.
-    _snapshot: Option<cairn::Snapshot>,
+    /// The snapshot the scan reads at, if any (kept registered while the scan lives).
+    snapshot: Option<cairn::Snapshot>,
 }
 
 impl State {
@@ -103,22 +109,95 @@ impl State {
     }
 }
 
+/// A key range: lower and upper bound.
+pub(crate) type Range = (KeyBound<Vec<u8>>, KeyBound<Vec<u8>>);
+
+/// The range of the keys starting with `prefix`.
+pub(crate) fn prefix_range(prefix: &[u8]) -> Range {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return (KeyBound::Included(prefix.to_vec()), KeyBound::Excluded(end));
+        }
+    }
+    (KeyBound::Included(prefix.to_vec()), KeyBound::Unbounded)
+}
+
+/// `lo` raised to at least `key`.
+fn raise(lo: &KeyBound<Vec<u8>>, key: &[u8]) -> KeyBound<Vec<u8>> {
+    match lo {
+        KeyBound::Included(l) | KeyBound::Excluded(l) if key <= l.as_slice() => lo.clone(),
+        _ => KeyBound::Included(key.to_vec()),
+    }
+}
+
+/// `hi` lowered to at most `key` (included).
+fn lower(hi: &KeyBound<Vec<u8>>, key: &[u8]) -> KeyBound<Vec<u8>> {
+    match hi {
+        KeyBound::Included(h) if key >= h.as_slice() => hi.clone(),
+        KeyBound::Excluded(h) if key >= h.as_slice() => hi.clone(),
+        _ => KeyBound::Included(key.to_vec()),
+    }
+}
+
+/// Opens the engine scan of keyspace `slot` over `range`, at `snapshot` if given.
+fn open_source(
+    shared: &Shared,
+    slot: usize,
+    snapshot: Option<&cairn::Snapshot>,
+    range: Range,
+    yields: Yield,
+) -> Res<Source> {
+    shared.read(|open| source_in(open, slot, snapshot, range, yields))
+}
+
+fn source_in(
+    open: &crate::shared::Open,
+    slot: usize,
+    snapshot: Option<&cairn::Snapshot>,
+    range: Range,
+    yields: Yield,
+) -> Res<Source> {
+    use cairn::Readable;
+    let ks = open.keyspace(slot)?;
+    let heads = matches!(yields, Yield::Keys | Yield::Heads);
+    Ok(match (snapshot, heads) {
+        (None, true) => Source::Heads(ks.range_heads(range)),
+        (None, false) => Source::Pairs(ks.range(range)),
+        (Some(s), true) => Source::Heads(s.range_heads(ks, range)),
+        (Some(s), false) => Source::Pairs(s.range(ks, range)),
+    })
+}
+
 /// An iterator over a keyspace scan, in key order (or reverse key order).
 #[pyclass(frozen, module = "cairn", name = "Iterator")]
 pub(crate) struct Scan {
     state: Arc<Slot<State>>,
     yields: Yield,
+    shared: Arc<Shared>,
+    slot: usize,
+    range: Range,
+    reverse: bool,
 }
 
 impl Scan {
-    /// An iterator over `source`, registered with `shared` so closing the store drops it.
-    pub(crate) fn new(
-        shared: &Shared,
-        source: Source,
+    /// A scan of keyspace `slot` of `shared` over `range` (at `snapshot` if given),
+    /// registered with the store so closing it drops the scan.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn open(
+        py: Python<'_>,
+        shared: &Arc<Shared>,
+        slot: usize,
+        snapshot: Option<cairn::Snapshot>,
+        range: Range,
         reverse: bool,
         yields: Yield,
-        snapshot: Option<cairn::Snapshot>,
-    ) -> Scan {
+    ) -> PyResult<Scan> {
+        let r = range.clone();
+        let source = py
+            .allow_threads(|| open_source(shared, slot, snapshot.as_ref(), r, yields))
+            .or_raise(py)?;
         let state = Arc::new(Slot::new(Some(State {
             source,
             reverse,
@@ -126,11 +205,18 @@ impl Scan {
             chunk: FIRST_CHUNK,
             done: false,
             pending: None,
-            _snapshot: snapshot,
+            snapshot,
         })));
         let weak: std::sync::Weak<dyn Release> = Arc::downgrade(&state) as _;
         shared.register(weak);
-        Scan { state, yields }
+        Ok(Scan {
+            state,
+            yields,
+            shared: Arc::clone(shared),
+            slot,
+            range,
+            reverse,
+        })
     }
 
     fn convert(&self, py: Python<'_>, item: Item) -> PyResult<PyObject> {
@@ -190,6 +276,32 @@ impl Scan {
             let state = &self.state;
             py.allow_threads(|| refill(state)).or_raise(py)?;
         }
+    }
+
+    /// Moves the iterator to the first key at or after `key` (forward) or the last key at or
+    /// before it (reverse), within its original range; items fetched ahead are dropped.
+    /// A scan through a snapshot stays at it; any other scan reads the store's current
+    /// state from here on.
+    fn seek(&self, py: Python<'_>, key: Bytes) -> PyResult<()> {
+        let range = if self.reverse {
+            (self.range.0.clone(), lower(&self.range.1, &key))
+        } else {
+            (raise(&self.range.0, &key), self.range.1.clone())
+        };
+        let (state, slot, yields) = (&self.state, self.slot, self.yields);
+        py.allow_threads(|| {
+            self.shared.read(|open| {
+                let mut guard = state.lock();
+                let st = guard.as_mut().ok_or(Fail::Closed("the iterator"))?;
+                st.source = source_in(open, slot, st.snapshot.as_ref(), range, yields)?;
+                st.buf.clear();
+                st.pending = None;
+                st.done = false;
+                st.chunk = FIRST_CHUNK;
+                Ok(())
+            })
+        })
+        .or_raise(py)
     }
 
     /// Drops the scan now (its resources are freed); later calls raise `ClosedError`.

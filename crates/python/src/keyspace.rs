@@ -19,7 +19,7 @@ use pyo3::types::{PyBytes, PyDict, PyTuple};
 use crate::args::{entry_options, opt_bytes, opt_durability, Bytes};
 use crate::errors::{key_error, Fail, OrRaise, Res};
 use crate::head::Head;
-use crate::iter::{Scan, Source, Yield};
+use crate::iter::{prefix_range, Scan, Yield};
 use crate::shared::Shared;
 use crate::value::{PyReader, ValueReader};
 
@@ -70,13 +70,7 @@ impl Keyspace {
         reverse: bool,
         yields: Yield,
     ) -> PyResult<Scan> {
-        let source = self.with(py, |ks| {
-            Ok(match yields {
-                Yield::Keys | Yield::Heads => Source::Heads(ks.range_heads(range)),
-                Yield::Items | Yield::Values => Source::Pairs(ks.range(range)),
-            })
-        })?;
-        Ok(Scan::new(&self.shared, source, reverse, yields, None))
+        Scan::open(py, &self.shared, self.slot, None, range, reverse, yields)
     }
 
     fn prefix_scan(
@@ -86,13 +80,7 @@ impl Keyspace {
         reverse: bool,
         yields: Yield,
     ) -> PyResult<Scan> {
-        let source = self.with(py, |ks| {
-            Ok(match yields {
-                Yield::Keys | Yield::Heads => Source::Heads(ks.prefix_heads(&*prefix)),
-                Yield::Items | Yield::Values => Source::Pairs(ks.prefix(&*prefix)),
-            })
-        })?;
-        Ok(Scan::new(&self.shared, source, reverse, yields, None))
+        self.scan(py, prefix_range(&prefix), reverse, yields)
     }
 }
 

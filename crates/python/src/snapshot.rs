@@ -6,6 +6,7 @@
 //! it early; closing the store releases it too. A released snapshot raises
 //! `cairn.ClosedError`.
 
+use std::ops::Bound as KeyBound;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
@@ -14,7 +15,7 @@ use pyo3::types::PyBytes;
 use crate::args::Bytes;
 use crate::errors::{Fail, OrRaise};
 use crate::head::Head;
-use crate::iter::{Scan, Source, Yield};
+use crate::iter::{prefix_range, Range, Scan, Yield};
 use crate::keyspace::{bounds, same_store, Keyspace};
 use crate::shared::{Release, Shared, Slot};
 use cairn::Readable;
@@ -66,10 +67,10 @@ impl Snapshot {
         ks: &Keyspace,
         yields: Yield,
         reverse: bool,
-        make: impl FnOnce(&cairn::Snapshot, &cairn::Keyspace) -> Source + Send,
+        range: Range,
     ) -> PyResult<Scan> {
-        let (source, pin) = self.with(py, ks, |s, k| Ok((make(s, k), s.clone())))?;
-        Ok(Scan::new(&self.shared, source, reverse, yields, Some(pin)))
+        let pin = self.with(py, ks, |s, _| Ok(s.clone()))?;
+        Scan::open(py, &self.shared, ks.slot, Some(pin), range, reverse, yields)
     }
 }
 
@@ -137,10 +138,7 @@ impl Snapshot {
         end: Option<Bytes>,
         reverse: bool,
     ) -> PyResult<Scan> {
-        let range = bounds(start, end);
-        self.scan(py, &keyspace, Yield::Items, reverse, |s, k| {
-            Source::Pairs(s.range(k, range))
-        })
+        self.scan(py, &keyspace, Yield::Items, reverse, bounds(start, end))
     }
 
     /// The `(key, value)` pairs of `keyspace` whose key starts with `prefix`.
@@ -152,9 +150,7 @@ impl Snapshot {
         prefix: Bytes,
         reverse: bool,
     ) -> PyResult<Scan> {
-        self.scan(py, &keyspace, Yield::Items, reverse, |s, k| {
-            Source::Pairs(s.prefix(k, &*prefix))
-        })
+        self.scan(py, &keyspace, Yield::Items, reverse, prefix_range(&prefix))
     }
 
     /// Every `(key, value)` pair of `keyspace`, in key order.
@@ -165,17 +161,15 @@ impl Snapshot {
         keyspace: PyRef<'_, Keyspace>,
         reverse: bool,
     ) -> PyResult<Scan> {
-        self.scan(py, &keyspace, Yield::Items, reverse, |s, k| {
-            Source::Pairs(s.iter(k))
-        })
+        let all = (KeyBound::Unbounded, KeyBound::Unbounded);
+        self.scan(py, &keyspace, Yield::Items, reverse, all)
     }
 
     /// Every key of `keyspace`, in order (values are not read).
     #[pyo3(signature = (keyspace, *, reverse=false))]
     fn keys(&self, py: Python<'_>, keyspace: PyRef<'_, Keyspace>, reverse: bool) -> PyResult<Scan> {
-        self.scan(py, &keyspace, Yield::Keys, reverse, |s, k| {
-            Source::Heads(s.range_heads::<&[u8], _>(k, ..))
-        })
+        let all = (KeyBound::Unbounded, KeyBound::Unbounded);
+        self.scan(py, &keyspace, Yield::Keys, reverse, all)
     }
 
     /// Releases the snapshot now (compaction may then drop the versions it kept).

@@ -188,3 +188,33 @@ def test_key_too_long_is_invalid_argument(db):
     with pytest.raises(cairn.InvalidArgumentError) as e:
         ks[b"k" * 70_000] = b"v"
     assert isinstance(e.value, ValueError) and isinstance(e.value, cairn.Error)
+
+
+def test_iterator_seek(db):
+    ks = db.keyspace("k")
+    ks.update((b"%02d" % i, b"v%d" % i) for i in range(0, 20, 2))  # 00 02 ... 18
+    it = ks.range(b"04", b"14")
+    assert next(it) == (b"04", b"v4")
+    it.seek(b"09")
+    assert [k for k, _ in it] == [b"10", b"12"]
+    it.seek(b"00")  # before the range: clamped to its start
+    assert next(it)[0] == b"04"
+    it.seek(b"99")  # past the range: nothing
+    assert list(it) == []
+    rev = ks.range(b"04", b"14", reverse=True)
+    rev.seek(b"09")
+    assert [k for k, _ in rev] == [b"08", b"06", b"04"]
+    rev.seek(b"99")  # clamped to the range's end (excluded)
+    assert next(rev)[0] == b"12"
+    keys = ks.prefix_heads(b"1")
+    keys.seek(b"15")
+    assert [k for k, _ in keys] == [b"16", b"18"]
+    ks[b"11"] = b"new"  # a scan without a snapshot sees the store as it is at the seek
+    it2 = iter(ks)
+    it2.seek(b"10")
+    assert next(it2) == b"10" and next(it2) == b"11"
+    with db.snapshot() as s:
+        scan = s.items(ks)
+        ks[b"13"] = b"after the snapshot"
+        scan.seek(b"12")
+        assert [k for k, _ in scan] == [b"12", b"14", b"16", b"18"]
