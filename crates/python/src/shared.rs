@@ -12,7 +12,11 @@
 //!    reopened in the same process at once.
 //! 3. The locks are taken only inside `Python::allow_threads` closures or for a few
 //!    instructions with the GIL held, and the GIL is never acquired while one is held: no
-//!    lock-order cycle with the GIL.
+//!    lock-order cycle with the GIL. (`Keyspace.insert_from`, which takes the GIL back to
+//!    read a Python file during the engine call, holds none of them: it writes through its
+//!    own clone of the engine keyspace.)
+//! 4. Lock order: the store's lock (`state`) before a handle's slot, never the reverse;
+//!    `close()` takes them in that order, and so does every call that needs both.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
