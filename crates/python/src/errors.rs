@@ -156,6 +156,27 @@ fn make_with_args<'py>(
     build().unwrap_or_else(|e| e)
 }
 
+/// The errno of an I/O error that carries only a kind (such as the "already locked" of a
+/// store open elsewhere, `WouldBlock`), looked up by name in Python's `errno` module so the
+/// number is the platform's.
+fn errno_of_kind(py: Python<'_>, kind: std::io::ErrorKind) -> Option<i32> {
+    use std::io::ErrorKind as K;
+    let name = match kind {
+        K::NotFound => "ENOENT",
+        K::PermissionDenied => "EACCES",
+        K::AlreadyExists => "EEXIST",
+        K::WouldBlock => "EAGAIN",
+        K::InvalidInput => "EINVAL",
+        K::TimedOut => "ETIMEDOUT",
+        K::Interrupted => "EINTR",
+        _ => return None,
+    };
+    py.import("errno")
+        .and_then(|m| m.getattr(name))
+        .and_then(|v| v.extract::<i32>())
+        .ok()
+}
+
 fn path_str(p: &std::path::Path) -> Attr<'static> {
     Attr::Str(p.display().to_string())
 }
@@ -165,9 +186,11 @@ pub(crate) fn engine_error(py: Python<'_>, e: cairn::Error) -> PyErr {
     let msg = e.to_string();
     match &e {
         cairn::Error::Io { path, op, source } => {
-            let errno = source.raw_os_error();
             let attrs = [("op", Attr::Str((*op).to_string()))];
-            match errno {
+            match source
+                .raw_os_error()
+                .or_else(|| errno_of_kind(py, source.kind()))
+            {
                 // OSError(errno, strerror, filename) sets errno, strerror and filename.
                 Some(code) => {
                     let args = (code, msg, path.display().to_string()).into_pyobject(py);
@@ -176,13 +199,9 @@ pub(crate) fn engine_error(py: Python<'_>, e: cairn::Error) -> PyErr {
                         Err(e) => e,
                     }
                 }
-                None => {
-                    let filename = [
-                        ("op", Attr::Str((*op).to_string())),
-                        ("filename", path_str(path)),
-                    ];
-                    make(py, &IO, "IOError", msg, &filename)
-                }
+                // No errno: the message alone (it names the path); setting `filename`
+                // without `errno` would make OSError print "[Errno None] None".
+                None => make(py, &IO, "IOError", msg, &attrs),
             }
         }
         cairn::Error::Corruption(c) => make(

@@ -1,5 +1,6 @@
 """Db: options, keyspaces, batches, snapshots, maintenance, read-only and follower opens."""
 
+import errno
 import os
 import threading
 import time
@@ -47,6 +48,8 @@ def test_store_locked_while_open(db, path):
     with pytest.raises(cairn.IOError) as e:
         cairn.Db(path)
     assert isinstance(e.value, OSError) and isinstance(e.value, cairn.Error)
+    assert e.value.errno == errno.EAGAIN and e.value.filename.endswith("LOCK")
+    assert "already locked" in str(e.value) and "None" not in str(e.value)
 
 
 def test_keyspaces(db):
