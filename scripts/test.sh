@@ -10,8 +10,9 @@
 #      C tests (built with cc, run plainly and under AddressSanitizer) and its cgo example
 #   3. interoperability with sparkey-java, an independent Sparkey implementation
 #   4. sparkey-python (PyPI) run unchanged against Cairn's libsparkey.so
-#   5. a short fuzzing run of every decoder (FUZZ_SECONDS each, default 30)
-#   6. the tests of the memtable's unsafe skip list under Miri
+#   5. the Python package (crates/python): build the abi3 wheel with maturin, pytest
+#   6. a short fuzzing run of every decoder (FUZZ_SECONDS each, default 30)
+#   7. the tests of the memtable's unsafe skip list under Miri
 # Exits non-zero on the first failure. Prints how long each step took.
 #
 # CAIRN_SOAK=N (a whole number, default 1) runs the long tests N times longer: the kill -9
@@ -57,6 +58,9 @@ bash interop/run.sh target/release/cairn
 
 step "sparkey-python 0.3.0 against Cairn's libsparkey.so"
 bash crates/libsparkey/tests/python/run.sh
+
+step "the Python package: build the abi3 wheel, pytest"
+bash crates/python/tests/run.sh
 
 step "fuzz smoke run"
 bash scripts/fuzz-smoke.sh

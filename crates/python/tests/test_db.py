@@ -1,0 +1,311 @@
+"""Db: options, keyspaces, batches, snapshots, maintenance, read-only and follower opens."""
+
+import errno
+import os
+import threading
+import time
+
+import pytest
+
+import cairn
+
+
+def test_context_manager_closes(path):
+    with cairn.Db(path) as db:
+        db.keyspace("k")[b"a"] = b"1"
+        assert not db.closed and "cairn.Db" in repr(db)
+    assert db.closed and "closed" in repr(db)
+    db.close()  # a second close does nothing
+    with cairn.Db(path) as db:  # reopen in the same process at once
+        assert db.keyspace("k")[b"a"] == b"1"
+
+
+def test_options(path):
+    opts = dict(
+        durability="buffered", create_if_missing=True, memtable_size=1 << 20,
+        max_wal_size=8 << 20, block_cache_size=4 << 20, max_open_tables=64,
+        block_size=4096, compression="zstd:3", bloom_bits_per_key=10,
+        table_size=2 << 20, blob_threshold=4096, background_threads=1, salvage_wal=False,
+    )
+    with cairn.Db(path, **opts) as db:
+        db.keyspace("k")[b"a"] = b"1"
+    for c in ["none", "lz4", "snappy", "zstd"]:
+        with cairn.Db(path, compression=c) as db:
+            assert db.keyspace("k")[b"a"] == b"1"
+    with pytest.raises(cairn.InvalidArgumentError, match="compression"):
+        cairn.Db(path, compression="brotli")
+    with pytest.raises(cairn.InvalidArgumentError):
+        cairn.Db(path, compression="zstd:99")
+    with pytest.raises(cairn.InvalidArgumentError):
+        cairn.Db(path, durability="often")
+    with pytest.raises(TypeError):
+        cairn.Db(path, memtable_size="big")
+    with pytest.raises(cairn.InvalidArgumentError, match="no store"):
+        cairn.Db(path.parent / "missing", create_if_missing=False)
+
+
+def test_store_locked_while_open(db, path):
+    with pytest.raises(cairn.IOError) as e:
+        cairn.Db(path)
+    assert isinstance(e.value, OSError) and isinstance(e.value, cairn.Error)
+    assert e.value.errno == errno.EAGAIN and e.value.filename.endswith("LOCK")
+    assert "already locked" in str(e.value) and "None" not in str(e.value)
+
+
+def test_keyspaces(db):
+    a = db.keyspace("a")
+    db.keyspace("b")
+    assert db.keyspace_names() == ["a", "b", "default"]
+    assert "a" in db and "zz" not in db
+    assert db["a"].name == "a"
+    with pytest.raises(KeyError):
+        db["zz"]
+    a[b"k"] = b"v"
+    db.drop_keyspace("a")
+    assert db.keyspace_names() == ["b", "default"]
+    with pytest.raises(cairn.Error):
+        a[b"k"]
+    with pytest.raises(cairn.InvalidArgumentError):
+        db.drop_keyspace("a")
+    assert len(db.keyspace("a")) == 0  # recreated, empty
+    with pytest.raises(cairn.InvalidArgumentError):
+        db.keyspace("")
+
+
+def test_batch_commits_on_exit_and_discards_on_exception(db):
+    users, emails = db.keyspace("users"), db.keyspace("emails")
+    users[b"old"] = b"x"
+    with db.batch() as b:
+        b.insert(users, b"u:1", b"Ada")
+        b.insert(emails, b"ada@example.com", b"u:1", ttl=3600, meta=b"m", tag=1)
+        b.remove(users, b"old")
+        assert len(b) == 3
+        assert users.get(b"u:1") is None  # nothing before commit
+    assert users[b"u:1"] == b"Ada" and emails.head(b"ada@example.com").tag == 1
+    assert b"old" not in users
+    with pytest.raises(RuntimeError):
+        with db.batch() as b:
+            b.insert(users, b"u:2", b"Grace")
+            raise RuntimeError("boom")
+    assert b"u:2" not in users
+    with pytest.raises(cairn.ClosedError):
+        b.insert(users, b"u:2", b"Grace")
+
+
+def test_batch_explicit_commit_range_deletes_and_durability(db):
+    ks = db.keyspace("k")
+    ks.update({b"a1": b"", b"a2": b"", b"b1": b"", b"c": b""})
+    b = db.batch(durability="buffered")
+    b.remove_range(ks, b"a2", b"c")
+    b.remove_prefix(ks, b"a1")
+    b.commit(durability="sync")
+    assert list(ks) == [b"c"]
+    with pytest.raises(cairn.ClosedError):
+        b.commit()
+    b2 = db.batch()
+    b2.insert(ks, b"x", b"1")
+    b2.discard()
+    with pytest.raises(cairn.ClosedError):
+        len(b2)
+    assert b"x" not in ks
+
+
+def test_batch_rejects_keyspace_of_another_store(db, tmp_path):
+    with cairn.Db(tmp_path / "other") as other:
+        foreign = other.keyspace("k")
+        with pytest.raises(cairn.InvalidArgumentError, match="another store"):
+            with db.batch() as b:
+                b.insert(foreign, b"a", b"1")
+
+
+def test_snapshot(db):
+    ks = db.keyspace("k")
+    ks[b"a"] = b"1"
+    ks[b"b"] = b"2"
+    with db.snapshot() as s:
+        ks[b"a"] = b"changed"
+        del ks[b"b"]
+        ks[b"c"] = b"3"
+        assert s.get(ks, b"a") == b"1" and s.get(ks, b"b") == b"2"
+        assert s.get(ks, b"c") is None and s.get(ks, b"c", b"d") == b"d"
+        assert s.contains(ks, b"b") and not s.contains(ks, b"c")
+        assert s.head(ks, b"a").value_len == 1
+        assert s.len(ks) == 2
+        assert list(s.items(ks)) == [(b"a", b"1"), (b"b", b"2")]
+        assert list(s.keys(ks, reverse=True)) == [b"b", b"a"]
+        assert list(s.range(ks, b"b")) == [(b"b", b"2")]
+        assert list(s.prefix(ks, b"a")) == [(b"a", b"1")]
+        scan = s.items(ks)
+        assert s.seqno > 0 and "Snapshot" in repr(s)
+    with pytest.raises(cairn.ClosedError):
+        s.get(ks, b"a")
+    assert len(list(scan)) == 2  # a scan keeps its snapshot's view
+
+
+def test_maintenance_stats_backup_verify(db, tmp_path):
+    ks = db.keyspace("k")
+    ks.update((b"%05d" % i, b"v" * 100) for i in range(2000))
+    db.flush_wal()
+    db.flush_wal(sync=False)
+    db.flush()
+    assert db.compact() >= 0
+    assert db.compact_expired() >= 0
+    assert db.collect_garbage() >= 0
+    db.wait_for_compactions()
+    stats = db.stats()
+    assert stats["last_seqno"] == db.last_seqno >= 1 and stats["flushes"] >= 1
+    assert db.durable_seqno <= db.last_seqno
+    assert sum(stats["tables_per_level"]) >= 1
+    assert db.disk_size() > 0
+    report = db.verify()
+    assert any(f["kind"] == "table file" for f in report["files"])
+    info = db.backup(tmp_path / "backup")
+    assert info["tables"] >= 1 and info["seqno"] >= 1
+    assert cairn.verify(tmp_path / "backup")["files"]
+    with cairn.Db(tmp_path / "backup") as copy:
+        assert len(copy.keyspace("k")) == 2000
+
+
+def test_read_only_open(path):
+    with cairn.Db(path) as db:
+        db.keyspace("k")[b"a"] = b"1"
+    with cairn.Db.open_read_only(path) as ro:
+        assert ro.read_only and not ro.follower
+        ks = ro["k"]
+        assert ks[b"a"] == b"1"
+        with pytest.raises(cairn.ReadOnlyError):
+            ks[b"b"] = b"2"
+        with pytest.raises(cairn.ReadOnlyError):
+            ro.flush()
+
+
+def test_follower_sees_writer_after_refresh(path):
+    with cairn.Db(path) as db:
+        ks = db.keyspace("k")
+        ks[b"a"] = b"1"
+        with cairn.Db.open_follower(path) as f:
+            assert f.follower and f.read_only
+            fk = f["k"]
+            assert fk[b"a"] == b"1"
+            ks[b"b"] = b"2"
+            assert f.refresh() is True
+            assert fk[b"b"] == b"2"
+    with pytest.raises(cairn.InvalidArgumentError):
+        with cairn.Db(path) as db:
+            db.refresh()
+
+
+def test_closed_store_raises_closed_error_everywhere(path):
+    db = cairn.Db(path)
+    ks = db.keyspace("k")
+    ks.update({b"%03d" % i: b"v" for i in range(100)})
+    it = iter(ks)
+    next(it)
+    snap = db.snapshot()
+    batch = db.batch()
+    db.close()
+    calls = [
+        lambda: ks[b"a"], lambda: ks.__setitem__(b"a", b"b"), lambda: len(ks),
+        lambda: list(ks), lambda: next(it), lambda: snap.get(ks, b"a"),
+        lambda: batch.insert(ks, b"a", b"b"), lambda: batch.commit(),
+        lambda: db.keyspace("k"), lambda: db.flush(), lambda: db.stats(),
+        lambda: db.snapshot(), lambda: db.batch(), lambda: db.last_seqno,
+    ]
+    for call in calls:
+        with pytest.raises(cairn.ClosedError):
+            call()
+    with pytest.raises(cairn.ClosedError):
+        with db:
+            pass
+    # Nothing holds the store: it reopens at once, with every write.
+    with cairn.Db(path) as again:
+        assert len(again.keyspace("k")) == 100
+
+
+def test_close_waits_for_calls_in_flight(path):
+    db = cairn.Db(path)
+    ks = db.keyspace("k")
+    errors = []
+
+    def writer():
+        try:
+            for i in range(100_000):
+                ks[b"%06d" % i] = b"v"
+        except cairn.ClosedError:
+            pass
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    db.close()
+    t.join()
+    assert errors == []
+
+
+def test_path_iterator_close_and_wait(db, path):
+    assert str(db.path) == str(path)
+    ks = db.keyspace("k")
+    ks.update({b"a": b"1", b"b": b"2"})
+    it = ks.range()
+    assert next(it) == (b"a", b"1")
+    it.close()
+    with pytest.raises(cairn.ClosedError):
+        next(it)
+    db.wait_for_compactions()
+
+
+def test_follower_with_refresh_interval(path):
+    with cairn.Db(path) as db:
+        ks = db.keyspace("k")
+        with cairn.Db.open_follower(path, refresh_interval=0.01, block_cache_size=1 << 20) as f:
+            fk = f["k"]
+            ks[b"a"] = b"1"
+            deadline = time.monotonic() + 5
+            while fk.get(b"a") is None and time.monotonic() < deadline:
+                time.sleep(0.02)  # the follower's own thread refreshes its view
+            assert fk[b"a"] == b"1"
+
+
+def test_space_stats_and_recovery_report(path):
+    with cairn.Db(path) as db:
+        media = db.keyspace("media", blob_threshold=1024)
+        media[b"big"] = b"x" * 10_000
+        db.flush()
+        space = db.space_stats()
+        assert space["blob_bytes"] > 0 and space["blob_files"][0]["live_bytes"] > 0
+        assert space["table_bytes"] > 0
+        report = db.recovery_report()
+        assert report["clean"] and report["losses"] == [] and not report["lost_durable_writes"]
+    # A torn tail: bytes appended to the newest log file, as a crash mid-write leaves.
+    logs = sorted(p for p in os.listdir(path) if p.endswith(".wal"))
+    with open(os.path.join(path, logs[-1]), "ab") as f:
+        f.write(b"\x07" * 20)
+    with cairn.Db(path) as db:
+        report = db.recovery_report()
+        assert report["log_files"] >= 1 and not report["clean"]
+        assert report["losses"][0]["cause"] == "torn tail"
+        assert report["losses"][0]["path"].endswith(logs[-1])
+        assert db["media"][b"big"] == b"x" * 10_000
+
+
+def test_bad_argument_types(db):
+    ks = db.keyspace("k")
+    with pytest.raises(TypeError):
+        db.snapshot().get("not a keyspace", b"a")
+    with pytest.raises(TypeError):
+        db.batch().insert(ks, "text", b"v")
+    with pytest.raises(TypeError):
+        db.keyspace(b"bytes-name")
+    with pytest.raises(TypeError):
+        ks.range(1, 2)
+    with pytest.raises(TypeError):
+        ks.incr(b"n", "1")
+    with pytest.raises(OverflowError):
+        ks.incr(b"n", 2**64)
+    with pytest.raises(TypeError):
+        ks.insert(b"k", b"v", ttl="soon")
+    with pytest.raises(ValueError):  # as dict.update: a pair must have two items
+        ks.update([(b"a",)])
+    with pytest.raises(TypeError):
+        cairn.Db(42)

@@ -1,0 +1,139 @@
+"""Threads sharing one store and one constant-store reader (the GIL is released in calls)."""
+
+import threading
+
+import cairn
+from cairn import sparkey
+
+
+def run_threads(n, target):
+    errors = []
+
+    def wrapped(i):
+        try:
+            target(i)
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=wrapped, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_threads_share_one_store(path):
+    with cairn.Db(path, memtable_size=256 << 10, durability="buffered") as db:
+        ks = db.keyspace("k")
+        counters = db.keyspace("c")
+
+        def work(t):
+            for i in range(2000):
+                ks[b"t%d-%05d" % (t, i)] = b"v%d" % i
+                counters.incr(b"total")
+                if i % 100 == 0:
+                    assert ks[b"t%d-%05d" % (t, i)] == b"v%d" % i
+                    assert len(list(ks.prefix(b"t%d-" % t))) == i + 1
+                    with db.batch() as b:
+                        b.insert(ks, b"batch-%d-%d" % (t, i), b"x")
+
+        run_threads(8, work)
+        assert int(counters[b"total"]) == 16_000
+        assert len(ks) == 16_000 + 8 * 20
+        assert db.verify()["files"] is not None
+
+
+def test_threads_share_one_reader(tmp_path):
+    log, index = tmp_path / "x.spl", tmp_path / "x.spi"
+    sparkey.build(log, index, ((b"%d" % i, b"v%d" % i) for i in range(20_000)), compression="snappy")
+    r = sparkey.Reader(index, log)
+
+    def work(t):
+        for i in range(t, 20_000, 7):
+            assert r[b"%d" % i] == b"v%d" % i
+        keys = [b"%d" % i for i in range(t, 20_000, 13)]
+        assert r.get_many(keys) == [b"v" + k for k in keys]
+
+    run_threads(6, work)
+
+
+def test_reader_closed_while_threads_read(tmp_path):
+    log, index = tmp_path / "x.spl", tmp_path / "x.spi"
+    sparkey.build(log, index, ((b"%d" % i, b"v") for i in range(1000)))
+    r = sparkey.Reader(index, log)
+    stop = threading.Event()
+
+    def work(t):
+        while not stop.is_set():
+            try:
+                r.get(b"5")
+            except cairn.ClosedError:
+                return
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    r.close()
+    stop.set()
+    for t in threads:
+        t.join()
+
+
+def test_close_while_threads_use_every_kind_of_handle(path):
+    """Closing a store under load: every thread ends with ClosedError (or finishes), none
+    crashes or hangs, and the store reopens with every acknowledged write."""
+    import time
+
+    db = cairn.Db(path, durability="buffered", memtable_size=128 << 10)
+    ks = db.keyspace("k")
+    ks.update((b"%05d" % i, b"v") for i in range(2000))
+    acked = [[] for _ in range(6)]
+    unexpected = []
+
+    def work(t):
+        i = 0
+        try:
+            while True:
+                i += 1
+                key = b"t%d-%07d" % (t, i)
+                kind = t % 6
+                if kind == 0:
+                    ks[key] = b"x"
+                    acked[t].append(key)
+                elif kind == 1:
+                    with db.batch() as b:
+                        b.insert(ks, key, b"y")
+                    acked[t].append(key)
+                elif kind == 2:
+                    for _ in ks.range(b"00100", b"00200"):
+                        pass
+                elif kind == 3:
+                    with db.snapshot() as s:
+                        s.get(ks, b"00001")
+                        list(s.prefix(ks, b"0001"))
+                elif kind == 4:
+                    ks.get(b"00042")
+                    ks.incr(b"counter")
+                else:
+                    db.stats()
+                    ks.head(b"00007")
+        except cairn.ClosedError:
+            pass
+        except BaseException as e:  # pragma: no cover - reported below
+            unexpected.append(e)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(6)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    db.close()
+    for t in threads:
+        t.join(timeout=30)
+        assert not t.is_alive(), "a thread hung after close"
+    assert unexpected == []
+    with cairn.Db(path) as again:
+        k = again["k"]
+        for keys in acked:
+            for key in keys:
+                assert key in k
