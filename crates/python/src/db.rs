@@ -22,6 +22,7 @@ use crate::options::DbOptions;
 use crate::reports;
 use crate::shared::Shared;
 use crate::snapshot::Snapshot;
+use crate::transaction::{self, Transaction};
 
 /// How a store was opened.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -264,6 +265,65 @@ impl Db {
         Ok(Batch::new(&self.shared, b, d))
     }
 
+    /// Begins a transaction: `isolation` is "snapshot" (a commit fails if another write
+    /// changed a key it writes after its snapshot) or "serializable" (also a key or range
+    /// it read); it commits with `durability` (default: the store's).
+    #[pyo3(signature = (*, isolation="snapshot", durability=None))]
+    fn transaction(
+        &self,
+        py: Python<'_>,
+        isolation: &str,
+        durability: Option<&str>,
+    ) -> PyResult<Transaction> {
+        let mut options = cairn::TransactionOptions::new()
+            .isolation(transaction::isolation(isolation).or_raise(py)?);
+        if let Some(d) = crate::args::opt_durability(py, durability)? {
+            options = options.durability(d);
+        }
+        Transaction::begin(&self.shared, &options).or_raise(py)
+    }
+
+    /// Runs `fn(tx)` in a transaction and commits it, running it again (after a short,
+    /// growing, randomised pause) while the commit raises `cairn.ConflictError`, at most
+    /// `max_attempts` times; returns what `fn` returned. An exception from `fn` rolls the
+    /// transaction back and propagates.
+    #[pyo3(signature = (func, *, isolation="snapshot", durability=None, max_attempts=32))]
+    fn update(
+        &self,
+        py: Python<'_>,
+        func: &Bound<'_, PyAny>,
+        isolation: &str,
+        durability: Option<&str>,
+        max_attempts: u32,
+    ) -> PyResult<PyObject> {
+        let mut options = cairn::TransactionOptions::new()
+            .isolation(transaction::isolation(isolation).or_raise(py)?);
+        if let Some(d) = crate::args::opt_durability(py, durability)? {
+            options = options.durability(d);
+        }
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let tx = Py::new(py, Transaction::begin(&self.shared, &options).or_raise(py)?)?;
+            let out = match func.call1((tx.clone_ref(py),)) {
+                Ok(out) => out,
+                Err(e) => {
+                    tx.get().rollback_now();
+                    return Err(e);
+                }
+            };
+            let t = tx.get();
+            let d = t.default_durability();
+            match py.allow_threads(|| t.commit_now(d)) {
+                Ok(_) => return Ok(out.unbind()),
+                Err(Fail::Engine(e)) if e.is_conflict() && attempt < max_attempts.max(1) => {
+                    py.allow_threads(|| backoff(attempt));
+                }
+                Err(f) => return Err(crate::errors::raise(py, f)),
+            }
+        }
+    }
+
     /// A consistent view of every keyspace at this point (O(1)).
     fn snapshot(&self, py: Python<'_>) -> PyResult<Snapshot> {
         let s = self
@@ -395,4 +455,15 @@ impl Db {
 pub(crate) fn verify<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
     let report = py.allow_threads(|| cairn::verify(&path)).or_raise(py)?;
     reports::verify(py, &report)
+}
+
+/// Waits before attempt `attempt + 1` of `Db.update`: a pause up to 50 µs × 2^attempt (at
+/// most 10 ms), spread by the clock's nanoseconds so conflicting threads do not meet again
+/// in lockstep.
+pub(crate) fn backoff(attempt: u32) {
+    let cap_us = (50u64 << attempt.min(8)).min(10_000);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::from(d.subsec_nanos()));
+    std::thread::sleep(std::time::Duration::from_micros(nanos % cap_us + 1));
 }

@@ -111,12 +111,14 @@ static NOT_A_COUNTER: GILOnceCell<Py<PyType>> = GILOnceCell::new();
 static OVERFLOW: GILOnceCell<Py<PyType>> = GILOnceCell::new();
 static FEATURE: GILOnceCell<Py<PyType>> = GILOnceCell::new();
 static CLOSED: GILOnceCell<Py<PyType>> = GILOnceCell::new();
+static CONFLICT: GILOnceCell<Py<PyType>> = GILOnceCell::new();
 
 /// An attribute value to set on a new exception.
 enum Attr<'a> {
     Str(String),
     Bytes(&'a [u8]),
     Int(i128),
+    Bool(bool),
 }
 
 /// Builds `cairn.errors.<name>(msg)` and sets `attrs` on it. Falls back to the failure of
@@ -149,6 +151,7 @@ fn make_with_args<'py>(
                 Attr::Str(s) => exc.setattr(*attr, s)?,
                 Attr::Bytes(b) => exc.setattr(*attr, PyBytes::new(py, b))?,
                 Attr::Int(i) => exc.setattr(*attr, *i)?,
+                Attr::Bool(b) => exc.setattr(*attr, *b)?,
             }
         }
         Ok(PyErr::from_value(exc))
@@ -292,6 +295,21 @@ pub(crate) fn engine_error(py: Python<'_>, e: cairn::Error) -> PyErr {
             "FeatureDisabledError",
             msg,
             &[("feature", Attr::Str((*feature).to_string()))],
+        ),
+        cairn::Error::Conflict {
+            keyspace,
+            key,
+            read,
+        } => make(
+            py,
+            &CONFLICT,
+            "ConflictError",
+            msg,
+            &[
+                ("keyspace", Attr::Str(keyspace.clone())),
+                ("key", Attr::Bytes(key)),
+                ("read", Attr::Bool(*read)),
+            ],
         ),
         // `cairn::Error` is non-exhaustive: a variant added later is still a cairn.Error.
         _ => make(py, &BASE, "Error", msg, &[]),

@@ -427,6 +427,67 @@ impl Keyspace {
         self.with(py, |ks| ks.incr_with(&*key, delta, d))
     }
 
+    /// Sets `key` to `new` (`None`: removes it) if its value is `expected` (`None`:
+    /// absent), atomically with respect to every other write. True if it did; False (and
+    /// nothing written) if the value differed.
+    fn compare_and_swap(
+        &self,
+        py: Python<'_>,
+        key: Bytes,
+        expected: Option<Bytes>,
+        new: Option<Bytes>,
+    ) -> PyResult<bool> {
+        self.with(py, |ks| {
+            let done = ks.compare_and_swap(&*key, expected.as_deref(), new.as_deref())?;
+            Ok(done.is_ok())
+        })
+    }
+
+    /// Replaces the value of `key` (`None`: absent) with `func(value)` (`None`: remove),
+    /// atomically with respect to every other write; returns the value `func` was given.
+    /// `func` may run more than once (once per attempt, seeing the value of that attempt).
+    fn fetch_update(
+        &self,
+        py: Python<'_>,
+        key: Bytes,
+        func: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<Py<PyBytes>>> {
+        const ATTEMPTS: u32 = 1000;
+        let (shared, slot) = (&self.shared, self.slot);
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let mut tx = shared.read(|open| Ok(open.db.transaction())).or_raise(py)?;
+            let current = py
+                .allow_threads(|| shared.read(|open| Ok(tx.get(open.keyspace(slot)?, &*key)?)))
+                .or_raise(py)?;
+            let arg = current.as_ref().map(|v| PyBytes::new(py, v));
+            let next = func.call1((arg,))?;
+            let next: Option<Bytes> = if next.is_none() {
+                None
+            } else {
+                Some(next.extract()?)
+            };
+            let committed = py.allow_threads(|| {
+                shared.read(|open| {
+                    let ks = open.keyspace(slot)?;
+                    match &next {
+                        Some(v) => tx.insert(ks, &*key, &**v),
+                        None => tx.remove(ks, &*key),
+                    }
+                    Ok(tx.commit()?)
+                })
+            });
+            match committed {
+                Ok(_) => return Ok(current.map(|v| PyBytes::new(py, &v).unbind())),
+                Err(Fail::Engine(e)) if e.is_conflict() && attempt < ATTEMPTS => {
+                    py.allow_threads(|| crate::db::backoff(attempt));
+                }
+                Err(f) => return Err(crate::errors::raise(py, f)),
+            }
+        }
+    }
+
     /// Subtracts `delta` from the counter at `key`; returns the new value.
     #[pyo3(signature = (key, delta=1, *, durability=None))]
     fn decr(

@@ -34,6 +34,7 @@ mod reports;
 mod shared;
 mod snapshot;
 mod sparkey;
+mod transaction;
 mod value;
 
 /// The module `cairn._cairn`.
@@ -43,6 +44,7 @@ fn _cairn(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<keyspace::Keyspace>()?;
     m.add_class::<batch::Batch>()?;
     m.add_class::<snapshot::Snapshot>()?;
+    m.add_class::<transaction::Transaction>()?;
     m.add_class::<iter::Scan>()?;
     m.add_class::<head::Head>()?;
     m.add_class::<value::ValueReader>()?;

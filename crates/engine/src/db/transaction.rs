@@ -24,10 +24,10 @@
 //! reads under serializable isolation: two transactions that remove overlapping ranges
 //! do not conflict with each other for that alone.
 //!
-//! Thread-safety: a transaction is `Send` (it may move between threads) but used by one
-//! thread at a time; any number of transactions run at once, on any threads.
+//! Thread-safety: a transaction is `Send` and `Sync`: its reads take `&self` and may run
+//! from several threads, its writes take `&mut self`; any number of transactions run at
+//! once, on any threads.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
@@ -135,7 +135,9 @@ pub struct Transaction {
     range_removes: Vec<(KeyspaceId, Vec<u8>, Vec<u8>)>,
     /// Names of the keyspaces written, for conflict errors.
     names: BTreeMap<KeyspaceId, Arc<str>>,
-    reads: RefCell<ReadSet>,
+    /// What a serializable transaction read (behind a lock so reads take `&self` and the
+    /// transaction is `Sync`; uncontended in use).
+    reads: parking_lot::Mutex<ReadSet>,
     /// The first refused write; `commit` reports it and writes nothing.
     error: Option<Error>,
 }
@@ -166,7 +168,7 @@ impl Db {
             writes: BTreeMap::new(),
             range_removes: Vec::new(),
             names: BTreeMap::new(),
-            reads: RefCell::new(ReadSet::default()),
+            reads: parking_lot::Mutex::new(ReadSet::default()),
             error: None,
         }
     }
@@ -396,17 +398,16 @@ impl Transaction {
 
     fn note_read(&self, keyspace: &Keyspace, key: &[u8]) {
         if self.serializable() {
-            self.reads.borrow_mut().keys.push((
-                keyspace.id,
-                Arc::clone(&keyspace.name),
-                key.to_vec(),
-            ));
+            self.reads
+                .lock()
+                .keys
+                .push((keyspace.id, Arc::clone(&keyspace.name), key.to_vec()));
         }
     }
 
     fn note_range(&self, keyspace: &Keyspace, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) {
         if self.serializable() {
-            self.reads.borrow_mut().ranges.push(CheckedRange {
+            self.reads.lock().ranges.push(CheckedRange {
                 keyspace: keyspace.id,
                 name: Arc::clone(&keyspace.name),
                 lo: lo.clone(),

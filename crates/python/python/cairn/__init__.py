@@ -29,10 +29,22 @@ Example::
 from collections.abc import Mapping, MutableMapping
 
 from . import errors
-from ._cairn import Batch, Db, Head, Iterator, Keyspace, Snapshot, ValueReader, __version__, verify
+from ._cairn import (
+    Batch,
+    Db,
+    Head,
+    Iterator,
+    Keyspace,
+    Snapshot,
+    Transaction,
+    ValueReader,
+    __version__,
+    verify,
+)
 from .errors import (
     BadInputError,
     ClosedError,
+    ConflictError,
     CorruptionError,
     CounterOverflowError,
     Error,
@@ -56,6 +68,7 @@ __all__ = [
     "Keyspace",
     "Batch",
     "Snapshot",
+    "Transaction",
     "Iterator",
     "Head",
     "ValueReader",
@@ -74,6 +87,7 @@ __all__ = [
     "NotACounterError",
     "CounterOverflowError",
     "FeatureDisabledError",
+    "ConflictError",
     "ClosedError",
     "__version__",
 ]

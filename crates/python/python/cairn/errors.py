@@ -25,6 +25,7 @@ __all__ = [
     "NotACounterError",
     "CounterOverflowError",
     "FeatureDisabledError",
+    "ConflictError",
     "ClosedError",
 ]
 
@@ -115,6 +116,17 @@ class FeatureDisabledError(Error):
     """The operation needs a Cargo feature this build of Cairn lacks (``feature``)."""
 
     feature: str | None = None
+
+
+class ConflictError(Error):
+    """A transaction's commit found that another write changed, after its snapshot, a key
+    it writes (or, serializable, a key or range it read): ``keyspace``, ``key``, and
+    ``read`` (True if the transaction read it). Nothing was written; run the transaction
+    again (``Db.update`` does)."""
+
+    keyspace: str | None = None
+    key: bytes | None = None
+    read: bool | None = None
 
 
 class ClosedError(Error):
