@@ -30,6 +30,7 @@ mod report;
 mod row;
 mod stores;
 mod txn;
+mod txn_report;
 mod workload;
 
 use row::{Labels, Row};

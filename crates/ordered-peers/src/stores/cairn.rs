@@ -20,7 +20,7 @@ pub const TX_CONFIG: &str =
     "as above; Db::transaction (snapshot isolation); Keyspace::compare_and_swap";
 /// Configuration of the serializable transaction workloads, for the report.
 pub const TX_CONFIG_SERIALIZABLE: &str =
-    "as above; Db::transaction_with(Isolation::Serializable); Keyspace::compare_and_swap";
+    "defaults; block cache --cache-mb; Db::transaction_with(Isolation::Serializable); Keyspace::compare_and_swap";
 /// A reader's open, for the report.
 pub const READ_ONLY_API: &str = "Db::open_read_only (block cache --cache-mb)";
 /// A follower's open, for the report.
