@@ -17,7 +17,7 @@ pub const CONFIG: &str = "defaults; block cache --cache-mb; value log for values
 pub const DURABILITY: &str = "Durability::Buffered: log written to the OS per commit, no fsync";
 /// Configuration of the transaction workloads, for the report.
 pub const TX_CONFIG: &str =
-    "as above; Db::transaction (snapshot isolation); Keyspace::compare_and_swap";
+    "defaults; block cache --cache-mb; Db::transaction (snapshot isolation); Keyspace::compare_and_swap";
 /// Configuration of the serializable transaction workloads, for the report.
 pub const TX_CONFIG_SERIALIZABLE: &str =
     "defaults; block cache --cache-mb; Db::transaction_with(Isolation::Serializable); Keyspace::compare_and_swap";
