@@ -13,7 +13,7 @@
 # 1M (uncontended) accounts, a read-modify-write mix and compare-and-swap loops, with 1, 2
 # and 8 threads, on Cairn (snapshot isolation and serializable) and on fjall's optimistic
 # and single-writer transactions, RocksDB's OptimisticTransactionDB and TransactionDB, redb
-# and LMDB write transactions (about 12 minutes on 2 cores):
+# and LMDB write transactions (about 8 minutes on 2 cores):
 #   scripts/bench-peers.sh --workloads txn-transfer,txn-rmw,txn-cas --no-large --no-constant \
 #       --out docs/bench/txn
 #   scripts/bench-peers.sh --workloads txn-transfer --txn-accounts 1000 --txn-threads 8 \

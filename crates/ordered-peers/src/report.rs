@@ -608,7 +608,8 @@ pub struct Target {
 }
 
 impl Target {
-    fn met(&self) -> bool {
+    /// Whether the ratio reaches the goal.
+    pub fn met(&self) -> bool {
         if self.lower_is_better {
             self.ratio <= self.goal
         } else {

@@ -221,3 +221,67 @@ pub fn targets(report: &Report) -> Vec<Target> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use std::time::Duration;
+
+    use super::*;
+    use crate::row::Labels;
+    use crate::workload::Outcome;
+
+    /// A transfer row of `ops` commits in one second with `aborts` refusals.
+    fn row(store: &str, num: u64, threads: usize, ops: u64, aborts: u64) -> Row {
+        let mut latency = cairn_harness::histogram().unwrap();
+        latency.saturating_record_n(10_000, ops);
+        let outcome = Outcome {
+            ops,
+            elapsed: Duration::from_secs(1),
+            found: None,
+            latency,
+            write_latency: None,
+        };
+        let labels = Labels {
+            suite: "txn",
+            store,
+            config: "c",
+            durability: "d",
+            workload: TRANSFER.to_owned(),
+            threads,
+            num,
+            value_size: 8,
+            batch: 2,
+        };
+        let mut r = Row::new(labels, &outcome, None);
+        r.aborts = Some(aborts);
+        r
+    }
+
+    #[test]
+    fn targets_compare_cairn_with_the_fastest_peer_and_the_optimistic_ones() {
+        let mut report = Report::new("cmd".into(), 0, 64, String::new());
+        report.rows = vec![
+            row("cairn", 1_000_000, 2, 300, 0),
+            row("cairn-serializable", 1_000_000, 2, 900, 0),
+            row("lmdb", 1_000_000, 2, 100, 0),
+            row("cairn", 1_000, 2, 990, 10),
+            row("fjall-optimistic", 1_000, 2, 980, 20),
+            row("rocksdb-optimistic", 1_000, 2, 950, 50),
+            row("redb", 1_000, 2, 1000, 0),
+        ];
+        let targets = targets(&report);
+        assert_eq!(targets.len(), 2);
+        // cairn-serializable is Cairn, not a peer.
+        assert!(targets[0].what.contains("(lmdb)"));
+        assert!((targets[0].ratio - 3.0).abs() < 1e-9);
+        assert!(targets[0].met());
+        // redb never aborts but is not optimistic; fjall's 2 % is the lowest peer.
+        assert!(targets[1].what.contains("fjall-optimistic"));
+        assert!((targets[1].ratio - 0.5).abs() < 1e-9);
+        assert!(targets[1].met());
+        let md = crate::report::markdown(&report);
+        assert!(md.contains("### txn-transfer, 1,000 accounts"));
+        assert!(md.contains("| cairn | 990 | 1.00× | 1.00 |"));
+    }
+}

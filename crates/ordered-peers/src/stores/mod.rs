@@ -454,3 +454,21 @@ impl TxKind {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_round_trip_and_refuse_other_lengths() {
+        assert_eq!(counter(&counter_bytes(1_000)).ok(), Some(1_000));
+        assert!(counter(b"1000").is_err());
+    }
+
+    #[test]
+    fn tx_names_round_trip() {
+        for k in TxKind::ALL {
+            assert_eq!(TxKind::parse(k.name()), Some(k));
+        }
+    }
+}
