@@ -29,10 +29,12 @@ mod processes;
 mod report;
 mod row;
 mod stores;
+mod txn;
+mod txn_report;
 mod workload;
 
 use row::{Labels, Row};
-use stores::{Config, Kind, ReadMode};
+use stores::{Config, Kind, ReadMode, TxKind};
 use workload::{Plan, Workload};
 
 /// Cairn and its peers, the same workloads in one run, with a report of the ratios.
@@ -70,7 +72,9 @@ struct Args {
     go_driver: PathBuf,
     /// Workloads to run (default: every ordered workload, in their fixed order). Also
     /// `open-ro` (read-only opens in fresh processes) and `mp-readers` (reader processes
-    /// beside a writer process), which run only when named; see `src/processes.rs`.
+    /// beside a writer process), which run only when named; see `src/processes.rs`; and
+    /// `txn-transfer`, `txn-rmw`, `txn-cas` (transactions), which run only when named;
+    /// see `src/txn.rs`.
     #[arg(long, value_delimiter = ',')]
     workloads: Vec<String>,
     /// `open-ro`: opens per store, read mode and cache state (warm, cold), each in a
@@ -93,6 +97,29 @@ struct Args {
     /// `mp-readers`: milliseconds from the end of a follower's refresh to its next one.
     #[arg(long, default_value_t = 100)]
     refresh_ms: u64,
+    /// Transactions: stores (cairn, cairn-serializable, fjall-optimistic,
+    /// fjall-single-writer, rocksdb-optimistic, rocksdb-pessimistic, redb, lmdb).
+    #[arg(long, value_delimiter = ',', default_values = ["cairn", "cairn-serializable", "fjall-optimistic", "fjall-single-writer", "rocksdb-optimistic", "rocksdb-pessimistic", "redb", "lmdb"])]
+    txn_stores: Vec<String>,
+    /// Transactions: account counts (a fresh store per count; 1,000 contended, 1,000,000
+    /// uncontended).
+    #[arg(long, value_delimiter = ',', default_values_t = [1_000u64, 1_000_000])]
+    txn_accounts: Vec<u64>,
+    /// Transactions: thread counts, each running every named transaction workload.
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 2, 8])]
+    txn_threads: Vec<usize>,
+    /// Transactions: committed operations per workload and thread count.
+    #[arg(long, default_value_t = 100_000)]
+    txn_ops: u64,
+    /// Transactions: the hot accounts of `txn-cas`.
+    #[arg(long, default_value_t = 8)]
+    txn_hot_keys: u64,
+    /// Internal: run this store's transaction workloads in this process, in `--dir`.
+    #[arg(long, hide = true)]
+    txn_worker: Option<String>,
+    /// Internal: the transaction worker's account count.
+    #[arg(long, hide = true, default_value_t = 1_000)]
+    txn_worker_accounts: u64,
     /// Value sizes of the large-value workloads.
     #[arg(long, value_delimiter = ',', default_values_t = [4096usize, 65536, 1048576])]
     large_sizes: Vec<usize>,
@@ -174,6 +201,17 @@ fn main() -> anyhow::Result<()> {
         };
         return processes::child(&process_settings(&args), &role);
     }
+    if let Some(store) = &args.txn_worker {
+        let kind = TxKind::parse(store).with_context(|| format!("unknown store {store:?}"))?;
+        let dir = args.dir.clone().context("a worker needs --dir")?;
+        let rows = txn::worker(&txn_settings(&args), kind, args.txn_worker_accounts, &dir)?;
+        let mut out = std::io::stdout().lock();
+        for row in rows {
+            serde_json::to_writer(&mut out, &row)?;
+            writeln!(out)?;
+        }
+        return Ok(());
+    }
     if let Some(store) = &args.worker {
         return worker(&args, store);
     }
@@ -208,7 +246,7 @@ fn selected_workloads(args: &Args) -> anyhow::Result<Vec<Workload>> {
     }
     args.workloads
         .iter()
-        .filter(|s| !processes::NAMES.contains(&s.as_str()))
+        .filter(|s| !processes::NAMES.contains(&s.as_str()) && !txn::NAMES.contains(&s.as_str()))
         .map(|s| Workload::parse(s).with_context(|| format!("unknown workload {s:?}")))
         .collect()
 }
@@ -232,6 +270,19 @@ fn process_settings(args: &Args) -> processes::Settings {
         mp_rounds: args.mp_rounds,
         write_rate: args.mp_write_rate,
         refresh_ms: args.refresh_ms,
+    }
+}
+
+/// The settings of the transaction workloads, and which are selected.
+fn txn_settings(args: &Args) -> txn::Settings {
+    txn::Settings {
+        workloads: txn::Settings::pick(&args.workloads),
+        accounts: args.txn_accounts.clone(),
+        threads: args.txn_threads.clone(),
+        ops: args.txn_ops,
+        hot_keys: args.txn_hot_keys,
+        seed: args.seed,
+        cache_mb: args.cache_mb,
     }
 }
 
@@ -383,6 +434,15 @@ fn run(args: &Args) -> anyhow::Result<report::Report> {
     let settings = process_settings(args);
     if settings.open || settings.mp {
         processes::run(&settings, &kinds, scratch.path(), &mut report);
+    }
+    let txn = txn_settings(args);
+    if !txn.workloads.is_empty() {
+        let tx_kinds = args
+            .txn_stores
+            .iter()
+            .map(|s| TxKind::parse(s).with_context(|| format!("unknown store {s:?}")))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        txn::run(&txn, &tx_kinds, scratch.path(), &mut report);
     }
     let large_sizes: &[usize] = if args.no_large {
         &[]

@@ -182,6 +182,7 @@ pub fn markdown(report: &Report) -> String {
     reader_tables(&mut md, report);
     large_tables(&mut md, report);
     constant_table(&mut md, report);
+    crate::txn_report::tables(&mut md, report);
     md
 }
 
@@ -195,7 +196,13 @@ fn stores_table(md: &mut String, report: &Report) {
     let _ = writeln!(md, "|---|---|---|");
     for name in stores(&all) {
         if let Some(r) = all.iter().find(|r| r.store == name) {
-            let _ = writeln!(md, "| {} | {} | {} |", r.store, r.config, r.durability);
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} |",
+                r.store,
+                r.config.replace('|', "\\|"),
+                r.durability.replace('|', "\\|")
+            );
         }
     }
     let _ = writeln!(md);
@@ -601,7 +608,8 @@ pub struct Target {
 }
 
 impl Target {
-    fn met(&self) -> bool {
+    /// Whether the ratio reaches the goal.
+    pub fn met(&self) -> bool {
         if self.lower_is_better {
             self.ratio <= self.goal
         } else {
@@ -715,6 +723,7 @@ pub fn compute_targets(report: &Report) -> Vec<Target> {
             }
         }
     }
+    out.extend(crate::txn_report::targets(report));
     out
 }
 

@@ -12,8 +12,8 @@ use crate::workload::Outcome;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Row {
     /// `ordered` (100-byte values, `--num` keys), `large` (large values), `open`
-    /// (`open-ro`: read-only opens) or `readers` (`mp-readers`: reader processes beside a
-    /// writer process).
+    /// (`open-ro`: read-only opens), `readers` (`mp-readers`: reader processes beside a
+    /// writer process) or `txn` (transactions, `src/txn.rs`).
     #[serde(default)]
     pub suite: String,
     /// Store and configuration name, e.g. `rocksdb-tuned`.
@@ -93,6 +93,10 @@ pub struct Row {
     /// Reader processes: the fastest round's reads per second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ops_per_sec_max: Option<f64>,
+    /// Transactions (`txn-*`): attempts refused (conflicts, lock timeouts, compare-and-swap
+    /// mismatches) and retried; `ops` counts the committed ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aborts: Option<u64>,
 }
 
 /// What a row is about, besides its measurements.
@@ -165,6 +169,7 @@ impl Row {
             rounds: None,
             ops_per_sec_min: None,
             ops_per_sec_max: None,
+            aborts: None,
         }
     }
 }

@@ -7,14 +7,20 @@
 use std::path::Path;
 
 use anyhow::Context as _;
-use cairn::{Db, Durability, Keyspace, Options};
+use cairn::{Db, Durability, Isolation, Keyspace, Options, TransactionOptions};
 
-use super::{walk, Config, Op, Store};
+use super::{counter, counter_bytes, walk, Attempt, Config, Decide, Op, Store, TxStore};
 
 /// Configuration, for the report.
 pub const CONFIG: &str = "defaults; block cache --cache-mb; value log for values >= 4 KiB";
 /// Durability, for the report.
 pub const DURABILITY: &str = "Durability::Buffered: log written to the OS per commit, no fsync";
+/// Configuration of the transaction workloads, for the report.
+pub const TX_CONFIG: &str =
+    "defaults; block cache --cache-mb; Db::transaction (snapshot isolation); Keyspace::compare_and_swap";
+/// Configuration of the serializable transaction workloads, for the report.
+pub const TX_CONFIG_SERIALIZABLE: &str =
+    "defaults; block cache --cache-mb; Db::transaction_with(Isolation::Serializable); Keyspace::compare_and_swap";
 /// A reader's open, for the report.
 pub const READ_ONLY_API: &str = "Db::open_read_only (block cache --cache-mb)";
 /// A follower's open, for the report.
@@ -129,6 +135,84 @@ impl Store for CairnStore {
             Ok(self.db.refresh()?)
         } else {
             Ok(false)
+        }
+    }
+}
+
+/// Cairn opened for the transaction workloads: the store above, every transaction begun
+/// with `options` (snapshot isolation, or serializable) and committed with the store's
+/// `Durability::Buffered`.
+pub struct CairnTx {
+    store: CairnStore,
+    options: TransactionOptions,
+}
+
+impl CairnTx {
+    /// Creates the store in `dir`; `serializable` picks `Isolation::Serializable`.
+    pub fn open(dir: &Path, config: Config, serializable: bool) -> anyhow::Result<CairnTx> {
+        let isolation = if serializable {
+            Isolation::Serializable
+        } else {
+            Isolation::Snapshot
+        };
+        Ok(CairnTx {
+            store: CairnStore::open(dir, config)?,
+            options: TransactionOptions::new().isolation(isolation),
+        })
+    }
+}
+
+impl TxStore for CairnTx {
+    fn load(&self, entries: &[(&[u8], u64)]) -> anyhow::Result<()> {
+        let mut batch = self.store.db.batch();
+        for &(k, v) in entries {
+            batch.insert(&self.store.ks, k, counter_bytes(v));
+        }
+        batch.commit()?;
+        Ok(())
+    }
+
+    fn read(&self, key: &[u8]) -> anyhow::Result<Option<u64>> {
+        self.store.ks.get(key)?.map(|v| counter(&v)).transpose()
+    }
+
+    fn transact(&self, keys: &[&[u8]], decide: Decide<'_>) -> anyhow::Result<Attempt> {
+        let (db, ks) = (&self.store.db, &self.store.ks);
+        let mut tx = db.transaction_with(&self.options);
+        let mut values = Vec::with_capacity(keys.len());
+        for &k in keys {
+            values.push(tx.get(ks, k)?.map(|v| counter(&v)).transpose()?);
+        }
+        let mut writes = Vec::new();
+        decide(&values, &mut writes)?;
+        for (i, v) in writes {
+            let k = keys.get(i).context("decide named a key it was not given")?;
+            tx.insert(ks, k, counter_bytes(v));
+        }
+        match tx.commit() {
+            Ok(_) => Ok(Attempt::Committed),
+            Err(e) if e.is_conflict() => Ok(Attempt::Conflict),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn compare_and_swap(
+        &self,
+        key: &[u8],
+        expected: Option<u64>,
+        new: u64,
+    ) -> anyhow::Result<Attempt> {
+        let expected = expected.map(counter_bytes);
+        let new = counter_bytes(new);
+        match self
+            .store
+            .ks
+            .compare_and_swap(key, expected.as_ref().map(|e| &e[..]), Some(&new[..]))
+        {
+            Ok(Ok(())) => Ok(Attempt::Committed),
+            Ok(Err(_)) => Ok(Attempt::Conflict),
+            Err(e) if e.is_conflict() => Ok(Attempt::Conflict),
+            Err(e) => Err(e.into()),
         }
     }
 }

@@ -5,15 +5,26 @@
 
 use std::path::Path;
 
-use fjall::{Database, Keyspace, KeyspaceCreateOptions};
+use anyhow::Context as _;
+use fjall::{
+    Database, Keyspace, KeyspaceCreateOptions, OptimisticTxDatabase, OptimisticTxKeyspace,
+    Readable as _, SingleWriterTxDatabase, SingleWriterTxKeyspace,
+};
 
-use super::{walk, Config, Op, Store};
+use super::{counter, counter_bytes, walk, Attempt, Config, Decide, Op, Store, TxStore};
 
 /// Configuration, for the report.
 pub const CONFIG: &str = "defaults (LZ4); cache --cache-mb";
 /// Durability, for the report.
 pub const DURABILITY: &str =
     "default: journal written to the OS per commit (PersistMode::Buffer), no fsync";
+
+/// Configuration of the optimistic transactions, for the report.
+pub const TX_CONFIG_OPTIMISTIC: &str =
+    "OptimisticTxDatabase, defaults (LZ4); cache --cache-mb; write_tx (conflicts on keys read or written)";
+/// Configuration of the single-writer transactions, for the report.
+pub const TX_CONFIG_SINGLE_WRITER: &str =
+    "SingleWriterTxDatabase, defaults (LZ4); cache --cache-mb; write_tx (one at a time)";
 
 /// An open fjall database and its one keyspace.
 pub struct FjallStore {
@@ -84,5 +95,114 @@ impl Store for FjallStore {
             n += 1;
         }
         Ok(n)
+    }
+}
+
+/// The values of `keys` read by `get`, as counters.
+fn read_all(
+    keys: &[&[u8]],
+    mut get: impl FnMut(&[u8]) -> fjall::Result<Option<fjall::UserValue>>,
+) -> anyhow::Result<Vec<Option<u64>>> {
+    keys.iter()
+        .map(|&k| get(k)?.map(|v| counter(&v)).transpose())
+        .collect()
+}
+
+/// The key `decide` named by its index.
+fn key_at<'a>(keys: &[&'a [u8]], i: usize) -> anyhow::Result<&'a [u8]> {
+    keys.get(i)
+        .copied()
+        .context("decide named a key it was not given")
+}
+
+/// fjall's `OptimisticTxDatabase` and its one keyspace: a write transaction's commit fails
+/// with `Conflict` when another committed after it began and wrote a key it read or wrote.
+pub struct FjallOptimistic {
+    db: OptimisticTxDatabase,
+    ks: OptimisticTxKeyspace,
+}
+
+impl FjallOptimistic {
+    /// Creates the store in `dir`.
+    pub fn open(dir: &Path, config: Config) -> anyhow::Result<FjallOptimistic> {
+        let db = OptimisticTxDatabase::builder(dir)
+            .cache_size(config.cache_bytes as u64)
+            .open()?;
+        let ks = db.keyspace("bench", KeyspaceCreateOptions::default)?;
+        Ok(FjallOptimistic { db, ks })
+    }
+}
+
+impl TxStore for FjallOptimistic {
+    fn load(&self, entries: &[(&[u8], u64)]) -> anyhow::Result<()> {
+        let mut tx = self.db.write_tx()?;
+        for &(k, v) in entries {
+            tx.insert(&self.ks, k, counter_bytes(v));
+        }
+        tx.commit()?
+            .map_err(|_| anyhow::anyhow!("fjall: the load conflicted"))
+    }
+
+    fn read(&self, key: &[u8]) -> anyhow::Result<Option<u64>> {
+        self.ks.get(key)?.map(|v| counter(&v)).transpose()
+    }
+
+    fn transact(&self, keys: &[&[u8]], decide: Decide<'_>) -> anyhow::Result<Attempt> {
+        let mut tx = self.db.write_tx()?;
+        let values = read_all(keys, |k| tx.get(&self.ks, k))?;
+        let mut writes = Vec::new();
+        decide(&values, &mut writes)?;
+        for (i, v) in writes {
+            tx.insert(&self.ks, key_at(keys, i)?, counter_bytes(v));
+        }
+        Ok(match tx.commit()? {
+            Ok(()) => Attempt::Committed,
+            Err(_) => Attempt::Conflict,
+        })
+    }
+}
+
+/// fjall's `SingleWriterTxDatabase` and its one keyspace: write transactions run one at a
+/// time (a lock held from `write_tx` to the commit), so none conflicts.
+pub struct FjallSingleWriter {
+    db: SingleWriterTxDatabase,
+    ks: SingleWriterTxKeyspace,
+}
+
+impl FjallSingleWriter {
+    /// Creates the store in `dir`.
+    pub fn open(dir: &Path, config: Config) -> anyhow::Result<FjallSingleWriter> {
+        let db = SingleWriterTxDatabase::builder(dir)
+            .cache_size(config.cache_bytes as u64)
+            .open()?;
+        let ks = db.keyspace("bench", KeyspaceCreateOptions::default)?;
+        Ok(FjallSingleWriter { db, ks })
+    }
+}
+
+impl TxStore for FjallSingleWriter {
+    fn load(&self, entries: &[(&[u8], u64)]) -> anyhow::Result<()> {
+        let mut tx = self.db.write_tx();
+        for &(k, v) in entries {
+            tx.insert(&self.ks, k, counter_bytes(v));
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn read(&self, key: &[u8]) -> anyhow::Result<Option<u64>> {
+        self.ks.get(key)?.map(|v| counter(&v)).transpose()
+    }
+
+    fn transact(&self, keys: &[&[u8]], decide: Decide<'_>) -> anyhow::Result<Attempt> {
+        let mut tx = self.db.write_tx();
+        let values = read_all(keys, |k| tx.get(&self.ks, k))?;
+        let mut writes = Vec::new();
+        decide(&values, &mut writes)?;
+        for (i, v) in writes {
+            tx.insert(&self.ks, key_at(keys, i)?, counter_bytes(v));
+        }
+        tx.commit()?;
+        Ok(Attempt::Committed)
     }
 }

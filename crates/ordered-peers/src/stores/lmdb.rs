@@ -14,10 +14,12 @@ use anyhow::Context as _;
 use heed::types::Bytes;
 use heed::{CommitOrAbort, Database, Env, EnvFlags, EnvOpenOptions};
 
-use super::{Config, Op, Store};
+use super::{counter, counter_bytes, Attempt, Config, Decide, Op, Store, TxStore};
 
 /// Configuration, for the report.
 pub const CONFIG: &str = "1 TiB map, no cache of its own (page cache)";
+/// Configuration of the transaction workloads, for the report.
+pub const TX_CONFIG: &str = "1 TiB map, no cache of its own; write_txn (one writer at a time)";
 /// Durability, for the report.
 pub const DURABILITY: &str = "NO_SYNC | NO_META_SYNC: pages written to the OS per commit, no fsync";
 /// A reader's open, for the report.
@@ -148,5 +150,37 @@ impl Store for Lmdb {
             n += 1;
         }
         Ok(n)
+    }
+}
+
+impl TxStore for Lmdb {
+    fn load(&self, entries: &[(&[u8], u64)]) -> anyhow::Result<()> {
+        let mut tx = self.env.write_txn()?;
+        for &(k, v) in entries {
+            self.db.put(&mut tx, k, &counter_bytes(v))?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn read(&self, key: &[u8]) -> anyhow::Result<Option<u64>> {
+        let tx = self.env.read_txn()?;
+        self.db.get(&tx, key)?.map(counter).transpose()
+    }
+
+    fn transact(&self, keys: &[&[u8]], decide: Decide<'_>) -> anyhow::Result<Attempt> {
+        let mut tx = self.env.write_txn()?;
+        let mut values = Vec::with_capacity(keys.len());
+        for &k in keys {
+            values.push(self.db.get(&tx, k)?.map(counter).transpose()?);
+        }
+        let mut writes = Vec::new();
+        decide(&values, &mut writes)?;
+        for (i, v) in writes {
+            let k = keys.get(i).context("decide named a key it was not given")?;
+            self.db.put(&mut tx, k, &counter_bytes(v))?;
+        }
+        tx.commit()?;
+        Ok(Attempt::Committed)
     }
 }

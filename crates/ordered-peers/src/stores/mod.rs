@@ -284,3 +284,191 @@ impl Kind {
         })
     }
 }
+
+/// What one attempt of a transaction ended in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attempt {
+    /// Committed: every write is in the store.
+    Committed,
+    /// Refused by the store's conflict detection (or, for a compare-and-swap, the value
+    /// differed from the one expected): nothing of it was written; the caller may retry.
+    Conflict,
+}
+
+/// Decides a transaction's writes from the values it read: gets the values of the keys
+/// read (in order; `None`: absent) and pushes `(index of the key, new value)` pairs.
+pub type Decide<'a> =
+    &'a mut dyn FnMut(&[Option<u64>], &mut Vec<(usize, u64)>) -> anyhow::Result<()>;
+
+/// An ordered store opened for transactions (`txn-*` workloads, `src/txn.rs`). Values are
+/// 8-byte little-endian counters ([`counter_bytes`], [`counter`]). Shared by the
+/// benchmark's threads.
+pub trait TxStore: Send + Sync {
+    /// Writes `entries` as one batch, outside any measured transaction (the load).
+    fn load(&self, entries: &[(&[u8], u64)]) -> anyhow::Result<()>;
+    /// The committed value of `key`, outside any transaction.
+    fn read(&self, key: &[u8]) -> anyhow::Result<Option<u64>>;
+    /// One attempt of a transaction: reads `keys` in order inside it, lets `decide` pick
+    /// the writes, writes them and commits.
+    fn transact(&self, keys: &[&[u8]], decide: Decide<'_>) -> anyhow::Result<Attempt>;
+    /// Sets `key` to `new` if its value is `expected`, atomically; [`Attempt::Conflict`]
+    /// when it differs or the store refused the commit. Default: a transaction of one read
+    /// and one write ([`TxStore::transact`]).
+    fn compare_and_swap(
+        &self,
+        key: &[u8],
+        expected: Option<u64>,
+        new: u64,
+    ) -> anyhow::Result<Attempt> {
+        let mut matched = false;
+        let attempt = self.transact(&[key], &mut |values, writes| {
+            matched = values.first().copied().flatten() == expected;
+            if matched {
+                writes.push((0, new));
+            }
+            Ok(())
+        })?;
+        Ok(if matched { attempt } else { Attempt::Conflict })
+    }
+    /// Untimed work between workloads (redb: a durable commit). Default: nothing.
+    fn settle(&self) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+/// The bytes of a counter value.
+pub fn counter_bytes(value: u64) -> [u8; 8] {
+    value.to_le_bytes()
+}
+
+/// The counter in `bytes`, which must be 8 bytes long.
+pub fn counter(bytes: &[u8]) -> anyhow::Result<u64> {
+    let array: [u8; 8] = bytes
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("a counter of {} bytes, not 8", bytes.len()))?;
+    Ok(u64::from_le_bytes(array))
+}
+
+/// A store opened for transactions: its name, configuration and durability, for the
+/// report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxKind {
+    /// Cairn, `Db::transaction` (snapshot isolation, write-write conflicts).
+    Cairn,
+    /// Cairn, `Isolation::Serializable` (read-set validation).
+    CairnSerializable,
+    /// fjall's `OptimisticTxDatabase`.
+    FjallOptimistic,
+    /// fjall's `SingleWriterTxDatabase`: one write transaction at a time, no conflicts.
+    FjallSingleWriter,
+    /// RocksDB's `OptimisticTransactionDB`.
+    RocksOptimistic,
+    /// RocksDB's `TransactionDB` (pessimistic: locks taken by `get_for_update`).
+    RocksPessimistic,
+    /// redb write transactions (one at a time).
+    Redb,
+    /// LMDB write transactions (one at a time).
+    Lmdb,
+}
+
+impl TxKind {
+    /// Every store, in report order.
+    pub const ALL: [TxKind; 8] = [
+        TxKind::Cairn,
+        TxKind::CairnSerializable,
+        TxKind::FjallOptimistic,
+        TxKind::FjallSingleWriter,
+        TxKind::RocksOptimistic,
+        TxKind::RocksPessimistic,
+        TxKind::Redb,
+        TxKind::Lmdb,
+    ];
+
+    /// The name used on the command line and in the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            TxKind::Cairn => "cairn",
+            TxKind::CairnSerializable => "cairn-serializable",
+            TxKind::FjallOptimistic => "fjall-optimistic",
+            TxKind::FjallSingleWriter => "fjall-single-writer",
+            TxKind::RocksOptimistic => "rocksdb-optimistic",
+            TxKind::RocksPessimistic => "rocksdb-pessimistic",
+            TxKind::Redb => "redb",
+            TxKind::Lmdb => "lmdb",
+        }
+    }
+
+    /// The kind named `name`.
+    pub fn parse(name: &str) -> Option<TxKind> {
+        TxKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Whether the store detects conflicts at commit (optimistic), rather than running
+    /// one writer at a time or locking.
+    pub fn optimistic(self) -> bool {
+        matches!(
+            self,
+            TxKind::Cairn
+                | TxKind::CairnSerializable
+                | TxKind::FjallOptimistic
+                | TxKind::RocksOptimistic
+        )
+    }
+
+    /// How the store is configured, for the report.
+    pub fn config(self) -> &'static str {
+        match self {
+            TxKind::Cairn => cairn::TX_CONFIG,
+            TxKind::CairnSerializable => cairn::TX_CONFIG_SERIALIZABLE,
+            TxKind::FjallOptimistic => fjall::TX_CONFIG_OPTIMISTIC,
+            TxKind::FjallSingleWriter => fjall::TX_CONFIG_SINGLE_WRITER,
+            TxKind::RocksOptimistic => rocks::TX_CONFIG_OPTIMISTIC,
+            TxKind::RocksPessimistic => rocks::TX_CONFIG_PESSIMISTIC,
+            TxKind::Redb => redb::TX_CONFIG,
+            TxKind::Lmdb => lmdb::TX_CONFIG,
+        }
+    }
+
+    /// What a committed transaction survives, for the report.
+    pub fn durability(self) -> &'static str {
+        match self {
+            TxKind::Cairn | TxKind::CairnSerializable => cairn::DURABILITY,
+            TxKind::FjallOptimistic | TxKind::FjallSingleWriter => fjall::DURABILITY,
+            TxKind::RocksOptimistic | TxKind::RocksPessimistic => rocks::DURABILITY,
+            TxKind::Redb => redb::DURABILITY,
+            TxKind::Lmdb => lmdb::DURABILITY,
+        }
+    }
+
+    /// Opens (creating) the store in the empty directory `dir`.
+    pub fn open(self, dir: &Path, config: Config) -> anyhow::Result<Box<dyn TxStore>> {
+        Ok(match self {
+            TxKind::Cairn => Box::new(cairn::CairnTx::open(dir, config, false)?),
+            TxKind::CairnSerializable => Box::new(cairn::CairnTx::open(dir, config, true)?),
+            TxKind::FjallOptimistic => Box::new(fjall::FjallOptimistic::open(dir, config)?),
+            TxKind::FjallSingleWriter => Box::new(fjall::FjallSingleWriter::open(dir, config)?),
+            TxKind::RocksOptimistic => Box::new(rocks::RocksOptimistic::open(dir, config)?),
+            TxKind::RocksPessimistic => Box::new(rocks::RocksPessimistic::open(dir, config)?),
+            TxKind::Redb => Box::new(redb::RedbStore::open(dir, config)?),
+            TxKind::Lmdb => Box::new(lmdb::Lmdb::open(dir, config)?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_round_trip_and_refuse_other_lengths() {
+        assert_eq!(counter(&counter_bytes(1_000)).ok(), Some(1_000));
+        assert!(counter(b"1000").is_err());
+    }
+
+    #[test]
+    fn tx_names_round_trip() {
+        for k in TxKind::ALL {
+            assert_eq!(TxKind::parse(k.name()), Some(k));
+        }
+    }
+}

@@ -10,11 +10,16 @@ use redb::{
     Database, Durability, ReadOnlyDatabase, ReadableDatabase, ReadableTable, TableDefinition,
 };
 
-use super::{walk, Config, Op, Store};
+use anyhow::Context as _;
+
+use super::{counter, counter_bytes, walk, Attempt, Config, Decide, Op, Store, TxStore};
 
 /// Configuration, for the report.
 pub const CONFIG: &str =
     "defaults; cache --cache-mb; one durable commit between workloads (untimed)";
+/// Configuration of the transaction workloads, for the report.
+pub const TX_CONFIG: &str =
+    "defaults; cache --cache-mb; begin_write (one writer at a time); one durable commit between workloads (untimed)";
 /// Durability, for the report.
 pub const DURABILITY: &str =
     "Durability::None per commit: no fsync, persisted only by a later durable commit";
@@ -175,5 +180,50 @@ impl Store for RedbReader {
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> anyhow::Result<usize> {
         seek(&self.db, key, limit, visit)
+    }
+}
+
+impl TxStore for RedbStore {
+    fn load(&self, entries: &[(&[u8], u64)]) -> anyhow::Result<()> {
+        let bytes: Vec<[u8; 8]> = entries.iter().map(|&(_, v)| counter_bytes(v)).collect();
+        let ops: Vec<Op<'_>> = entries
+            .iter()
+            .zip(&bytes)
+            .map(|(&(k, _), v)| Op::Put(k, v))
+            .collect();
+        self.commit(&ops, Durability::None)
+    }
+
+    fn read(&self, key: &[u8]) -> anyhow::Result<Option<u64>> {
+        let mut out = Vec::new();
+        if get(&self.db, key, &mut out)? {
+            Ok(Some(counter(&out)?))
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn transact(&self, keys: &[&[u8]], decide: Decide<'_>) -> anyhow::Result<Attempt> {
+        let mut tx = self.db.begin_write()?;
+        tx.set_durability(Durability::None)?;
+        {
+            let mut table = tx.open_table(TABLE)?;
+            let mut values = Vec::with_capacity(keys.len());
+            for &k in keys {
+                values.push(table.get(k)?.map(|v| counter(v.value())).transpose()?);
+            }
+            let mut writes = Vec::new();
+            decide(&values, &mut writes)?;
+            for (i, v) in writes {
+                let k = keys.get(i).context("decide named a key it was not given")?;
+                table.insert(*k, &counter_bytes(v)[..])?;
+            }
+        }
+        tx.commit()?;
+        Ok(Attempt::Committed)
+    }
+
+    fn settle(&self) -> anyhow::Result<()> {
+        self.commit(&[], Durability::Immediate)
     }
 }

@@ -12,9 +12,13 @@
 
 use std::path::Path;
 
-use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, WriteBatch, WriteOptions, DB};
+use anyhow::Context as _;
+use rocksdb::{
+    BlockBasedOptions, Cache, DBCompressionType, ErrorKind, OptimisticTransactionDB, Options,
+    Transaction, TransactionDB, TransactionDBOptions, WriteBatch, WriteOptions, DB,
+};
 
-use super::{Config, Op, Store};
+use super::{counter, counter_bytes, Attempt, Config, Decide, Op, Store, TxStore};
 
 /// Default configuration, for the report.
 pub const CONFIG_DEFAULT: &str = "library defaults (8 MiB block cache, no bloom filter, snappy)";
@@ -23,6 +27,12 @@ pub const CONFIG_TUNED: &str =
     "bloom 10 bits/key; block cache --cache-mb; LZ4; 2 background jobs; dynamic levels; BlobDB for values >= 4 KiB";
 /// Durability, for the report.
 pub const DURABILITY: &str = "WriteOptions sync=false: WAL written to the OS per commit, no fsync";
+/// Configuration of the optimistic transactions, for the report.
+pub const TX_CONFIG_OPTIMISTIC: &str =
+    "OptimisticTransactionDB, library defaults; get_for_update, commit fails on a conflict";
+/// Configuration of the pessimistic transactions, for the report.
+pub const TX_CONFIG_PESSIMISTIC: &str =
+    "TransactionDB, library defaults (lock timeout 1 s), deadlock detection; get_for_update (exclusive) locks each key";
 /// A reader's open, for the report.
 pub const READ_ONLY_API: &str =
     "DB::open_for_read_only(error_if_log_file_exist = false), the writer's options";
@@ -182,5 +192,120 @@ impl Store for Rocks {
         }
         self.db.try_catch_up_with_primary()?;
         Ok(true)
+    }
+}
+
+/// Whether `e` is RocksDB refusing a transaction (a write conflict found at commit, a
+/// lock that timed out, a deadlock) rather than failing: the transaction may be retried.
+fn refused(e: &rocksdb::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::Busy | ErrorKind::TryAgain | ErrorKind::TimedOut
+    )
+}
+
+/// One attempt of a transaction on `tx`: `get_for_update` of every key (exclusive), then
+/// `decide`'s puts, then the commit; a refusal anywhere is [`Attempt::Conflict`].
+fn attempt<D>(
+    tx: Transaction<'_, D>,
+    keys: &[&[u8]],
+    decide: Decide<'_>,
+) -> anyhow::Result<Attempt> {
+    let mut values = Vec::with_capacity(keys.len());
+    for &k in keys {
+        match tx.get_pinned_for_update(k, true) {
+            Ok(v) => values.push(v.map(|v| counter(&v)).transpose()?),
+            Err(e) if refused(&e) => return Ok(Attempt::Conflict),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let mut writes = Vec::new();
+    decide(&values, &mut writes)?;
+    for (i, v) in writes {
+        let k = keys.get(i).context("decide named a key it was not given")?;
+        tx.put(k, counter_bytes(v))?;
+    }
+    match tx.commit() {
+        Ok(()) => Ok(Attempt::Committed),
+        Err(e) if refused(&e) => Ok(Attempt::Conflict),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// RocksDB's `OptimisticTransactionDB`, library defaults, `sync = false`: the commit fails
+/// (`Busy`) when a key the transaction read with `get_for_update` was written after that
+/// read.
+pub struct RocksOptimistic {
+    db: OptimisticTransactionDB,
+}
+
+impl RocksOptimistic {
+    /// Creates the store in `dir`.
+    pub fn open(dir: &Path, _config: Config) -> anyhow::Result<RocksOptimistic> {
+        let mut options = Options::default();
+        options.create_if_missing(true);
+        let db = OptimisticTransactionDB::open(&options, dir)?;
+        Ok(RocksOptimistic { db })
+    }
+}
+
+impl TxStore for RocksOptimistic {
+    fn load(&self, entries: &[(&[u8], u64)]) -> anyhow::Result<()> {
+        let tx = self.db.transaction();
+        for &(k, v) in entries {
+            tx.put(k, counter_bytes(v))?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn read(&self, key: &[u8]) -> anyhow::Result<Option<u64>> {
+        self.db.get_pinned(key)?.map(|v| counter(&v)).transpose()
+    }
+
+    fn transact(&self, keys: &[&[u8]], decide: Decide<'_>) -> anyhow::Result<Attempt> {
+        attempt(self.db.transaction(), keys, decide)
+    }
+}
+
+/// RocksDB's `TransactionDB` (pessimistic), library defaults, `sync = false`:
+/// `get_for_update` locks each key until the commit; a lock not granted within the
+/// default timeout (1 s), or a deadlock, refuses the transaction.
+pub struct RocksPessimistic {
+    db: TransactionDB,
+}
+
+impl RocksPessimistic {
+    /// Creates the store in `dir`.
+    pub fn open(dir: &Path, _config: Config) -> anyhow::Result<RocksPessimistic> {
+        let mut options = Options::default();
+        options.create_if_missing(true);
+        let db = TransactionDB::open(&options, &TransactionDBOptions::default(), dir)?;
+        Ok(RocksPessimistic { db })
+    }
+}
+
+impl TxStore for RocksPessimistic {
+    fn load(&self, entries: &[(&[u8], u64)]) -> anyhow::Result<()> {
+        let tx = self.db.transaction();
+        for &(k, v) in entries {
+            tx.put(k, counter_bytes(v))?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn read(&self, key: &[u8]) -> anyhow::Result<Option<u64>> {
+        self.db.get_pinned(key)?.map(|v| counter(&v)).transpose()
+    }
+
+    fn transact(&self, keys: &[&[u8]], decide: Decide<'_>) -> anyhow::Result<Attempt> {
+        let mut options = rocksdb::TransactionOptions::default();
+        options.set_deadlock_detect(true);
+        attempt(
+            self.db.transaction_opt(&WriteOptions::default(), &options),
+            keys,
+            decide,
+        )
     }
 }
