@@ -44,16 +44,17 @@ pub(crate) fn int_arg(args: &[Vec<u8>], i: usize) -> Result<i64, Reply> {
     super::args::int(arg(args, i)?).ok_or_else(errors::not_integer)
 }
 
-/// The value and expiry of `key`, in one read.
+/// The value and expiry of `key`: two point reads (a range read of one key would walk
+/// every version the memtable holds of it). The caller holds the key's stripe, so no
+/// write of this server comes between them.
 pub(crate) fn entry(ks: &Keyspace, key: &[u8]) -> Result<Option<Entry>, Reply> {
-    match ks.range_entries(key..=key).next() {
-        None => Ok(None),
-        Some(Ok((_, value, head))) => Ok(Some(Entry {
-            value,
-            expires_at: head.expires_at,
-        })),
-        Some(Err(e)) => Err(e.into()),
-    }
+    let Some(head) = ks.head(key)? else {
+        return Ok(None);
+    };
+    Ok(ks.get(key)?.map(|value| Entry {
+        value,
+        expires_at: head.expires_at,
+    }))
 }
 
 /// Writes `key` = `value` expiring at `expires_at` (Unix ms) with the server's
