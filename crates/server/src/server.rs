@@ -22,7 +22,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, Tc
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -171,15 +171,18 @@ impl Shared {
 }
 
 /// Stops a running server from another thread (a signal handler's thread, a test).
+/// It holds no reference to the store: once the server is gone, it does nothing.
 #[derive(Clone)]
 pub struct ShutdownHandle {
-    shared: Arc<Shared>,
+    shared: Weak<Shared>,
 }
 
 impl ShutdownHandle {
     /// Starts a graceful shutdown; [`Server::wait`] returns once it is complete.
     pub fn shutdown(&self) {
-        self.shared.shutdown();
+        if let Some(shared) = self.shared.upgrade() {
+            shared.shutdown();
+        }
     }
 }
 
@@ -303,7 +306,7 @@ impl Server {
     /// A handle that stops the server.
     pub fn shutdown_handle(&self) -> ShutdownHandle {
         ShutdownHandle {
-            shared: Arc::clone(&self.shared),
+            shared: Arc::downgrade(&self.shared),
         }
     }
 
@@ -325,7 +328,26 @@ impl Server {
         if let Some(path) = &self.unix_socket {
             let _ = std::fs::remove_file(path);
         }
-        let db = self.shared.db.clone();
+        // Connection threads drop their reference just after leaving the registry; the
+        // store's directory lock is released only when the last handle is gone.
+        let mut shared = self.shared;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let shared = loop {
+            match Arc::try_unwrap(shared) {
+                Ok(s) => break Some(s),
+                Err(s) if Instant::now() < deadline => {
+                    shared = s;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(_) => break None,
+            }
+        };
+        let Some(Shared { db, keyspaces, .. }) = shared else {
+            return Err(Error::Config(
+                "a connection thread did not stop within 10 s".into(),
+            ));
+        };
+        drop(keyspaces);
         db.flush_wal(true)?;
         db.close()?;
         Ok(())

@@ -1,0 +1,130 @@
+//! The server end to end over a socket: commands, pipelining, RESP3, databases, and a
+//! graceful shutdown that keeps every acknowledged write.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+mod common;
+use common::{start, start_in, Client};
+
+#[test]
+fn strings_counters_and_errors() {
+    let srv = start(|_| {});
+    let mut c = Client::connect(srv.addr);
+    assert_eq!(c.call(&["PING"]), "+PONG");
+    assert_eq!(c.call(&["SET", "k", "10"]), "+OK");
+    assert_eq!(c.call(&["INCR", "k"]), ":11");
+    assert_eq!(c.call(&["GET", "k"]), "$11");
+    assert_eq!(c.call(&["INCRBY", "k", "-20"]), ":-9");
+    assert_eq!(c.call(&["SET", "k", "x", "NX"]), "$nil");
+    assert_eq!(c.call(&["SET", "k", "y", "XX", "GET"]), "$-9");
+    assert_eq!(
+        c.call(&["INCR", "k"]),
+        "-ERR value is not an integer or out of range"
+    );
+    assert_eq!(c.call(&["GETDEL", "k"]), "$y");
+    assert_eq!(c.call(&["EXISTS", "k"]), ":0");
+    assert_eq!(
+        c.call(&["GET"]),
+        "-ERR wrong number of arguments for 'get' command"
+    );
+    assert_eq!(
+        c.call(&["FOO", "a", "b"]),
+        "-ERR unknown command 'FOO', with args beginning with: 'a' 'b' "
+    );
+    assert_eq!(
+        c.call(&["SET", "k", "v", "EX", "0"]),
+        "-ERR invalid expire time in 'set' command"
+    );
+    assert_eq!(c.call(&["SET", "t", "v", "EX", "100"]), "+OK");
+    assert_eq!(c.call(&["TTL", "t"]), ":100");
+    assert_eq!(c.call(&["APPEND", "t", "w"]), ":2");
+    assert_eq!(c.call(&["TTL", "t"]), ":100");
+    assert_eq!(c.call(&["PERSIST", "t"]), ":1");
+    assert_eq!(c.call(&["TTL", "t"]), ":-1");
+    srv.shutdown();
+}
+
+#[test]
+fn pipeline_of_ten_thousand_commands_in_one_write() {
+    let srv = start(|c| c.durability = cairn::Durability::Buffered);
+    let mut c = Client::connect(srv.addr);
+    let mut batch = Vec::new();
+    for i in 0..10_000 {
+        batch.extend(common::encode(&[b"INCR", b"n"]));
+        if i % 1000 == 0 {
+            batch.extend(common::encode(&[b"GET", b"n"]));
+        }
+    }
+    let writer = {
+        let mut w = c.writer.try_clone().unwrap();
+        std::thread::spawn(move || std::io::Write::write_all(&mut w, &batch).unwrap())
+    };
+    let mut last = String::new();
+    for _ in 0..10_010 {
+        last = c.reply();
+    }
+    writer.join().unwrap();
+    assert_eq!(last, ":10000");
+    srv.shutdown();
+}
+
+#[test]
+fn resp3_hello_and_databases() {
+    let srv = start(|_| {});
+    let mut c = Client::connect(srv.addr);
+    let hello = c.call(&["HELLO", "3"]);
+    assert!(hello.starts_with("%[$server,$redis,"), "{hello}");
+    assert_eq!(c.call(&["GET", "nope"]), "_");
+    assert_eq!(c.call(&["CONFIG", "GET", "databases"]), "%[$databases,$16]");
+    assert_eq!(c.call(&["SELECT", "3"]), "+OK");
+    assert_eq!(c.call(&["SET", "a", "in-3"]), "+OK");
+    let mut other = Client::connect(srv.addr);
+    assert_eq!(other.call(&["GET", "a"]), "$nil");
+    assert_eq!(
+        other.call(&["SELECT", "16"]),
+        "-ERR DB index is out of range"
+    );
+    assert_eq!(
+        c.call(&["HELLO", "4"]),
+        "-NOPROTO unsupported protocol version"
+    );
+    srv.shutdown();
+}
+
+#[test]
+fn acknowledged_writes_survive_a_graceful_shutdown() {
+    let srv = start(|c| c.durability = cairn::Durability::Buffered);
+    let mut c = Client::connect(srv.addr);
+    for i in 0..500 {
+        assert_eq!(c.call(&["SET", &format!("k{i}"), &i.to_string()]), "+OK");
+    }
+    c.send(&[b"SHUTDOWN"]);
+    assert!(c.closed(), "SHUTDOWN closes without a reply");
+    let common::Running {
+        mut waiter, dir, ..
+    } = srv;
+    waiter.take().unwrap().join().unwrap().unwrap();
+    let srv = start_in(dir, |_| {});
+    let mut c = Client::connect(srv.addr);
+    assert_eq!(c.call(&["GET", "k499"]), "$499");
+    assert_eq!(c.call(&["DBSIZE"]), ":500");
+    srv.shutdown();
+}
+
+#[test]
+fn requirepass_gates_commands() {
+    let srv = start(|c| c.requirepass = Some("pw".into()));
+    let mut c = Client::connect(srv.addr);
+    assert_eq!(c.call(&["GET", "a"]), "-NOAUTH Authentication required.");
+    assert_eq!(
+        c.call(&["AUTH", "nope"]),
+        "-WRONGPASS invalid username-password pair or user is disabled."
+    );
+    assert_eq!(c.call(&["AUTH", "default", "pw"]), "+OK");
+    assert_eq!(c.call(&["GET", "a"]), "$nil");
+    srv.shutdown();
+}
