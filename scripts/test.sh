@@ -36,7 +36,7 @@ step() {
     printf '\n==> %s\n' "$*"
 }
 
-step "installing what the tests need (clippy, rustfmt, nightly with miri, a JDK, Maven, libsnappy, tinycdb, python3 venv)"
+step "installing what the tests need (clippy, rustfmt, nightly with miri, a JDK, Maven, libsnappy, tinycdb, python3 venv, redis-tools)"
 bash scripts/setup.sh
 
 step "cargo fmt --check"
@@ -57,6 +57,9 @@ bash interop/run.sh target/release/cairn
 
 step "sparkey-python 0.3.0 against Cairn's libsparkey.so"
 bash crates/libsparkey/tests/python/run.sh
+
+step "the Redis-protocol server: redis-py suite and redis-cli/redis-benchmark checks"
+bash crates/server/tests/python/run.sh
 
 step "fuzz smoke run"
 bash scripts/fuzz-smoke.sh
