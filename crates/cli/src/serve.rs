@@ -63,6 +63,9 @@ pub struct ServeArgs {
     /// Longest inline request or header line, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_inline_len)]
     pub max_inline_len: usize,
+    /// Serve Prometheus metrics over HTTP at this address (e.g. 127.0.0.1:9121).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
     /// Replies a pipelining client may have pending before they are written out.
     #[arg(long, value_name = "COUNT", default_value_t = Limits::default().max_pending_replies)]
     pub max_pending: usize,
@@ -85,6 +88,7 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> CliResult<u8> {
     config.databases = args.databases;
     config.durability = args.durability;
     config.limits = limits;
+    config.metrics_addr = args.metrics_addr;
 
     let db = store::open(&args.dir, true)?;
     let server =
@@ -100,6 +104,9 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> CliResult<u8> {
     });
     if let Some(addr) = server.local_addr() {
         writeln!(out, "ready: tcp {addr}").map_err(CliError::Output)?;
+    }
+    if let Some(addr) = server.metrics_addr() {
+        writeln!(out, "ready: metrics http://{addr}/metrics").map_err(CliError::Output)?;
     }
     if let Some(path) = &args.unixsocket {
         writeln!(out, "ready: unix {}", path.display()).map_err(CliError::Output)?;

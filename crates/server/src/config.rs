@@ -1,6 +1,6 @@
 //! What an operator chooses for a server ([`Config`]); `cairn serve`'s flags fill it.
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -30,6 +30,8 @@ pub struct Config {
     pub databases: usize,
     /// Durability of every write the server makes; a reply is sent once it is reached.
     pub durability: Durability,
+    /// Where to serve Prometheus metrics over HTTP, if anywhere.
+    pub metrics_addr: Option<SocketAddr>,
     /// Per-connection limits.
     pub limits: Limits,
 }
@@ -45,6 +47,7 @@ impl Default for Config {
             idle_timeout: None,
             databases: 16,
             durability: Durability::Sync,
+            metrics_addr: None,
             limits: Limits::default(),
         }
     }

@@ -71,6 +71,8 @@ pub(crate) fn serve(shared: &Shared, mut socket: Stream, id: u64) {
                 &args,
             );
             if session.silent {
+                // SHUTDOWN: the replies before it still go out; it has none of its own.
+                let _ = send(shared, &mut socket, &mut out);
                 return;
             }
             reply.encode(session.protocol, &mut out);

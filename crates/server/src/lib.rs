@@ -7,7 +7,7 @@
 //! [`Limits`], never a panic), `conn` runs one connection (reads, runs each request,
 //! writes the replies), `command` maps a request onto the store (one module per command
 //! group), and `server` accepts connections, keeps the registry of clients and shuts down
-//! in order. [`Config`] holds what an operator chooses.
+//! in order, and `metrics` serves the counters to Prometheus (`--metrics-addr`). [`Config`] holds what an operator chooses.
 //!
 //! ## Contract
 //!
@@ -42,6 +42,7 @@ mod error;
 mod glob;
 mod limits;
 mod locks;
+mod metrics;
 pub mod resp;
 mod server;
 mod session;

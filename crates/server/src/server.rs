@@ -191,6 +191,7 @@ pub struct Server {
     shared: Arc<Shared>,
     acceptors: Vec<JoinHandle<()>>,
     tcp_addr: Option<SocketAddr>,
+    metrics_addr: Option<SocketAddr>,
     unix_socket: Option<PathBuf>,
 }
 
@@ -241,6 +242,19 @@ impl Server {
             }
             None => None,
         };
+        let metrics = match config.metrics_addr {
+            Some(addr) => {
+                let listener = TcpListener::bind(addr)
+                    .map_err(|e| Error::io(format!("bind metrics {addr}"), e))?;
+                let local = listener
+                    .local_addr()
+                    .map_err(|e| Error::io("local address", e))?;
+                wake.push(Wake::Tcp(wake_addr(local)));
+                Some((listener, local))
+            }
+            None => None,
+        };
+        let metrics_addr = metrics.as_ref().map(|(_, a)| *a);
         let tcp_addr = tcp.as_ref().map(|(_, a)| *a);
         let shared = Arc::new(Shared {
             db,
@@ -289,11 +303,18 @@ impl Server {
                 }
             })?);
         }
+        if let Some((listener, _)) = metrics {
+            let s = Arc::clone(&shared);
+            acceptors.push(spawn("cairn-metrics", move || {
+                crate::metrics::serve(&s, &listener)
+            })?);
+        }
         let unix_socket = shared.config.unix_socket.clone();
         Ok(Server {
             shared,
             acceptors,
             tcp_addr,
+            metrics_addr,
             unix_socket,
         })
     }
@@ -301,6 +322,11 @@ impl Server {
     /// The TCP address listened on (with the port chosen when the configuration said 0).
     pub fn local_addr(&self) -> Option<SocketAddr> {
         self.tcp_addr
+    }
+
+    /// The address of the metrics endpoint, if one was configured.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     /// A handle that stops the server.

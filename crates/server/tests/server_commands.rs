@@ -128,3 +128,37 @@ fn requirepass_gates_commands() {
     assert_eq!(c.call(&["GET", "a"]), "$nil");
     srv.shutdown();
 }
+
+#[test]
+fn metrics_endpoint_serves_prometheus_text() {
+    use std::io::{Read, Write};
+    let db_dir = tempfile::tempdir().unwrap();
+    let db = cairn::Db::open(db_dir.path(), cairn::Options::default()).unwrap();
+    let mut config = cairn_server::Config::default();
+    config.port = Some(0);
+    config.metrics_addr = Some("127.0.0.1:0".parse().unwrap());
+    let server = cairn_server::Server::start(db, config).unwrap();
+    let (addr, metrics) = (server.local_addr().unwrap(), server.metrics_addr().unwrap());
+    let stop = server.shutdown_handle();
+    let waiter = std::thread::spawn(move || server.wait());
+    let mut c = Client::connect(addr);
+    assert_eq!(c.call(&["SET", "a", "1"]), "+OK");
+    assert_eq!(c.call(&["GET", "a"]), "$1");
+    let mut http = std::net::TcpStream::connect(metrics).unwrap();
+    http.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut page = String::new();
+    http.read_to_string(&mut page).unwrap();
+    assert!(page.starts_with("HTTP/1.0 200 OK\r\n"), "{page}");
+    assert!(
+        page.contains("cairn_commands_total{cmd=\"set\"} 1\n"),
+        "{page}"
+    );
+    assert!(
+        page.contains("cairn_command_duration_seconds_count{cmd=\"get\"} 1\n"),
+        "{page}"
+    );
+    assert!(page.contains("cairn_connected_clients 1\n"), "{page}");
+    assert!(page.contains("cairn_engine_last_seqno "), "{page}");
+    stop.shutdown();
+    waiter.join().unwrap().unwrap();
+}
