@@ -162,3 +162,26 @@ fn metrics_endpoint_serves_prometheus_text() {
     stop.shutdown();
     waiter.join().unwrap().unwrap();
 }
+
+#[test]
+fn unix_socket_only() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("cairn.sock");
+    let db = cairn::Db::open(dir.path().join("store"), cairn::Options::default()).unwrap();
+    let mut config = cairn_server::Config::default();
+    config.port = None;
+    config.unix_socket = Some(sock.clone());
+    let server = cairn_server::Server::start(db, config).unwrap();
+    assert!(server.local_addr().is_none());
+    let stop = server.shutdown_handle();
+    let waiter = std::thread::spawn(move || server.wait());
+    let mut c = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+    c.write_all(b"SET u 1\r\nGET u\r\n").unwrap();
+    let mut got = [0u8; 12];
+    c.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"+OK\r\n$1\r\n1\r\n");
+    stop.shutdown();
+    waiter.join().unwrap().unwrap();
+    assert!(!sock.exists(), "the socket file is removed at shutdown");
+}
