@@ -106,6 +106,14 @@ pub(crate) fn serve(shared: &Shared, mut socket: Stream, id: u64) {
         } else if request_began.is_none() {
             request_began = Some(Instant::now());
         }
+        // Checked after every read and every poll, so a client trickling bytes in (each
+        // read succeeding) is cut off as surely as one that stopped.
+        if request_began.is_some_and(|t| t.elapsed() >= limits.request_timeout) {
+            let msg = Reply::error("ERR Protocol error: request took too long to arrive");
+            msg.encode(session.protocol, &mut out);
+            let _ = send(shared, &mut socket, &mut out);
+            return;
+        }
         // Read more.
         let len = input.len();
         input.resize(len + READ_LEN, 0);
@@ -125,13 +133,6 @@ pub(crate) fn serve(shared: &Shared, mut socket: Stream, id: u64) {
                             return;
                         }
                         if idle.is_some_and(|t| last_input.elapsed() >= t) {
-                            return;
-                        }
-                        if request_began.is_some_and(|t| t.elapsed() >= limits.request_timeout) {
-                            let msg =
-                                Reply::error("ERR Protocol error: request took too long to arrive");
-                            msg.encode(session.protocol, &mut out);
-                            let _ = send(shared, &mut socket, &mut out);
                             return;
                         }
                     }

@@ -86,3 +86,23 @@ fn idle_clients_are_disconnected() {
     assert!(c.closed());
     srv.shutdown();
 }
+
+#[test]
+fn a_request_trickling_in_byte_by_byte_is_cut_off() {
+    let srv = start(|c| c.limits.request_timeout = Duration::from_secs(1));
+    let mut slow = Client::connect(srv.addr);
+    let began = Instant::now();
+    // One byte every 200 ms for 1.6 s: every read succeeds, the request never completes.
+    for _ in 0..8 {
+        if std::io::Write::write_all(&mut slow.writer, b"a").is_err() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        slow.reply(),
+        "-ERR Protocol error: request took too long to arrive"
+    );
+    assert!(began.elapsed() < Duration::from_secs(3));
+    srv.shutdown();
+}
