@@ -3,7 +3,9 @@
 //! Invariants:
 //! 1. Requests run in the order received, one at a time; each reply is encoded after its
 //!    command returned, so a write's reply leaves only once the write is as durable as
-//!    the server's mode promises.
+//!    the server's mode promises. Consecutive plain SETs of a burst are committed as one
+//!    batch (`command::SetBatch`) before the next other request runs and before any
+//!    reply is written.
 //! 2. Pipelining is bounded: replies are written out at the latest after
 //!    `max_pending_replies` commands or `max_pending_reply_len` bytes, and no more input
 //!    is read until every complete request in the buffer has run and its reply has been
@@ -18,7 +20,7 @@
 use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 
-use crate::command::{self, Ctx};
+use crate::command::{self, Ctx, SetBatch};
 use crate::resp::{Parser, Reply};
 use crate::server::Shared;
 use crate::session::Session;
@@ -46,6 +48,7 @@ pub(crate) fn serve(shared: &Shared, mut socket: Stream, id: u64) {
     let mut start = 0usize;
     let mut out: Vec<u8> = Vec::with_capacity(READ_LEN);
     let mut pending = 0usize;
+    let mut sets = SetBatch::default();
     let mut last_input = Instant::now();
     let mut request_began: Option<Instant> = None;
     loop {
@@ -55,6 +58,7 @@ pub(crate) fn serve(shared: &Shared, mut socket: Stream, id: u64) {
             let (used, request) = match parser.parse(rest) {
                 Ok(parsed) => parsed,
                 Err(e) => {
+                    settle(shared, &mut session, &mut sets, &mut out);
                     Stats::add(&shared.stats.protocol_errors, 1);
                     Reply::error(format!("ERR {e}")).encode(session.protocol, &mut out);
                     let _ = send(shared, &mut socket, &mut out);
@@ -63,6 +67,17 @@ pub(crate) fn serve(shared: &Shared, mut socket: Stream, id: u64) {
             };
             start += used;
             let Some(args) = request else { break };
+            let ctx = Ctx {
+                shared,
+                session: &mut session,
+            };
+            let Some(args) = sets.offer(&ctx, args) else {
+                if sets.full(limits.max_pending_replies) {
+                    pending += settle(shared, &mut session, &mut sets, &mut out);
+                }
+                continue;
+            };
+            pending += settle(shared, &mut session, &mut sets, &mut out);
             let reply = command::run(
                 &mut Ctx {
                     shared,
@@ -88,6 +103,7 @@ pub(crate) fn serve(shared: &Shared, mut socket: Stream, id: u64) {
                 pending = 0;
             }
         }
+        settle(shared, &mut session, &mut sets, &mut out);
         if send(shared, &mut socket, &mut out).is_err() {
             return;
         }
@@ -141,6 +157,17 @@ pub(crate) fn serve(shared: &Shared, mut socket: Stream, id: u64) {
             }
         }
     }
+}
+
+/// Commits the gathered SETs (`command::SetBatch`) and encodes their replies; returns
+/// how many.
+fn settle(shared: &Shared, session: &mut Session, sets: &mut SetBatch, out: &mut Vec<u8>) -> usize {
+    let protocol = session.protocol;
+    let (count, reply) = sets.commit(&mut Ctx { shared, session });
+    for _ in 0..count {
+        reply.encode(protocol, out);
+    }
+    count
 }
 
 /// Writes out the pending replies.

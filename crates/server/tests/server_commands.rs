@@ -185,3 +185,46 @@ fn unix_socket_only() {
     waiter.join().unwrap().unwrap();
     assert!(!sock.exists(), "the socket file is removed at shutdown");
 }
+
+#[test]
+fn pipelined_sets_commit_together_in_order() {
+    let srv = start(|_| {});
+    let mut c = Client::connect(srv.addr);
+    let mut burst = Vec::new();
+    for args in [
+        &[&b"SET"[..], b"a", b"1"][..],
+        &[b"set", b"a", b"2"],
+        &[b"GET", b"a"],
+        &[b"SET", b"b", b"x"],
+        &[b"INCR", b"b"],
+        &[b"SET", b"c"],
+        &[b"SET", b"n", b"41"],
+        &[b"SELECT", b"1"],
+        &[b"SET", b"n", b"in-db-1"],
+        &[b"SELECT", b"0"],
+        &[b"INCR", b"n"],
+    ] {
+        burst.extend(common::encode(args));
+    }
+    c.send_raw(&burst);
+    let replies: Vec<String> = (0..11).map(|_| c.reply()).collect();
+    assert_eq!(
+        replies,
+        [
+            "+OK",
+            "+OK",
+            "$2",
+            "+OK",
+            "-ERR value is not an integer or out of range",
+            "-ERR wrong number of arguments for 'set' command",
+            "+OK",
+            "+OK",
+            "+OK",
+            "+OK",
+            ":42"
+        ]
+    );
+    let stats = c.call(&["INFO", "commandstats"]);
+    assert!(stats.contains("cmdstat_set:calls=5,"), "{stats}");
+    srv.shutdown();
+}

@@ -9,6 +9,7 @@
 
 mod admin;
 mod args;
+mod coalesce;
 mod connection;
 mod errors;
 mod keys;
@@ -16,7 +17,10 @@ mod store;
 mod strings;
 mod table;
 
+pub(crate) use coalesce::SetBatch;
 pub(crate) use table::COMMANDS;
+
+use store::keyspace;
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
