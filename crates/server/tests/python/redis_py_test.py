@@ -301,15 +301,24 @@ def test_kill9_sync():
     stop = threading.Event()
 
     def writer(n):
+        # Even writers send single SETs; odd ones pipelines of 16 (committed as one batch).
         c = s.client()
         i = 0
         while not stop.is_set():
             try:
-                c.set(f"w{n}:{i}", i)
+                if n % 2 == 0:
+                    c.set(f"w{n}:{i}", i)
+                    done = [i]
+                else:
+                    with c.pipeline(transaction=False) as p:
+                        for j in range(i, i + 16):
+                            p.set(f"w{n}:{j}", j)
+                        p.execute()
+                    done = list(range(i, i + 16))
             except (redis.ConnectionError, redis.TimeoutError):
                 return
-            acked[n].append(i)
-            i += 1
+            acked[n].extend(done)
+            i += len(done)
 
     threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
     for t in threads:
