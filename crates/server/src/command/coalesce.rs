@@ -12,7 +12,10 @@
 //!    strengthening of Redis, where a pipeline is not).
 //! 3. Atomicity with read-modify-write commands: the commit holds the stripes of all its
 //!    keys (`crate::locks`), like any write.
-//! 4. Bounds: a batch holds at most [`MAX_BATCH_LEN`] bytes of keys and values and at most
+//! 4. Errors: a SET the engine would refuse by itself (an empty or over-long key) is not
+//!    batched, so a batch fails only as a whole store fails (I/O, poisoned log), and then
+//!    every SET in it gets that error and none is written.
+//! 5. Bounds: a batch holds at most [`MAX_BATCH_LEN`] bytes of keys and values and at most
 //!    the connection's pending-reply limit of SETs; the connection commits it when full.
 
 use super::{keyspace, Ctx, COMMANDS};
@@ -20,6 +23,10 @@ use crate::resp::{Reply, Request};
 
 /// Bytes of keys and values after which a batch is committed.
 pub(crate) const MAX_BATCH_LEN: usize = 4 << 20;
+
+/// Longest key a batched SET may have: the engine's key limit. A SET whose key the engine
+/// would refuse (empty, too long) runs alone, so its error never fails the SETs beside it.
+const MAX_BATCHED_KEY_LEN: usize = u16::MAX as usize;
 
 /// The SETs gathered so far.
 #[derive(Default)]
@@ -35,7 +42,10 @@ impl SetBatch {
             return Some(request);
         }
         match <[Vec<u8>; 3]>::try_from(request) {
-            Ok([name, key, value]) if name.eq_ignore_ascii_case(b"set") => {
+            Ok([name, key, value])
+                if name.eq_ignore_ascii_case(b"set")
+                    && (1..=MAX_BATCHED_KEY_LEN).contains(&key.len()) =>
+            {
                 self.bytes = self.bytes.saturating_add(key.len() + value.len());
                 self.pairs.push((key, value));
                 None
