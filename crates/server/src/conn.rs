@@ -3,7 +3,7 @@
 //! Invariants:
 //! 1. Requests run in the order received, one at a time; each reply is encoded after its
 //!    command returned, so a write's reply leaves only once the write is as durable as
-//!    the server's mode promises. Consecutive plain SETs of a burst are committed as one
+//!    the server's mode promises. Consecutive plain SETs and counter updates of a burst are committed as one
 //!    batch (`command::SetBatch`) before the next other request runs and before any
 //!    reply is written.
 //! 2. Pipelining is bounded: replies are written out at the latest after
@@ -159,15 +159,15 @@ pub(crate) fn serve(shared: &Shared, mut socket: Stream, id: u64) {
     }
 }
 
-/// Commits the gathered SETs (`command::SetBatch`) and encodes their replies; returns
+/// Commits the gathered writes (`command::SetBatch`) and encodes their replies; returns
 /// how many.
 fn settle(shared: &Shared, session: &mut Session, sets: &mut SetBatch, out: &mut Vec<u8>) -> usize {
     let protocol = session.protocol;
-    let (count, reply) = sets.commit(&mut Ctx { shared, session });
-    for _ in 0..count {
+    let replies = sets.commit(&mut Ctx { shared, session });
+    for reply in &replies {
         reply.encode(protocol, out);
     }
-    count
+    replies.len()
 }
 
 /// Writes out the pending replies.

@@ -228,3 +228,47 @@ fn pipelined_sets_commit_together_in_order() {
     assert!(stats.contains("cmdstat_set:calls=5,"), "{stats}");
     srv.shutdown();
 }
+
+#[test]
+fn pipelined_counters_batch_with_redis_semantics() {
+    let srv = start(|_| {});
+    let mut c = Client::connect(srv.addr);
+    assert_eq!(c.call(&["SET", "t", "5", "EX", "100"]), "+OK");
+    let mut burst = Vec::new();
+    for args in [
+        &[&b"INCR"[..], b"t"][..],
+        &[b"INCRBY", b"t", b"10"],
+        &[b"DECR", b"fresh"],
+        &[b"DECRBY", b"fresh", b"4"],
+        &[b"SET", b"big", b"9223372036854775806"],
+        &[b"INCR", b"big"],
+        &[b"INCR", b"big"],
+        &[b"INCRBY", b"t", b"x"],
+        &[b"SET", b"t2", b"1"],
+        &[b"INCR", b"t2"],
+    ] {
+        burst.extend(common::encode(args));
+    }
+    c.send_raw(&burst);
+    let replies: Vec<String> = (0..10).map(|_| c.reply()).collect();
+    assert_eq!(
+        replies,
+        [
+            ":6",
+            ":16",
+            ":-1",
+            ":-5",
+            "+OK",
+            ":9223372036854775807",
+            "-ERR increment or decrement would overflow",
+            "-ERR value is not an integer or out of range",
+            "+OK",
+            ":2"
+        ]
+    );
+    assert_eq!(c.call(&["TTL", "t"]), ":100");
+    assert_eq!(c.call(&["GET", "t"]), "$16");
+    assert_eq!(c.call(&["TTL", "t2"]), ":-1");
+    assert_eq!(c.call(&["GET", "big"]), "$9223372036854775807");
+    srv.shutdown();
+}

@@ -1,103 +1,193 @@
-//! Pipelined plain SETs committed together: consecutive `SET key value` requests (no
-//! options) of one connection's burst are gathered and written as one batch, so a
-//! pipeline of N SETs costs one commit (one fsync under `sync`) instead of N.
+//! Pipelined writes committed together: consecutive plain `SET key value` and
+//! INCR/INCRBY/DECR/DECRBY requests of one connection's burst are gathered and written as
+//! one batch, so a pipeline of N of them costs one commit (one fsync under `sync`)
+//! instead of N.
 //!
 //! Invariants:
 //! 1. Order: the batch is committed before the connection runs any other request and
-//!    before any reply is written, so every request sees the SETs before it, and replies
-//!    leave in request order.
-//! 2. Durability: the `+OK` of each SET is encoded only after the batch's commit
-//!    returned, i.e. once the writes are as durable as the mode promises. Other clients
-//!    see none of them before the commit, then all of them (a batch is atomic: a
-//!    strengthening of Redis, where a pipeline is not).
-//! 3. Atomicity with read-modify-write commands: the commit holds the stripes of all its
-//!    keys (`crate::locks`), like any write.
-//! 4. Errors: a SET the engine would refuse by itself (an empty or over-long key) is not
-//!    batched, so a batch fails only as a whole store fails (I/O, poisoned log), and then
-//!    every SET in it gets that error and none is written.
+//!    before any reply is written, so every request sees the writes before it, and
+//!    replies leave in request order. Within the batch, each counter reads the value the
+//!    earlier operations of the batch left (an overlay over the store).
+//! 2. Durability: the replies are encoded only after the batch's commit returned, i.e.
+//!    once the writes are as durable as the mode promises. Other clients see none of
+//!    them before the commit, then all of them (a batch is atomic: a strengthening of
+//!    Redis, where a pipeline is not).
+//! 3. Atomicity with other connections: the stripes of every key of the batch
+//!    (`crate::locks`) are taken together, in ascending order, before the first read and
+//!    held through the commit, so counters read and write under them as INCR does alone.
+//! 4. Errors: a request the engine or Redis's rules would refuse by itself (an empty or
+//!    over-long key, a non-integer increment) is not batched and runs alone. A counter
+//!    whose value is not an integer, or would overflow, gets its error and writes nothing;
+//!    the rest of the batch goes on. A failing read or commit (I/O, poisoned log) gives
+//!    every operation of the batch that error, and nothing of the batch is written.
 //! 5. Bounds: a batch holds at most [`MAX_BATCH_LEN`] bytes of keys and values and at most
-//!    the connection's pending-reply limit of SETs; the connection commits it when full.
+//!    the connection's pending-reply limit of operations; the connection commits it when
+//!    full.
 
-use super::{keyspace, Ctx, COMMANDS};
+use std::collections::HashMap;
+use std::time::{Duration, UNIX_EPOCH};
+
+use cairn::EntryOptions;
+
+use super::store::entry;
+use super::{args, errors, keyspace, Ctx, COMMANDS};
 use crate::resp::{Reply, Request};
 
 /// Bytes of keys and values after which a batch is committed.
 pub(crate) const MAX_BATCH_LEN: usize = 4 << 20;
 
-/// Longest key a batched SET may have: the engine's key limit. A SET whose key the engine
-/// would refuse (empty, too long) runs alone, so its error never fails the SETs beside it.
+/// Longest key a batched operation may have: the engine's key limit.
 const MAX_BATCHED_KEY_LEN: usize = u16::MAX as usize;
 
-/// The SETs gathered so far.
+/// One gathered operation.
+enum Op {
+    Set(Vec<u8>, Vec<u8>),
+    /// A counter update: the key, the delta, and the command's name (for statistics).
+    Add(Vec<u8>, i64, &'static str),
+}
+
+impl Op {
+    fn key(&self) -> &[u8] {
+        match self {
+            Op::Set(k, _) | Op::Add(k, ..) => k,
+        }
+    }
+
+    fn command(&self) -> &'static str {
+        match self {
+            Op::Set(..) => "set",
+            Op::Add(_, _, name) => name,
+        }
+    }
+}
+
+/// The operations gathered so far.
 #[derive(Default)]
 pub(crate) struct SetBatch {
-    pairs: Vec<(Vec<u8>, Vec<u8>)>,
+    ops: Vec<Op>,
     bytes: usize,
 }
 
+/// Parses a batchable request.
+fn op_of(request: &[Vec<u8>]) -> Option<Op> {
+    let (name, key, rest) = match request {
+        [name, key, rest @ ..] if (1..=MAX_BATCHED_KEY_LEN).contains(&key.len()) => {
+            (name, key, rest)
+        }
+        _ => return None,
+    };
+    let is = |w: &str| args::is(name, w);
+    match rest {
+        [value] if is("set") => Some(Op::Set(key.clone(), value.clone())),
+        [] if is("incr") => Some(Op::Add(key.clone(), 1, "incr")),
+        [] if is("decr") => Some(Op::Add(key.clone(), -1, "decr")),
+        [delta] if is("incrby") => args::int(delta).map(|d| Op::Add(key.clone(), d, "incrby")),
+        [delta] if is("decrby") => args::int(delta)
+            .and_then(i64::checked_neg)
+            .map(|d| Op::Add(key.clone(), d, "decrby")),
+        _ => None,
+    }
+}
+
 impl SetBatch {
-    /// Takes `request` if it is a plain SET the session may run; gives it back otherwise.
+    /// Takes `request` if it can be batched for this session; gives it back otherwise.
     pub(crate) fn offer(&mut self, ctx: &Ctx<'_>, request: Request) -> Option<Request> {
         if !ctx.session.authenticated {
             return Some(request);
         }
-        match <[Vec<u8>; 3]>::try_from(request) {
-            Ok([name, key, value])
-                if name.eq_ignore_ascii_case(b"set")
-                    && (1..=MAX_BATCHED_KEY_LEN).contains(&key.len()) =>
-            {
-                self.bytes = self.bytes.saturating_add(key.len() + value.len());
-                self.pairs.push((key, value));
-                None
-            }
-            Ok(three) => Some(three.into()),
-            Err(other) => Some(other),
-        }
+        let Some(op) = op_of(&request) else {
+            return Some(request);
+        };
+        let len = match &op {
+            Op::Set(k, v) => k.len() + v.len(),
+            Op::Add(k, ..) => k.len() + 20,
+        };
+        self.bytes = self.bytes.saturating_add(len);
+        self.ops.push(op);
+        None
     }
 
     /// True if the batch should be committed before taking more.
     pub(crate) fn full(&self, max_count: usize) -> bool {
-        self.bytes >= MAX_BATCH_LEN || self.pairs.len() >= max_count
+        self.bytes >= MAX_BATCH_LEN || self.ops.len() >= max_count
     }
 
-    /// Commits the batch (if any) and returns how many replies it owes and the reply each
-    /// gets: `+OK`, or the commit's error for every one of them.
-    pub(crate) fn commit(&mut self, ctx: &mut Ctx<'_>) -> (usize, Reply) {
-        let count = self.pairs.len();
-        if count == 0 {
-            return (0, Reply::Ok);
+    /// Commits the batch (if any) and returns the reply of each operation, in order.
+    pub(crate) fn commit(&mut self, ctx: &mut Ctx<'_>) -> Vec<Reply> {
+        if self.ops.is_empty() {
+            return Vec::new();
         }
         let started = std::time::Instant::now();
-        let reply = self.write(ctx).err().unwrap_or(Reply::Ok);
-        self.pairs.clear();
-        self.bytes = 0;
+        let count = self.ops.len();
+        let replies = self.write(ctx).unwrap_or_else(|e| vec![e; count]);
         let stats = &ctx.shared.stats;
         crate::stats::Stats::add(&stats.commands_processed, count as u64);
-        if let Some(c) = COMMANDS
-            .iter()
-            .position(|c| c.name == "set")
-            .and_then(|i| stats.commands.get(i))
-        {
-            let usec =
-                u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX) / count as u64;
-            for _ in 0..count {
+        let usec = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX) / count as u64;
+        for (op, reply) in self.ops.iter().zip(&replies) {
+            let name = op.command();
+            if let Some(c) = COMMANDS
+                .iter()
+                .position(|c| c.name == name)
+                .and_then(|i| stats.commands.get(i))
+            {
                 c.record(usec, reply.is_error());
             }
         }
-        (count, reply)
+        self.ops.clear();
+        self.bytes = 0;
+        replies
     }
 
-    fn write(&self, ctx: &Ctx<'_>) -> Result<(), Reply> {
+    fn write(&self, ctx: &Ctx<'_>) -> Result<Vec<Reply>, Reply> {
         let ks = keyspace(ctx)?;
         let _held = ctx
             .shared
             .locks
-            .lock_all(ctx.session.db, self.pairs.iter().map(|(k, _)| k.as_slice()));
+            .lock_all(ctx.session.db, self.ops.iter().map(Op::key));
+        // What the batch has written so far: key -> (value, expiry in Unix ms).
+        let mut overlay: HashMap<&[u8], (Vec<u8>, Option<u64>)> = HashMap::new();
         let mut batch = ctx.shared.db.batch();
-        for (key, value) in &self.pairs {
-            batch.insert(ks, key, value);
+        let mut replies = Vec::with_capacity(self.ops.len());
+        for op in &self.ops {
+            match op {
+                Op::Set(key, value) => {
+                    batch.insert(ks, key, value);
+                    overlay.insert(key, (value.clone(), None));
+                    replies.push(Reply::Ok);
+                }
+                Op::Add(key, delta, _) => {
+                    let current = match overlay.get(key.as_slice()) {
+                        Some((v, at)) => Some((v.clone(), *at)),
+                        None => entry(ks, key)?.map(|e| (e.value, e.expires_at)),
+                    };
+                    let (old, expires_at) = match &current {
+                        Some((v, at)) => match args::int(v) {
+                            Some(n) => (n, *at),
+                            None => {
+                                replies.push(errors::not_integer());
+                                continue;
+                            }
+                        },
+                        None => (0, None),
+                    };
+                    let Some(new) = old.checked_add(*delta) else {
+                        replies.push(errors::overflow());
+                        continue;
+                    };
+                    let text = new.to_string().into_bytes();
+                    let mut options = EntryOptions::new();
+                    if let Some(ms) = expires_at {
+                        options = options.expires_at(UNIX_EPOCH + Duration::from_millis(ms));
+                    }
+                    batch.insert_entry(ks, key, &text, &options);
+                    overlay.insert(key, (text, expires_at));
+                    replies.push(Reply::Int(new));
+                }
+            }
         }
-        batch.commit_with(Some(ctx.shared.config.durability))?;
-        Ok(())
+        if !batch.is_empty() {
+            batch.commit_with(Some(ctx.shared.config.durability))?;
+        }
+        Ok(replies)
     }
 }
