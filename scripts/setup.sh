@@ -8,7 +8,9 @@
 #   cargo-fuzz                              cargo install (scripts/fuzz-smoke.sh does it)
 #   a JDK >= 17 and Maven                   apt-get (the sparkey-java interop check)
 #   libsnappy-dev, libcdb-dev, gcc          apt-get (crates/bench/install-peers.sh)
-#   python3 with venv                       apt-get (sparkey-python against libsparkey.so)
+#   python3 with venv                       apt-get (sparkey-python against libsparkey.so,
+#                                           redis-py against cairn serve)
+#   redis-cli, redis-benchmark (redis-tools) apt-get (cairn serve's black-box checks)
 #   a Go toolchain with cgo (golang-go)     apt-get, unless go is on the PATH or in
 #                                           /usr/local/go (libcairn's cgo example)
 #
@@ -56,13 +58,15 @@ command -v mvn >/dev/null || need_apt+=(maven)
 # crates/libsparkey/tests/python/run.sh installs sparkey-python into a fresh virtualenv.
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 command -v go >/dev/null || [ -x /usr/local/go/bin/go ] || need_apt+=(golang-go)
+# crates/server/tests/python/run.sh checks cairn serve with Debian's redis-cli and redis-benchmark.
+{ command -v redis-cli >/dev/null && command -v redis-benchmark >/dev/null; } || need_apt+=(redis-tools)
 if [ "${#need_apt[@]}" -gt 0 ]; then
     sudo=()
     if [ "$(id -u)" -ne 0 ]; then
         command -v sudo >/dev/null || fail "need root or sudo to install: ${need_apt[*]}"
         sudo=(sudo)
     fi
-    say "installing ${need_apt[*]} (the sparkey-java interop check, the sparkey-python check, libcairn's Go example)"
+    say "installing ${need_apt[*]} (the sparkey-java interop check, the sparkey-python check, libcairn's Go example, cairn serve's redis-cli checks)"
     export DEBIAN_FRONTEND=noninteractive
     log=$(mktemp)
     if ! { "${sudo[@]}" apt-get update -qq &&

@@ -11,8 +11,11 @@
 #   3. interoperability with sparkey-java, an independent Sparkey implementation
 #   4. sparkey-python (PyPI) run unchanged against Cairn's libsparkey.so
 #   5. the Python package (crates/python): build the abi3 wheel with maturin, pytest
-#   6. a short fuzzing run of every decoder (FUZZ_SECONDS each, default 30)
-#   7. the tests of the memtable's unsafe skip list under Miri
+#   6. the Redis-protocol server (cairn serve): a redis-py suite, redis-cli and
+#      redis-benchmark checks
+#   7. a short fuzzing run of every decoder and of the server's request parser
+#      (FUZZ_SECONDS each, default 30)
+#   8. the tests of the memtable's unsafe skip list under Miri
 # Exits non-zero on the first failure. Prints how long each step took.
 #
 # CAIRN_SOAK=N (a whole number, default 1) runs the long tests N times longer: the kill -9
@@ -37,7 +40,7 @@ step() {
     printf '\n==> %s\n' "$*"
 }
 
-step "installing what the tests need (clippy, rustfmt, nightly with miri, a JDK, Maven, libsnappy, tinycdb, python3 venv)"
+step "installing what the tests need (clippy, rustfmt, nightly with miri, a JDK, Maven, libsnappy, tinycdb, python3 venv, redis-tools)"
 bash scripts/setup.sh
 
 step "cargo fmt --check"
@@ -61,6 +64,9 @@ bash crates/libsparkey/tests/python/run.sh
 
 step "the Python package: build the abi3 wheel, pytest"
 bash crates/python/tests/run.sh
+
+step "the Redis-protocol server: redis-py suite and redis-cli/redis-benchmark checks"
+bash crates/server/tests/python/run.sh
 
 step "fuzz smoke run"
 bash scripts/fuzz-smoke.sh

@@ -3,7 +3,8 @@
 //! This file only parses the command line and dispatches; each command group lives in its
 //! own module (`store/` for the ordered store: `cairn put`, `get`, `scan`, `dump`, ...;
 //! `sparkey/` for the constant store, `bench/` for the benchmarks, `load/` for the load
-//! tester, `demo.rs` for the built-in demonstration).
+//! tester, `demo.rs` for the built-in demonstration, `serve.rs` for `cairn serve`, the
+//! Redis-protocol server of crate `cairn-server`).
 //!
 //! Exit codes, for every command: 0 ok, 1 error, 2 not found (`get`), 3 corruption (the
 //! engine reported damaged files, see `cairn::Error::is_corruption`). Usage errors exit 1,
@@ -19,6 +20,7 @@ mod hexfmt;
 mod load;
 mod plural;
 mod progress;
+mod serve;
 mod sizes;
 mod sparkey;
 mod store;
@@ -53,6 +55,7 @@ enum Command {
     Bench(bench::BenchCommand),
     Demo(demo::DemoArgs),
     Load(load::Args),
+    Serve(serve::ServeArgs),
     /// The ordered store: put, get, head, delete, scan, incr, count, backup, verify,
     /// salvage, export, import, dump, restore, info, stats.
     #[command(flatten)]
@@ -65,6 +68,7 @@ fn run(cli: Cli, out: &mut dyn Write) -> CliResult<u8> {
         Command::Bench(cmd) => bench::run(cmd, out),
         Command::Demo(args) => demo::run(&args, out),
         Command::Load(args) => load::run(&args, out),
+        Command::Serve(args) => serve::run(&args, out),
         Command::Store(cmd) => store::run(cmd, out),
     }
 }

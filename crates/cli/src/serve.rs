@@ -1,0 +1,120 @@
+//! `cairn serve DIR`: the ordered store over the Redis protocol (crate `cairn-server`).
+//!
+//! This module only turns flags into a [`cairn_server::Config`], opens the store, and
+//! turns SIGTERM and SIGINT into a graceful shutdown; the server is the library's. Once
+//! listening it prints one line to standard output, `ready: tcp <addr>` (and
+//! `ready: unix <path>`), so scripts started with `--port 0` learn the port.
+
+use std::io::Write;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cairn::Durability;
+use cairn_server::{Config, Limits, Server};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use crate::errors::{CliError, CliResult};
+use crate::store;
+
+/// Serve the ordered store over the Redis protocol (RESP2 and RESP3): redis-cli and any
+/// Redis client library can then read and write it. Database N (SELECT N) is keyspace
+/// "dbN". A reply to a write is sent once the write is as durable as --durability
+/// promises. SIGTERM, SIGINT and the SHUTDOWN command stop it gracefully.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The store's directory (created if missing).
+    pub dir: PathBuf,
+    /// Address to listen on. Loopback by default: give 0.0.0.0 (with --requirepass) to
+    /// serve other machines.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+    /// TCP port (0: any free port, printed on the ready line).
+    #[arg(long, default_value_t = 6379)]
+    pub port: u16,
+    /// Listen on no TCP port (use with --unixsocket).
+    #[arg(long)]
+    pub no_tcp: bool,
+    /// Also listen on this Unix socket.
+    #[arg(long, value_name = "PATH")]
+    pub unixsocket: Option<PathBuf>,
+    /// Durability of every write: sync, periodic:<µs>, buffered, async:<depth> or none.
+    #[arg(long, default_value = "sync", value_parser = cairn_harness::parse_durability)]
+    pub durability: Durability,
+    /// Password clients must give (AUTH or HELLO ... AUTH default <password>).
+    #[arg(long, value_name = "PASSWORD")]
+    pub requirepass: Option<String>,
+    /// Most clients connected at once.
+    #[arg(long, default_value_t = 10_000)]
+    pub maxclients: usize,
+    /// Disconnect clients idle for this many seconds (0: never).
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub timeout: u64,
+    /// Number of databases (SELECT 0 .. N-1).
+    #[arg(long, default_value_t = 16)]
+    pub databases: usize,
+    /// Largest argument, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_bulk_len)]
+    pub max_bulk_len: usize,
+    /// Most arguments in one request.
+    #[arg(long, value_name = "COUNT", default_value_t = Limits::default().max_multibulk_count)]
+    pub max_multibulk_count: usize,
+    /// Longest inline request or header line, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_inline_len)]
+    pub max_inline_len: usize,
+    /// Serve Prometheus metrics over HTTP at this address (e.g. 127.0.0.1:9121).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
+    /// Replies a pipelining client may have pending before they are written out.
+    #[arg(long, value_name = "COUNT", default_value_t = Limits::default().max_pending_replies)]
+    pub max_pending: usize,
+}
+
+/// Runs the server until it is shut down.
+pub fn run(args: &ServeArgs, out: &mut dyn Write) -> CliResult<u8> {
+    let mut limits = Limits::default();
+    limits.max_bulk_len = args.max_bulk_len;
+    limits.max_multibulk_count = args.max_multibulk_count;
+    limits.max_inline_len = args.max_inline_len;
+    limits.max_pending_replies = args.max_pending.max(1);
+    let mut config = Config::default();
+    config.bind = args.bind;
+    config.port = (!args.no_tcp).then_some(args.port);
+    config.unix_socket = args.unixsocket.clone();
+    config.requirepass = args.requirepass.clone();
+    config.max_clients = args.maxclients.max(1);
+    config.idle_timeout = (args.timeout > 0).then(|| Duration::from_secs(args.timeout));
+    config.databases = args.databases;
+    config.durability = args.durability;
+    config.limits = limits;
+    config.metrics_addr = args.metrics_addr;
+
+    let db = store::open(&args.dir, true)?;
+    let server =
+        Server::start(db, config).map_err(|e| CliError::msg(format!("cairn serve: {e}")))?;
+    let mut signals = Signals::new([SIGTERM, SIGINT])
+        .map_err(|e| CliError::msg(format!("cairn serve: signals: {e}")))?;
+    let stop = server.shutdown_handle();
+    let signal_handle = signals.handle();
+    let watcher = std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            stop.shutdown();
+        }
+    });
+    if let Some(addr) = server.local_addr() {
+        writeln!(out, "ready: tcp {addr}").map_err(CliError::Output)?;
+    }
+    if let Some(addr) = server.metrics_addr() {
+        writeln!(out, "ready: metrics http://{addr}/metrics").map_err(CliError::Output)?;
+    }
+    if let Some(path) = &args.unixsocket {
+        writeln!(out, "ready: unix {}", path.display()).map_err(CliError::Output)?;
+    }
+    out.flush().map_err(CliError::Output)?;
+    let result = server.wait();
+    signal_handle.close();
+    let _ = watcher.join();
+    result.map_err(|e| CliError::msg(format!("cairn serve: {e}")))?;
+    Ok(crate::errors::EXIT_OK)
+}

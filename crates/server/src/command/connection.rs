@@ -1,0 +1,220 @@
+//! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, CLIENT (ID, SETNAME, GETNAME,
+//! SETINFO, INFO, LIST), QUIT, RESET.
+//!
+//! Authentication: with `requirepass` set, a connection starts unauthenticated and only
+//! AUTH, HELLO (with its AUTH option), QUIT and RESET run until it authenticates. The only
+//! user is `default`. Passwords are compared in time independent of where they differ.
+
+use super::args::{self, is};
+use super::store::{arg, int_arg};
+use super::{errors, Ctx, Outcome};
+use crate::resp::{Protocol, Reply};
+
+pub(crate) fn ping(_: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
+    match a.get(1..).unwrap_or_default() {
+        [] => Ok(Reply::simple("PONG")),
+        [msg] => Ok(Reply::Bulk(msg.clone())),
+        _ => Err(errors::wrong_args("ping")),
+    }
+}
+
+pub(crate) fn echo(_: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
+    Ok(Reply::Bulk(arg(a, 1)?.to_vec()))
+}
+
+pub(crate) fn quit(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> Outcome {
+    ctx.session.close = true;
+    Ok(Reply::Ok)
+}
+
+pub(crate) fn reset(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> Outcome {
+    let s = &mut *ctx.session;
+    s.protocol = Protocol::Resp2;
+    s.db = 0;
+    s.name = None;
+    s.authenticated = ctx.shared.config.requirepass.is_none();
+    Ok(Reply::simple("RESET"))
+}
+
+pub(crate) fn select(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
+    let index = int_arg(a, 1)?;
+    match usize::try_from(index) {
+        Ok(i) if i < ctx.shared.keyspaces.len() => {
+            ctx.session.db = i;
+            Ok(Reply::Ok)
+        }
+        _ => Err(Reply::error("ERR DB index is out of range")),
+    }
+}
+
+/// Checks `user`/`password` against the configuration.
+fn check(ctx: &Ctx<'_>, user: &[u8], password: &[u8]) -> Result<(), Reply> {
+    let Some(expected) = &ctx.shared.config.requirepass else {
+        return Err(Reply::error(
+            "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+        ));
+    };
+    if user == b"default" && same(expected.as_bytes(), password) {
+        Ok(())
+    } else {
+        Err(errors::wrong_pass())
+    }
+}
+
+/// Equality whose time does not depend on where the inputs first differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    diff == 0 && a.len() == b.len()
+}
+
+pub(crate) fn auth(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
+    let (user, password) = match a.get(1..).unwrap_or_default() {
+        [password] => (&b"default"[..], password.as_slice()),
+        [user, password] => (user.as_slice(), password.as_slice()),
+        _ => return Err(errors::syntax()),
+    };
+    check(ctx, user, password)?;
+    ctx.session.authenticated = true;
+    Ok(Reply::Ok)
+}
+
+/// `HELLO [protover [AUTH user pass] [SETNAME name]]`: switches protocol, authenticates,
+/// names the client, and returns the server's description as a map.
+pub(crate) fn hello(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
+    let mut protocol = ctx.session.protocol;
+    if let Some(ver) = a.get(1) {
+        protocol = match args::int(ver) {
+            Some(2) => Protocol::Resp2,
+            Some(3) => Protocol::Resp3,
+            Some(_) => return Err(Reply::error("NOPROTO unsupported protocol version")),
+            None => {
+                return Err(Reply::error(
+                    "ERR Protocol version is not an integer or out of range",
+                ))
+            }
+        };
+    }
+    let mut name = None;
+    let mut i = 2;
+    while let Some(opt) = a.get(i) {
+        if is(opt, "auth") {
+            let (user, password) = (arg(a, i + 1)?, arg(a, i + 2)?);
+            check(ctx, user, password)?;
+            ctx.session.authenticated = true;
+            i += 3;
+        } else if is(opt, "setname") {
+            let value = arg(a, i + 1)?;
+            valid_name(value)?;
+            name = Some(value.to_vec());
+            i += 2;
+        } else {
+            return Err(Reply::error(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(opt)
+            )));
+        }
+    }
+    if !ctx.session.authenticated {
+        return Err(Reply::error(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+        ));
+    }
+    if name.is_some() {
+        ctx.session.name = name;
+    }
+    ctx.session.protocol = protocol;
+    let proto = if protocol == Protocol::Resp3 { 3 } else { 2 };
+    Ok(Reply::Map(vec![
+        (Reply::text("server"), Reply::text("redis")),
+        (
+            Reply::text("version"),
+            Reply::text(super::admin::REDIS_VERSION),
+        ),
+        (Reply::text("proto"), Reply::Int(proto)),
+        (
+            Reply::text("id"),
+            Reply::Int(i64::try_from(ctx.session.id).unwrap_or(i64::MAX)),
+        ),
+        (Reply::text("mode"), Reply::text("standalone")),
+        (Reply::text("role"), Reply::text("master")),
+        (Reply::text("modules"), Reply::Array(Vec::new())),
+    ]))
+}
+
+fn valid_name(name: &[u8]) -> Result<(), Reply> {
+    if name.iter().all(|&b| (b'!'..=b'~').contains(&b)) {
+        Ok(())
+    } else {
+        Err(Reply::error(
+            "ERR Client names cannot contain spaces, newlines or special characters.",
+        ))
+    }
+}
+
+pub(crate) fn client(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
+    let sub = arg(a, 1)?;
+    let rest = a.get(2..).unwrap_or_default();
+    let wrong = || {
+        Reply::error(format!(
+            "ERR wrong number of arguments for 'client|{}' command",
+            args::lower(sub)
+        ))
+    };
+    match (args::lower(sub).as_str(), rest) {
+        ("id", []) => Ok(Reply::Int(
+            i64::try_from(ctx.session.id).unwrap_or(i64::MAX),
+        )),
+        ("getname", []) => Ok(Reply::bulk_or_nil(ctx.session.name.clone())),
+        ("setname", [name]) => {
+            valid_name(name)?;
+            ctx.session.name = if name.is_empty() {
+                None
+            } else {
+                Some(name.clone())
+            };
+            Ok(Reply::Ok)
+        }
+        ("setinfo", [attr, value]) => {
+            if is(attr, "lib-name") {
+                valid_name(value)?;
+                ctx.session.lib_name = Some(value.clone());
+            } else if is(attr, "lib-ver") {
+                valid_name(value)?;
+                ctx.session.lib_ver = Some(value.clone());
+            } else {
+                return Err(Reply::error(format!(
+                    "ERR Unrecognized option '{}'",
+                    String::from_utf8_lossy(attr)
+                )));
+            }
+            Ok(Reply::Ok)
+        }
+        ("info", []) => Ok(Reply::Bulk(describe(ctx).into_bytes())),
+        ("list", _) => Ok(Reply::Bulk(
+            ctx.shared.client_list(ctx.session).into_bytes(),
+        )),
+        ("no-evict" | "no-touch", [_]) => Ok(Reply::Ok),
+        ("id" | "getname" | "setname" | "setinfo" | "info", _) => Err(wrong()),
+        _ => Err(errors::unknown_subcommand(sub, "client")),
+    }
+}
+
+/// The `CLIENT INFO` line of this connection.
+fn describe(ctx: &Ctx<'_>) -> String {
+    let s = &*ctx.session;
+    let text = |v: &Option<Vec<u8>>| {
+        v.as_deref()
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default()
+            .into_owned()
+    };
+    format!(
+        "id={} name={} db={} resp={} lib-name={} lib-ver={}\n",
+        s.id,
+        text(&s.name),
+        s.db,
+        if s.protocol == Protocol::Resp3 { 3 } else { 2 },
+        text(&s.lib_name),
+        text(&s.lib_ver)
+    )
+}

@@ -1,0 +1,59 @@
+//! What an operator chooses for a server ([`Config`]); `cairn serve`'s flags fill it.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cairn::Durability;
+
+use crate::limits::Limits;
+
+/// A server's configuration. [`Config::default`] listens on 127.0.0.1:6379 only, with no
+/// password, 16 databases, 10,000 clients at most and no idle timeout (as Redis), and `sync`
+/// durability.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// Address to listen on (loopback unless told otherwise).
+    pub bind: IpAddr,
+    /// TCP port; 0 picks a free one (see [`crate::Server::local_addr`]). `None`: no TCP.
+    pub port: Option<u16>,
+    /// A Unix socket to listen on as well (or instead, with `port: None`).
+    pub unix_socket: Option<PathBuf>,
+    /// The password clients must give (`AUTH`, `HELLO ... AUTH`), if any.
+    pub requirepass: Option<String>,
+    /// Most clients connected at once; one more is told so and disconnected.
+    pub max_clients: usize,
+    /// A client idle this long is disconnected (`None`: never).
+    pub idle_timeout: Option<Duration>,
+    /// Number of databases (`SELECT 0` .. `SELECT n-1`); database `i` is keyspace `db<i>`.
+    pub databases: usize,
+    /// Durability of every write the server makes; a reply is sent once it is reached.
+    pub durability: Durability,
+    /// Where to serve Prometheus metrics over HTTP, if anywhere.
+    pub metrics_addr: Option<SocketAddr>,
+    /// Per-connection limits.
+    pub limits: Limits,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: Some(6379),
+            unix_socket: None,
+            requirepass: None,
+            max_clients: 10_000,
+            idle_timeout: None,
+            databases: 16,
+            durability: Durability::Sync,
+            metrics_addr: None,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// The keyspace holding database `index`.
+pub(crate) fn keyspace_name(index: usize) -> String {
+    format!("db{index}")
+}

@@ -1,0 +1,55 @@
+//! # cairn-server
+//!
+//! Cairn's ordered store over the Redis protocol: `cairn serve DIR` runs [`Server`], and
+//! any Redis client (redis-cli, redis-py, Jedis, go-redis, ...) reads and writes the store.
+//!
+//! The walk along a request: [`resp`] parses the bytes into a request (strict limits from
+//! [`Limits`], never a panic), `conn` runs one connection (reads, runs each request,
+//! writes the replies), `command` maps a request onto the store (one module per command
+//! group), and `server` accepts connections, keeps the registry of clients and shuts down
+//! in order, and `metrics` serves the counters to Prometheus (`--metrics-addr`). [`Config`] holds what an operator chooses.
+//!
+//! ## Contract
+//!
+//! * A reply to a write is sent only after the engine call returned, and the engine
+//!   returns only once the write is as durable as the store's [`cairn::Durability`]
+//!   promises (`sync`: fsynced). So an acknowledged write survives what its mode promises.
+//! * A malformed or oversized request gets a Redis-style `ERR Protocol error: ...` reply and
+//!   closes that connection only.
+//! * Read-modify-write commands (INCR, APPEND, SET with NX/XX/GET/KEEPTTL, GETDEL, EXPIRE,
+//!   ...) and every write are serialised per key by a striped lock inside the server (see
+//!   `locks`), so concurrent clients see them as atomic. Writes made to the store by
+//!   other means than this server do not take these locks.
+//!
+//! ```no_run
+//! use cairn::{Db, Options};
+//! use cairn_server::{Config, Server};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let db = Db::open("/tmp/store", Options::default())?;
+//! let server = Server::start(db, Config::default())?;
+//! println!("listening on {:?}", server.local_addr());
+//! server.wait()?; // until SHUTDOWN or `server.shutdown_handle().shutdown()`
+//! # Ok(())
+//! # }
+//! ```
+
+mod command;
+mod config;
+mod conn;
+mod cursor;
+mod error;
+mod glob;
+mod limits;
+mod locks;
+mod metrics;
+pub mod resp;
+mod server;
+mod session;
+mod stats;
+mod stream;
+
+pub use config::Config;
+pub use error::{Error, Result};
+pub use limits::Limits;
+pub use server::{Server, ShutdownHandle};
