@@ -317,7 +317,7 @@ impl Db {
             match py.allow_threads(|| t.commit_now(d)) {
                 Ok(_) => return Ok(out.unbind()),
                 Err(Fail::Engine(e)) if e.is_conflict() && attempt < max_attempts.max(1) => {
-                    py.allow_threads(|| backoff(attempt));
+                    py.allow_threads(|| crate::retry::backoff(attempt));
                 }
                 Err(f) => return Err(crate::errors::raise(py, f)),
             }
@@ -455,15 +455,4 @@ impl Db {
 pub(crate) fn verify<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
     let report = py.allow_threads(|| cairn::verify(&path)).or_raise(py)?;
     reports::verify(py, &report)
-}
-
-/// Waits before attempt `attempt + 1` of `Db.update`: a pause up to 50 µs × 2^attempt (at
-/// most 10 ms), spread by the clock's nanoseconds so conflicting threads do not meet again
-/// in lockstep.
-pub(crate) fn backoff(attempt: u32) {
-    let cap_us = (50u64 << attempt.min(8)).min(10_000);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::from(d.subsec_nanos()));
-    std::thread::sleep(std::time::Duration::from_micros(nanos % cap_us + 1));
 }

@@ -481,7 +481,7 @@ impl Keyspace {
             match committed {
                 Ok(_) => return Ok(current.map(|v| PyBytes::new(py, &v).unbind())),
                 Err(Fail::Engine(e)) if e.is_conflict() && attempt < ATTEMPTS => {
-                    py.allow_threads(|| crate::db::backoff(attempt));
+                    py.allow_threads(|| crate::retry::backoff(attempt));
                 }
                 Err(f) => return Err(crate::errors::raise(py, f)),
             }

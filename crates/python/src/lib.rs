@@ -31,6 +31,7 @@ mod iter;
 mod keyspace;
 mod options;
 mod reports;
+mod retry;
 mod shared;
 mod snapshot;
 mod sparkey;

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use crate::command::{self, Ctx, SetBatch};
 use crate::resp::{Parser, Reply};
-use crate::server::Shared;
 use crate::session::Session;
+use crate::shared::Shared;
 use crate::stats::Stats;
 use crate::stream::Stream;
 

@@ -46,6 +46,7 @@ mod metrics;
 pub mod resp;
 mod server;
 mod session;
+mod shared;
 mod stats;
 mod stream;
 

@@ -12,7 +12,7 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 use crate::command::COMMANDS;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::stats::{Stats, LATENCY_BOUNDS_US};
 
 /// Serves scrapes until the server stops.

@@ -1,4 +1,5 @@
-//! The server: listeners, the registry of connected clients, and shutdown.
+//! The server: listeners, connection threads and shutdown (the registry of connected
+//! clients and what connections share are in `shared.rs`).
 //!
 //! Threading model: one acceptor thread per listener (TCP, Unix socket) and one thread
 //! per connection, at most `max_clients` of them. Engine calls block (a `sync` write
@@ -18,15 +19,15 @@
 //! and a write that was running when shutdown began completes before the store closes.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use cairn::{Db, Durability, Keyspace};
+use cairn::Db;
 use parking_lot::{Condvar, Mutex};
 
 use crate::command::COMMANDS;
@@ -34,141 +35,13 @@ use crate::config::{keyspace_name, Config};
 use crate::cursor::Cursors;
 use crate::error::{Error, Result};
 use crate::locks::KeyLocks;
-use crate::session::Session;
+use crate::shared::{Shared, Wake};
 use crate::stats::Stats;
 use crate::stream::Stream;
 
 /// Stack of a connection thread: requests are flat and parsing is iterative, so this is
 /// ample for the engine's read path.
 const CONNECTION_STACK: usize = 512 << 10;
-
-/// A connected client as the registry knows it.
-struct Client {
-    /// A handle on the socket, to shut its read half at shutdown.
-    socket: Stream,
-    addr: String,
-    since: Instant,
-}
-
-/// What all connections share.
-pub(crate) struct Shared {
-    pub(crate) db: Db,
-    /// Database `i` is `keyspaces[i]`.
-    pub(crate) keyspaces: Vec<Keyspace>,
-    pub(crate) config: Config,
-    pub(crate) locks: KeyLocks,
-    pub(crate) cursors: Cursors,
-    pub(crate) stats: Stats,
-    pub(crate) started: Instant,
-    /// The TCP port listened on (0 without TCP).
-    pub(crate) tcp_port: u16,
-    clients: Mutex<HashMap<u64, Client>>,
-    clients_gone: Condvar,
-    next_id: AtomicU64,
-    stopping: AtomicBool,
-    /// Where to connect to wake each acceptor.
-    wake: Vec<Wake>,
-}
-
-#[derive(Debug, Clone)]
-enum Wake {
-    Tcp(SocketAddr),
-    Unix(PathBuf),
-}
-
-impl Shared {
-    /// Starts a graceful shutdown (idempotent); see the module docs.
-    pub(crate) fn shutdown(&self) {
-        {
-            let clients = self.clients.lock();
-            if self.stopping.swap(true, Ordering::SeqCst) {
-                return;
-            }
-            for c in clients.values() {
-                let _ = c.socket.shutdown(Shutdown::Read);
-            }
-        }
-        for w in &self.wake {
-            let _ = match w {
-                Wake::Tcp(addr) => {
-                    TcpStream::connect_timeout(addr, Duration::from_secs(1)).map(drop)
-                }
-                Wake::Unix(path) => UnixStream::connect(path).map(drop),
-            };
-        }
-    }
-
-    pub(crate) fn stopping(&self) -> bool {
-        self.stopping.load(Ordering::SeqCst)
-    }
-
-    pub(crate) fn client_count(&self) -> usize {
-        self.clients.lock().len()
-    }
-
-    /// CLIENT LIST: one line per connection (id, address, age; the caller's own line
-    /// also shows its name and database).
-    pub(crate) fn client_list(&self, me: &Session) -> String {
-        let clients = self.clients.lock();
-        let mut ids: Vec<&u64> = clients.keys().collect();
-        ids.sort();
-        let mut out = String::new();
-        for id in ids {
-            if let Some(c) = clients.get(id) {
-                let (name, db) = if *id == me.id {
-                    let name = me
-                        .name
-                        .as_deref()
-                        .map(String::from_utf8_lossy)
-                        .unwrap_or_default();
-                    (name.into_owned(), me.db)
-                } else {
-                    (String::new(), 0)
-                };
-                out.push_str(&format!(
-                    "id={id} addr={} age={} name={name} db={db}\n",
-                    c.addr,
-                    c.since.elapsed().as_secs()
-                ));
-            }
-        }
-        out
-    }
-
-    /// Registers a new connection, or refuses it (too many clients, shutting down).
-    fn admit(&self, socket: &Stream) -> std::result::Result<u64, &'static str> {
-        Stats::add(&self.stats.connections_received, 1);
-        let mut clients = self.clients.lock();
-        if self.stopping() {
-            return Err("-ERR Server is shutting down\r\n");
-        }
-        if clients.len() >= self.config.max_clients {
-            Stats::add(&self.stats.rejected_connections, 1);
-            return Err("-ERR max number of clients reached\r\n");
-        }
-        let handle = socket
-            .try_clone()
-            .map_err(|_| "-ERR cannot accept the connection\r\n")?;
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
-        clients.insert(
-            id,
-            Client {
-                addr: socket.peer(),
-                socket: handle,
-                since: Instant::now(),
-            },
-        );
-        Ok(id)
-    }
-
-    pub(crate) fn leave(&self, id: u64) {
-        let mut clients = self.clients.lock();
-        clients.remove(&id);
-        if clients.is_empty() {
-            self.clients_gone.notify_all();
-        }
-    }
-}
 
 /// Stops a running server from another thread (a signal handler's thread, a test).
 /// It holds no reference to the store: once the server is gone, it does nothing.
@@ -421,17 +294,5 @@ fn start_connection(shared: &Arc<Shared>, mut socket: Stream) {
         });
     if started.is_err() {
         shared.leave(id);
-    }
-}
-
-/// The spelling of a durability mode on the command line and in INFO.
-pub(crate) fn durability_name(d: Durability) -> String {
-    match d {
-        Durability::Sync => "sync".into(),
-        Durability::Periodic(every) => format!("periodic:{}", every.as_micros()),
-        Durability::Buffered => "buffered".into(),
-        Durability::Async { queue_depth } => format!("async:{queue_depth}"),
-        Durability::None => "none".into(),
-        other => format!("{other:?}"),
     }
 }

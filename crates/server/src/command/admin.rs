@@ -99,7 +99,7 @@ pub(crate) fn info(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
              cairn_compactions:{}\r\ncairn_write_stalls:{}\r\ncairn_table_bytes:{}\r\ncairn_wal_bytes_written:{}\r\n\
              cairn_cache_hits:{}\r\ncairn_cache_misses:{}\r\n\r\n",
             u8::from(sh.config.durability != cairn::Durability::None),
-            crate::server::durability_name(sh.config.durability),
+            crate::shared::durability_name(sh.config.durability),
             s.last_seqno,
             s.durable_seqno,
             s.flushes,

@@ -27,8 +27,8 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use crate::resp::Reply;
-use crate::server::Shared;
 use crate::session::Session;
+use crate::shared::Shared;
 use crate::stats::Stats;
 
 /// What a handler works with: the server's shared state and the client's session.

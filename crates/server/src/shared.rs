@@ -1,0 +1,163 @@
+//! [`Shared`]: what every connection of a server shares (the store, its keyspaces,
+//! configuration, key locks, cursors, statistics) and the registry of connected clients,
+//! which shutdown walks (see `server.rs` for the order of a shutdown).
+//!
+//! Invariant: the stopping flag is set under the registry lock, so no client is admitted
+//! after a shutdown began, and every admitted client's read half is shut by it.
+
+use std::collections::HashMap;
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use cairn::{Db, Durability, Keyspace};
+use parking_lot::{Condvar, Mutex};
+
+use crate::config::Config;
+use crate::cursor::Cursors;
+use crate::locks::KeyLocks;
+use crate::session::Session;
+use crate::stats::Stats;
+use crate::stream::Stream;
+
+/// A connected client as the registry knows it.
+pub(crate) struct Client {
+    /// A handle on the socket, to shut its read half at shutdown.
+    pub(crate) socket: Stream,
+    pub(crate) addr: String,
+    pub(crate) since: Instant,
+}
+
+/// What all connections share.
+pub(crate) struct Shared {
+    pub(crate) db: Db,
+    /// Database `i` is `keyspaces[i]`.
+    pub(crate) keyspaces: Vec<Keyspace>,
+    pub(crate) config: Config,
+    pub(crate) locks: KeyLocks,
+    pub(crate) cursors: Cursors,
+    pub(crate) stats: Stats,
+    pub(crate) started: Instant,
+    /// The TCP port listened on (0 without TCP).
+    pub(crate) tcp_port: u16,
+    pub(crate) clients: Mutex<HashMap<u64, Client>>,
+    pub(crate) clients_gone: Condvar,
+    pub(crate) next_id: AtomicU64,
+    pub(crate) stopping: AtomicBool,
+    /// Where to connect to wake each acceptor.
+    pub(crate) wake: Vec<Wake>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Wake {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+impl Shared {
+    /// Starts a graceful shutdown (idempotent); see the module docs.
+    pub(crate) fn shutdown(&self) {
+        {
+            let clients = self.clients.lock();
+            if self.stopping.swap(true, Ordering::SeqCst) {
+                return;
+            }
+            for c in clients.values() {
+                let _ = c.socket.shutdown(Shutdown::Read);
+            }
+        }
+        for w in &self.wake {
+            let _ = match w {
+                Wake::Tcp(addr) => {
+                    TcpStream::connect_timeout(addr, Duration::from_secs(1)).map(drop)
+                }
+                Wake::Unix(path) => UnixStream::connect(path).map(drop),
+            };
+        }
+    }
+
+    pub(crate) fn stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn client_count(&self) -> usize {
+        self.clients.lock().len()
+    }
+
+    /// CLIENT LIST: one line per connection (id, address, age; the caller's own line
+    /// also shows its name and database).
+    pub(crate) fn client_list(&self, me: &Session) -> String {
+        let clients = self.clients.lock();
+        let mut ids: Vec<&u64> = clients.keys().collect();
+        ids.sort();
+        let mut out = String::new();
+        for id in ids {
+            if let Some(c) = clients.get(id) {
+                let (name, db) = if *id == me.id {
+                    let name = me
+                        .name
+                        .as_deref()
+                        .map(String::from_utf8_lossy)
+                        .unwrap_or_default();
+                    (name.into_owned(), me.db)
+                } else {
+                    (String::new(), 0)
+                };
+                out.push_str(&format!(
+                    "id={id} addr={} age={} name={name} db={db}\n",
+                    c.addr,
+                    c.since.elapsed().as_secs()
+                ));
+            }
+        }
+        out
+    }
+
+    /// Registers a new connection, or refuses it (too many clients, shutting down).
+    pub(crate) fn admit(&self, socket: &Stream) -> std::result::Result<u64, &'static str> {
+        Stats::add(&self.stats.connections_received, 1);
+        let mut clients = self.clients.lock();
+        if self.stopping() {
+            return Err("-ERR Server is shutting down\r\n");
+        }
+        if clients.len() >= self.config.max_clients {
+            Stats::add(&self.stats.rejected_connections, 1);
+            return Err("-ERR max number of clients reached\r\n");
+        }
+        let handle = socket
+            .try_clone()
+            .map_err(|_| "-ERR cannot accept the connection\r\n")?;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        clients.insert(
+            id,
+            Client {
+                addr: socket.peer(),
+                socket: handle,
+                since: Instant::now(),
+            },
+        );
+        Ok(id)
+    }
+
+    pub(crate) fn leave(&self, id: u64) {
+        let mut clients = self.clients.lock();
+        clients.remove(&id);
+        if clients.is_empty() {
+            self.clients_gone.notify_all();
+        }
+    }
+}
+
+/// The spelling of a durability mode on the command line and in INFO.
+pub(crate) fn durability_name(d: Durability) -> String {
+    match d {
+        Durability::Sync => "sync".into(),
+        Durability::Periodic(every) => format!("periodic:{}", every.as_micros()),
+        Durability::Buffered => "buffered".into(),
+        Durability::Async { queue_depth } => format!("async:{queue_depth}"),
+        Durability::None => "none".into(),
+        other => format!("{other:?}"),
+    }
+}
