@@ -10,7 +10,14 @@
 //! keeps a block only when it is missed again soon). Lookups fill it; full-log iterations
 //! bypass it so a scan does not evict the working set. Thread-safety: `BlockCache` is
 //! `Send + Sync`.
+//!
+//! Allocation: a block that will not be cached is decompressed straight into its final
+//! allocation, and when its last holder drops it, that allocation becomes the thread's
+//! spare for the next such block (`SPARE`): a lookup that misses the cache allocates and
+//! zeroes nothing. Invariant: only an unshared block without an entry table (so never one
+//! the cache holds) becomes a spare, and readers never look past a block's `data_len`.
 
+use std::cell::Cell;
 #[cfg(feature = "zstd")]
 use std::cell::RefCell;
 use std::path::Path;
@@ -61,6 +68,56 @@ impl Block {
         Block(buf.into())
     }
 
+    /// A block without an entry table, of `data_len` bytes that `fill` writes, built in
+    /// its final allocation: no copy from a staging buffer, and on the reading thread's
+    /// second and later uncached blocks no allocation and no zeroing either (the thread's
+    /// spare, see [`SPARE`]). `block_size` is the log's bound on `data_len`.
+    fn direct(
+        next_offset: u64,
+        data_len: usize,
+        block_size: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result<()>,
+    ) -> Result<Block> {
+        let len32 =
+            u32::try_from(data_len).map_err(|_| Error::invalid("a block of 4 GiB or more"))?;
+        // Pooled blocks all have room for the largest block of their log, so any of its
+        // blocks fits the spare; beyond `SPARE_MAX` the allocation is exact.
+        let len = PREFIX
+            + if block_size <= SPARE_MAX {
+                block_size.max(data_len)
+            } else {
+                data_len
+            };
+        let spare = SPARE
+            .try_with(Cell::take)
+            .ok()
+            .flatten()
+            .filter(|s| s.len() == len);
+        let mut all: Arc<[u8]> = spare.unwrap_or_else(|| std::iter::repeat_n(0u8, len).collect());
+        let bytes = match Arc::get_mut(&mut all) {
+            Some(bytes) => bytes,
+            // Only unshared allocations become spares and a new one is unshared, so this is
+            // not reached; a fresh allocation is still correct if it were.
+            None => {
+                all = std::iter::repeat_n(0u8, len).collect();
+                Arc::get_mut(&mut all).ok_or_else(|| Error::invalid("a new block is shared"))?
+            }
+        };
+        let (prefix, rest) = bytes.split_at_mut(PREFIX);
+        let fields = next_offset
+            .to_le_bytes()
+            .into_iter()
+            .chain(len32.to_le_bytes())
+            .chain(NOT_INDEXED.to_le_bytes());
+        for (dst, src) in prefix.iter_mut().zip(fields) {
+            *dst = src;
+        }
+        // The bytes past `data_len` (a spare's earlier contents) are never read: every
+        // accessor stops at `data_len`.
+        fill(rest.get_mut(..data_len).unwrap_or(&mut []))?;
+        Ok(Block(all))
+    }
+
     fn data_len(&self) -> usize {
         get_u32_le(&self.0, 8).unwrap_or(0) as usize
     }
@@ -95,6 +152,35 @@ impl Block {
     /// Bytes held by this block.
     pub fn footprint(&self) -> usize {
         self.0.len()
+    }
+}
+
+/// The largest block allocation a thread keeps as its spare (see [`SPARE`]).
+const SPARE_MAX: usize = 256 << 10;
+
+thread_local! {
+    /// One spare block allocation per thread: an uncached block (no entry table) that
+    /// its last holder dropped, reused by the thread's next uncached block of the same
+    /// log block size. A lookup that misses the cache (or runs without one) then
+    /// decompresses into memory that is already allocated and initialised.
+    static SPARE: Cell<Option<Arc<[u8]>>> = const { Cell::new(None) };
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        let len = self.0.len();
+        // Blocks with an entry table may be in the cache; only the last holder of an
+        // uncached one hands it on, so a spare is never shared.
+        if len <= PREFIX
+            || len > PREFIX + SPARE_MAX
+            || get_u32_le(&self.0, 12) != Some(NOT_INDEXED)
+            || Arc::get_mut(&mut self.0).is_none()
+        {
+            return;
+        }
+        let all = std::mem::take(&mut self.0);
+        // During thread teardown the spare is gone: the block is then just freed.
+        let _ = SPARE.try_with(|spare| spare.set(Some(all)));
     }
 }
 
@@ -217,6 +303,26 @@ pub fn decode_block(
                     )),
                 ));
             }
+            if !index_entries {
+                // Kept by no cache: decompressed straight into the block's one allocation,
+                // which a lookup reads once and drops (no entry table to append, so the
+                // final size is known before the data).
+                return Block::direct(next_offset, n, limit, |data| {
+                    let got = snap::raw::Decoder::new()
+                        .decompress(body, data)
+                        .map_err(|e| corrupt(offset, Reason::Decompress(e.to_string())))?;
+                    if got == n {
+                        Ok(())
+                    } else {
+                        Err(corrupt(
+                            offset,
+                            Reason::Decompress(format!(
+                                "block decodes to {got} bytes, not the {n} it claims"
+                            )),
+                        ))
+                    }
+                });
+            }
             let mut out = vec![0u8; PREFIX + n];
             let got = snap::raw::Decoder::new()
                 .decompress(body, out.get_mut(PREFIX..).unwrap_or(&mut []))
@@ -319,5 +425,55 @@ mod tests {
         assert_eq!(nth_entry_start(&data, 1), None);
         assert_eq!(entry_starts(&[]), Vec::<u32>::new());
         assert_eq!(nth_entry_start(&[], 0), None);
+    }
+
+    /// `VLQ(len) snappy(data)`: one block as a log stores it.
+    fn stored(data: &[u8]) -> Vec<u8> {
+        let body = snap::raw::Encoder::new()
+            .compress_vec(data)
+            .unwrap_or_default();
+        let mut out = Vec::new();
+        crate::coding::put_vlq(&mut out, body.len() as u64);
+        out.extend_from_slice(&body);
+        out
+    }
+
+    /// A thread's spare allocation is reused for its next uncached block: a smaller block
+    /// decoded into it reads back exactly (the larger block's bytes past its end never
+    /// show), and a block another holder still reads never becomes the spare.
+    #[test]
+    fn a_reused_spare_holds_exactly_the_new_block() -> Result<()> {
+        let path = Path::new("spare.spl");
+        let big: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+        let small = [3u8, 1, b'a', b'b', b'c', 2, 0, b'x'];
+        let mut file = stored(&big);
+        let small_at = file.len() as u64;
+        file.extend_from_slice(&stored(&small));
+
+        let first = decode_block(path, &file, 0, Compression::Snappy, 4096, false)?;
+        assert_eq!(first.data(), big.as_slice());
+        let first_ptr = first.data().as_ptr();
+        drop(first);
+        let second = decode_block(path, &file, small_at, Compression::Snappy, 4096, false)?;
+        assert_eq!(
+            second.data().as_ptr(),
+            first_ptr,
+            "the spare was not reused"
+        );
+        assert_eq!(second.data(), small.as_slice());
+        assert_eq!(second.next_offset(), file.len() as u64);
+        assert_eq!(second.entry_start(1), Some(5));
+        assert_eq!(second.entry_start(2), None);
+        drop(second);
+
+        // A block still held elsewhere (a clone) is not handed on when one holder drops it.
+        let third = decode_block(path, &file, 0, Compression::Snappy, 4096, false)?;
+        let fourth_holder = third.clone();
+        drop(third);
+        let fifth = decode_block(path, &file, small_at, Compression::Snappy, 4096, false)?;
+        assert_ne!(fifth.data().as_ptr(), fourth_holder.data().as_ptr());
+        assert_eq!(fourth_holder.data(), big.as_slice());
+        assert_eq!(fifth.data(), small.as_slice());
+        Ok(())
     }
 }

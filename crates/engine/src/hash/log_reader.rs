@@ -242,9 +242,10 @@ impl LogInner {
     }
 
     /// Loads the block at `offset`, through the cache when `cached` (which may decline to
-    /// keep it, see `BlockCache`). Blocks that enter the cache and blocks loaded with
-    /// `index_entries` carry their entry-start table; others are walked when located.
-    pub(crate) fn block(&self, offset: u64, cached: bool, index_entries: bool) -> Result<Block> {
+    /// keep it, see `BlockCache`). Blocks that enter the cache carry their entry-start
+    /// table; others are read once, so locating an entry in them walks from the start
+    /// (no cheaper than building the table, and no allocation).
+    pub(crate) fn block(&self, offset: u64, cached: bool) -> Result<Block> {
         let admit = if cached {
             match self.cache.lookup(offset) {
                 Lookup::Hit(block) => return Ok(block),
@@ -260,7 +261,7 @@ impl LogInner {
             offset,
             h.compression,
             h.block_size,
-            admit || index_entries,
+            admit,
         )?;
         if admit {
             self.cache.insert_admitted(offset, block.clone());
@@ -282,14 +283,14 @@ pub(crate) struct Stream {
 impl Stream {
     /// Positions at the start of the block at `offset`.
     pub(crate) fn at_block(log: &LogInner, offset: u64, cached: bool) -> Result<Stream> {
-        Stream::load(log, offset, cached, false)
+        Stream::load(log, offset, cached)
     }
 
-    fn load(log: &LogInner, offset: u64, cached: bool, index_entries: bool) -> Result<Stream> {
+    fn load(log: &LogInner, offset: u64, cached: bool) -> Result<Stream> {
         if offset < LOG_HEADER_LEN || offset >= log.header.data_end {
             return Err(log.corrupt(offset, Reason::LengthOutOfRange));
         }
-        let block = log.block(offset, cached, index_entries)?;
+        let block = log.block(offset, cached)?;
         Ok(Stream {
             block_offset: offset,
             block,
@@ -305,7 +306,7 @@ impl Stream {
         index: u64,
         cached: bool,
     ) -> Result<Stream> {
-        let mut s = Stream::load(log, offset, cached, true)?;
+        let mut s = Stream::load(log, offset, cached)?;
         s.pos = s.block.entry_start(index).ok_or_else(|| {
             log.corrupt(
                 offset,
@@ -334,7 +335,7 @@ impl Stream {
             if off >= log.header.data_end {
                 return Ok(false);
             }
-            self.block = log.block(off, self.cached, false)?;
+            self.block = log.block(off, self.cached)?;
             self.block_offset = off;
             self.pos = 0;
         }
