@@ -34,10 +34,10 @@ use crate::command::COMMANDS;
 use crate::config::{keyspace_name, Config};
 use crate::cursor::Cursors;
 use crate::error::{Error, Result};
-use crate::locks::KeyLocks;
 use crate::shared::{Shared, Wake};
 use crate::stats::Stats;
 use crate::stream::Stream;
+use crate::users::User;
 
 /// Stack of a connection thread: requests are flat and parsing is iterative, so this is
 /// ample for the engine's read path.
@@ -129,10 +129,16 @@ impl Server {
         };
         let metrics_addr = metrics.as_ref().map(|(_, a)| *a);
         let tcp_addr = tcp.as_ref().map(|(_, a)| *a);
+        let mut users = config.users.clone().unwrap_or_default();
+        if let Some(password) = &config.requirepass {
+            if users.find("default").is_none() {
+                users.insert(User::new("default", password, false));
+            }
+        }
         let shared = Arc::new(Shared {
             db,
             keyspaces,
-            locks: KeyLocks::new(),
+            users,
             cursors: Cursors::default(),
             stats: Stats::new(COMMANDS.len()),
             started: Instant::now(),
