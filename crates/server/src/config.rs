@@ -7,6 +7,7 @@ use std::time::Duration;
 use cairn::Durability;
 
 use crate::limits::Limits;
+use crate::tls::Tls;
 use crate::users::Users;
 
 /// A server's configuration. [`Config::default`] listens on 127.0.0.1:6379 only, with no
@@ -35,6 +36,8 @@ pub struct Config {
     pub databases: usize,
     /// Durability of every write the server makes; a reply is sent once it is reached.
     pub durability: Durability,
+    /// A TLS listener besides the plain one (give `port: None` to serve TLS only).
+    pub tls: Option<Tls>,
     /// Where to serve Prometheus metrics over HTTP, if anywhere.
     pub metrics_addr: Option<SocketAddr>,
     /// Per-connection limits.
@@ -53,6 +56,7 @@ impl Default for Config {
             idle_timeout: None,
             databases: 16,
             durability: Durability::Sync,
+            tls: None,
             metrics_addr: None,
             limits: Limits::default(),
         }

@@ -166,7 +166,7 @@ fn send(shared: &Shared, socket: &mut Stream, out: &mut Vec<u8>) -> std::io::Res
     if out.is_empty() {
         return Ok(());
     }
-    let result = socket.write_all(out);
+    let result = socket.write_all(out).and_then(|()| socket.flush());
     Stats::add(&shared.stats.net_output_bytes, out.len() as u64);
     out.clear();
     if out.capacity() > 4 * READ_LEN {

@@ -49,10 +49,12 @@ mod session;
 mod shared;
 mod stats;
 mod stream;
+mod tls;
 mod users;
 
 pub use config::Config;
 pub use error::{Error, Result};
 pub use limits::Limits;
 pub use server::{Server, ShutdownHandle};
+pub use tls::Tls;
 pub use users::{User, Users};

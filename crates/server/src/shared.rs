@@ -50,7 +50,12 @@ pub(crate) struct Shared {
     pub(crate) stopping: AtomicBool,
     /// Where to connect to wake each acceptor.
     pub(crate) wake: Vec<Wake>,
+    /// The store's size on disk and when it was measured (see [`Shared::disk_bytes`]).
+    pub(crate) disk: Mutex<Option<(Instant, u64)>>,
 }
+
+/// How long a measured disk size is reported before it is measured again.
+const DISK_SIZE_TTL: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone)]
 pub(crate) enum Wake {
@@ -91,6 +96,26 @@ impl Shared {
                 }
                 Wake::Unix(path) => UnixStream::connect(path).map(drop),
             };
+        }
+    }
+
+    /// Bytes the store takes on disk ([`Db::disk_size`]), measured at most once per
+    /// [`DISK_SIZE_TTL`]: a measure lists the store's directory and reads every file's
+    /// length, too costly for every scrape or INFO. `None` if it has never been measured
+    /// successfully.
+    pub(crate) fn disk_bytes(&self) -> Option<u64> {
+        let mut cached = self.disk.lock();
+        if let Some((at, bytes)) = *cached {
+            if at.elapsed() < DISK_SIZE_TTL {
+                return Some(bytes);
+            }
+        }
+        match self.db.disk_size() {
+            Ok(bytes) => {
+                *cached = Some((Instant::now(), bytes));
+                Some(bytes)
+            }
+            Err(_) => cached.map(|(_, bytes)| bytes),
         }
     }
 
