@@ -23,7 +23,10 @@ use crate::store;
 /// Serve the ordered store over the Redis protocol (RESP2 and RESP3): redis-cli and any
 /// Redis client library can then read and write it. Database N (SELECT N) is keyspace
 /// "dbN". A reply to a write is sent once the write is as durable as --durability
-/// promises. SIGTERM, SIGINT and the SHUTDOWN command stop it gracefully.
+/// promises. MULTI/EXEC runs as one serializable transaction of the store; WATCH is
+/// honoured. Users: --requirepass and --users; TLS: --tls-port with --tls-cert and
+/// --tls-key. The store's events (flushes, compactions, stalls, errors) are logged to
+/// standard error. SIGTERM, SIGINT and the SHUTDOWN command stop it gracefully.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// The store's directory (created if missing).

@@ -264,7 +264,7 @@ def test_transactions(server):
     c = server.client(single_connection_client=True)
     # DISCARD drops the queue.
     assert c.execute_command("MULTI") in (b"OK", "OK", True)
-    assert c.execute_command("SET", "tx:discarded", "1") in (b"QUEUED", "QUEUED")
+    assert c.execute_command("APPEND", "tx:discarded", "1") in (b"QUEUED", "QUEUED")
     assert c.execute_command("DISCARD") in (b"OK", "OK", True)
     assert c.get("tx:discarded") is None
     # Nested MULTI is an error; the transaction goes on.
