@@ -66,7 +66,8 @@ fn flush_compaction_and_recovery_losses_are_logged() {
     let ks = db.keyspace("k").unwrap();
     for round in 0..3 {
         for i in 0..100 {
-            ks.insert(format!("key{i:04}"), format!("value{round}")).unwrap();
+            ks.insert(format!("key{i:04}"), format!("value{round}"))
+                .unwrap();
         }
         db.flush().unwrap();
     }
@@ -74,14 +75,23 @@ fn flush_compaction_and_recovery_losses_are_logged() {
     let lines = events.lines();
     let flush = lines
         .iter()
-        .find(|l| l.starts_with(&Level::INFO.to_string()) && l.contains(" \"flush\""))
+        .find(|l| l.starts_with(&format!("{} flush ", Level::INFO)))
         .unwrap_or_else(|| panic!("no flush event in {lines:?}"));
-    assert!(flush.contains("tables=1") && flush.contains("bytes="), "{flush}");
+    assert!(
+        flush.contains("tables=1") && flush.contains("bytes="),
+        "{flush}"
+    );
     let compaction = lines
         .iter()
-        .find(|l| l.contains(" \"compaction\""))
+        .find(|l| l.starts_with(&format!("{} compaction ", Level::INFO)))
         .unwrap_or_else(|| panic!("no compaction event in {lines:?}"));
-    for field in ["inputs=", "input_bytes=", "outputs=", "output_bytes=", "duration_ms="] {
+    for field in [
+        "inputs=",
+        "input_bytes=",
+        "outputs=",
+        "output_bytes=",
+        "duration_ms=",
+    ] {
         assert!(compaction.contains(field), "{compaction}");
     }
     // A torn tail: bytes after the last record of the newest log file.
@@ -96,7 +106,10 @@ fn flush_compaction_and_recovery_losses_are_logged() {
         .collect();
     logs.sort();
     let newest = logs.last().unwrap_or_else(|| panic!("no log file"));
-    let mut f = std::fs::OpenOptions::new().append(true).open(newest).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(newest)
+        .unwrap();
     f.write_all(&[0xA5; 50]).unwrap();
     drop(f);
     let db = Db::open(dir.path(), Options::default()).unwrap();

@@ -1,5 +1,5 @@
 //! MULTI/EXEC/DISCARD/WATCH over the engine's transactions, and counters made atomic by
-//! engine transactions instead of server-side key locks.
+//! engine transactions (no lock in the server).
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -205,7 +205,7 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
             last = None;
             break;
         };
-        let (key, _) = item?;
+        let key = item?;
         if type_ok && pattern.is_none_or(|p| glob::matches(p, &key)) {
             keys.push(Reply::Bulk(key.clone()));
         }

@@ -58,6 +58,9 @@ pub(crate) fn int_arg(args: &[Vec<u8>], i: usize) -> Result<i64, Reply> {
     super::args::int(arg(args, i)?).ok_or_else(errors::not_integer)
 }
 
+/// Keys in order, each with the error of its read.
+pub(crate) type KeyIter<'a> = Box<dyn Iterator<Item = cairn::Result<Vec<u8>>> + 'a>;
+
 /// Where a command reads: the keyspace (a consistent view per read), or a transaction
 /// (its snapshot with its own pending writes laid over it).
 #[derive(Clone, Copy)]
@@ -102,20 +105,13 @@ impl View<'_> {
         }))
     }
 
-    /// The keys from `start` on (excluded), ascending.
-    pub(crate) fn keys_after(
-        &self,
-        start: std::ops::Bound<Vec<u8>>,
-    ) -> Box<dyn Iterator<Item = cairn::Result<(Vec<u8>, Option<u64>)>> + '_> {
+    /// The keys after `start`, ascending (a transaction's scan reads values too: it
+    /// has no scan of heads).
+    pub(crate) fn keys_after(&self, start: std::ops::Bound<Vec<u8>>) -> KeyIter<'_> {
         let range = (start, std::ops::Bound::<Vec<u8>>::Unbounded);
         match self {
-            View::Keyspace(ks) => Box::new(
-                ks.range_heads(range)
-                    .map(|r| r.map(|(k, h)| (k, h.expires_at))),
-            ),
-            // A transaction's scan yields values, not heads; the expiry is read per key
-            // (INFO's keyspace section, the only user of it, does not run in EXEC).
-            View::Tx(tx, ks) => Box::new(tx.range(ks, range).map(|r| r.map(|(k, _)| (k, None)))),
+            View::Keyspace(ks) => Box::new(ks.range_heads(range).map(|r| r.map(|(k, _)| k))),
+            View::Tx(tx, ks) => Box::new(tx.range(ks, range).map(|r| r.map(|(k, _)| k))),
         }
     }
 }
