@@ -38,7 +38,7 @@ pub struct ServeArgs {
     /// TCP port (0: any free port, printed on the ready line).
     #[arg(long, default_value_t = 6379)]
     pub port: u16,
-    /// Listen on no TCP port (use with --unixsocket).
+    /// Listen on no plain TCP port (use with --unixsocket or --tls-port).
     #[arg(long)]
     pub no_tcp: bool,
     /// Also listen on this Unix socket.
@@ -66,9 +66,9 @@ pub struct ServeArgs {
     /// The TLS private key (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, value_name = "FILE", requires = "tls_port")]
     pub tls_key: Option<PathBuf>,
-    /// Log level of the store's and server's events (flushes, compactions, write
-    /// stalls, background errors, recovery losses), written to standard error: error,
-    /// warn, info, debug, trace or off.
+    /// Log level of the store's events (flushes, compactions, write stalls, background
+    /// errors, recovery losses), written to standard error: error, warn, info, debug,
+    /// trace or off.
     #[arg(long, value_name = "LEVEL", default_value = "info")]
     pub log_level: tracing_subscriber::filter::LevelFilter,
     /// Most clients connected at once.

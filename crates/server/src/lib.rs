@@ -7,7 +7,9 @@
 //! [`Limits`], never a panic), `conn` runs one connection (reads, runs each request,
 //! writes the replies), `command` maps a request onto the store (one module per command
 //! group), and `server` accepts connections, keeps the registry of clients and shuts down
-//! in order, and `metrics` serves the counters to Prometheus (`--metrics-addr`). [`Config`] holds what an operator chooses.
+//! in order, and `metrics` serves the counters to Prometheus (`--metrics-addr`).
+//! [`Config`] holds what an operator chooses, with [`Users`] (who may connect, and
+//! whether they may write) and [`Tls`] (a TLS listener's certificate and key).
 //!
 //! ## Contract
 //!

@@ -35,6 +35,8 @@ pub(crate) struct Session {
 #[derive(Default)]
 pub(crate) struct Multi {
     pub(crate) queued: Vec<Request>,
+    /// Bytes of the queued commands' arguments.
+    pub(crate) queued_len: usize,
     /// A command was refused while queuing (unknown, wrong arity, not permitted): EXEC
     /// then fails with EXECABORT and runs nothing.
     pub(crate) failed: bool,

@@ -139,6 +139,14 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
                 m.failed = true;
                 return Reply::error("ERR Command not allowed inside a transaction");
             }
+            let len: usize = args.iter().map(Vec::len).sum();
+            if m.queued.len() >= multi::MAX_QUEUED
+                || m.queued_len.saturating_add(len) > multi::MAX_QUEUED_LEN
+            {
+                m.failed = true;
+                return Reply::error("ERR too many commands queued in the transaction");
+            }
+            m.queued_len += len;
             m.queued.push(args.to_vec());
             return Reply::simple("QUEUED");
         }

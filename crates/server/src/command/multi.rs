@@ -3,7 +3,8 @@
 //! MULTI starts queuing: every later command except EXEC, DISCARD, MULTI, WATCH, QUIT
 //! and RESET is checked (known, arity, authentication, permission) and queued with the
 //! reply `QUEUED`; a refused one gets its error and marks the transaction failed, and EXEC
-//! then replies `EXECABORT` and runs nothing (`command::run` does the queuing). EXEC runs
+//! then replies `EXECABORT` and runs nothing (`command::run` does the queuing; at most
+//! [`MAX_QUEUED`] commands of [`MAX_QUEUED_LEN`] bytes in all are queued). EXEC runs
 //! the queued commands in one serializable engine transaction (`Isolation::Serializable`)
 //! and commits it with the server's durability: other clients see all of its writes or
 //! none, and its reads and writes behave as if no other command ran in between. Runtime
@@ -39,6 +40,11 @@ use crate::session::{Multi, Watch};
 
 /// Runs of EXEC's transaction before a conflict is reported.
 const MAX_ATTEMPTS: u32 = 1000;
+
+/// Most commands one transaction may queue, and most bytes of their arguments: a client
+/// queuing more gets an error and EXEC fails (the queue is held in memory until EXEC).
+pub(crate) const MAX_QUEUED: usize = 1 << 20;
+pub(crate) const MAX_QUEUED_LEN: usize = 256 << 20;
 
 /// Commands that run at once while a transaction is being queued.
 pub(crate) const NOT_QUEUED: &[&str] = &["exec", "discard", "multi", "watch", "quit", "reset"];
