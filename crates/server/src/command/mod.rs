@@ -135,7 +135,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     };
     if let Some(m) = &mut ctx.session.multi {
         if !multi::NOT_QUEUED.contains(&spec.name) {
-            if has_flag(spec, "nomulti") {
+            if has_flag(spec, "no_multi") {
                 m.failed = true;
                 return Reply::error("ERR Command not allowed inside a transaction");
             }

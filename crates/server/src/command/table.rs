@@ -460,7 +460,7 @@ pub(crate) static COMMANDS: &[Spec] = &[
     spec!(
         "shutdown",
         -1,
-        "admin nomulti",
+        "admin no_multi",
         NONE,
         "server",
         "Stops accepting clients, finishes running commands, syncs the store and exits.",
