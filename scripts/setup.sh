@@ -11,6 +11,7 @@
 #   python3 with venv                       apt-get (sparkey-python against libsparkey.so,
 #                                           redis-py against cairn serve)
 #   redis-cli, redis-benchmark (redis-tools) apt-get (cairn serve's black-box checks)
+#   openssl                                 apt-get (cairn serve's TLS check makes a certificate)
 #   a Go toolchain with cgo (golang-go)     apt-get, unless go is on the PATH or in
 #                                           /usr/local/go (libcairn's cgo example)
 #
@@ -60,6 +61,7 @@ python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 command -v go >/dev/null || [ -x /usr/local/go/bin/go ] || need_apt+=(golang-go)
 # crates/server/tests/python/run.sh checks cairn serve with Debian's redis-cli and redis-benchmark.
 { command -v redis-cli >/dev/null && command -v redis-benchmark >/dev/null; } || need_apt+=(redis-tools)
+command -v openssl >/dev/null || need_apt+=(openssl)
 if [ "${#need_apt[@]}" -gt 0 ]; then
     sudo=()
     if [ "$(id -u)" -ne 0 ]; then

@@ -2,8 +2,10 @@
 //!
 //! This module only turns flags into a [`cairn_server::Config`], opens the store, and
 //! turns SIGTERM and SIGINT into a graceful shutdown; the server is the library's. Once
-//! listening it prints one line to standard output, `ready: tcp <addr>` (and
-//! `ready: unix <path>`), so scripts started with `--port 0` learn the port.
+//! listening it prints one line per listener to standard output, `ready: tcp <addr>`
+//! (and `ready: tls <addr>`, `ready: metrics <url>`, `ready: unix <path>`), so scripts
+//! started with `--port 0` learn the port. It installs the `tracing` subscriber that
+//! writes the store's events to standard error (`--log-level`).
 
 use std::io::Write;
 use std::net::IpAddr;
@@ -21,7 +23,10 @@ use crate::store;
 /// Serve the ordered store over the Redis protocol (RESP2 and RESP3): redis-cli and any
 /// Redis client library can then read and write it. Database N (SELECT N) is keyspace
 /// "dbN". A reply to a write is sent once the write is as durable as --durability
-/// promises. SIGTERM, SIGINT and the SHUTDOWN command stop it gracefully.
+/// promises. MULTI/EXEC runs as one serializable transaction of the store; WATCH is
+/// honoured. Users: --requirepass and --users; TLS: --tls-port with --tls-cert and
+/// --tls-key. The store's events (flushes, compactions, stalls, errors) are logged to
+/// standard error. SIGTERM, SIGINT and the SHUTDOWN command stop it gracefully.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// The store's directory (created if missing).
@@ -33,7 +38,7 @@ pub struct ServeArgs {
     /// TCP port (0: any free port, printed on the ready line).
     #[arg(long, default_value_t = 6379)]
     pub port: u16,
-    /// Listen on no TCP port (use with --unixsocket).
+    /// Listen on no plain TCP port (use with --unixsocket or --tls-port).
     #[arg(long)]
     pub no_tcp: bool,
     /// Also listen on this Unix socket.
@@ -42,9 +47,30 @@ pub struct ServeArgs {
     /// Durability of every write: sync, periodic:<µs>, buffered, async:<depth> or none.
     #[arg(long, default_value = "sync", value_parser = cairn_harness::parse_durability)]
     pub durability: Durability,
-    /// Password clients must give (AUTH or HELLO ... AUTH default <password>).
+    /// Password of the "default" user (AUTH <password>, or HELLO ... AUTH default
+    /// <password>).
     #[arg(long, value_name = "PASSWORD")]
     pub requirepass: Option<String>,
+    /// Users file: one "name password [readonly|readwrite]" per line ('#' starts a
+    /// comment line; a password "#<64 hex digits>" is its SHA-256). Clients then AUTH
+    /// <name> <password>; a readonly user is refused every write (NOPERM).
+    #[arg(long, value_name = "FILE")]
+    pub users: Option<PathBuf>,
+    /// Also serve TLS on this port (0: any free port, printed as "ready: tls <addr>");
+    /// needs --tls-cert and --tls-key. With --no-tcp, TLS is the only TCP listener.
+    #[arg(long, value_name = "PORT", requires_all = ["tls_cert", "tls_key"])]
+    pub tls_port: Option<u16>,
+    /// The TLS certificate chain (PEM, leaf first).
+    #[arg(long, value_name = "FILE", requires = "tls_port")]
+    pub tls_cert: Option<PathBuf>,
+    /// The TLS private key (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_port")]
+    pub tls_key: Option<PathBuf>,
+    /// Log level of the store's events (flushes, compactions, write stalls, background
+    /// errors, recovery losses), written to standard error: error, warn, info, debug,
+    /// trace or off.
+    #[arg(long, value_name = "LEVEL", default_value = "info")]
+    pub log_level: tracing_subscriber::filter::LevelFilter,
     /// Most clients connected at once.
     #[arg(long, default_value_t = 10_000)]
     pub maxclients: usize,
@@ -73,6 +99,13 @@ pub struct ServeArgs {
 
 /// Runs the server until it is shut down.
 pub fn run(args: &ServeArgs, out: &mut dyn Write) -> CliResult<u8> {
+    // Events go to standard error; standard output carries only the ready lines. A
+    // second `run` in one process (tests) keeps the first subscriber.
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(args.log_level)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
     let mut limits = Limits::default();
     limits.max_bulk_len = args.max_bulk_len;
     limits.max_multibulk_count = args.max_multibulk_count;
@@ -83,6 +116,14 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> CliResult<u8> {
     config.port = (!args.no_tcp).then_some(args.port);
     config.unix_socket = args.unixsocket.clone();
     config.requirepass = args.requirepass.clone();
+    if let Some(path) = &args.users {
+        let users = cairn_server::Users::load(path)
+            .map_err(|e| CliError::msg(format!("cairn serve: users file: {e}")))?;
+        config.users = Some(users);
+    }
+    if let (Some(port), Some(cert), Some(key)) = (args.tls_port, &args.tls_cert, &args.tls_key) {
+        config.tls = Some(cairn_server::Tls::new(port, cert, key));
+    }
     config.max_clients = args.maxclients.max(1);
     config.idle_timeout = (args.timeout > 0).then(|| Duration::from_secs(args.timeout));
     config.databases = args.databases;
@@ -104,6 +145,9 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> CliResult<u8> {
     });
     if let Some(addr) = server.local_addr() {
         writeln!(out, "ready: tcp {addr}").map_err(CliError::Output)?;
+    }
+    if let Some(addr) = server.tls_addr() {
+        writeln!(out, "ready: tls {addr}").map_err(CliError::Output)?;
     }
     if let Some(addr) = server.metrics_addr() {
         writeln!(out, "ready: metrics http://{addr}/metrics").map_err(CliError::Output)?;

@@ -7,6 +7,8 @@ use std::time::Duration;
 use cairn::Durability;
 
 use crate::limits::Limits;
+use crate::tls::Tls;
+use crate::users::Users;
 
 /// A server's configuration. [`Config::default`] listens on 127.0.0.1:6379 only, with no
 /// password, 16 databases, 10,000 clients at most and no idle timeout (as Redis), and `sync`
@@ -20,8 +22,12 @@ pub struct Config {
     pub port: Option<u16>,
     /// A Unix socket to listen on as well (or instead, with `port: None`).
     pub unix_socket: Option<PathBuf>,
-    /// The password clients must give (`AUTH`, `HELLO ... AUTH`), if any.
+    /// The password of the `default` user (`AUTH password`, `HELLO ... AUTH default
+    /// password`), if any.
     pub requirepass: Option<String>,
+    /// Named users (`AUTH user password`), from a users file ([`Users`]); with users,
+    /// every connection must authenticate.
+    pub users: Option<Users>,
     /// Most clients connected at once; one more is told so and disconnected.
     pub max_clients: usize,
     /// A client idle this long is disconnected (`None`: never).
@@ -30,6 +36,8 @@ pub struct Config {
     pub databases: usize,
     /// Durability of every write the server makes; a reply is sent once it is reached.
     pub durability: Durability,
+    /// A TLS listener besides the plain one (give `port: None` to serve TLS only).
+    pub tls: Option<Tls>,
     /// Where to serve Prometheus metrics over HTTP, if anywhere.
     pub metrics_addr: Option<SocketAddr>,
     /// Per-connection limits.
@@ -43,10 +51,12 @@ impl Default for Config {
             port: Some(6379),
             unix_socket: None,
             requirepass: None,
+            users: None,
             max_clients: 10_000,
             idle_timeout: None,
             databases: 16,
             durability: Durability::Sync,
+            tls: None,
             metrics_addr: None,
             limits: Limits::default(),
         }

@@ -42,7 +42,7 @@ pub(crate) fn serve(shared: &Shared, mut socket: Stream, id: u64) {
     let _ = socket.set_write_timeout(Some(
         idle.unwrap_or(WRITE_TIMEOUT).max(Duration::from_secs(1)),
     ));
-    let mut session = Session::new(id, shared.config.requirepass.is_none());
+    let mut session = Session::new(id, shared.default_user(), !shared.auth_required());
     let mut parser = Parser::new(limits);
     let mut input: Vec<u8> = Vec::with_capacity(READ_LEN);
     let mut start = 0usize;
@@ -67,10 +67,7 @@ pub(crate) fn serve(shared: &Shared, mut socket: Stream, id: u64) {
             };
             start += used;
             let Some(args) = request else { break };
-            let ctx = Ctx {
-                shared,
-                session: &mut session,
-            };
+            let ctx = Ctx::new(shared, &mut session);
             let Some(args) = sets.offer(&ctx, args) else {
                 if sets.full(limits.max_pending_replies) {
                     pending += settle(shared, &mut session, &mut sets, &mut out);
@@ -78,13 +75,7 @@ pub(crate) fn serve(shared: &Shared, mut socket: Stream, id: u64) {
                 continue;
             };
             pending += settle(shared, &mut session, &mut sets, &mut out);
-            let reply = command::run(
-                &mut Ctx {
-                    shared,
-                    session: &mut session,
-                },
-                &args,
-            );
+            let reply = command::run(&mut Ctx::new(shared, &mut session), &args);
             if session.silent {
                 // SHUTDOWN: the replies before it still go out; it has none of its own.
                 let _ = send(shared, &mut socket, &mut out);
@@ -163,7 +154,7 @@ pub(crate) fn serve(shared: &Shared, mut socket: Stream, id: u64) {
 /// how many.
 fn settle(shared: &Shared, session: &mut Session, sets: &mut SetBatch, out: &mut Vec<u8>) -> usize {
     let protocol = session.protocol;
-    let replies = sets.commit(&mut Ctx { shared, session });
+    let replies = sets.commit(&mut Ctx::new(shared, session));
     for reply in &replies {
         reply.encode(protocol, out);
     }
@@ -175,7 +166,7 @@ fn send(shared: &Shared, socket: &mut Stream, out: &mut Vec<u8>) -> std::io::Res
     if out.is_empty() {
         return Ok(());
     }
-    let result = socket.write_all(out);
+    let result = socket.write_all(out).and_then(|()| socket.flush());
     Stats::add(&shared.stats.net_output_bytes, out.len() as u64);
     out.clear();
     if out.capacity() > 4 * READ_LEN {

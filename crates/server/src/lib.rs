@@ -7,7 +7,9 @@
 //! [`Limits`], never a panic), `conn` runs one connection (reads, runs each request,
 //! writes the replies), `command` maps a request onto the store (one module per command
 //! group), and `server` accepts connections, keeps the registry of clients and shuts down
-//! in order, and `metrics` serves the counters to Prometheus (`--metrics-addr`). [`Config`] holds what an operator chooses.
+//! in order, and `metrics` serves the counters to Prometheus (`--metrics-addr`).
+//! [`Config`] holds what an operator chooses, with [`Users`] (who may connect, and
+//! whether they may write) and [`Tls`] (a TLS listener's certificate and key).
 //!
 //! ## Contract
 //!
@@ -17,9 +19,10 @@
 //! * A malformed or oversized request gets a Redis-style `ERR Protocol error: ...` reply and
 //!   closes that connection only.
 //! * Read-modify-write commands (INCR, APPEND, SET with NX/XX/GET/KEEPTTL, GETDEL, EXPIRE,
-//!   ...) and every write are serialised per key by a striped lock inside the server (see
-//!   `locks`), so concurrent clients see them as atomic. Writes made to the store by
-//!   other means than this server do not take these locks.
+//!   ...) each run as one engine transaction, run again if another write changed their
+//!   key meanwhile, so they are atomic with respect to every write to the store, this
+//!   server's or not. MULTI/EXEC runs its commands as one serializable transaction, and
+//!   WATCH is checked against the store's own record of writes (`command::multi`).
 //!
 //! ```no_run
 //! use cairn::{Db, Options};
@@ -41,7 +44,6 @@ mod cursor;
 mod error;
 mod glob;
 mod limits;
-mod locks;
 mod metrics;
 pub mod resp;
 mod server;
@@ -49,8 +51,12 @@ mod session;
 mod shared;
 mod stats;
 mod stream;
+mod tls;
+mod users;
 
 pub use config::Config;
 pub use error::{Error, Result};
 pub use limits::Limits;
 pub use server::{Server, ShutdownHandle};
+pub use tls::Tls;
+pub use users::{User, Users};

@@ -4,7 +4,8 @@
 //!
 //! One thread serves the endpoint, one scrape at a time, with 2 s timeouts on the
 //! request and the reply, so a stuck scraper delays the next scrape and nothing else. It
-//! reads only counters (atomics, `Db::stats`), never a keyspace.
+//! reads only counters (atomics, `Db::stats`) and the disk size measured at most every
+//! 10 s (`Shared::disk_bytes`), never a keyspace.
 
 use std::fmt::Write as _;
 use std::io::{Read, Write};
@@ -162,6 +163,13 @@ pub(crate) fn render(shared: &Shared) -> String {
         "Bytes in memtables.",
         e.memtable_bytes,
     );
+    if let Some(bytes) = shared.disk_bytes() {
+        gauge(
+            "cairn_engine_disk_bytes",
+            "Bytes of every file in the store's directory (measured at most every 10 s).",
+            bytes,
+        );
+    }
     out.push_str(
         "# HELP cairn_engine_tables Tables per level.\n# TYPE cairn_engine_tables gauge\n",
     );

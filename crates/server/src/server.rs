@@ -1,7 +1,7 @@
 //! The server: listeners, connection threads and shutdown (the registry of connected
 //! clients and what connections share are in `shared.rs`).
 //!
-//! Threading model: one acceptor thread per listener (TCP, Unix socket) and one thread
+//! Threading model: one acceptor thread per listener (TCP, TLS, Unix socket) and one thread
 //! per connection, at most `max_clients` of them. Engine calls block (a `sync` write
 //! waits for its fsync), and a thread per connection lets concurrent writers share one
 //! fsync through the engine's group commit with no extra machinery; an event loop would
@@ -34,10 +34,10 @@ use crate::command::COMMANDS;
 use crate::config::{keyspace_name, Config};
 use crate::cursor::Cursors;
 use crate::error::{Error, Result};
-use crate::locks::KeyLocks;
 use crate::shared::{Shared, Wake};
 use crate::stats::Stats;
 use crate::stream::Stream;
+use crate::users::User;
 
 /// Stack of a connection thread: requests are flat and parsing is iterative, so this is
 /// ample for the engine's read path.
@@ -64,6 +64,7 @@ pub struct Server {
     shared: Arc<Shared>,
     acceptors: Vec<JoinHandle<()>>,
     tcp_addr: Option<SocketAddr>,
+    tls_addr: Option<SocketAddr>,
     metrics_addr: Option<SocketAddr>,
     unix_socket: Option<PathBuf>,
 }
@@ -76,9 +77,9 @@ impl Server {
     /// `Config` for a configuration with no listener or no database; `Io` if a listener
     /// cannot be bound; `Engine` if a keyspace cannot be opened.
     pub fn start(db: Db, config: Config) -> Result<Server> {
-        if config.port.is_none() && config.unix_socket.is_none() {
+        if config.port.is_none() && config.unix_socket.is_none() && config.tls.is_none() {
             return Err(Error::Config(
-                "nothing to listen on: give a TCP port or a Unix socket".into(),
+                "nothing to listen on: give a TCP port, a TLS port or a Unix socket".into(),
             ));
         }
         if config.databases == 0 || config.databases > 1024 {
@@ -100,6 +101,20 @@ impl Server {
                     .map_err(|e| Error::io("local address", e))?;
                 wake.push(Wake::Tcp(wake_addr(local)));
                 Some((listener, local))
+            }
+            None => None,
+        };
+        let tls = match &config.tls {
+            Some(t) => {
+                let server_config = t.server_config()?;
+                let addr = SocketAddr::new(config.bind, t.port);
+                let listener = TcpListener::bind(addr)
+                    .map_err(|e| Error::io(format!("bind TLS {addr}"), e))?;
+                let local = listener
+                    .local_addr()
+                    .map_err(|e| Error::io("local address", e))?;
+                wake.push(Wake::Tcp(wake_addr(local)));
+                Some((listener, local, server_config))
             }
             None => None,
         };
@@ -129,10 +144,17 @@ impl Server {
         };
         let metrics_addr = metrics.as_ref().map(|(_, a)| *a);
         let tcp_addr = tcp.as_ref().map(|(_, a)| *a);
+        let tls_addr = tls.as_ref().map(|(_, a, _)| *a);
+        let mut users = config.users.clone().unwrap_or_default();
+        if let Some(password) = &config.requirepass {
+            if users.find("default").is_none() {
+                users.insert(User::new("default", password, false));
+            }
+        }
         let shared = Arc::new(Shared {
             db,
             keyspaces,
-            locks: KeyLocks::new(),
+            users,
             cursors: Cursors::default(),
             stats: Stats::new(COMMANDS.len()),
             started: Instant::now(),
@@ -142,6 +164,7 @@ impl Server {
             next_id: AtomicU64::new(0),
             stopping: AtomicBool::new(false),
             wake,
+            disk: Mutex::new(None),
             config,
         });
         let mut acceptors = Vec::new();
@@ -158,6 +181,29 @@ impl Server {
                             start_connection(&s, Stream::Tcp(sock));
                         }
                         Err(_) => std::thread::sleep(Duration::from_millis(10)), // EMFILE and the like
+                    }
+                }
+            })?);
+        }
+        if let Some((listener, _, server_config)) = tls {
+            let s = Arc::clone(&shared);
+            acceptors.push(spawn("cairn-accept-tls", move || {
+                for conn in listener.incoming() {
+                    if s.stopping() {
+                        break;
+                    }
+                    match conn {
+                        Ok(sock) => {
+                            let _ = sock.set_nodelay(true);
+                            // The handshake runs on the connection's thread (first read).
+                            if let Ok(tls) =
+                                rustls::ServerConnection::new(Arc::clone(&server_config))
+                            {
+                                let stream = rustls::StreamOwned::new(tls, sock);
+                                start_connection(&s, Stream::Tls(Box::new(stream)));
+                            }
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(10)),
                     }
                 }
             })?);
@@ -187,6 +233,7 @@ impl Server {
             shared,
             acceptors,
             tcp_addr,
+            tls_addr,
             metrics_addr,
             unix_socket,
         })
@@ -195,6 +242,11 @@ impl Server {
     /// The TCP address listened on (with the port chosen when the configuration said 0).
     pub fn local_addr(&self) -> Option<SocketAddr> {
         self.tcp_addr
+    }
+
+    /// The address of the TLS listener, if one was configured.
+    pub fn tls_addr(&self) -> Option<SocketAddr> {
+        self.tls_addr
     }
 
     /// The address of the metrics endpoint, if one was configured.

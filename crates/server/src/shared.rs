@@ -1,5 +1,5 @@
 //! [`Shared`]: what every connection of a server shares (the store, its keyspaces,
-//! configuration, key locks, cursors, statistics) and the registry of connected clients,
+//! configuration, users, cursors, statistics) and the registry of connected clients,
 //! which shutdown walks (see `server.rs` for the order of a shutdown).
 //!
 //! Invariant: the stopping flag is set under the registry lock, so no client is admitted
@@ -10,6 +10,7 @@ use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn::{Db, Durability, Keyspace};
@@ -17,10 +18,10 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::config::Config;
 use crate::cursor::Cursors;
-use crate::locks::KeyLocks;
 use crate::session::Session;
 use crate::stats::Stats;
 use crate::stream::Stream;
+use crate::users::{User, Users};
 
 /// A connected client as the registry knows it.
 pub(crate) struct Client {
@@ -32,11 +33,12 @@ pub(crate) struct Client {
 
 /// What all connections share.
 pub(crate) struct Shared {
+    /// Every user: the users file's, and `default` (`--requirepass`, or no password).
+    pub(crate) users: Users,
     pub(crate) db: Db,
     /// Database `i` is `keyspaces[i]`.
     pub(crate) keyspaces: Vec<Keyspace>,
     pub(crate) config: Config,
-    pub(crate) locks: KeyLocks,
     pub(crate) cursors: Cursors,
     pub(crate) stats: Stats,
     pub(crate) started: Instant,
@@ -48,7 +50,12 @@ pub(crate) struct Shared {
     pub(crate) stopping: AtomicBool,
     /// Where to connect to wake each acceptor.
     pub(crate) wake: Vec<Wake>,
+    /// The store's size on disk and when it was measured (see [`Shared::disk_bytes`]).
+    pub(crate) disk: Mutex<Option<(Instant, u64)>>,
 }
+
+/// How long a measured disk size is reported before it is measured again.
+const DISK_SIZE_TTL: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone)]
 pub(crate) enum Wake {
@@ -57,6 +64,20 @@ pub(crate) enum Wake {
 }
 
 impl Shared {
+    /// True if a connection must authenticate before running commands: a password is
+    /// configured (`--requirepass` or a users file).
+    pub(crate) fn auth_required(&self) -> bool {
+        self.config.requirepass.is_some() || self.config.users.is_some()
+    }
+
+    /// The user a connection acts as before AUTH.
+    pub(crate) fn default_user(&self) -> Arc<User> {
+        self.users
+            .find("default")
+            .cloned()
+            .unwrap_or_else(|| Arc::new(User::open_default()))
+    }
+
     /// Starts a graceful shutdown (idempotent); see the module docs.
     pub(crate) fn shutdown(&self) {
         {
@@ -75,6 +96,26 @@ impl Shared {
                 }
                 Wake::Unix(path) => UnixStream::connect(path).map(drop),
             };
+        }
+    }
+
+    /// Bytes the store takes on disk ([`Db::disk_size`]), measured at most once per
+    /// [`DISK_SIZE_TTL`]: a measure lists the store's directory and reads every file's
+    /// length, too costly for every scrape or INFO. `None` if it has never been measured
+    /// successfully.
+    pub(crate) fn disk_bytes(&self) -> Option<u64> {
+        let mut cached = self.disk.lock();
+        if let Some((at, bytes)) = *cached {
+            if at.elapsed() < DISK_SIZE_TTL {
+                return Some(bytes);
+            }
+        }
+        match self.db.disk_size() {
+            Ok(bytes) => {
+                *cached = Some((Instant::now(), bytes));
+                Some(bytes)
+            }
+            Err(_) => cached.map(|(_, bytes)| bytes),
         }
     }
 

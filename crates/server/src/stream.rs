@@ -1,5 +1,11 @@
-//! A client's socket, TCP or Unix, behind one type: reads, writes, timeouts, and the
-//! half-close that wakes a blocked reader at shutdown.
+//! A client's socket, TCP, TLS over TCP or Unix, behind one type: reads, writes,
+//! timeouts, and the half-close that wakes a blocked reader at shutdown.
+//!
+//! TLS (rustls) runs on the connection's own thread: the handshake happens on the first
+//! read, timeouts are the TCP socket's, and [`Write::flush`] must follow a write, since
+//! rustls may keep encrypted bytes buffered until then. A half-close of the TCP socket
+//! ends a TLS reader as it ends a plain one (an end of input without `close_notify` is an
+//! error, which closes the connection just the same).
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -10,6 +16,7 @@ use std::time::Duration;
 #[derive(Debug)]
 pub(crate) enum Stream {
     Tcp(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ServerConnection, TcpStream>>),
     Unix(UnixStream),
 }
 
@@ -17,6 +24,8 @@ impl Stream {
     pub(crate) fn try_clone(&self) -> io::Result<Stream> {
         Ok(match self {
             Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
+            // A handle on the socket below, for shutdown: it never carries TLS records.
+            Stream::Tls(s) => Stream::Tcp(s.sock.try_clone()?),
             Stream::Unix(s) => Stream::Unix(s.try_clone()?),
         })
     }
@@ -24,6 +33,7 @@ impl Stream {
     pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.set_read_timeout(t),
+            Stream::Tls(s) => s.sock.set_read_timeout(t),
             Stream::Unix(s) => s.set_read_timeout(t),
         }
     }
@@ -31,6 +41,7 @@ impl Stream {
     pub(crate) fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.set_write_timeout(t),
+            Stream::Tls(s) => s.sock.set_write_timeout(t),
             Stream::Unix(s) => s.set_write_timeout(t),
         }
     }
@@ -38,6 +49,7 @@ impl Stream {
     pub(crate) fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.shutdown(how),
+            Stream::Tls(s) => s.sock.shutdown(how),
             Stream::Unix(s) => s.shutdown(how),
         }
     }
@@ -46,6 +58,11 @@ impl Stream {
     pub(crate) fn peer(&self) -> String {
         match self {
             Stream::Tcp(s) => s.peer_addr().map(|a| a.to_string()).unwrap_or_default(),
+            Stream::Tls(s) => s
+                .sock
+                .peer_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default(),
             Stream::Unix(_) => "unix".to_string(),
         }
     }
@@ -55,6 +72,7 @@ impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Stream::Tcp(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
             Stream::Unix(s) => s.read(buf),
         }
     }
@@ -64,6 +82,7 @@ impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
             Stream::Tcp(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
             Stream::Unix(s) => s.write(buf),
         }
     }
@@ -71,6 +90,7 @@ impl Write for Stream {
     fn flush(&mut self) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
             Stream::Unix(s) => s.flush(),
         }
     }

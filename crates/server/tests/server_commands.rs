@@ -159,6 +159,19 @@ fn metrics_endpoint_serves_prometheus_text() {
     );
     assert!(page.contains("cairn_connected_clients 1\n"), "{page}");
     assert!(page.contains("cairn_engine_last_seqno "), "{page}");
+    // The disk-usage gauge: at least the store's log and manifest, and INFO agrees
+    // (both read the same measure, refreshed at most every 10 s).
+    let disk: u64 = page
+        .lines()
+        .find_map(|l| l.strip_prefix("cairn_engine_disk_bytes "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no disk gauge in {page}"));
+    assert!(disk > 0, "{page}");
+    let info = c.call(&["INFO", "persistence"]);
+    assert!(
+        info.contains(&format!("cairn_disk_bytes:{disk}\r\n")),
+        "{info}"
+    );
     stop.shutdown();
     waiter.join().unwrap().unwrap();
 }

@@ -42,7 +42,22 @@ pub(crate) fn run(inner: &Inner, choice: &Choice) -> Result<()> {
     for t in &choice.overlaps {
         removed.push((ks, out_level, t.id));
     }
+    let started = std::time::Instant::now();
+    let input_bytes: u64 = choice
+        .inputs
+        .iter()
+        .chain(&choice.overlaps)
+        .map(|t| t.file_size)
+        .sum();
     if choice.trivial_move {
+        tracing::debug!(
+            keyspace = ks.0,
+            from_level = choice.level,
+            to_level = out_level,
+            tables = choice.inputs.len(),
+            bytes = input_bytes,
+            "compaction moved tables down a level"
+        );
         let added = choice
             .inputs
             .iter()
@@ -54,6 +69,10 @@ pub(crate) fn run(inner: &Inner, choice: &Choice) -> Result<()> {
     let mut ids = Vec::new();
     let mut relocation = Relocation::new(inner, choice);
     let outcome = write_outputs(inner, choice, &mut ids, &mut relocation);
+    let (outputs, output_bytes) = outcome.as_ref().map_or((0, 0), |added| {
+        let bytes: u64 = added.iter().map(|(_, _, m)| m.file_size).sum();
+        (added.len(), bytes)
+    });
     let result = outcome
         .and_then(|added| Ok((added, relocation.finish()?)))
         .and_then(|(added, blobs)| commit(inner, removed, added, blobs));
@@ -63,6 +82,18 @@ pub(crate) fn run(inner: &Inner, choice: &Choice) -> Result<()> {
         .pending_outputs
         .retain(|id| !ids.contains(id));
     result?;
+    tracing::info!(
+        keyspace = ks.0,
+        from_level = choice.level,
+        to_level = out_level,
+        inputs = choice.inputs.len() + choice.overlaps.len(),
+        input_bytes,
+        outputs,
+        output_bytes,
+        relocated_blob_files = choice.relocate.len(),
+        duration_ms = started.elapsed().as_millis() as u64,
+        "compaction"
+    );
     inner.stats.compactions.fetch_add(1, Ordering::Relaxed);
     Ok(())
 }

@@ -71,6 +71,7 @@ pub(crate) fn flush_oldest(inner: &Inner) -> Result<()> {
         let next_wal_id = st.imm.get(count).map_or(st.mem.wal_id(), |m| m.wal_id());
         (mems, next_wal_id, Arc::clone(&st.version))
     };
+    let started = std::time::Instant::now();
     let topts = table_options(&inner.options);
     let mut added = Vec::new();
     let mut ids = Vec::new();
@@ -111,6 +112,8 @@ pub(crate) fn flush_oldest(inner: &Inner) -> Result<()> {
         }
         Ok(())
     })();
+    let tables_len = added.len();
+    let table_bytes: u64 = added.iter().map(|(_, _, m)| m.file_size).sum();
     let result = outcome.and_then(|()| {
         let mut st = inner.state.lock();
         let newest = mems.iter().map(|m| m.max_seqno()).max().unwrap_or_default();
@@ -156,6 +159,13 @@ pub(crate) fn flush_oldest(inner: &Inner) -> Result<()> {
         .pending_outputs
         .retain(|id| !ids.contains(id));
     result?;
+    tracing::info!(
+        memtables = mems.len(),
+        tables = tables_len,
+        bytes = table_bytes,
+        duration_ms = started.elapsed().as_millis() as u64,
+        "flush"
+    );
     inner.stats.flushes.fetch_add(1, Ordering::Relaxed);
     inner.stall_cv.notify_all();
     inner.bg_cv.notify_all();

@@ -218,6 +218,9 @@ impl State {
     /// Records `e`, failed `during` a background job, as the store's background error
     /// unless one is recorded already.
     pub(crate) fn record_failure(&mut self, during: &'static str, e: &Error) {
+        if self.bg_error.is_none() {
+            tracing::error!(during, error = %e, "background work failed; writes are refused until the store is reopened");
+        }
         self.bg_error.get_or_insert_with(|| (during, e.duplicate()));
     }
 }

@@ -327,6 +327,7 @@ impl Log {
 /// durable).
 pub(super) fn poison(wal: &mut WalState, e: &Error) {
     if wal.poisoned.is_none() {
+        tracing::error!(error = %e, "a log write or sync failed; writes are refused until the store is reopened");
         wal.poisoned = Some(e.to_string());
     }
     wal.pending.clear();

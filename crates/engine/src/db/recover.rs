@@ -250,6 +250,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
             follower: false,
         },
     );
+    log_recovery(&inner.recovery);
     // A log cut short, or one salvage skipped damage in, is never read again: its
     // replayed prefix goes into tables before the store opens, so the next open (with or
     // without salvage) starts after it.
@@ -893,4 +894,22 @@ fn lost_value(
         }
     }
     Ok(None)
+}
+
+/// Logs what recovery left out: a crash's normal residue (torn tail, unsynced value) at
+/// `info`, a loss that may include acknowledged writes (salvage) at `error`.
+fn log_recovery(report: &RecoveryReport) {
+    for loss in &report.losses {
+        if loss.cause.loses_durable_writes() {
+            tracing::error!(loss = %loss, "recovery skipped damaged log data; writes were lost");
+        } else {
+            tracing::info!(loss = %loss, "recovery left out writes that were never durable");
+        }
+    }
+    tracing::debug!(
+        log_files = report.log_files,
+        replayed_records = report.replayed_records,
+        last_seqno = report.last_seqno,
+        "recovered"
+    );
 }

@@ -12,9 +12,10 @@
 //!    once the writes are as durable as the mode promises. Other clients see none of
 //!    them before the commit, then all of them (a batch is atomic: a strengthening of
 //!    Redis, where a pipeline is not).
-//! 3. Atomicity with other connections: the stripes of every key of the batch
-//!    (`crate::locks`) are taken together, in ascending order, before the first read and
-//!    held through the commit, so counters read and write under them as INCR does alone.
+//! 3. Atomicity with other connections: a batch with counters is one engine transaction
+//!    (snapshot isolation), run again if its commit conflicts, so counters read and write
+//!    atomically as INCR does alone; a batch of SETs only is a plain write batch (its
+//!    writes are blind).
 //! 4. Errors: a request the engine or Redis's rules would refuse by itself (an empty or
 //!    over-long key, a non-integer increment) is not batched and runs alone. A counter
 //!    whose value is not an integer, or would overflow, gets its error and writes nothing;
@@ -24,12 +25,6 @@
 //!    the connection's pending-reply limit of operations; the connection commits it when
 //!    full.
 
-use std::collections::HashMap;
-use std::time::{Duration, UNIX_EPOCH};
-
-use cairn::EntryOptions;
-
-use super::store::entry;
 use super::{args, errors, keyspace, Ctx, COMMANDS};
 use crate::resp::{Reply, Request};
 
@@ -47,12 +42,6 @@ enum Op {
 }
 
 impl Op {
-    fn key(&self) -> &[u8] {
-        match self {
-            Op::Set(k, _) | Op::Add(k, ..) => k,
-        }
-    }
-
     fn command(&self) -> &'static str {
         match self {
             Op::Set(..) => "set",
@@ -92,7 +81,7 @@ fn op_of(request: &[Vec<u8>]) -> Option<Op> {
 impl SetBatch {
     /// Takes `request` if it can be batched for this session; gives it back otherwise.
     pub(crate) fn offer(&mut self, ctx: &Ctx<'_>, request: Request) -> Option<Request> {
-        if !ctx.session.authenticated {
+        if !ctx.session.authenticated || ctx.session.multi.is_some() || !ctx.session.can_write() {
             return Some(request);
         }
         let Some(op) = op_of(&request) else {
@@ -138,56 +127,49 @@ impl SetBatch {
         replies
     }
 
-    fn write(&self, ctx: &Ctx<'_>) -> Result<Vec<Reply>, Reply> {
-        let ks = keyspace(ctx)?;
-        let _held = ctx
-            .shared
-            .locks
-            .lock_all(ctx.session.db, self.ops.iter().map(Op::key));
-        // What the batch has written so far: key -> (value, expiry in Unix ms).
-        let mut overlay: HashMap<&[u8], (Vec<u8>, Option<u64>)> = HashMap::new();
-        let mut batch = ctx.shared.db.batch();
-        let mut replies = Vec::with_capacity(self.ops.len());
-        for op in &self.ops {
-            match op {
-                Op::Set(key, value) => {
+    fn write(&self, ctx: &mut Ctx<'_>) -> Result<Vec<Reply>, Reply> {
+        if !self.ops.iter().any(|op| matches!(op, Op::Add(..))) {
+            let ks = keyspace(ctx)?;
+            let mut batch = ctx.shared.db.batch();
+            for op in &self.ops {
+                if let Op::Set(key, value) = op {
                     batch.insert(ks, key, value);
-                    overlay.insert(key, (value.clone(), None));
-                    replies.push(Reply::Ok);
-                }
-                Op::Add(key, delta, _) => {
-                    let current = match overlay.get(key.as_slice()) {
-                        Some((v, at)) => Some((v.clone(), *at)),
-                        None => entry(ks, key)?.map(|e| (e.value, e.expires_at)),
-                    };
-                    let (old, expires_at) = match &current {
-                        Some((v, at)) => match args::int(v) {
-                            Some(n) => (n, *at),
-                            None => {
-                                replies.push(errors::not_integer());
-                                continue;
-                            }
-                        },
-                        None => (0, None),
-                    };
-                    let Some(new) = old.checked_add(*delta) else {
-                        replies.push(errors::overflow());
-                        continue;
-                    };
-                    let text = new.to_string().into_bytes();
-                    let mut options = EntryOptions::new();
-                    if let Some(ms) = expires_at {
-                        options = options.expires_at(UNIX_EPOCH + Duration::from_millis(ms));
-                    }
-                    batch.insert_entry(ks, key, &text, &options);
-                    overlay.insert(key, (text, expires_at));
-                    replies.push(Reply::Int(new));
                 }
             }
-        }
-        if !batch.is_empty() {
             batch.commit_with(Some(ctx.shared.config.durability))?;
+            return Ok(vec![Reply::Ok; self.ops.len()]);
         }
-        Ok(replies)
+        // The transaction lays the batch's own writes over the store: each counter reads
+        // the value the operations before it left.
+        ctx.write(|w| {
+            let mut replies = Vec::with_capacity(self.ops.len());
+            for op in &self.ops {
+                match op {
+                    Op::Set(key, value) => {
+                        w.put(key, value, None);
+                        replies.push(Reply::Ok);
+                    }
+                    Op::Add(key, delta, _) => {
+                        let (old, expires_at) = match w.view().entry(key)? {
+                            Some(e) => match args::int(&e.value) {
+                                Some(n) => (n, e.expires_at),
+                                None => {
+                                    replies.push(errors::not_integer());
+                                    continue;
+                                }
+                            },
+                            None => (0, None),
+                        };
+                        let Some(new) = old.checked_add(*delta) else {
+                            replies.push(errors::overflow());
+                            continue;
+                        };
+                        w.put(key, new.to_string().as_bytes(), expires_at);
+                        replies.push(Reply::Int(new));
+                    }
+                }
+            }
+            Ok(replies)
+        })
     }
 }

@@ -1,9 +1,10 @@
 //! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, CLIENT (ID, SETNAME, GETNAME,
 //! SETINFO, INFO, LIST), QUIT, RESET.
 //!
-//! Authentication: with `requirepass` set, a connection starts unauthenticated and only
-//! AUTH, HELLO (with its AUTH option), QUIT and RESET run until it authenticates. The only
-//! user is `default`. Passwords are compared in time independent of where they differ.
+//! Authentication: with `requirepass` or a users file, a connection starts
+//! unauthenticated as the `default` user, and only AUTH, HELLO (with its AUTH option),
+//! QUIT and RESET run until it authenticates. `AUTH password` is `AUTH default
+//! password`. Passwords are checked against their hashes (`crate::users`).
 
 use super::args::{self, is};
 use super::store::{arg, int_arg};
@@ -32,7 +33,10 @@ pub(crate) fn reset(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> Outcome {
     s.protocol = Protocol::Resp2;
     s.db = 0;
     s.name = None;
-    s.authenticated = ctx.shared.config.requirepass.is_none();
+    s.authenticated = !ctx.shared.auth_required();
+    s.user = ctx.shared.default_user();
+    s.multi = None;
+    s.watch = None;
     Ok(Reply::simple("RESET"))
 }
 
@@ -47,24 +51,22 @@ pub(crate) fn select(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
     }
 }
 
-/// Checks `user`/`password` against the configuration.
-fn check(ctx: &Ctx<'_>, user: &[u8], password: &[u8]) -> Result<(), Reply> {
-    let Some(expected) = &ctx.shared.config.requirepass else {
+/// Checks `user`/`password` against the users, and makes the connection act as that
+/// user.
+fn check(ctx: &mut Ctx<'_>, user: &[u8], password: &[u8]) -> Result<(), Reply> {
+    if !ctx.shared.auth_required() {
         return Err(Reply::error(
             "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
         ));
-    };
-    if user == b"default" && same(expected.as_bytes(), password) {
-        Ok(())
-    } else {
-        Err(errors::wrong_pass())
     }
-}
-
-/// Equality whose time does not depend on where the inputs first differ.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    diff == 0 && a.len() == b.len()
+    let found = ctx
+        .shared
+        .users
+        .check(user, password)
+        .ok_or_else(errors::wrong_pass)?;
+    ctx.session.user = found;
+    ctx.session.authenticated = true;
+    Ok(())
 }
 
 pub(crate) fn auth(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
@@ -74,7 +76,6 @@ pub(crate) fn auth(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
         _ => return Err(errors::syntax()),
     };
     check(ctx, user, password)?;
-    ctx.session.authenticated = true;
     Ok(Reply::Ok)
 }
 
@@ -100,7 +101,6 @@ pub(crate) fn hello(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
         if is(opt, "auth") {
             let (user, password) = (arg(a, i + 1)?, arg(a, i + 2)?);
             check(ctx, user, password)?;
-            ctx.session.authenticated = true;
             i += 3;
         } else if is(opt, "setname") {
             let value = arg(a, i + 1)?;

@@ -29,6 +29,13 @@ pub(crate) fn no_auth() -> Reply {
     Reply::error("NOAUTH Authentication required.")
 }
 
+/// A user refused a command (`name`: its lower-case name, `acl|list` for a subcommand).
+pub(crate) fn no_permission(user: &str, name: &str) -> Reply {
+    Reply::error(format!(
+        "NOPERM User {user} has no permissions to run the '{name}' command"
+    ))
+}
+
 pub(crate) fn wrong_pass() -> Reply {
     Reply::error("WRONGPASS invalid username-password pair or user is disabled.")
 }

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use std::ops::Bound;
 
 use super::args::{self, is};
-use super::store::{arg, entry, int_arg, keyspace, now_ms, put, remove};
+use super::store::{arg, int_arg, keyspace, now_ms, View};
 use super::{errors, Ctx, Outcome};
 use crate::glob;
 use crate::resp::Reply;
@@ -20,31 +20,25 @@ use crate::resp::Reply;
 const MAX_SCAN_COUNT: usize = 100_000;
 
 pub(crate) fn del(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
-    let ks = keyspace(ctx)?;
     let keys = a.get(1..).unwrap_or_default();
-    let _held = ctx
-        .shared
-        .locks
-        .lock_all(ctx.session.db, keys.iter().map(Vec::as_slice));
-    let mut gone: HashSet<&[u8]> = HashSet::new();
-    let mut batch = ctx.shared.db.batch();
-    for key in keys {
-        if !gone.contains(key.as_slice()) && ks.contains_key(key)? {
-            gone.insert(key);
-            batch.remove(ks, key);
+    let count = ctx.write(|w| {
+        let mut gone: HashSet<&[u8]> = HashSet::new();
+        for key in keys {
+            if !gone.contains(key.as_slice()) && w.view().contains(key)? {
+                gone.insert(key);
+                w.remove(key);
+            }
         }
-    }
-    if !batch.is_empty() {
-        batch.commit_with(Some(ctx.shared.config.durability))?;
-    }
-    Ok(Reply::Int(i64::try_from(gone.len()).unwrap_or(i64::MAX)))
+        Ok(gone.len())
+    })?;
+    Ok(Reply::Int(i64::try_from(count).unwrap_or(i64::MAX)))
 }
 
 pub(crate) fn exists(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
-    let ks = keyspace(ctx)?;
+    let view = ctx.view()?;
     let mut n = 0i64;
     for key in a.iter().skip(1) {
-        if ks.contains_key(key)? {
+        if view.contains(key)? {
             n += 1;
         }
     }
@@ -105,25 +99,25 @@ fn set_expiry(
         ));
     }
     let at = to_ms(int_arg(a, 2)?).ok_or_else(|| errors::invalid_expire(name))?;
-    let ks = keyspace(ctx)?;
     let key = arg(a, 1)?;
-    let _held = ctx.shared.locks.lock(ctx.session.db, key);
-    let Some(e) = entry(ks, key)? else {
-        return Ok(Reply::Int(0));
-    };
-    let current = e.expires_at.map(|c| i64::try_from(c).unwrap_or(i64::MAX));
-    let allowed = match current {
-        None => !xx && !gt,
-        Some(c) => !nx && (!gt || at > c) && (!lt || at < c),
-    };
-    if !allowed {
-        return Ok(Reply::Int(0));
-    }
-    match u64::try_from(at) {
-        Ok(at) if at > now_ms() => put(ctx, ks, key, &e.value, Some(at))?,
-        _ => remove(ctx, ks, key)?,
-    }
-    Ok(Reply::Int(1))
+    ctx.write(|w| {
+        let Some(e) = w.view().entry(key)? else {
+            return Ok(Reply::Int(0));
+        };
+        let current = e.expires_at.map(|c| i64::try_from(c).unwrap_or(i64::MAX));
+        let allowed = match current {
+            None => !xx && !gt,
+            Some(c) => !nx && (!gt || at > c) && (!lt || at < c),
+        };
+        if !allowed {
+            return Ok(Reply::Int(0));
+        }
+        match u64::try_from(at) {
+            Ok(at) if at > now_ms() => w.put(key, &e.value, Some(at)),
+            _ => w.remove(key),
+        }
+        Ok(Reply::Int(1))
+    })
 }
 
 pub(crate) fn ttl(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
@@ -137,8 +131,7 @@ pub(crate) fn pttl(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
 /// -2 if the key is missing, -1 without expiry, else the time left in `unit_ms` units
 /// (rounded to nearest, as Redis's TTL).
 fn remaining(ctx: &mut Ctx<'_>, a: &[Vec<u8>], unit_ms: u64) -> Outcome {
-    let ks = keyspace(ctx)?;
-    Ok(Reply::Int(match ks.head(arg(a, 1)?)? {
+    Ok(Reply::Int(match ctx.view()?.head(arg(a, 1)?)? {
         None => -2,
         Some(h) => match h.expires_at {
             None => -1,
@@ -151,21 +144,18 @@ fn remaining(ctx: &mut Ctx<'_>, a: &[Vec<u8>], unit_ms: u64) -> Outcome {
 }
 
 pub(crate) fn persist(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
-    let ks = keyspace(ctx)?;
     let key = arg(a, 1)?;
-    let _held = ctx.shared.locks.lock(ctx.session.db, key);
-    match entry(ks, key)? {
+    ctx.write(|w| match w.view().entry(key)? {
         Some(e) if e.expires_at.is_some() => {
-            put(ctx, ks, key, &e.value, None)?;
+            w.put(key, &e.value, None);
             Ok(Reply::Int(1))
         }
         _ => Ok(Reply::Int(0)),
-    }
+    })
 }
 
 pub(crate) fn kind(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
-    let ks = keyspace(ctx)?;
-    Ok(Reply::simple(if ks.contains_key(arg(a, 1)?)? {
+    Ok(Reply::simple(if ctx.view()?.contains(arg(a, 1)?)? {
         "string"
     } else {
         "none"
@@ -206,8 +196,8 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
     } else {
         Bound::Excluded(ctx.shared.cursors.resume(db, cursor).ok_or_else(invalid)?)
     };
-    let ks = keyspace(ctx)?;
-    let mut heads = ks.range_heads((start, Bound::<Vec<u8>>::Unbounded));
+    let view = ctx.view()?;
+    let mut heads = view.keys_after(start);
     let mut keys = Vec::new();
     let mut last = None;
     for _ in 0..count.min(MAX_SCAN_COUNT) {
@@ -215,7 +205,7 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
             last = None;
             break;
         };
-        let (key, _) = item?;
+        let key = item?;
         if type_ok && pattern.is_none_or(|p| glob::matches(p, &key)) {
             keys.push(Reply::Bulk(key.clone()));
         }
@@ -232,7 +222,17 @@ pub(crate) fn scan(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
 }
 
 pub(crate) fn dbsize(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> Outcome {
-    let n = keyspace(ctx)?.len()?;
+    let n = match ctx.view()? {
+        View::Keyspace(ks) => ks.len()?,
+        view => {
+            let mut n = 0u64;
+            for item in view.keys_after(Bound::Unbounded) {
+                item?;
+                n += 1;
+            }
+            n
+        }
+    };
     Ok(Reply::Int(i64::try_from(n).unwrap_or(i64::MAX)))
 }
 
@@ -247,12 +247,21 @@ fn flush_mode(a: &[Vec<u8>]) -> Result<(), Reply> {
 pub(crate) fn flushdb(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
     flush_mode(a)?;
     let ks = keyspace(ctx)?;
-    ks.remove_range_with::<&[u8], _>(.., Some(ctx.shared.config.durability))?;
+    match ctx.tx.as_deref_mut() {
+        Some(tx) => tx.remove_range::<&[u8], _>(ks, ..),
+        None => ks.remove_range_with::<&[u8], _>(.., Some(ctx.shared.config.durability))?,
+    }
     Ok(Reply::Ok)
 }
 
 pub(crate) fn flushall(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
     flush_mode(a)?;
+    if let Some(tx) = ctx.tx.as_deref_mut() {
+        for ks in &ctx.shared.keyspaces {
+            tx.remove_range::<&[u8], _>(ks, ..);
+        }
+        return Ok(Reply::Ok);
+    }
     let mut batch = ctx.shared.db.batch();
     for ks in &ctx.shared.keyspaces {
         batch.remove_range::<&[u8], _>(ks, ..);

@@ -2,17 +2,24 @@
 //! positions, flags, handler) and [`run`], which checks a request against it and calls the
 //! handler. One module per command group, as Redis's documentation groups them:
 //! `connection` (PING, HELLO, AUTH, SELECT, CLIENT, ...), `strings` (GET, SET, INCR, ...),
-//! `keys` (DEL, EXPIRE, TTL, SCAN, ...), `admin` (INFO, CONFIG, COMMAND, SHUTDOWN, ...).
+//! `keys` (DEL, EXPIRE, TTL, SCAN, ...), `multi` (MULTI, EXEC, WATCH, ...), `admin`
+//! (INFO, CONFIG, COMMAND, ACL, SHUTDOWN, ...). Handlers read through `store::View` and
+//! write through `Ctx::write`, so the same handler runs alone or inside EXEC.
 //!
-//! Checks run in Redis's order: unknown command, then arity, then authentication.
-//! Handlers never panic; engine errors become `ERR <sentence>` replies.
+//! Checks run in Redis's order: unknown command, then arity, then authentication, then
+//! the user's permission (a read-only user runs no `write` or `admin` command). While a
+//! transaction is being queued (MULTI), a command that passes them is queued, and one
+//! that fails them marks the transaction failed. Handlers never panic; engine errors
+//! become `ERR <sentence>` replies.
 
+mod acl;
 mod admin;
 mod args;
 mod coalesce;
 mod connection;
 mod errors;
 mod keys;
+mod multi;
 mod store;
 mod strings;
 mod table;
@@ -31,10 +38,23 @@ use crate::session::Session;
 use crate::shared::Shared;
 use crate::stats::Stats;
 
-/// What a handler works with: the server's shared state and the client's session.
+/// What a handler works with: the server's shared state, the client's session, and
+/// inside EXEC the transaction the commands read and write.
 pub(crate) struct Ctx<'a> {
     pub(crate) shared: &'a Shared,
     pub(crate) session: &'a mut Session,
+    pub(crate) tx: Option<&'a mut cairn::Transaction>,
+}
+
+impl<'a> Ctx<'a> {
+    /// A context outside any transaction.
+    pub(crate) fn new(shared: &'a Shared, session: &'a mut Session) -> Ctx<'a> {
+        Ctx {
+            shared,
+            session,
+            tx: None,
+        }
+    }
 }
 
 /// A handler's result: `Err` holds an error reply (so handlers can use `?`).
@@ -71,24 +91,65 @@ fn by_name() -> &'static HashMap<&'static str, usize> {
     })
 }
 
-/// Runs one request and returns its reply.
-pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
-    let Some(name) = args.first() else {
-        return Reply::Ok; // the parser never yields an empty request
-    };
-    let lower = args::lower(name);
+/// True if `spec` carries `flag`.
+fn has_flag(spec: &Spec, flag: &str) -> bool {
+    spec.flags.split(' ').any(|f| f == flag)
+}
+
+/// The command `args` names and whether this session may run it now; `Err` holds the
+/// refusal (Redis's order of checks).
+fn admit(ctx: &Ctx<'_>, args: &[Vec<u8>]) -> Result<(usize, &'static Spec), Reply> {
+    let name = args.first().map(|n| args::lower(n)).unwrap_or_default();
     let Some((index, spec)) = by_name()
-        .get(lower.as_str())
+        .get(name.as_str())
         .and_then(|&i| COMMANDS.get(i).map(|s| (i, s)))
     else {
-        return errors::unknown_command(args);
+        return Err(errors::unknown_command(args));
     };
     let count = i64::try_from(args.len()).unwrap_or(i64::MAX);
     if (spec.arity > 0 && count != spec.arity) || (spec.arity < 0 && count < -spec.arity) {
-        return errors::wrong_args(spec.name);
+        return Err(errors::wrong_args(spec.name));
     }
-    if !ctx.session.authenticated && !spec.flags.contains("noauth") {
-        return errors::no_auth();
+    if !ctx.session.authenticated && !has_flag(spec, "noauth") {
+        return Err(errors::no_auth());
+    }
+    if !ctx.session.can_write() && (has_flag(spec, "write") || has_flag(spec, "admin")) {
+        return Err(errors::no_permission(&ctx.session.user.name, spec.name));
+    }
+    Ok((index, spec))
+}
+
+/// Runs one request (or queues it, between MULTI and EXEC) and returns its reply.
+pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
+    if args.is_empty() {
+        return Reply::Ok; // the parser never yields an empty request
+    }
+    let (index, spec) = match admit(ctx, args) {
+        Ok(found) => found,
+        Err(refusal) => {
+            if let Some(m) = &mut ctx.session.multi {
+                m.failed = true;
+            }
+            return refusal;
+        }
+    };
+    if let Some(m) = &mut ctx.session.multi {
+        if !multi::NOT_QUEUED.contains(&spec.name) {
+            if has_flag(spec, "no_multi") {
+                m.failed = true;
+                return Reply::error("ERR Command not allowed inside a transaction");
+            }
+            let len: usize = args.iter().map(Vec::len).sum();
+            if m.queued.len() >= multi::MAX_QUEUED
+                || m.queued_len.saturating_add(len) > multi::MAX_QUEUED_LEN
+            {
+                m.failed = true;
+                return Reply::error("ERR too many commands queued in the transaction");
+            }
+            m.queued_len += len;
+            m.queued.push(args.to_vec());
+            return Reply::simple("QUEUED");
+        }
     }
     let started = Instant::now();
     let reply = (spec.handler)(ctx, args).unwrap_or_else(|e| e);

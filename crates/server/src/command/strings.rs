@@ -1,21 +1,20 @@
 //! String commands: GET, SET (EX, PX, EXAT, PXAT, NX, XX, KEEPTTL, GET), SETNX, SETEX,
 //! PSETEX, GETSET, GETDEL, MGET, MSET, APPEND, STRLEN, INCR, DECR, INCRBY, DECRBY.
 //!
-//! Every value is a Redis string, so WRONGTYPE never arises. Writes hold the key's
-//! stripe (`crate::locks`) from their read to their write. INCR and friends keep Redis
-//! semantics: the value must be the decimal text of an `i64` (Redis's rules, see
+//! Every value is a Redis string, so WRONGTYPE never arises. A write that depends on
+//! what it reads runs as one engine transaction ([`Ctx::write`]). INCR and friends keep
+//! Redis semantics: the value must be the decimal text of an `i64` (Redis's rules, see
 //! `args::int`), a missing key counts as 0, the result is stored as decimal text, and
-//! the key's expiry is kept (the engine's own counter would drop it, so the server
-//! computes the sum itself under the stripe).
+//! the key's expiry is kept, so the server computes the sum itself in the transaction
+//! (the engine's counters read and write their own encoding).
 
 use super::args::{self, is};
-use super::store::{arg, entry, int_arg, keyspace, now_ms, put, remove};
+use super::store::{arg, int_arg, now_ms};
 use super::{errors, Ctx, Outcome};
 use crate::resp::Reply;
 
 pub(crate) fn get(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
-    let ks = keyspace(ctx)?;
-    let value = ks.get(arg(a, 1)?)?;
+    let value = ctx.view()?.get(arg(a, 1)?)?;
     ctx.shared.stats.lookup(value.is_some());
     Ok(Reply::bulk_or_nil(value))
 }
@@ -94,32 +93,55 @@ fn set_with(
     expiry: Expiry,
     get_old: bool,
 ) -> Outcome {
-    let ks = keyspace(ctx)?;
-    let _held = ctx.shared.locks.lock(ctx.session.db, key);
-    let old = if condition != Condition::Always || expiry == Expiry::Keep || get_old {
-        entry(ks, key)?
-    } else {
-        None
-    };
-    let exists = old.is_some();
-    let write = match condition {
-        Condition::Always => true,
-        Condition::IfAbsent => !exists,
-        Condition::IfPresent => exists,
-    };
-    if write {
+    let reads = condition != Condition::Always || expiry == Expiry::Keep || get_old;
+    if !reads && ctx.tx.is_none() {
+        // A blind write needs no transaction: a command's transaction that reads and
+        // writes the key fails its commit if this write lands after its snapshot.
         let expires_at = match expiry {
-            Expiry::None => None,
             Expiry::At(ms) => Some(ms),
-            Expiry::Keep => old.as_ref().and_then(|e| e.expires_at),
+            Expiry::None | Expiry::Keep => None,
         };
-        put(ctx, ks, key, value, expires_at)?;
+        put_blind(ctx, key, value, expires_at)?;
+        return Ok(Reply::Ok);
     }
+    let (old, write) = ctx.write(|w| {
+        let old = if reads { w.view().entry(key)? } else { None };
+        let exists = old.is_some();
+        let write = match condition {
+            Condition::Always => true,
+            Condition::IfAbsent => !exists,
+            Condition::IfPresent => exists,
+        };
+        if write {
+            let expires_at = match expiry {
+                Expiry::None => None,
+                Expiry::At(ms) => Some(ms),
+                Expiry::Keep => old.as_ref().and_then(|e| e.expires_at),
+            };
+            w.put(key, value, expires_at);
+        }
+        Ok((old, write))
+    })?;
     Ok(match (get_old, write) {
         (true, _) => Reply::bulk_or_nil(old.map(|e| e.value)),
         (false, true) => Reply::Ok,
         (false, false) => Reply::Nil,
     })
+}
+
+/// Writes `key` = `value` straight to the keyspace with the server's durability.
+fn put_blind(
+    ctx: &Ctx<'_>,
+    key: &[u8],
+    value: &[u8],
+    expires_at: Option<u64>,
+) -> Result<(), Reply> {
+    let ks = super::keyspace(ctx)?;
+    let mut options = cairn::EntryOptions::new().durability(ctx.shared.config.durability);
+    if let Some(ms) = expires_at {
+        options = options.expires_at(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms));
+    }
+    ks.insert_entry(key, value, &options).map_err(Reply::from)
 }
 
 pub(crate) fn setnx(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
@@ -170,22 +192,23 @@ pub(crate) fn getset(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
 }
 
 pub(crate) fn getdel(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
-    let ks = keyspace(ctx)?;
     let key = arg(a, 1)?;
-    let _held = ctx.shared.locks.lock(ctx.session.db, key);
-    let value = ks.get(key)?;
+    let value = ctx.write(|w| {
+        let value = w.view().get(key)?;
+        if value.is_some() {
+            w.remove(key);
+        }
+        Ok(value)
+    })?;
     ctx.shared.stats.lookup(value.is_some());
-    if value.is_some() {
-        remove(ctx, ks, key)?;
-    }
     Ok(Reply::bulk_or_nil(value))
 }
 
 pub(crate) fn mget(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
-    let ks = keyspace(ctx)?;
+    let view = ctx.view()?;
     let mut out = Vec::with_capacity(a.len().saturating_sub(1));
     for key in a.iter().skip(1) {
-        let value = ks.get(key)?;
+        let value = view.get(key)?;
         ctx.shared.stats.lookup(value.is_some());
         out.push(Reply::bulk_or_nil(value));
     }
@@ -193,16 +216,23 @@ pub(crate) fn mget(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
 }
 
 /// MSET writes all pairs in one batch: atomic, and one log record (one fsync in `sync`).
+/// The writes are blind (they read nothing), so they need no transaction outside EXEC.
 pub(crate) fn mset(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
     let pairs = a.get(1..).unwrap_or_default();
     if pairs.len() % 2 != 0 {
         return Err(errors::wrong_args("mset"));
     }
-    let ks = keyspace(ctx)?;
-    let _held = ctx
-        .shared
-        .locks
-        .lock_all(ctx.session.db, pairs.iter().step_by(2).map(Vec::as_slice));
+    if ctx.tx.is_some() {
+        return ctx.write(|w| {
+            for pair in pairs.chunks_exact(2) {
+                if let [key, value] = pair {
+                    w.put(key, value, None);
+                }
+            }
+            Ok(Reply::Ok)
+        });
+    }
+    let ks = super::keyspace(ctx)?;
     let mut batch = ctx.shared.db.batch();
     for pair in pairs.chunks_exact(2) {
         if let [key, value] = pair {
@@ -214,26 +244,28 @@ pub(crate) fn mset(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
 }
 
 pub(crate) fn append(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
-    let ks = keyspace(ctx)?;
     let key = arg(a, 1)?;
-    let _held = ctx.shared.locks.lock(ctx.session.db, key);
-    let (mut value, expires_at) = match entry(ks, key)? {
-        Some(e) => (e.value, e.expires_at),
-        None => (Vec::new(), None),
-    };
-    value.extend_from_slice(arg(a, 2)?);
-    if value.len() > ctx.shared.config.limits.max_bulk_len {
-        return Err(Reply::error(
-            "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
-        ));
-    }
-    put(ctx, ks, key, &value, expires_at)?;
-    Ok(Reply::Int(i64::try_from(value.len()).unwrap_or(i64::MAX)))
+    let tail = arg(a, 2)?;
+    let max = ctx.shared.config.limits.max_bulk_len;
+    let len = ctx.write(|w| {
+        let (mut value, expires_at) = match w.view().entry(key)? {
+            Some(e) => (e.value, e.expires_at),
+            None => (Vec::new(), None),
+        };
+        value.extend_from_slice(tail);
+        if value.len() > max {
+            return Err(Reply::error(
+                "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+            ));
+        }
+        w.put(key, &value, expires_at);
+        Ok(value.len())
+    })?;
+    Ok(Reply::Int(i64::try_from(len).unwrap_or(i64::MAX)))
 }
 
 pub(crate) fn strlen(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
-    let ks = keyspace(ctx)?;
-    let len = ks.head(arg(a, 1)?)?.map_or(0, |h| h.value_len);
+    let len = ctx.view()?.head(arg(a, 1)?)?.map_or(0, |h| h.value_len);
     Ok(Reply::Int(i64::try_from(len).unwrap_or(i64::MAX)))
 }
 
@@ -258,17 +290,18 @@ pub(crate) fn decrby(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
 }
 
 fn add(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> Outcome {
-    let ks = keyspace(ctx)?;
-    let _held = ctx.shared.locks.lock(ctx.session.db, key);
-    let current = entry(ks, key)?;
-    let (old, expires_at) = match &current {
-        Some(e) => (
-            args::int(&e.value).ok_or_else(errors::not_integer)?,
-            e.expires_at,
-        ),
-        None => (0, None),
-    };
-    let new = old.checked_add(delta).ok_or_else(errors::overflow)?;
-    put(ctx, ks, key, new.to_string().as_bytes(), expires_at)?;
+    let new = ctx.write(|w| {
+        let current = w.view().entry(key)?;
+        let (old, expires_at) = match &current {
+            Some(e) => (
+                args::int(&e.value).ok_or_else(errors::not_integer)?,
+                e.expires_at,
+            ),
+            None => (0, None),
+        };
+        let new = old.checked_add(delta).ok_or_else(errors::overflow)?;
+        w.put(key, new.to_string().as_bytes(), expires_at);
+        Ok(new)
+    })?;
     Ok(Reply::Int(new))
 }

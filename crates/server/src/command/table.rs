@@ -1,7 +1,7 @@
 //! The table of every command: name, arity, flags, key positions, documentation group
 //! and summary (what COMMAND INFO and COMMAND DOCS report), and the handler.
 
-use super::{admin, connection, keys, strings, Spec};
+use super::{acl, admin, connection, keys, multi, strings, Spec};
 
 macro_rules! spec {
     ($name:literal, $arity:expr, $flags:literal, $keys:expr, $group:literal, $summary:literal, $handler:path) => {
@@ -404,9 +404,63 @@ pub(crate) static COMMANDS: &[Spec] = &[
         admin::time
     ),
     spec!(
+        "multi",
+        1,
+        "fast",
+        NONE,
+        "transactions",
+        "Starts a transaction.",
+        multi::multi
+    ),
+    spec!(
+        "exec",
+        1,
+        "",
+        NONE,
+        "transactions",
+        "Executes all commands in a transaction.",
+        multi::exec
+    ),
+    spec!(
+        "discard",
+        1,
+        "fast",
+        NONE,
+        "transactions",
+        "Discards a transaction.",
+        multi::discard
+    ),
+    spec!(
+        "watch",
+        -2,
+        "fast",
+        ALL,
+        "transactions",
+        "Monitors changes to keys to determine the execution of a transaction.",
+        multi::watch
+    ),
+    spec!(
+        "unwatch",
+        1,
+        "fast",
+        NONE,
+        "transactions",
+        "Forgets about watched keys of a transaction.",
+        multi::unwatch
+    ),
+    spec!(
+        "acl",
+        -2,
+        "",
+        NONE,
+        "server",
+        "A container for Access List Control commands (WHOAMI, LIST, USERS).",
+        acl::acl
+    ),
+    spec!(
         "shutdown",
         -1,
-        "",
+        "admin no_multi",
         NONE,
         "server",
         "Stops accepting clients, finishes running commands, syncs the store and exits.",

@@ -17,6 +17,7 @@ use cairn_server::{Config, Server, ShutdownHandle};
 
 pub struct Running {
     pub addr: SocketAddr,
+    pub tls_addr: Option<SocketAddr>,
     pub stop: ShutdownHandle,
     pub waiter: Option<JoinHandle<cairn_server::Result<()>>>,
     pub dir: tempfile::TempDir,
@@ -36,10 +37,12 @@ pub fn start_in(dir: tempfile::TempDir, tweak: impl FnOnce(&mut Config)) -> Runn
     tweak(&mut config);
     let server = Server::start(db, config).unwrap();
     let addr = server.local_addr().unwrap();
+    let tls_addr = server.tls_addr();
     let stop = server.shutdown_handle();
     let waiter = std::thread::spawn(move || server.wait());
     Running {
         addr,
+        tls_addr,
         stop,
         waiter: Some(waiter),
         dir,

@@ -1,5 +1,6 @@
-"""cairn serve through redis-py: every command, pipelines, RESP3, auth, errors, hostile
-clients with a bounded-memory check, and kill -9 under sync durability.
+"""cairn serve through redis-py: every command, pipelines, transactions (MULTI/EXEC/WATCH),
+RESP3, auth and ACL users, TLS, errors, hostile clients with a bounded-memory check, and
+kill -9 under sync durability.
 
 Usage: redis_py_test.py CAIRN_BINARY WORK_DIR
 """
@@ -32,6 +33,12 @@ class Server:
         if not line.startswith("ready: tcp "):
             raise RuntimeError(f"server did not start: {line!r} {self.proc.stderr.read()}")
         self.port = int(line.rsplit(":", 1)[1])
+        self.tls_port = None
+        if "--tls-port" in self.flags:
+            line = self.proc.stdout.readline()
+            if not line.startswith("ready: tls "):
+                raise RuntimeError(f"no TLS listener: {line!r}")
+            self.tls_port = int(line.rsplit(":", 1)[1])
 
     def client(self, **kw):
         return redis.Redis(port=self.port, socket_timeout=30, **kw)
@@ -240,6 +247,135 @@ def test_auth():
         anon.stop()
 
 
+def test_transactions(server):
+    r = server.client()
+    r.delete("tx:a", "tx:b", "tx:w")
+    # pipeline(transaction=True): MULTI ... EXEC, replies of every command.
+    with r.pipeline(transaction=True) as p:
+        p.set("tx:a", 10).incrby("tx:a", 5).get("tx:a").incr("tx:b")
+        assert p.execute() == [True, 15, b"15", 1]
+    # A runtime error stays inside EXEC's replies; the other commands run.
+    r.set("tx:word", "abc")
+    with r.pipeline(transaction=True) as p:
+        p.incr("tx:word").incr("tx:b")
+        got = p.execute(raise_on_error=False)
+    assert isinstance(got[0], redis.ResponseError) and got[1] == 2, got
+
+    c = server.client(single_connection_client=True)
+    # DISCARD drops the queue.
+    assert c.execute_command("MULTI") in (b"OK", "OK", True)
+    assert c.execute_command("APPEND", "tx:discarded", "1") in (b"QUEUED", "QUEUED")
+    assert c.execute_command("DISCARD") in (b"OK", "OK", True)
+    assert c.get("tx:discarded") is None
+    # Nested MULTI is an error; the transaction goes on.
+    c.execute_command("MULTI")
+    assert error_of(c.execute_command, "MULTI") == "MULTI calls can not be nested"
+    c.execute_command("INCR", "tx:b")
+    assert c.execute_command("EXEC") == [3]
+    # A command refused while queuing aborts EXEC.
+    c.execute_command("MULTI")
+    c.execute_command("SET", "tx:aborted", "1")
+    assert "wrong number of arguments" in error_of(c.execute_command, "GET")
+    assert error_of(c.execute_command, "EXEC").startswith("Transaction discarded because of previous errors")
+    assert c.get("tx:aborted") is None
+    assert error_of(c.execute_command, "EXEC") == "EXEC without MULTI"
+
+    # WATCH: a change from another connection makes EXEC fail (WatchError), nothing runs.
+    other = server.client()
+    r.set("tx:w", 1)
+    with r.pipeline(transaction=True) as p:
+        p.watch("tx:w")
+        assert p.get("tx:w") == b"1"  # immediate mode after WATCH
+        other.set("tx:w", 2)
+        p.multi()
+        p.set("tx:w", 100)
+        try:
+            p.execute()
+            raise AssertionError("EXEC ran though a watched key changed")
+        except redis.WatchError:
+            pass
+    assert r.get("tx:w") == b"2"
+
+    # redis-py's optimistic-locking helper retries on WatchError: concurrent doublings
+    # of a watched counter from several clients lose nothing.
+    r.set("tx:counter", 0)
+
+    def bump(pipe):
+        v = int(pipe.get("tx:counter"))
+        pipe.multi()
+        pipe.set("tx:counter", v + 1)
+
+    def worker():
+        c = server.client()
+        for _ in range(50):
+            c.transaction(bump, "tx:counter")
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert r.get("tx:counter") == b"200", r.get("tx:counter")
+
+
+def test_users_and_acl():
+    path = os.path.join(WORK, "users.txt")
+    with open(path, "w") as f:
+        f.write("# test users\nalice wonderland\nreader letmein readonly\n")
+    s = Server("users", "--users", path, "--requirepass", "rootpw")
+    try:
+        alice = s.client(username="alice", password="wonderland")
+        assert alice.acl_whoami() == "alice" or alice.acl_whoami() == b"alice"
+        assert alice.set("u", "1") is True
+        listing = [l if isinstance(l, str) else l.decode() for l in alice.acl_list()]
+        assert any(l.startswith("user alice on") for l in listing), listing
+        assert any("-@write" in l for l in listing if l.startswith("user reader")), listing
+        assert not any(p in l for l in listing for p in ("wonderland", "letmein", "rootpw"))
+        reader = s.client(username="reader", password="letmein")
+        assert reader.get("u") == b"1"
+        try:
+            reader.set("u", "2")
+            raise AssertionError("a read-only user wrote")
+        except redis.exceptions.NoPermissionError as e:
+            assert str(e) == "User reader has no permissions to run the 'set' command", e
+        try:
+            s.client(username="alice", password="nope").ping()
+            raise AssertionError("a wrong password was accepted")
+        except redis.AuthenticationError:
+            pass
+        assert s.client(password="rootpw").acl_whoami() in ("default", b"default")
+    finally:
+        s.stop()
+
+
+def test_tls():
+    cert, key = os.path.join(WORK, "cert.pem"), os.path.join(WORK, "key.pem")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+         "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost"],
+        check=True, capture_output=True)
+    s = Server("tls", "--tls-port", "0", "--tls-cert", cert, "--tls-key", key)
+    try:
+        t = redis.Redis(host="localhost", port=s.tls_port, ssl=True, ssl_ca_certs=cert,
+                        socket_timeout=30)
+        assert t.set("secure", "yes") is True
+        assert t.get("secure") == b"yes"
+        with t.pipeline(transaction=True) as p:
+            p.incr("tls:n").incr("tls:n")
+            assert p.execute() == [1, 2]
+        assert s.client().get("secure") == b"yes"  # the plain listener, same store
+        # A client that does not trust the certificate is refused.
+        untrusting = redis.Redis(host="localhost", port=s.tls_port, ssl=True, socket_timeout=10)
+        try:
+            untrusting.ping()
+            raise AssertionError("an unverified certificate was accepted")
+        except redis.ConnectionError:
+            pass
+    finally:
+        s.stop()
+
+
 def raw(port, data, read=True):
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
     s.sendall(data)
@@ -369,6 +505,9 @@ def main():
         ("pipeline", lambda: test_pipeline(r)),
         ("RESP3", lambda: test_resp3(server)),
         ("atomic INCR and APPEND across clients", lambda: test_atomic_incr(server)),
+        ("MULTI/EXEC/WATCH/DISCARD", lambda: test_transactions(server)),
+        ("users file and ACL", test_users_and_acl),
+        ("TLS", test_tls),
         ("protocol errors and hostile clients", lambda: test_protocol_errors_and_hostile_clients(server)),
         ("auth", test_auth),
         ("kill -9 under sync durability", test_kill9_sync),

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # `cairn serve` against real Redis clients: redis-py (PyPI's `redis`, pinned) in a fresh
-# virtualenv runs redis_py_test.py (every command, pipelines, RESP3, auth, errors,
-# hostile clients, kill -9 under sync durability), then redis-cli and redis-benchmark
-# (Debian's redis-tools) run black-box checks.
+# virtualenv runs redis_py_test.py (every command, pipelines, MULTI/EXEC/WATCH, RESP3,
+# auth and ACL users, TLS with a certificate made by openssl, errors, hostile clients,
+# kill -9 under sync durability), then redis-cli and redis-benchmark (Debian's
+# redis-tools) run black-box checks.
 #
 # Usage: crates/server/tests/python/run.sh   (builds what it needs; honours
-# CARGO_TARGET_DIR). Needs python3 with venv, network access to PyPI, and redis-tools
-# (scripts/setup.sh installs them).
+# CARGO_TARGET_DIR). Needs python3 with venv, network access to PyPI, openssl, and
+# redis-tools (scripts/setup.sh installs them).
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
 target=${CARGO_TARGET_DIR:-target}

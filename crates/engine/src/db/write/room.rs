@@ -40,6 +40,7 @@ fn max_l0(state: &State) -> usize {
 pub(super) fn make_room(inner: &Inner, force: bool) -> Result<()> {
     let opts = &inner.options;
     let mut slowed = false;
+    let mut stalled = false;
     loop {
         let mut st = inner.state.lock();
         if let Some(e) = st.stopped() {
@@ -51,6 +52,13 @@ pub(super) fn make_room(inner: &Inner, force: bool) -> Result<()> {
         }
         let l0 = max_l0(&st);
         if l0 >= opts.l0_stop_trigger {
+            if !stalled {
+                stalled = true;
+                tracing::warn!(
+                    level0_tables = l0,
+                    "write stall: writers wait for compaction to reduce level 0"
+                );
+            }
             inner.stats.stalls.fetch_add(1, Ordering::Relaxed);
             inner.bg_cv.notify_all();
             inner.stall_cv.wait_for(&mut st, STALL_WAIT);
@@ -61,6 +69,7 @@ pub(super) fn make_room(inner: &Inner, force: bool) -> Result<()> {
             drop(st);
             let band = (opts.l0_stop_trigger - opts.l0_slowdown_trigger + 1) as u64;
             let depth = (l0 - opts.l0_slowdown_trigger + 1) as u64;
+            tracing::debug!(level0_tables = l0, "write slowdown: level 0 is filling up");
             inner.stats.stalls.fetch_add(1, Ordering::Relaxed);
             std::thread::sleep(Duration::from_micros(1000 * depth / band));
             slowed = true;
@@ -80,6 +89,13 @@ pub(super) fn make_room(inner: &Inner, force: bool) -> Result<()> {
             return Ok(());
         }
         if st.imm.len() >= opts.max_immutable_memtables {
+            if !stalled {
+                stalled = true;
+                tracing::warn!(
+                    sealed_memtables = st.imm.len(),
+                    "write stall: writers wait for a flush"
+                );
+            }
             inner.stats.stalls.fetch_add(1, Ordering::Relaxed);
             inner.bg_cv.notify_all();
             inner.stall_cv.wait_for(&mut st, STALL_WAIT);
