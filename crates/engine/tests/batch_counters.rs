@@ -96,7 +96,8 @@ fn a_failing_increment_refuses_the_whole_batch() {
 
     // Not a counter in the store; overflow; not a counter because of the batch's own put;
     // overflow only because of the batch's own earlier increment.
-    let cases: [(&str, fn(&mut cairn::Batch, &cairn::Keyspace)); 4] = [
+    type AddTo = fn(&mut cairn::Batch, &cairn::Keyspace);
+    let cases: [(&str, AddTo); 4] = [
         ("stored text", |batch, a| batch.incr(a, "text", 1)),
         ("overflow", |batch, a| batch.incr(a, "max", 1)),
         ("batch's put", |batch, a| {

@@ -88,6 +88,9 @@ class Keyspace:
     def get(self, key: Buffer) -> Optional[bytes]: ...
     @overload
     def get(self, key: Buffer, default: _T) -> Union[bytes, _T]: ...
+    def get_many(self, keys: Iterable[Buffer]) -> List[Optional[bytes]]:
+        """The values of ``keys`` (``None`` for an absent key), in order, read with the GIL
+        released once for the whole list."""
     def insert(
         self,
         key: Buffer,

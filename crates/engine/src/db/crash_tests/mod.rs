@@ -118,6 +118,9 @@ enum TxOp {
     Incr(i64),
 }
 
+/// (keyspace instance, key, value; `None` removes).
+type PointWrite = (usize, Vec<u8>, Option<Vec<u8>>);
+
 /// One acknowledged (or in-flight) write of the model.
 #[derive(Debug, Clone)]
 struct Write {
@@ -425,10 +428,7 @@ impl Driver {
     /// The values `ops` leave, applied in order over the model's current state: each op
     /// resolved to a put or a remove (an increment to the put of its new value), or the
     /// error of the first increment that fails.
-    fn resolve(
-        &self,
-        ops: &[(&str, &str, TxOp)],
-    ) -> std::result::Result<Vec<(usize, Vec<u8>, Option<Vec<u8>>)>, Error> {
+    fn resolve(&self, ops: &[(&str, &str, TxOp)]) -> std::result::Result<Vec<PointWrite>, Error> {
         let now = self
             .model
             .state(self.model.writes.len(), self.model.ks_ops.len());
