@@ -135,10 +135,10 @@ mod wal;
 pub use attrs::{EntryOptions, Head, Meta, MAX_META_LEN};
 pub use clock::Clock;
 pub use db::{
-    verify, verify_report, BackupInfo, Batch, BlobFileSpace, CompareAndSwapError, Db, EntryIter,
-    HeadIter, Isolation, Iter, Keyspace, Loss, LossCause, Readable, RecoveryReport, Snapshot,
-    SpaceStats, Stats, Transaction, TransactionIter, TransactionOptions, ValueReader, VerifiedFile,
-    VerifyReport, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN,
+    verify, verify_report, BackupInfo, Batch, BlobFileSpace, Committed, CompareAndSwapError, Db,
+    EntryIter, HeadIter, Isolation, Iter, Keyspace, Loss, LossCause, Readable, RecoveryReport,
+    Snapshot, SpaceStats, Stats, Transaction, TransactionIter, TransactionOptions, ValueReader,
+    VerifiedFile, VerifyReport, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN,
 };
 pub use error::{Corruption, Error, FileKind, Reason, Result};
 pub use options::{Compression, Durability, KeyspaceOptions, Options};

@@ -474,6 +474,33 @@ cairn_status_t cairn_batch_delete_prefix(cairn_batch_t *batch,
                                          char **errptr);
 
 /*
+ Adds "add `delta` to the counter at `key` in `ks`" (see `cairn_incr`). The increment
+ reads the counter as the batch leaves it (after a put of the key earlier in the batch
+ it adds to that value; several increments of one key add up). If an increment fails
+ at the commit (`CAIRN_NOT_A_COUNTER`, `CAIRN_COUNTER_OVERFLOW`), nothing of the batch
+ is written. After a successful commit, `cairn_batch_counter` reads each new value.
+
+ # Safety
+ `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+ */
+cairn_status_t cairn_batch_incr(cairn_batch_t *batch,
+                                const cairn_keyspace_t *ks,
+                                const char *key,
+                                size_t key_len,
+                                int64_t delta,
+                                char **errptr);
+
+/*
+ Stores in `*result` the new value of the `index`-th increment (from 0, in the order
+ they were added) of the batch's last successful commit. `CAIRN_INVALID_ARGUMENT` if
+ that commit had no such increment.
+ */
+cairn_status_t cairn_batch_counter(const cairn_batch_t *batch,
+                                   size_t index,
+                                   int64_t *result,
+                                   char **errptr);
+
+/*
  The number of writes added since the batch was created, cleared or committed (0 for
  NULL).
  */
@@ -486,7 +513,8 @@ cairn_status_t cairn_batch_clear(cairn_batch_t *batch, char **errptr);
 
 /*
  Applies every write atomically with the durability of `options` (NULL: the store's
- default), then empties the batch, whatever the outcome.
+ default), then empties the batch, whatever the outcome. `CAIRN_NOT_A_COUNTER`,
+ `CAIRN_COUNTER_OVERFLOW`: an increment failed and nothing was written.
  */
 cairn_status_t cairn_batch_commit(cairn_batch_t *batch,
                                   const cairn_writeoptions_t *options,

@@ -5,6 +5,8 @@
 //! 1. Adding a write never fails for a bad key or value: the first refused write is
 //!    reported by the commit (the engine's rule), and the commit then applies nothing.
 //! 2. A commit, successful or not, leaves the batch empty and ready for reuse.
+//! 3. The counter values `cairn_batch_counter` reads are those of the last commit that
+//!    succeeded (none before the first, and none after a failed commit).
 //!
 //! Thread-safety: not thread-safe. One thread at a time may use a batch (it may move
 //! between threads); different batches may be used and committed concurrently.
@@ -27,6 +29,8 @@ pub struct cairn_batch_t {
     db: engine::Db,
     batch: engine::Batch,
     closed: Arc<AtomicBool>,
+    /// The new counter values of the last successful commit (invariant 3).
+    counters: Vec<i64>,
 }
 
 fn live(batch: Option<&mut cairn_batch_t>) -> Result<&mut cairn_batch_t, Failure> {
@@ -53,6 +57,7 @@ pub extern "C" fn cairn_batch_create(
             db: engine_db.clone(),
             batch: engine_db.batch(),
             closed,
+            counters: Vec::new(),
         }));
         Ok(CAIRN_OK)
     })
@@ -187,6 +192,56 @@ pub unsafe extern "C" fn cairn_batch_delete_prefix(
     })
 }
 
+/// Adds "add `delta` to the counter at `key` in `ks`" (see `cairn_incr`). The increment
+/// reads the counter as the batch leaves it (after a put of the key earlier in the batch
+/// it adds to that value; several increments of one key add up). If an increment fails
+/// at the commit (`CAIRN_NOT_A_COUNTER`, `CAIRN_COUNTER_OVERFLOW`), nothing of the batch
+/// is written. After a successful commit, `cairn_batch_counter` reads each new value.
+///
+/// # Safety
+/// `key` must point to `key_len` readable bytes (NULL if `key_len` is 0).
+#[no_mangle]
+pub unsafe extern "C" fn cairn_batch_incr(
+    batch: Option<&mut cairn_batch_t>,
+    ks: Option<&cairn_keyspace_t>,
+    key: *const c_char,
+    key_len: usize,
+    delta: i64,
+    errptr: Option<&mut *mut c_char>,
+) -> cairn_status_t {
+    run(errptr, || {
+        let b = live(batch)?;
+        let ks = keyspace::live(ks)?;
+        // SAFETY: the caller guarantees `key_len` readable bytes at `key`.
+        let key = unsafe { args::bytes(key, key_len, "key") }?;
+        b.batch.incr(&ks.keyspace, key, delta);
+        Ok(CAIRN_OK)
+    })
+}
+
+/// Stores in `*result` the new value of the `index`-th increment (from 0, in the order
+/// they were added) of the batch's last successful commit. `CAIRN_INVALID_ARGUMENT` if
+/// that commit had no such increment.
+#[no_mangle]
+pub extern "C" fn cairn_batch_counter(
+    batch: Option<&cairn_batch_t>,
+    index: usize,
+    result: Option<&mut i64>,
+    errptr: Option<&mut *mut c_char>,
+) -> cairn_status_t {
+    run(errptr, || {
+        let b = batch.ok_or_else(|| Failure::invalid("batch is NULL"))?;
+        let result = result.ok_or_else(|| Failure::invalid("result is NULL"))?;
+        *result = *b.counters.get(index).ok_or_else(|| {
+            Failure::invalid(format!(
+                "the last commit of the batch made {} increments; index {index} is past them",
+                b.counters.len()
+            ))
+        })?;
+        Ok(CAIRN_OK)
+    })
+}
+
 /// The number of writes added since the batch was created, cleared or committed (0 for
 /// NULL).
 #[no_mangle]
@@ -208,7 +263,8 @@ pub extern "C" fn cairn_batch_clear(
 }
 
 /// Applies every write atomically with the durability of `options` (NULL: the store's
-/// default), then empties the batch, whatever the outcome.
+/// default), then empties the batch, whatever the outcome. `CAIRN_NOT_A_COUNTER`,
+/// `CAIRN_COUNTER_OVERFLOW`: an increment failed and nothing was written.
 #[no_mangle]
 pub extern "C" fn cairn_batch_commit(
     batch: Option<&mut cairn_batch_t>,
@@ -218,7 +274,10 @@ pub extern "C" fn cairn_batch_commit(
     run(errptr, || {
         let b = live(batch)?;
         let fresh = b.db.batch();
-        std::mem::replace(&mut b.batch, fresh).commit_with(write_durability(options))?;
+        b.counters.clear();
+        let done = std::mem::replace(&mut b.batch, fresh)
+            .commit_counters_with(write_durability(options))?;
+        b.counters = done.counters().to_vec();
         Ok(CAIRN_OK)
     })
 }

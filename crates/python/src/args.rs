@@ -33,7 +33,12 @@ impl std::ops::Deref for Bytes {
 
 impl<'py> FromPyObject<'py> for Bytes {
     fn extract_bound(ob: &Bound<'py, PyAny>) -> PyResult<Self> {
-        if ob.is_instance_of::<PyBytes>() || ob.is_instance_of::<PyByteArray>() {
+        // `bytes` first and without a second type check: it is the common case, and the
+        // backed bytes then borrow the object instead of copying it.
+        if let Ok(bytes) = ob.downcast::<PyBytes>() {
+            return Ok(Bytes(PyBackedBytes::from(bytes.clone())));
+        }
+        if ob.is_instance_of::<PyByteArray>() {
             return Ok(Bytes(ob.extract::<PyBackedBytes>()?));
         }
         if ob.is_instance_of::<PyMemoryView>() {

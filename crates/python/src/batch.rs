@@ -3,9 +3,12 @@
 //! As a context manager a batch commits on a normal exit and is discarded when the block
 //! raises. Nothing is written before `commit`; a committed or discarded batch raises
 //! `cairn.ClosedError` on further use, as does a batch of a closed store. The engine batch
-//! is registered with the store, so closing the store drops it.
+//! is registered with the store, so closing the store drops it. `commit` returns the new
+//! values of the batch's counter increments, which `counters` keeps afterwards.
 
 use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use pyo3::prelude::*;
 
@@ -20,6 +23,8 @@ pub(crate) struct Batch {
     shared: Arc<Shared>,
     batch: Arc<Slot<cairn::Batch>>,
     durability: Option<cairn::Durability>,
+    /// The new values of the increments, once committed.
+    counters: Mutex<Option<Vec<i64>>>,
 }
 
 impl Batch {
@@ -35,6 +40,7 @@ impl Batch {
             shared: Arc::clone(shared),
             batch: slot,
             durability,
+            counters: Mutex::new(None),
         }
     }
 
@@ -57,11 +63,12 @@ impl Batch {
             .or_raise(py)
     }
 
-    fn commit_now(&self, durability: Option<cairn::Durability>) -> Res<()> {
+    fn commit_now(&self, durability: Option<cairn::Durability>) -> Res<Vec<i64>> {
         self.shared.read(|_| {
             let batch = self.batch.lock().take().ok_or(Fail::Closed("the batch"))?;
-            batch.commit_with(durability)?;
-            Ok(())
+            let counters = batch.commit_counters_with(durability)?.counters().to_vec();
+            *self.counters.lock() = Some(counters.clone());
+            Ok(counters)
         })
     }
 }
@@ -120,6 +127,40 @@ impl Batch {
         self.add(py, &keyspace, |b, ks| b.remove_prefix(ks, &*prefix))
     }
 
+    /// Adds `delta` to the counter at `key` in `keyspace` when the batch commits, reading
+    /// the counter as the batch leaves it (after its own put of the key, or its earlier
+    /// increments). A failing increment (`NotACounterError`, `CounterOverflowError`)
+    /// refuses the whole batch.
+    #[pyo3(signature = (keyspace, key, delta=1))]
+    fn incr(
+        &self,
+        py: Python<'_>,
+        keyspace: PyRef<'_, Keyspace>,
+        key: Bytes,
+        delta: i64,
+    ) -> PyResult<()> {
+        self.add(py, &keyspace, |b, ks| b.incr(ks, &*key, delta))
+    }
+
+    /// Subtracts `delta` from the counter at `key` in `keyspace`; as `incr`.
+    #[pyo3(signature = (keyspace, key, delta=1))]
+    fn decr(
+        &self,
+        py: Python<'_>,
+        keyspace: PyRef<'_, Keyspace>,
+        key: Bytes,
+        delta: i64,
+    ) -> PyResult<()> {
+        self.add(py, &keyspace, |b, ks| b.decr(ks, &*key, delta))
+    }
+
+    /// The new values of the batch's increments, in the order they were added, once it
+    /// has committed (`None` before).
+    #[getter]
+    fn counters(&self) -> Option<Vec<i64>> {
+        self.counters.lock().clone()
+    }
+
     /// The number of writes in the batch.
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
         let guard = self.batch.lock();
@@ -129,9 +170,10 @@ impl Batch {
         }
     }
 
-    /// Applies every write atomically (GIL released); the batch is then spent.
+    /// Applies every write atomically (GIL released); the batch is then spent. Returns
+    /// the new values of its increments, in the order they were added.
     #[pyo3(signature = (*, durability=None))]
-    fn commit(&self, py: Python<'_>, durability: Option<&str>) -> PyResult<()> {
+    fn commit(&self, py: Python<'_>, durability: Option<&str>) -> PyResult<Vec<i64>> {
         let d = opt_durability(py, durability)?.or(self.durability);
         py.allow_threads(|| self.commit_now(d)).or_raise(py)
     }

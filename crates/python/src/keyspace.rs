@@ -5,7 +5,7 @@
 //! A `Keyspace` holds its store's [`Shared`] state and the index of its engine handle there
 //! (never the handle itself), so closing the store leaves nothing open, and every method
 //! raises `cairn.ClosedError` afterwards. Every method that reads or writes releases the
-//! GIL for the engine call. Reads through the keyspace see the latest state; `len()` and
+//! GIL for the engine call, except point reads that find their key in memory (`point.rs`). Reads through the keyspace see the latest state; `len()` and
 //! iteration each read at one point in time (a scan), so they are consistent, and `len()`
 //! costs a walk over the keys.
 
@@ -14,12 +14,13 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
-use pyo3::types::{PyBytes, PyDict, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use crate::args::{entry_options, opt_bytes, opt_durability, Bytes};
 use crate::errors::{key_error, Fail, OrRaise, Res};
 use crate::head::Head;
 use crate::iter::{prefix_range, Scan, Yield};
+use crate::point;
 use crate::shared::Shared;
 use crate::value::{PyReader, ValueReader};
 
@@ -117,8 +118,8 @@ impl Keyspace {
     }
 
     fn __getitem__<'py>(&self, py: Python<'py>, key: Bytes) -> PyResult<Bound<'py, PyBytes>> {
-        match self.with(py, |ks| ks.get(&*key))? {
-            Some(v) => Ok(PyBytes::new(py, &v)),
+        match point::get(py, &self.shared, self.slot, &key)? {
+            Some(v) => Ok(v),
             None => Err(key_error(py, &key)),
         }
     }
@@ -146,7 +147,7 @@ impl Keyspace {
     }
 
     fn __contains__(&self, py: Python<'_>, key: Bytes) -> PyResult<bool> {
-        self.with(py, |ks| ks.contains_key(&*key))
+        point::contains(py, &self.shared, self.slot, &key)
     }
 
     /// The number of keys: a scan over the keys at one point (O(keys)).
@@ -180,10 +181,20 @@ impl Keyspace {
     /// The value of `key`, or `default` if it is absent.
     #[pyo3(signature = (key, default=None))]
     fn get(&self, py: Python<'_>, key: Bytes, default: Option<PyObject>) -> PyResult<PyObject> {
-        match self.with(py, |ks| ks.get(&*key))? {
-            Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
+        match point::get(py, &self.shared, self.slot, &key)? {
+            Some(v) => Ok(v.into_any().unbind()),
             None => Ok(default.unwrap_or_else(|| py.None())),
         }
+    }
+
+    /// The values of `keys` (None for an absent key), in order: one call for the whole
+    /// list, with the GIL released once.
+    fn get_many<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        point::get_many(py, &self.shared, self.slot, keys)
     }
 
     /// Stores `value` under `key`, optionally with a TTL (seconds) or an absolute expiry

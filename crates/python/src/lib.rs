@@ -30,6 +30,7 @@ mod head;
 mod iter;
 mod keyspace;
 mod options;
+mod point;
 mod reports;
 mod retry;
 mod shared;

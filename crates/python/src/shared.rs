@@ -10,9 +10,10 @@
 //!    the store. Afterwards every method of every object raises `cairn.ClosedError`, and no
 //!    engine handle is left, so the directory lock is released and the store can be
 //!    reopened in the same process at once.
-//! 3. The locks are taken only inside `Python::allow_threads` closures or for a few
-//!    instructions with the GIL held, and the GIL is never acquired while one is held: no
-//!    lock-order cycle with the GIL. (`Keyspace.insert_from`, which takes the GIL back to
+//! 3. The locks are taken inside `Python::allow_threads` closures, for a few instructions
+//!    with the GIL held, or (the store's read lock only) for a point read made under the
+//!    GIL (`point.rs`); the GIL is never acquired while one is held: no lock-order cycle
+//!    with the GIL. (`Keyspace.insert_from`, which takes the GIL back to
 //!    read a Python file during the engine call, holds none of them: it writes through its
 //!    own clone of the engine keyspace.)
 //! 4. Lock order: the store's lock (`state`) before a handle's slot, never the reverse;
@@ -24,6 +25,7 @@ use std::sync::{Arc, Weak};
 use parking_lot::{Mutex, RwLock};
 
 use crate::errors::{Fail, Res};
+use crate::point::ReadMode;
 
 /// An engine object owned by a Python object and dropped when the store closes.
 pub(crate) trait Release: Send + Sync {
@@ -101,6 +103,8 @@ impl Open {
 pub(crate) struct Shared {
     state: RwLock<Option<Open>>,
     handles: Mutex<Vec<Weak<dyn Release>>>,
+    /// Whether point reads release the GIL (`point.rs`).
+    read_mode: ReadMode,
 }
 
 impl Shared {
@@ -113,7 +117,13 @@ impl Shared {
                 by_name: HashMap::new(),
             })),
             handles: Mutex::new(Vec::new()),
+            read_mode: ReadMode::default(),
         })
+    }
+
+    /// Whether point reads of the store release the GIL now.
+    pub(crate) fn read_mode(&self) -> &ReadMode {
+        &self.read_mode
     }
 
     /// Runs `f` on the open store (read lock held throughout).

@@ -110,6 +110,40 @@ def test_batch_explicit_commit_range_deletes_and_durability(db):
     assert b"x" not in ks
 
 
+def test_batch_incr_adds_up_reports_values_and_fails_whole(db):
+    hits, stats = db.keyspace("hits"), db.keyspace("stats")
+    hits[b"home"] = b"5"
+    with db.batch() as b:
+        b.insert(stats, b"orders", b"10")
+        b.incr(stats, b"orders")  # 11: after the batch's own put
+        b.incr(hits, b"home", 2)  # 7
+        b.incr(hits, b"home", 3)  # 10: adds to the one before
+        b.decr(hits, b"fresh", 4)  # -4
+        assert len(b) == 5 and b.counters is None
+    assert b.counters == [11, 7, 10, -4]
+    assert stats[b"orders"] == b"11" and hits[b"home"] == b"10" and hits[b"fresh"] == b"-4"
+    b = db.batch()
+    b.incr(hits, b"home", 1)
+    assert b.commit(durability="sync") == [11]
+    assert db.batch().commit() == []
+
+    hits[b"text"] = b"hello"
+    b = db.batch()
+    b.insert(stats, b"written", b"no")
+    b.incr(hits, b"home", 1)
+    b.incr(hits, b"text", 1)
+    with pytest.raises(cairn.NotACounterError):
+        b.commit()
+    assert b.counters is None
+    assert b"written" not in stats and hits[b"home"] == b"11"
+    hits[b"max"] = str(2**63 - 1).encode()
+    with pytest.raises(cairn.CounterOverflowError):
+        with db.batch() as b:
+            b.insert(stats, b"written", b"no")
+            b.incr(hits, b"max", 1)
+    assert b"written" not in stats
+
+
 def test_batch_rejects_keyspace_of_another_store(db, tmp_path):
     with cairn.Db(tmp_path / "other") as other:
         foreign = other.keyspace("k")

@@ -218,3 +218,44 @@ def test_iterator_seek(db):
         ks[b"13"] = b"after the snapshot"
         scan.seek(b"12")
         assert [k for k, _ in scan] == [b"12", b"14", b"16", b"18"]
+
+
+def test_get_many_reads_a_list_in_order(db):
+    ks = db.keyspace("k")
+    ks.update({b"a": b"1", b"b": b"", b"c": b"3" * 1000})
+    assert ks.get_many([b"c", b"zz", b"a", bytearray(b"b"), memoryview(b"a")]) == [
+        b"3" * 1000, None, b"1", b"", b"1"]
+    assert ks.get_many([]) == [] and ks.get_many(k for k in [b"a"]) == [b"1"]
+    with pytest.raises(TypeError):
+        ks.get_many([b"a", "text"])
+    with pytest.raises(TypeError):
+        ks.get_many(7)
+
+
+def test_point_reads_agree_after_a_slow_read(db):
+    # A large separated value takes long enough to copy that the reads after it release
+    # the GIL (through a reused per-thread buffer): they must return the same values. One
+    # read in 8 is timed, so the large one is read 8 times in a row.
+    media = db.keyspace("media", blob_threshold=1024)
+    big = bytes(range(256)) * (64 << 10)  # 16 MiB
+    media[b"big"] = big
+    media[b"small"] = b"s" * 2000
+    media[b"tiny"] = b"t"
+    for _ in range(3):
+        for _ in range(8):
+            assert media[b"big"] == big
+        for _ in range(50):
+            assert media[b"small"] == b"s" * 2000 and media.get(b"tiny") == b"t"
+            assert media.get(b"none") is None and b"tiny" in media and b"none" not in media
+        assert media.get_many([b"tiny", b"big"]) == [b"t", big]
+
+
+def test_point_reads_raise_closed_after_close(path):
+    db = cairn.Db(path)
+    ks = db.keyspace("k")
+    ks[b"a"] = b"1"
+    db.close()
+    for read in (lambda: ks[b"a"], lambda: ks.get(b"a"), lambda: b"a" in ks,
+                 lambda: ks.get_many([b"a"])):
+        with pytest.raises(cairn.ClosedError):
+            read()

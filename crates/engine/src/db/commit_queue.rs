@@ -25,6 +25,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 use smallvec::SmallVec;
 
 use crate::batch::WriteBatch;
+use crate::db::counter::{Counters, Increment};
 use crate::error::{Error, Result};
 use crate::key::{KeyspaceId, SeqNo};
 use crate::options::Durability;
@@ -50,6 +51,9 @@ pub(crate) enum Job {
         /// A transaction's commit: what the leader checks before the batch gets its seqnos
         /// (`db/conflict.rs`); a conflict refuses the batch alone.
         validation: Option<Box<crate::db::conflict::Validation>>,
+        /// Counter increments among the batch's ops (`Batch::incr`), which the leader
+        /// resolves into Puts; one that fails refuses the batch alone.
+        increments: Vec<Increment>,
     },
     /// Add `delta` to the counter at `key`; the leader turns it into a Put.
     Incr {
@@ -66,9 +70,13 @@ impl Job {
     /// Bytes the job adds to a group (`usize::MAX` for a job that goes alone).
     pub(crate) fn size(&self) -> usize {
         match self {
-            Job::Write { batch, .. } => batch.encoded_len().min(GROUP_BYTES),
-            // The Put it becomes: key, a value of at most 20 bytes, and lengths.
-            Job::Incr { key, .. } => key.len() + 32,
+            Job::Write {
+                batch, increments, ..
+            } => increments
+                .iter()
+                .fold(batch.encoded_len(), |n, i| n + incr_size(&i.key))
+                .min(GROUP_BYTES),
+            Job::Incr { key, .. } => incr_size(key),
             Job::Rotate => usize::MAX,
         }
     }
@@ -86,13 +94,19 @@ impl Job {
     }
 }
 
+/// Bytes an increment of `key` adds to a group: the Put it becomes (key, a value of at
+/// most 20 bytes, and lengths).
+fn incr_size(key: &[u8]) -> usize {
+    key.len() + 32
+}
+
 /// What a writer is told once its job is done.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Done {
     /// The seqno of its last op.
     pub(crate) seqno: SeqNo,
-    /// For an increment: the counter's new value.
-    pub(crate) counter: i64,
+    /// The new values of its increments, in order (one for `Job::Incr`).
+    pub(crate) counters: Counters,
 }
 
 /// A job in the queue, with its place in line and the thread that queued it.

@@ -7,16 +7,24 @@
 //! plain Put of the new text, so the log, tables, recovery and compaction know nothing of
 //! counters.
 //!
-//! Owns: parsing and formatting counter values, the checked addition, and [`Overlay`],
-//! which lets the write leader resolve several counter operations in one write group.
+//! Owns: parsing and formatting counter values, the checked addition, [`Overlay`],
+//! which lets the write leader resolve several counter operations in one write group, and
+//! the resolution of a batch's increments ([`Increment`], [`Overlay::resolve_batch`]).
 //!
 //! Invariant (how increments stay atomic): only the write leader resolves an increment,
 //! after every earlier group is in the memtable and before it assigns seqnos, reading the
 //! store at the visible seqno and, for keys written earlier in the same group, the group's
 //! own newest write of the key (`Overlay`). Leaders run one at a time and apply groups
 //! in seqno order, so each increment reads exactly the state its seqno follows.
+//!
+//! A batch's increments ([`crate::Batch::incr`]) are resolved the same way, in their place
+//! among the batch's ops: each reads the newest write of its key made earlier in the
+//! batch or the group. If one fails, the whole batch is refused and the overlay forgets
+//! everything the batch recorded, so later members see the state without it.
 
 use std::collections::HashMap;
+
+use smallvec::SmallVec;
 
 use super::inner::Inner;
 use super::read;
@@ -73,6 +81,19 @@ pub(crate) fn add(key: &[u8], current: Option<&[u8]>, delta: i128) -> Result<i64
         })
 }
 
+/// The new values of a member's increments, in the order they were added.
+pub(crate) type Counters = SmallVec<[i64; 1]>;
+
+/// An increment queued in a batch: add `delta` to the counter at `key` once the batch's
+/// first `after` ops are applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Increment {
+    pub(crate) after: usize,
+    pub(crate) keyspace: KeyspaceId,
+    pub(crate) key: Vec<u8>,
+    pub(crate) delta: i128,
+}
+
 /// What a write group has done so far to one watched key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Slot {
@@ -122,7 +143,7 @@ impl Carried {
 
 /// The newest write, within one write group, of each key a counter operation of that
 /// group targets. Writes to other keys are not kept.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Overlay {
     /// keyspace -> key -> what the group did to it.
     targets: HashMap<KeyspaceId, HashMap<Vec<u8>, Slot>>,
@@ -149,38 +170,120 @@ impl Overlay {
             return;
         }
         for op in batch.ops() {
-            let Some(keys) = self.targets.get_mut(&op.keyspace()) else {
-                continue;
-            };
-            if let Op::RangeDelete { start, end, .. } = op {
-                // A range tombstone removes every watched key it covers.
-                for (key, slot) in keys.iter_mut() {
-                    if start <= key.as_slice() && rangedel::below_end(key, end) {
-                        *slot = Slot::Removed;
-                    }
-                }
-                continue;
-            }
-            let Some(slot) = keys.get_mut(op.key()) else {
-                continue;
-            };
-            *slot = match op {
-                Op::Put { value, .. } => Slot::Put(value.to_vec(), Carried::default()),
-                Op::PutAttrs { stored, .. } => match entry::live(Kind::PutAttrs, stored, now_ms) {
-                    Ok(Some(view)) => Slot::Put(
-                        view.body.inline().unwrap_or_default().to_vec(),
-                        Carried::of(&view),
-                    ),
-                    // Expired at once, or (impossible for a batch that passed its checks)
-                    // undecodable: either way no value a read would return.
-                    Ok(None) | Err(_) => Slot::Removed,
-                },
-                // Made only by the leader after counters are resolved; never in a
-                // member's batch. Treated as unknown content: not a counter value.
-                Op::ValueHandle { .. } => Slot::Put(Vec::new(), Carried::default()),
-                Op::Delete { .. } | Op::RangeDelete { .. } => Slot::Removed,
-            };
+            self.record_op(&op, now_ms);
         }
+    }
+
+    /// Records one op (see [`Overlay::record`]).
+    fn record_op(&mut self, op: &Op<'_>, now_ms: u64) {
+        let Some(keys) = self.targets.get_mut(&op.keyspace()) else {
+            return;
+        };
+        if let Op::RangeDelete { start, end, .. } = op {
+            // A range tombstone removes every watched key it covers.
+            for (key, slot) in keys.iter_mut() {
+                if *start <= key.as_slice() && rangedel::below_end(key, end) {
+                    *slot = Slot::Removed;
+                }
+            }
+            return;
+        }
+        let Some(slot) = keys.get_mut(op.key()) else {
+            return;
+        };
+        *slot = match op {
+            Op::Put { value, .. } => Slot::Put(value.to_vec(), Carried::default()),
+            Op::PutAttrs { stored, .. } => match entry::live(Kind::PutAttrs, stored, now_ms) {
+                Ok(Some(view)) => Slot::Put(
+                    view.body.inline().unwrap_or_default().to_vec(),
+                    Carried::of(&view),
+                ),
+                // Expired at once, or (impossible for a batch that passed its checks)
+                // undecodable: either way no value a read would return.
+                Ok(None) | Err(_) => Slot::Removed,
+            },
+            // Made only by the leader after counters are resolved; never in a
+            // member's batch. Treated as unknown content: not a counter value.
+            Op::ValueHandle { .. } => Slot::Put(Vec::new(), Carried::default()),
+            Op::Delete { .. } | Op::RangeDelete { .. } => Slot::Removed,
+        };
+    }
+
+    /// Resolves `increments` among the ops of `batch`: returns the batch with each
+    /// increment turned into a Put of the counter's new value (keeping the attributes of
+    /// the entry it read), in its place, and the new values in order. Each increment reads
+    /// the newest write of its key made before it in the batch or earlier in the group
+    /// (recorded here), else the store. Requires: every key of `increments` is watched.
+    ///
+    /// # Errors
+    /// The first failing increment's error (`NotACounter`, `CounterOverflow`, a failed
+    /// read) or `InvalidArgument` for a resolved batch over the log's record limit; the
+    /// overlay is then as it was before the call.
+    pub(crate) fn resolve_batch(
+        &mut self,
+        inner: &Inner,
+        batch: &WriteBatch,
+        increments: &[Increment],
+        now_ms: u64,
+    ) -> Result<(WriteBatch, Counters)> {
+        let saved = self.clone();
+        let resolved = self.resolve_in_place(inner, batch, increments, now_ms);
+        if resolved.is_err() {
+            *self = saved;
+        }
+        resolved
+    }
+
+    fn resolve_in_place(
+        &mut self,
+        inner: &Inner,
+        batch: &WriteBatch,
+        increments: &[Increment],
+        now_ms: u64,
+    ) -> Result<(WriteBatch, Counters)> {
+        let mut out = WriteBatch::new();
+        let mut counters = Counters::new();
+        let mut pending = increments.iter().peekable();
+        for (i, op) in batch.ops().enumerate() {
+            while let Some(inc) = pending.next_if(|inc| inc.after <= i) {
+                counters.push(self.resolve_one(inner, inc, &mut out, now_ms)?);
+            }
+            out.push_stored(op.kind(), op.keyspace(), op.key(), op.stored())?;
+            self.record_op(&op, now_ms);
+        }
+        for inc in pending {
+            counters.push(self.resolve_one(inner, inc, &mut out, now_ms)?);
+        }
+        if out.encoded_len() > crate::wal::MAX_PAYLOAD_LEN {
+            return Err(Error::invalid(format!(
+                "write batch of {} bytes exceeds the limit of {} bytes",
+                out.encoded_len(),
+                crate::wal::MAX_PAYLOAD_LEN
+            )));
+        }
+        Ok((out, counters))
+    }
+
+    /// Appends the Put `inc` becomes to `out`, records it, and returns the new value.
+    fn resolve_one(
+        &mut self,
+        inner: &Inner,
+        inc: &Increment,
+        out: &mut WriteBatch,
+        now_ms: u64,
+    ) -> Result<i64> {
+        let (n, carried) = self.next_value(inner, inc.keyspace, &inc.key, inc.delta)?;
+        let attrs = carried.attrs();
+        let value = encode(n);
+        if attrs.is_empty() {
+            out.put(inc.keyspace, &inc.key, &value)?;
+        } else {
+            out.put_attrs(inc.keyspace, &inc.key, &attrs, &value)?;
+        }
+        if let Some(op) = out.ops().last() {
+            self.record_op(&op, now_ms);
+        }
+        Ok(n)
     }
 
     /// The value of `key` as the group has left it so far: `Some(entry)` if the group

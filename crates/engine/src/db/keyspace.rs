@@ -9,6 +9,7 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::counter::Increment;
 use super::snapshot::Snapshot;
 use super::super_version::ReadAt;
 use super::{read, scan, write, Db};
@@ -698,12 +699,16 @@ impl Keyspace {
 
 /// Writes to one or more keyspaces, applied all together or not at all by
 /// [`Batch::commit`]. Recovery after a crash also keeps a batch whole or drops it whole.
+/// Counter increments ([`Batch::incr`]) join the batch on the same terms.
 pub struct Batch {
     pub(crate) db: Db,
     pub(crate) batch: WriteBatch,
     /// The first refused write (oversized key or value, a keyspace of another store);
     /// `commit` reports it and writes nothing.
     pub(crate) error: Option<Error>,
+    /// Counter increments, each placed after the ops added before it (see
+    /// `db/batch_counters.rs`).
+    pub(crate) increments: Vec<Increment>,
 }
 
 impl std::fmt::Debug for Batch {
@@ -719,7 +724,7 @@ impl Batch {
     /// keyspace belongs to this batch's store. A keyspace of another store is refused
     /// (its id would name whichever keyspace of this store has the same id), and the
     /// commit reports it.
-    fn accepts(&mut self, keyspace: &Keyspace) -> bool {
+    pub(crate) fn accepts(&mut self, keyspace: &Keyspace) -> bool {
         if self.error.is_some() {
             return false;
         }
@@ -804,21 +809,23 @@ impl Batch {
         }
     }
 
-    /// Number of writes added.
+    /// Number of writes added (increments included).
     pub fn len(&self) -> usize {
-        self.batch.len()
+        self.batch.len() + self.increments.len()
     }
 
     /// True if nothing was added.
     pub fn is_empty(&self) -> bool {
-        self.batch.is_empty()
+        self.len() == 0
     }
 
     /// Applies every write atomically with the store's default durability.
+    /// [`Batch::commit_counters`] also returns the new values of the batch's increments.
     ///
     /// # Errors
     /// The first refused write (`InvalidArgument`: an oversized key or value, a keyspace
-    /// handle of another store), a dropped keyspace, or as
+    /// handle of another store), a dropped keyspace, an increment that fails
+    /// (`NotACounter`, `CounterOverflow`: nothing of the batch is written), or as
     /// [`Keyspace::insert`].
     pub fn commit(self) -> Result<()> {
         self.commit_with(None)
@@ -829,21 +836,32 @@ impl Batch {
     /// # Errors
     /// As [`Batch::commit`].
     pub fn commit_with(self, durability: Option<Durability>) -> Result<()> {
+        self.commit_counters_with(durability).map(|_| ())
+    }
+
+    /// Checks the batch and hands it to the write path; see [`Batch::commit_counters_with`].
+    pub(crate) fn apply(self, durability: Option<Durability>) -> Result<(u64, Vec<i64>)> {
         if let Some(e) = self.error {
             return Err(e);
         }
         let inner = &self.db.inner;
         {
             let version = inner.reads.supers.version();
-            for op in self.batch.ops() {
-                if version.keyspace(op.keyspace()).is_none() {
+            let keyspaces = self.batch.ops().map(|op| op.keyspace());
+            for id in keyspaces.chain(self.increments.iter().map(|i| i.keyspace)) {
+                if version.keyspace(id).is_none() {
                     return Err(Error::invalid(format!(
-                        "batch writes to keyspace id {} which has been dropped",
-                        op.keyspace()
+                        "batch writes to keyspace id {id} which has been dropped"
                     )));
                 }
             }
         }
-        write::write(inner, self.batch, inner.durability(durability)).map(|_| ())
+        let durability = inner.durability(durability);
+        if self.increments.is_empty() {
+            let seqno = write::write(inner, self.batch, durability)?;
+            return Ok((seqno.0, Vec::new()));
+        }
+        let done = write::write_counting(inner, self.batch, self.increments, durability)?;
+        Ok((done.seqno.0, done.counters.into_vec()))
     }
 }

@@ -30,6 +30,7 @@
 
 mod background;
 mod backup;
+mod batch_counters;
 #[cfg(test)]
 mod blob_tests;
 mod catalog;
@@ -76,6 +77,7 @@ use crate::version::NUM_LEVELS;
 
 pub(crate) use backup::temp_sibling;
 pub use backup::BackupInfo;
+pub use batch_counters::Committed;
 pub use catalog::DEFAULT_KEYSPACE;
 use inner::Inner;
 pub use recovery::{Loss, LossCause, RecoveryReport};
@@ -346,6 +348,7 @@ impl Db {
             db: self.clone(),
             batch: crate::batch::WriteBatch::new(),
             error: None,
+            increments: Vec::new(),
         }
     }
 

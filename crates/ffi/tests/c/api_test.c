@@ -274,6 +274,8 @@ static void test_null_arguments(void) {
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_batch_delete_prefix(NULL, NULL, NULL, 0, &err));
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_batch_clear(NULL, &err));
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_batch_commit(NULL, NULL, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_batch_incr(NULL, NULL, S("k"), 1, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_batch_counter(NULL, 0, NULL, &err));
     CHECK(cairn_batch_count(NULL) == 0);
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_snapshot_create(NULL, NULL, &err));
     CHECK(cairn_snapshot_seqno(NULL) == 0);
@@ -565,6 +567,35 @@ static void test_ordered_store(void) {
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_batch_put(batch, NULL, S("k"), S("v"), &err));
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_batch_put(batch, users, NULL, 1, S("v"), &err));
     free(big);
+
+    /* Counter increments in a batch: they read the batch's own writes and add up; the
+       commit reports each new value; a failing one writes nothing of the batch. */
+    int64_t counter = 0;
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_batch_counter(batch, 0, &counter, &err));
+    EXPECT(CAIRN_OK, cairn_batch_put(batch, users, S("hits"), S("10"), &err));
+    EXPECT(CAIRN_OK, cairn_batch_incr(batch, users, S("hits"), 5, &err));
+    EXPECT(CAIRN_OK, cairn_batch_incr(batch, emails, S("sent"), -2, &err));
+    EXPECT(CAIRN_OK, cairn_batch_incr(batch, users, S("hits"), 1, &err));
+    CHECK(cairn_batch_count(batch) == 4);
+    EXPECT(CAIRN_OK, cairn_batch_commit(batch, NULL, &err));
+    EXPECT(CAIRN_OK, cairn_batch_counter(batch, 0, &counter, &err));
+    CHECK(counter == 15);
+    EXPECT(CAIRN_OK, cairn_batch_counter(batch, 1, &counter, &err));
+    CHECK(counter == -2);
+    EXPECT(CAIRN_OK, cairn_batch_counter(batch, 2, &counter, &err));
+    CHECK(counter == 16);
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_batch_counter(batch, 3, &counter, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_batch_counter(batch, 0, NULL, &err));
+    EXPECT_VALUE(users, NULL, "hits", "16");
+    EXPECT_VALUE(emails, NULL, "sent", "-2");
+    EXPECT(CAIRN_OK, cairn_batch_put(batch, users, S("u:49"), S("Alan"), &err));
+    EXPECT(CAIRN_OK, cairn_batch_incr(batch, users, S("hits"), 1, &err));
+    EXPECT(CAIRN_OK, cairn_batch_incr(batch, users, S("u:44"), 1, &err)); /* "Edsger" */
+    EXPECT(CAIRN_NOT_A_COUNTER, cairn_batch_commit(batch, NULL, &err));
+    EXPECT_VALUE(users, NULL, "u:49", NULL);
+    EXPECT_VALUE(users, NULL, "hits", "16");
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_batch_counter(batch, 0, &counter, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_batch_incr(batch, NULL, S("k"), 1, &err));
 
     /* Snapshots. */
     EXPECT(CAIRN_OK, cairn_put(users, NULL, S("s"), S("old"), &err));

@@ -7,6 +7,9 @@
 //!   runs from what the contract promises survives that crash to the writes begun, and `m`
 //!   (keyspace changes) from those acknowledged to those begun: a prefix, so no holes,
 //!   batches whole, deleted keys absent, keyspaces of a cross-keyspace batch consistent;
+//!   a transaction (any durability mode, across keyspaces) or a batch with counter
+//!   increments all there, or all absent only where its mode allows the loss; a refused
+//!   batch or a conflicting transaction never there at all;
 //! - answer point reads of every key ever written as the scan does.
 //!
 //! A sample of the images is then reopened again through a recorder, crashing after every
@@ -16,7 +19,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::recorder::{Crash, Image, Recorder};
 use super::*;
@@ -130,6 +133,78 @@ fn workloads() -> Vec<(&'static str, Vec<Step>)> {
                 Incr("default", "s", 1),
                 Incr("default", "m", i64::MAX),
                 Incr("default", "m", -1),
+            ],
+        ),
+        (
+            "transactions",
+            vec![
+                CreateKs("x"),
+                Put("default", "a", "1"),
+                Txn(
+                    vec![
+                        ("default", "a", TxOp::Put("2")),
+                        ("x", "b", TxOp::Put("3")),
+                        ("default", "n", TxOp::Incr(5)),
+                    ],
+                    Durability::Sync,
+                ),
+                Txn(
+                    vec![("x", "b", TxOp::Del), ("default", "c", TxOp::Put("4"))],
+                    Durability::Buffered,
+                ),
+                TxnConflict(
+                    "default",
+                    "a",
+                    vec![
+                        ("x", "d", TxOp::Put("lost")),
+                        ("default", "e", TxOp::Put("lost")),
+                    ],
+                ),
+                Txn(
+                    vec![("default", "a", TxOp::Del), ("x", "b", TxOp::Put("5"))],
+                    Durability::Async { queue_depth: 4 },
+                ),
+                Flush,
+                Txn(
+                    vec![("default", "n", TxOp::Incr(2)), ("x", "b", TxOp::Put("6"))],
+                    Durability::None,
+                ),
+                Txn(
+                    vec![("x", "f", TxOp::Put("7")), ("default", "g", TxOp::Put("8"))],
+                    Durability::Periodic(Duration::from_millis(1)),
+                ),
+                Put("default", "h", "9"),
+            ],
+        ),
+        (
+            "batch-counters",
+            vec![
+                CreateKs("x"),
+                Put("default", "n", "5"),
+                BatchIncr(vec![
+                    ("default", "n", TxOp::Incr(1)),
+                    ("x", "m", TxOp::Put("10")),
+                    ("x", "m", TxOp::Incr(2)),
+                    ("default", "n", TxOp::Incr(3)),
+                ]),
+                // Refused: the batch's own put makes "t" text.
+                BatchIncr(vec![
+                    ("default", "t", TxOp::Put("text")),
+                    ("default", "n", TxOp::Incr(1)),
+                    ("default", "t", TxOp::Incr(1)),
+                ]),
+                Flush,
+                BatchIncr(vec![
+                    ("x", "m", TxOp::Del),
+                    ("x", "m", TxOp::Incr(-4)),
+                    ("default", "n", TxOp::Incr(1)),
+                ]),
+                // Refused: overflow.
+                BatchIncr(vec![
+                    ("default", "big", TxOp::Put("9223372036854775807")),
+                    ("default", "big", TxOp::Incr(1)),
+                ]),
+                Put("default", "z", "last"),
             ],
         ),
         (

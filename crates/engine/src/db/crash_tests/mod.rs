@@ -83,6 +83,21 @@ enum Step {
     IncrWith(&'static str, &'static str, i64, Durability),
     /// An atomic batch: `None` removes the key.
     Batch(Vec<(&'static str, &'static str, Option<&'static str>)>),
+    /// An atomic batch with counter increments among its writes, committed with the
+    /// store's durability; the model resolves each increment (a refused batch writes
+    /// nothing and is not a write of the model).
+    BatchIncr(Vec<(&'static str, &'static str, TxOp)>),
+    /// A transaction across keyspaces (each key once), committed with its own durability:
+    /// it reads every key it writes, then writes them.
+    Txn(Vec<(&'static str, &'static str, TxOp)>, Durability),
+    /// A transaction that reads and writes `(keyspace, key)` and writes the others, then
+    /// loses the race to a plain put of that key: its commit must fail with `Conflict`
+    /// and write nothing (the plain put is a write of the model).
+    TxnConflict(
+        &'static str,
+        &'static str,
+        Vec<(&'static str, &'static str, TxOp)>,
+    ),
     CreateKs(&'static str),
     DropKs(&'static str),
     /// `db.flush()`: seal the memtable and wait until it is a table.
@@ -94,6 +109,17 @@ enum Step {
     /// `db.close()`, then open again.
     Reopen,
 }
+
+/// One write of a transaction or of a batch with increments.
+#[derive(Debug, Clone, Copy)]
+enum TxOp {
+    Put(&'static str),
+    Del,
+    Incr(i64),
+}
+
+/// (keyspace instance, key, value; `None` removes).
+type PointWrite = (usize, Vec<u8>, Option<Vec<u8>>);
 
 /// One acknowledged (or in-flight) write of the model.
 #[derive(Debug, Clone)]
@@ -399,6 +425,161 @@ impl Driver {
         Ok(())
     }
 
+    /// The values `ops` leave, applied in order over the model's current state: each op
+    /// resolved to a put or a remove (an increment to the put of its new value), or the
+    /// error of the first increment that fails.
+    fn resolve(&self, ops: &[(&str, &str, TxOp)]) -> std::result::Result<Vec<PointWrite>, Error> {
+        let now = self
+            .model
+            .state(self.model.writes.len(), self.model.ks_ops.len());
+        let mut seen: BTreeMap<(String, Vec<u8>), Option<Vec<u8>>> = BTreeMap::new();
+        let mut out = Vec::new();
+        for (name, key, op) in ops {
+            let id = (name.to_string(), key.as_bytes().to_vec());
+            let current = match seen.get(&id) {
+                Some(v) => v.clone(),
+                None => now.get(*name).and_then(|m| m.get(key.as_bytes()).cloned()),
+            };
+            let value = match op {
+                TxOp::Put(v) => Some(v.as_bytes().to_vec()),
+                TxOp::Del => None,
+                TxOp::Incr(d) => Some(
+                    super::counter::add(key.as_bytes(), current.as_deref(), i128::from(*d))?
+                        .to_string()
+                        .into_bytes(),
+                ),
+            };
+            seen.insert(id, value.clone());
+            let inst = self.model.instance(name).unwrap();
+            out.push((inst, key.as_bytes().to_vec(), value));
+        }
+        Ok(out)
+    }
+
+    /// A batch with increments (see [`Step::BatchIncr`]).
+    fn batch_incr(&mut self, ops: &[(&str, &str, TxOp)]) -> Result<()> {
+        let expected = self.resolve(ops);
+        let mut handles = Vec::new();
+        for (name, ..) in ops {
+            handles.push(self.handle(name)?);
+        }
+        let db = self.db()?.clone();
+        let before = db.last_seqno();
+        let mut b = db.batch();
+        for ((_, key, op), ks) in ops.iter().zip(&handles) {
+            match op {
+                TxOp::Put(v) => b.insert(ks, key, v),
+                TxOp::Del => b.remove(ks, key),
+                TxOp::Incr(d) => b.incr(ks, key, *d),
+            }
+        }
+        let resolved = match expected {
+            Ok(resolved) => resolved,
+            Err(want) => {
+                let got = b.commit_counters();
+                assert!(
+                    matches!(
+                        (&got, &want),
+                        (Err(Error::NotACounter { .. }), Error::NotACounter { .. })
+                            | (
+                                Err(Error::CounterOverflow { .. }),
+                                Error::CounterOverflow { .. }
+                            )
+                    ),
+                    "batch {ops:?}: {got:?}, expected {want:?}"
+                );
+                assert_eq!(db.last_seqno(), before, "a refused batch writes nothing");
+                return Ok(());
+            }
+        };
+        let counters: Vec<i64> = ops
+            .iter()
+            .zip(&resolved)
+            .filter(|((_, _, op), _)| matches!(op, TxOp::Incr(_)))
+            .map(|(_, (_, _, v))| {
+                String::from_utf8(v.clone().unwrap_or_default())
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
+            .collect();
+        self.model.writes.push(Write {
+            last_seqno: before + ops.len() as u64,
+            ops: resolved,
+            range: None,
+        });
+        self.marks.started += 1;
+        self.publish();
+        let done = b.commit_counters()?;
+        assert_eq!(done.counters(), counters, "batch {ops:?}");
+        assert_eq!(db.last_seqno(), before + ops.len() as u64);
+        assert_eq!(done.seqno(), db.last_seqno());
+        self.acknowledged(None);
+        Ok(())
+    }
+
+    /// Fills `tx` with `ops`, reading each key first (so it is in the read set too).
+    fn fill(&mut self, tx: &mut super::Transaction, ops: &[(&str, &str, TxOp)]) -> Result<()> {
+        for (name, key, op) in ops {
+            let ks = self.handle(name)?;
+            tx.get(&ks, key)?;
+            match op {
+                TxOp::Put(v) => tx.insert(&ks, key, v),
+                TxOp::Del => tx.remove(&ks, key),
+                TxOp::Incr(d) => {
+                    tx.incr(&ks, key, *d)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A transaction committed with `durability` (see [`Step::Txn`]).
+    fn txn(&mut self, ops: &[(&str, &str, TxOp)], durability: Durability) -> Result<()> {
+        let resolved = self
+            .resolve(ops)
+            .unwrap_or_else(|e| panic!("workload transaction {ops:?} fails: {e}"));
+        let db = self.db()?.clone();
+        let mut tx = db.transaction();
+        self.fill(&mut tx, ops)?;
+        let before = db.last_seqno();
+        self.model.writes.push(Write {
+            last_seqno: before + ops.len() as u64,
+            ops: resolved,
+            range: None,
+        });
+        self.marks.started += 1;
+        self.publish();
+        let seqno = tx.commit_with(Some(durability))?;
+        assert_eq!(seqno, before + ops.len() as u64, "transaction {ops:?}");
+        assert_eq!(db.last_seqno(), seqno);
+        self.acknowledged(Some(durability));
+        Ok(())
+    }
+
+    /// A transaction that must conflict (see [`Step::TxnConflict`]).
+    fn txn_conflict(&mut self, name: &str, key: &str, ops: &[(&str, &str, TxOp)]) -> Result<()> {
+        let db = self.db()?.clone();
+        let mut tx = db.transaction();
+        let ks = self.handle(name)?;
+        tx.get(&ks, key)?;
+        tx.insert(&ks, key, "loser");
+        self.fill(&mut tx, ops)?;
+        self.write(&[(name, key, Some("winner"))], None, false)?;
+        let before = db.last_seqno();
+        let got = tx.commit_with(Some(Durability::Sync));
+        assert!(
+            matches!(got, Err(Error::Conflict { .. })),
+            "a transaction over a key written after its snapshot: {got:?}"
+        );
+        assert_eq!(
+            db.last_seqno(),
+            before,
+            "a conflicting transaction writes nothing"
+        );
+        Ok(())
+    }
+
     /// Marks the write in flight acknowledged, with what its durability promises.
     fn acknowledged(&mut self, durability: Option<Durability>) {
         self.marks.acked += 1;
@@ -474,6 +655,9 @@ impl Driver {
             Step::Del(ks, k) => self.write(&[(ks, k, None)], None, false),
             Step::DelRange(ks, a, b) => self.remove_range(ks, a, b),
             Step::Batch(ops) => self.write(ops, None, true),
+            Step::BatchIncr(ops) => self.batch_incr(ops),
+            Step::Txn(ops, d) => self.txn(ops, *d),
+            Step::TxnConflict(ks, k, ops) => self.txn_conflict(ks, k, ops),
             Step::Incr(ks, k, d) => self.incr(ks, k, *d, None),
             Step::IncrWith(ks, k, d, dur) => self.incr(ks, k, *d, Some(*dur)),
             Step::CreateKs(name) => self.keyspace_change(name, true),

@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use super::*;
+use crate::db::counter::Increment;
 use crate::db::Db;
 use crate::error::Error;
 use crate::fs::MemFs;
@@ -32,6 +33,7 @@ fn put(ks: KeyspaceId, key: &str, value: &str) -> Job {
         durability: Durability::Buffered,
         blob_files: Vec::new(),
         validation: None,
+        increments: Vec::new(),
     }
 }
 
@@ -43,6 +45,7 @@ fn remove(ks: KeyspaceId, key: &str) -> Job {
         durability: Durability::None,
         blob_files: Vec::new(),
         validation: None,
+        increments: Vec::new(),
     }
 }
 
@@ -87,7 +90,7 @@ fn increments_in_one_group_see_the_members_before_them_and_fail_alone() {
         .iter()
         .zip(&group)
         .map(|(r, p)| match (&p.job, r) {
-            (Job::Incr { .. }, Ok(d)) => Some(d.counter),
+            (Job::Incr { .. }, Ok(d)) => Some(d.counters[0]),
             _ => None,
         })
         .collect();
@@ -150,4 +153,85 @@ fn a_group_whose_every_member_is_refused_writes_nothing() {
         .all(|r| matches!(r, Err(Error::NotACounter { value_len: 3, .. }))));
     assert_eq!(db.last_seqno(), base);
     assert_eq!(ks.get("bad").unwrap(), Some(b"1.5".to_vec()));
+}
+
+fn batch_job(ks: KeyspaceId, ops: &[(&str, Option<&str>)], incrs: &[(usize, &str, i128)]) -> Job {
+    let mut batch = WriteBatch::new();
+    for (key, value) in ops {
+        match value {
+            Some(v) => batch.put(ks, key.as_bytes(), v.as_bytes()).unwrap(),
+            None => batch.remove(ks, key.as_bytes()).unwrap(),
+        }
+    }
+    Job::Write {
+        batch,
+        durability: Durability::Buffered,
+        blob_files: Vec::new(),
+        validation: None,
+        increments: incrs
+            .iter()
+            .map(|(after, key, delta)| Increment {
+                after: *after,
+                keyspace: ks,
+                key: key.as_bytes().to_vec(),
+                delta: *delta,
+            })
+            .collect(),
+    }
+}
+
+/// A batch's increments resolve in their place among its ops and the group's earlier
+/// members; a batch whose increment fails is refused whole, and the members after it
+/// do not see any of its writes.
+#[test]
+fn a_batch_with_a_failing_increment_is_refused_whole_and_unseen() {
+    let db = open();
+    let ks = db.keyspace("c").unwrap();
+    ks.insert("k", "5").unwrap();
+    ks.insert("bad", "x").unwrap();
+    let id = ks.id;
+    let base = db.last_seqno();
+    let group: Vec<Pending> = [
+        // incr k (6), put k=10, incr k twice (11, 13), incr fresh (5).
+        batch_job(
+            id,
+            &[("k", Some("10")), ("other", Some("o"))],
+            &[(0, "k", 1), (1, "k", 1), (1, "k", 2), (2, "fresh", 5)],
+        ),
+        // Refused: its put of k and its incr of k must stay unseen.
+        batch_job(id, &[("k", Some("100"))], &[(1, "k", 1), (1, "bad", 1)]),
+        incr(id, "k", 1),
+        // incr k (15), remove k, incr k (1).
+        batch_job(id, &[("k", None)], &[(0, "k", 1), (1, "k", 1)]),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, job)| member(i as u64, job))
+    .collect();
+    let out = lead(&db.inner, &group).unwrap();
+    let counters: Vec<Option<Vec<i64>>> = out
+        .iter()
+        .map(|r| r.as_ref().ok().map(|d| d.counters.to_vec()))
+        .collect();
+    assert_eq!(
+        counters,
+        [
+            Some(vec![6, 11, 13, 5]),
+            None,
+            Some(vec![14]),
+            Some(vec![15, 1])
+        ]
+    );
+    assert!(matches!(&out[1], Err(Error::NotACounter { key, .. }) if key == b"bad"));
+    // Member 0 holds 6 ops (2 writes, 4 increments), member 2 one, member 3 three.
+    let seqnos: Vec<u64> = out
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .map(|d| d.seqno.0)
+        .collect();
+    assert_eq!(seqnos, [base + 6, base + 7, base + 10]);
+    assert_eq!(ks.get("k").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(ks.get("fresh").unwrap(), Some(b"5".to_vec()));
+    assert_eq!(ks.get("other").unwrap(), Some(b"o".to_vec()));
+    assert_eq!(ks.get("bad").unwrap(), Some(b"x".to_vec()));
 }

@@ -7,7 +7,9 @@
 //! with every earlier group in the memtable, the leader reads the counter at the visible
 //! seqno, or takes the newest write of the key made earlier in its own group (see
 //! `counter::Overlay`). An increment that fails (not a counter, overflow, a failed read)
-//! is refused alone and gets no seqno; the rest of its group goes on.
+//! is refused alone and gets no seqno; the rest of its group goes on. A batch's
+//! increments are resolved in their place among its ops; one that fails refuses the whole
+//! batch.
 //!
 //! Invariants:
 //! 1. A group's applied members get consecutive seqnos in queue order, starting right
@@ -30,7 +32,7 @@ use super::separate::separate;
 use crate::batch::WriteBatch;
 use crate::db::commit_queue::{Done, Job, Outcomes, Pending, GROUP_INLINE};
 use crate::db::conflict;
-use crate::db::counter::{self, Overlay};
+use crate::db::counter::{self, Counters, Overlay};
 use crate::db::inner::Inner;
 use crate::db::log::{poison, WalState, WAL_BYTES_PER_SYNC};
 use crate::entry;
@@ -49,7 +51,10 @@ pub(super) fn lead(inner: &Inner, group: &[Pending]) -> Result<Outcomes> {
     if group.iter().any(|p| matches!(p.job, Job::Rotate)) {
         make_room(inner, true)?;
         let seqno = SeqNo(inner.reads.visible_seqno.load(Ordering::Acquire));
-        return Ok(smallvec::smallvec![Ok(Done { seqno, counter: 0 })]);
+        return Ok(smallvec::smallvec![Ok(Done {
+            seqno,
+            counters: Counters::new(),
+        })]);
     }
     make_room(inner, false)?;
     // The memtable cannot change under the leader: only a leader rotates.
@@ -248,9 +253,9 @@ fn outcomes(members: Members<'_>, lasts: &[SeqNo]) -> Outcomes {
     members
         .into_iter()
         .map(|m| match m {
-            Member::Apply { counter, .. } => Ok(Done {
+            Member::Apply { counters, .. } => Ok(Done {
                 seqno: lasts.next().copied().unwrap_or_default(),
-                counter,
+                counters,
             }),
             Member::Refused(e) => Err(e),
         })
@@ -261,9 +266,14 @@ fn outcomes(members: Members<'_>, lasts: &[SeqNo]) -> Outcomes {
 /// resolved into Puts (see the module documentation). Must run after every earlier group
 /// is in the memtable and before this group is.
 pub(super) fn resolve<'a>(inner: &Inner, group: &'a [Pending]) -> Members<'a> {
-    let counters = group.iter().filter_map(|p| match &p.job {
-        Job::Incr { keyspace, key, .. } => Some((*keyspace, key.as_slice())),
-        _ => None,
+    let counters = group.iter().flat_map(|p| {
+        let (single, batched) = match &p.job {
+            Job::Incr { keyspace, key, .. } => (Some((*keyspace, key.as_slice())), &[][..]),
+            Job::Write { increments, .. } => (None, increments.as_slice()),
+            Job::Rotate => (None, &[][..]),
+        };
+        let batched = batched.iter().map(|i| (i.keyspace, i.key.as_slice()));
+        single.into_iter().chain(batched)
     });
     let mut overlay = Overlay::watching(counters);
     let now_ms = inner.options.clock.now_ms();
@@ -287,6 +297,7 @@ pub(super) fn resolve<'a>(inner: &Inner, group: &'a [Pending]) -> Members<'a> {
                 durability,
                 blob_files,
                 validation,
+                increments,
             } => {
                 if let Some(v) = validation {
                     let seen: Vec<&WriteBatch> = earlier.iter().map(AsRef::as_ref).collect();
@@ -294,14 +305,22 @@ pub(super) fn resolve<'a>(inner: &Inner, group: &'a [Pending]) -> Members<'a> {
                         return Member::Refused(e);
                     }
                 }
-                overlay.record(batch, now_ms);
+                let (batch, counters) = if increments.is_empty() {
+                    overlay.record(batch, now_ms);
+                    (Cow::Borrowed(batch), Counters::new())
+                } else {
+                    match overlay.resolve_batch(inner, batch, increments, now_ms) {
+                        Ok((resolved, counters)) => (Cow::Owned(resolved), counters),
+                        Err(e) => return Member::Refused(e),
+                    }
+                };
                 if checks {
-                    earlier.push(Cow::Borrowed(batch));
+                    earlier.push(batch.clone());
                 }
                 Member::Apply {
-                    batch: Cow::Borrowed(batch),
+                    batch,
                     durability: *durability,
-                    counter: 0,
+                    counters,
                     blob_files,
                 }
             }
@@ -334,7 +353,7 @@ pub(super) fn resolve<'a>(inner: &Inner, group: &'a [Pending]) -> Members<'a> {
                         Member::Apply {
                             batch: Cow::Owned(batch),
                             durability: *durability,
-                            counter,
+                            counters: smallvec::smallvec![counter],
                             blob_files: &[],
                         }
                     }

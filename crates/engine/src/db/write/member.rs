@@ -1,5 +1,5 @@
-//! A group member as the leader applies it: a queued batch, the Put an increment became,
-//! or a member refused before it got a seqno.
+//! A group member as the leader applies it: a queued batch (its increments resolved), the
+//! Put an increment became, or a member refused before it got a seqno.
 
 use std::borrow::Cow;
 
@@ -7,6 +7,7 @@ use smallvec::SmallVec;
 
 use crate::batch::WriteBatch;
 use crate::db::commit_queue::GROUP_INLINE;
+use crate::db::counter::Counters;
 use crate::error::Error;
 use crate::options::Durability;
 use crate::vlog::BlobFileMeta;
@@ -17,7 +18,8 @@ pub(super) enum Member<'a> {
     Apply {
         batch: Cow<'a, WriteBatch>,
         durability: Durability,
-        counter: i64,
+        /// The new values of the member's increments, in order.
+        counters: Counters,
         /// Blob files the member's values were streamed to (see `Job::Write`).
         blob_files: &'a [BlobFileMeta],
     },

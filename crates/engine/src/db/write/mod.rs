@@ -11,8 +11,9 @@
 //! - `db/log.rs`: the WAL file, the async queue and the log thread.
 //!
 //! Concurrent `Sync` writers share one fsync: the leader makes its group as durable as
-//! its most demanding member asks. Counter operations ([`incr`]) queue like writes and
-//! are resolved into Puts by the leader (`lead::resolve`).
+//! its most demanding member asks. Counter operations ([`incr`], and a batch's
+//! increments, [`write_counting`]) queue like writes and are resolved into Puts by the
+//! leader (`lead::resolve`).
 //!
 //! Durability (see [`Durability`]):
 //! - `Sync`: append, write to the OS, fsync, then acknowledge.
@@ -34,6 +35,7 @@ use std::sync::atomic::Ordering;
 use crate::batch::WriteBatch;
 use crate::db::commit_queue::{Done, Job};
 use crate::db::conflict::Validation;
+use crate::db::counter::{Counters, Increment};
 use crate::db::inner::{Inner, State};
 use crate::error::{Error, Result};
 use crate::key::{KeyspaceId, SeqNo};
@@ -58,7 +60,22 @@ pub(crate) fn write_with_blobs(
     durability: Durability,
     blob_files: Vec<BlobFileMeta>,
 ) -> Result<SeqNo> {
-    write_job(inner, batch, durability, blob_files, None)
+    write_job(inner, batch, Vec::new(), durability, blob_files, None).map(|d| d.seqno)
+}
+
+/// As [`write`], with counter `increments` resolved by the leader among the batch's ops
+/// (see `counter::Overlay::resolve_batch`); returns the seqno of the last op and the
+/// increments' new values, in order. If an increment fails, nothing is written.
+///
+/// # Errors
+/// `NotACounter`, `CounterOverflow`, or as [`write`].
+pub(crate) fn write_counting(
+    inner: &Inner,
+    batch: WriteBatch,
+    increments: Vec<Increment>,
+    durability: Durability,
+) -> Result<Done> {
+    write_job(inner, batch, increments, durability, Vec::new(), None)
 }
 
 /// As [`write`], if the leader finds no conflict with `validation` when it reaches the
@@ -84,25 +101,36 @@ pub(crate) fn write_checked(
     write_job(
         inner,
         batch,
+        Vec::new(),
         durability,
         Vec::new(),
         Some(Box::new(validation)),
     )
+    .map(|d| d.seqno)
 }
 
 fn write_job(
     inner: &Inner,
     batch: WriteBatch,
+    increments: Vec<Increment>,
     durability: Durability,
     blob_files: Vec<BlobFileMeta>,
     validation: Option<Box<Validation>>,
-) -> Result<SeqNo> {
-    if batch.is_empty() {
-        return Ok(SeqNo(inner.reads.visible_seqno.load(Ordering::Acquire)));
+) -> Result<Done> {
+    if batch.is_empty() && increments.is_empty() {
+        return Ok(Done {
+            seqno: SeqNo(inner.reads.visible_seqno.load(Ordering::Acquire)),
+            counters: Counters::new(),
+        });
     }
     let version = inner.reads.supers.version();
-    // The log record holds handles in place of the values the leader separates.
+    // The log record holds handles in place of the values the leader separates, and a
+    // Put in place of each increment (the leader checks the resolved size again).
     let mut logged = batch.encoded_len();
+    for inc in &increments {
+        crate::key::check_key_len(&inc.key)?;
+        logged += inc.key.len() + 32;
+    }
     for op in batch.ops() {
         let value = op.stored();
         if separate::over_threshold(inner, &version, &op) {
@@ -134,8 +162,9 @@ fn write_job(
         durability,
         blob_files,
         validation,
+        increments,
     };
-    run(inner, job).map(|d| d.seqno)
+    run(inner, job)
 }
 
 /// Adds `delta` to the counter at `key` atomically with respect to every other write,
@@ -162,7 +191,12 @@ pub(crate) fn incr(
         delta,
         durability,
     };
-    run(inner, job).map(|d| d.counter)
+    run(inner, job).and_then(|d| {
+        d.counters
+            .first()
+            .copied()
+            .ok_or_else(|| Error::invalid("an increment without its new value"))
+    })
 }
 
 /// Switches to a fresh memtable and log file so the current memtable can be flushed.
