@@ -34,17 +34,56 @@ pub(crate) fn create(
     version::check_keyspace_name(name)?;
     inner.check_writable()?;
     let threshold = options.map(|o| o.blob_threshold.map(|t| t as u64));
+    let operator = options.and_then(|o| o.merge_operator.clone());
+    if let Some(op) = &operator {
+        let len = op.name().len();
+        if !(1..=version::MAX_MERGE_OPERATOR_NAME_LEN).contains(&len) {
+            return Err(Error::invalid(format!(
+                "merge operator names must be 1 to {} bytes, got {len} bytes",
+                version::MAX_MERGE_OPERATOR_NAME_LEN
+            )));
+        }
+    }
     let mut st = inner.state.lock();
     let mut edit = Edit::default();
-    let id = match st.version.keyspace_by_name(name) {
-        Some((id, ks)) if threshold.is_none_or(|t| t == ks.blob_threshold) => return Ok(id),
+    let (id, recorded) = match st.version.keyspace_by_name(name) {
+        Some((id, ks)) => (Some((id, ks.blob_threshold)), ks.merge_operator.clone()),
+        None => (None, None),
+    };
+    // Merge operator names (`merge.rs` invariant 2): another name than the recorded one
+    // is refused before anything changes; a first one is recorded.
+    let record_operator = match (&operator, &recorded) {
+        (Some(op), Some(name_then)) if op.name() != name_then => {
+            return Err(Error::invalid(format!(
+                "keyspace {name:?} holds merge operands of the merge operator {name_then:?},                  but the operator given is named {:?}",
+                op.name()
+            )));
+        }
+        (Some(op), None) => Some(op.name().to_owned()),
+        _ => None,
+    };
+    let id = match id {
+        Some((id, recorded_threshold))
+            if threshold.is_none_or(|t| t == recorded_threshold) && record_operator.is_none() =>
+        {
+            if let Some(op) = operator {
+                inner.reads.merge.register(id, op);
+            }
+            return Ok(id);
+        }
         Some((id, _)) => id,
         None => versions::allocate_keyspace(&st, name, &mut edit)?,
     };
     if let Some(threshold) = threshold {
         edit.blob_thresholds = vec![(id, threshold)];
     }
+    if let Some(op_name) = record_operator {
+        edit.merge_operators = vec![(id, op_name)];
+    }
     versions::apply(inner, &mut st, edit, "manifest write")?;
+    if let Some(op) = operator {
+        inner.reads.merge.register(id, op);
+    }
     Ok(id)
 }
 
