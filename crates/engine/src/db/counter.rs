@@ -196,6 +196,18 @@ impl Overlay {
         }
     }
 
+    /// The value of `key` as the group has left it so far: `Some(entry)` if the group
+    /// wrote it (`Some(None)`: removed), `None` if the group has not touched it or left
+    /// merge operands on it.
+    #[cfg(test)]
+    fn written(&self, keyspace: KeyspaceId, key: &[u8]) -> Option<Option<(&[u8], &Carried)>> {
+        match self.targets.get(&keyspace)?.get(key)? {
+            Slot::Untouched | Slot::Merged(..) => None,
+            Slot::Put(value, carried) => Some(Some((value, carried))),
+            Slot::Removed => Some(None),
+        }
+    }
+
     /// The value of `key` as `slot` leaves it, reading the store for an untouched one
     /// and merging the operands of a merged one with the keyspace's operator.
     fn value_of(

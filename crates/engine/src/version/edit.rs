@@ -660,7 +660,16 @@ mod tests {
     #[test]
     fn unknown_and_reserved_tags_are_rejected() {
         assert_eq!(corruption(decode(&[0x00])), (100, Reason::BadTag(0)));
-        assert_eq!(corruption(decode(&[0x0d, 0x00])), (100, Reason::BadTag(13)));
+        assert_eq!(corruption(decode(&[0x0e, 0x00])), (100, Reason::BadTag(14)));
+        // A merge operator name must be 1..=255 bytes of UTF-8.
+        assert!(matches!(
+            corruption(decode(&[0x0d, 0x01, 0x00])).1,
+            Reason::BadEntry(_)
+        ));
+        assert!(matches!(
+            corruption(decode(&[0x0d, 0x01, 0x01, 0xff])).1,
+            Reason::BadEntry(_)
+        ));
         let (at, reason) = corruption(decode(&[0x06, 0x01, 0x80, 0x02]));
         assert_eq!(at, 102);
         assert_eq!(reason, Reason::BadEntry("edit field tag above 255"));
@@ -899,6 +908,8 @@ mod tests {
         )
             .prop_map(
                 |(created, dropped, added, removed, (blobs, unblobs), (w, n, f, k), opts)| Edit {
+                    // Operator names as long as keyspace names, inside their limit.
+                    merge_operators: created.iter().take(2).cloned().collect(),
                     // "\PC{1,40}" is at most 160 bytes, inside the name limit.
                     created_keyspaces: created,
                     dropped_keyspaces: dropped,
