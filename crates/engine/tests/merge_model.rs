@@ -63,13 +63,16 @@ fn key(k: u8) -> Vec<u8> {
 enum Kind {
     Add,
     Append,
+    /// `Append` in a keyspace that separates values of 3 bytes and more into the value
+    /// log, so bases are often separated (compaction keeps those and folds the operands).
+    AppendSeparated,
 }
 
 impl Kind {
     fn operator(self) -> Arc<dyn MergeOperator> {
         match self {
             Kind::Add => Arc::new(AddI64),
-            Kind::Append => Arc::new(Append::with_separator(",")),
+            Kind::Append | Kind::AppendSeparated => Arc::new(Append::with_separator(",")),
         }
     }
 
@@ -77,7 +80,7 @@ impl Kind {
     fn text(self, n: i16) -> Vec<u8> {
         match self {
             Kind::Add => n.to_string().into_bytes(),
-            Kind::Append => format!("v{n}").into_bytes(),
+            Kind::Append | Kind::AppendSeparated => format!("v{n}").into_bytes(),
         }
     }
 
@@ -88,7 +91,7 @@ impl Kind {
                 let o: i64 = std::str::from_utf8(operand).unwrap().parse().unwrap();
                 (b + o).to_string().into_bytes()
             }
-            Kind::Append => match base {
+            Kind::Append | Kind::AppendSeparated => match base {
                 None => operand.to_vec(),
                 Some(b) => [b.as_slice(), b",", operand].concat(),
             },
@@ -100,11 +103,12 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn open(dir: &std::path::Path, kind: Kind) -> (Db, Keyspace) {
     let db = Db::open(dir, tiny(2 << 10, 256)).unwrap();
+    let options = match kind {
+        Kind::AppendSeparated => KeyspaceOptions::separated(3),
+        _ => KeyspaceOptions::default(),
+    };
     let ks = db
-        .keyspace_with(
-            "m",
-            KeyspaceOptions::default().merge_operator(kind.operator()),
-        )
+        .keyspace_with("m", options.merge_operator(kind.operator()))
         .unwrap();
     (db, ks)
 }
@@ -236,5 +240,10 @@ proptest! {
     #[test]
     fn append_matches_the_model(ops in prop::collection::vec(op(), 1..60)) {
         run(Kind::Append, ops)?;
+    }
+
+    #[test]
+    fn append_onto_separated_values_matches_the_model(ops in prop::collection::vec(op(), 1..60)) {
+        run(Kind::AppendSeparated, ops)?;
     }
 }

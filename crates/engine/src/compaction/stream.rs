@@ -217,14 +217,21 @@ impl KeyVersions<'_> {
         };
         // Back to front, so the indices of the runs not yet combined stay valid.
         for run in self.runs().into_iter().rev() {
-            if let Some(entry) = self.combine(operator.as_ref(), &run) {
-                self.kept.splice(run.start..run.end, [entry]);
+            if let Some((replaced, entry)) = self.combine(operator.as_ref(), &run) {
+                self.kept.splice(replaced, [entry]);
             }
         }
     }
 
-    /// The one version that replaces `run`, or `None` to keep it.
-    fn combine(&mut self, operator: &dyn MergeOperator, run: &Run) -> Option<(usize, Kind, Entry)> {
+    /// The one version that replaces part of `run` (the returned range of `kept`: the
+    /// whole run for a full merge, its operands for a fold), or `None` to keep it.
+    fn combine(
+        &mut self,
+        operator: &dyn MergeOperator,
+        run: &Run,
+    ) -> Option<(std::ops::Range<usize>, (usize, Kind, Entry))> {
+        // The operands of the run: all of it but its base.
+        let operands_end = run.base.unwrap_or(run.end);
         let versions = self.kept.get(run.start..run.end)?;
         let (stripe, _, (newest_key, _)) = versions.first()?;
         let (user, seqno, _) = parse_encoded(newest_key)?;
@@ -245,8 +252,11 @@ impl KeyVersions<'_> {
                 None => (Base::None, Attrs::default()),
                 Some(view) => match view.body {
                     Body::Inline(v) => (Base::Value(v), view.attrs),
-                    // Compaction does not read the value log.
-                    Body::Handle(_) => return self.fold(operator, *stripe, user, seqno, &operands),
+                    // Compaction does not read the value log: the base stays.
+                    Body::Handle(_) => {
+                        let folded = self.fold(operator, *stripe, user, seqno, &operands)?;
+                        return Some((run.start..operands_end, folded));
+                    }
                 },
             };
             let mut chain = Chain::new();
@@ -262,9 +272,10 @@ impl KeyVersions<'_> {
             };
             let (kind, stored) = entry::encode_put(&attrs, &value);
             let key = InternalKey::new(user, seqno, kind).encode().ok()?;
-            return Some((*stripe, kind, (key, stored)));
+            return Some((run.start..run.end, (*stripe, kind, (key, stored))));
         }
-        self.fold(operator, *stripe, user, seqno, &operands)
+        let folded = self.fold(operator, *stripe, user, seqno, &operands)?;
+        Some((run.start..operands_end, folded))
     }
 
     /// The operands (newest first) folded into one with `partial_merge`, written at
