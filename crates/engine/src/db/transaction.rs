@@ -123,6 +123,9 @@ enum Pending {
     Merge(Vec<Vec<u8>>),
 }
 
+/// The transaction's own value of a key it wrote (with its attributes); `None`: removed.
+type Own = Option<(Vec<u8>, Carried)>;
+
 /// What a serializable transaction read.
 #[derive(Debug, Default)]
 struct ReadSet {
@@ -394,7 +397,7 @@ impl Transaction {
     ///
     /// # Errors
     /// As [`Transaction::get`]; `MergeFailed`.
-    fn own(&self, keyspace: &Keyspace, key: &[u8]) -> Result<Option<Option<(Vec<u8>, Carried)>>> {
+    fn own(&self, keyspace: &Keyspace, key: &[u8]) -> Result<Option<Own>> {
         if let Some(Pending::Merge(operands)) = self.writes.get(&(keyspace.id, key.to_vec())) {
             self.note_read(keyspace, key);
             let (base, carried) = match self.snapshot.head(keyspace, key)? {
