@@ -335,3 +335,25 @@ fn transactions_see_their_merges_and_conflict_on_them() {
     assert!(second.commit().unwrap_err().is_conflict());
     assert_eq!(c.get("a").unwrap(), Some(b"8".to_vec()));
 }
+
+#[test]
+fn a_read_only_open_reads_operands_with_the_operator_given() {
+    let dir = mem_tempdir();
+    {
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        let c = db.keyspace_with("c", with(Arc::new(AddI64))).unwrap();
+        c.insert("k", "1").unwrap();
+        c.merge("k", "2").unwrap();
+        db.close().unwrap();
+    }
+    let db = Db::open_read_only(dir.path(), Options::default()).unwrap();
+    let plain = db.keyspace("c").unwrap();
+    assert_invalid(plain.get("k"), "no merge operator is registered");
+    assert!(matches!(
+        db.keyspace_with("c", with(Arc::new(Append::new()))),
+        Err(Error::InvalidArgument(_))
+    ));
+    let c = db.keyspace_with("c", with(Arc::new(AddI64))).unwrap();
+    assert_eq!(c.get("k").unwrap(), Some(b"3".to_vec()));
+    assert!(matches!(c.merge("k", "1"), Err(Error::ReadOnly)));
+}

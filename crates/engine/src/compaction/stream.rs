@@ -342,6 +342,66 @@ mod tests {
             .unwrap()
     }
 
+    /// The versions `KeyVersions` keeps of `input` (newest first: seqno, kind, value)
+    /// with the `AddI64` merge operator (or none), as (seqno, kind, value).
+    fn merged(
+        input: &[(u64, Kind, &str)],
+        snapshots: &[SeqNo],
+        bottommost: bool,
+        operator: bool,
+    ) -> Vec<(u64, Kind, String)> {
+        let op: Option<Arc<dyn MergeOperator>> =
+            operator.then(|| Arc::new(crate::merge::AddI64) as Arc<dyn MergeOperator>);
+        let mut kv = KeyVersions::new(snapshots, bottommost, 0).with_merge_operator(op);
+        for (seqno, kind, value) in input {
+            kv.push(&enc(*seqno, *kind), value.as_bytes()).unwrap();
+        }
+        kv.finish()
+            .into_iter()
+            .map(|(k, v)| {
+                let (_, seqno, tag) = parse_encoded(&k).unwrap();
+                let kind = Kind::from_u8(tag).unwrap();
+                (seqno.0, kind, String::from_utf8(v).unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn operands_are_combined_within_a_stripe_only() {
+        use Kind::{Delete, Merge, Put};
+        let own = |v: &[(u64, Kind, &str)]| -> Vec<(u64, Kind, String)> {
+            v.iter().map(|(s, k, x)| (*s, *k, x.to_string())).collect()
+        };
+        let chain = [
+            (5, Merge, "1"),
+            (4, Merge, "2"),
+            (3, Put, "10"),
+            (2, Put, "7"),
+        ];
+        // The base is in the run: one value at the newest operand's seqno.
+        assert_eq!(merged(&chain, &[], false, true), own(&[(5, Put, "13")]));
+        // Not across the snapshot at 4: the operand above it stays, the run below it merges.
+        assert_eq!(
+            merged(&chain, &[SeqNo(4)], false, true),
+            own(&[(5, Merge, "1"), (4, Put, "12")])
+        );
+        // Without an operator nothing under an operand is shadowed but what is under its base.
+        assert_eq!(
+            merged(&chain, &[], false, false),
+            own(&[(5, Merge, "1"), (4, Merge, "2"), (3, Put, "10")])
+        );
+        // A tombstone is a base of none.
+        let deleted = [(5, Merge, "1"), (4, Delete, ""), (3, Put, "10")];
+        assert_eq!(merged(&deleted, &[], false, true), own(&[(5, Put, "1")]));
+        // Only operands: folded into one, or at the bottom (nothing older) merged.
+        let ops = [(3, Merge, "1"), (2, Merge, "2")];
+        assert_eq!(merged(&ops, &[], false, true), own(&[(3, Merge, "3")]));
+        assert_eq!(merged(&ops, &[], true, true), own(&[(3, Put, "3")]));
+        // A failing merge (a base that is not a counter) keeps everything.
+        let bad = [(5, Merge, "1"), (4, Put, "text")];
+        assert_eq!(merged(&bad, &[], false, true), own(&bad));
+    }
+
     /// The compactions in these tests run at this time.
     const NOW: u64 = 10;
 

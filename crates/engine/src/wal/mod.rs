@@ -135,7 +135,7 @@ mod tests {
     fn encoding_matches_the_worked_example() {
         let header = encode_file_header(7);
         assert_eq!(header.len(), FILE_HEADER_LEN);
-        assert_eq!(hex(&header), "4357414c0300000007000000000000007656773a");
+        assert_eq!(hex(&header), "4357414c0400000007000000000000000c325871");
         let mut rec = Vec::new();
         encode_record(&mut rec, 5, b"hi");
         assert_eq!(rec.len(), RECORD_HEADER_LEN + 2);
