@@ -22,6 +22,7 @@
 //!        | 0x03 keyspace:vlq start_len:vlq start end_len:vlq end    (RangeDelete)
 //!        | 0x06 keyspace:vlq key_len:vlq key value_len:vlq attrs value  (PutAttrs)
 //!        | 0x04 keyspace:vlq key_len:vlq key value_len:vlq attrs handle (ValueHandle)
+//!        | 0x05 keyspace:vlq key_len:vlq key operand_len:vlq operand    (Merge)
 //! ```
 //!
 //! `ValueHandle` ops are made by the write leader when it separates a large value into
@@ -81,6 +82,15 @@ pub(crate) enum Op<'a> {
         /// The stored bytes: encoded attrs, then the value handle (see `entry.rs`).
         stored: &'a [u8],
     },
+    /// Combine `operand` into `key`'s value with the keyspace's merge operator.
+    Merge {
+        /// The keyspace written.
+        keyspace: KeyspaceId,
+        /// The user key.
+        key: &'a [u8],
+        /// The operand.
+        operand: &'a [u8],
+    },
     /// Remove `key` from `keyspace` (write a tombstone).
     Delete {
         /// The keyspace written.
@@ -106,6 +116,7 @@ impl<'a> Op<'a> {
             Op::Put { .. } => Kind::Put,
             Op::PutAttrs { .. } => Kind::PutAttrs,
             Op::ValueHandle { .. } => Kind::ValueHandle,
+            Op::Merge { .. } => Kind::Merge,
             Op::Delete { .. } => Kind::Delete,
             Op::RangeDelete { .. } => Kind::RangeDelete,
         }
@@ -116,7 +127,7 @@ impl<'a> Op<'a> {
     /// RangeDelete (kept beside the point entries, see `rangedel.rs`).
     pub(crate) fn stored(&self) -> &'a [u8] {
         match self {
-            Op::Put { value, .. } => value,
+            Op::Put { value, .. } | Op::Merge { operand: value, .. } => value,
             Op::PutAttrs { stored, .. } | Op::ValueHandle { stored, .. } => stored,
             Op::Delete { .. } => &[],
             Op::RangeDelete { end, .. } => end,
@@ -129,6 +140,7 @@ impl<'a> Op<'a> {
             Op::Put { keyspace, .. }
             | Op::PutAttrs { keyspace, .. }
             | Op::ValueHandle { keyspace, .. }
+            | Op::Merge { keyspace, .. }
             | Op::Delete { keyspace, .. }
             | Op::RangeDelete { keyspace, .. } => *keyspace,
         }
@@ -140,6 +152,7 @@ impl<'a> Op<'a> {
             Op::Put { key, .. }
             | Op::PutAttrs { key, .. }
             | Op::ValueHandle { key, .. }
+            | Op::Merge { key, .. }
             | Op::Delete { key, .. } => key,
             Op::RangeDelete { start, .. } => start,
         }
@@ -266,6 +279,17 @@ impl WriteBatch {
         check_value_len(stored)?;
         let value = (kind != Kind::Delete).then_some(stored);
         self.push(kind, keyspace, key, value)
+    }
+
+    /// Adds "merge `operand` into `key` in `keyspace`" (a `Merge` op). Callers check
+    /// first that the keyspace has a merge operator and that it accepts the operand.
+    ///
+    /// # Errors
+    /// As [`WriteBatch::put`].
+    pub(crate) fn merge(&mut self, keyspace: KeyspaceId, key: &[u8], operand: &[u8]) -> Result<()> {
+        check_key_len(key)?;
+        check_value_len(operand)?;
+        self.push(Kind::Merge, keyspace, key, Some(operand))
     }
 
     /// Adds "remove `key` from `keyspace`".
@@ -403,6 +427,11 @@ impl WriteBatch {
                 key,
                 stored: &self.rep[span.value.clone()],
             },
+            Kind::Merge => Op::Merge {
+                keyspace: span.keyspace,
+                key,
+                operand: &self.rep[span.value.clone()],
+            },
             Kind::Delete => Op::Delete {
                 keyspace: span.keyspace,
                 key,
@@ -490,7 +519,7 @@ impl WriteBatch {
 
             let key = read_bytes(&mut cur, MAX_KEY_LEN).map_err(|(at, r)| corrupt(at, r))?;
             let value = match kind {
-                Kind::Put => {
+                Kind::Put | Kind::Merge => {
                     read_bytes(&mut cur, MAX_VALUE_LEN).map_err(|(at, r)| corrupt(at, r))?
                 }
                 Kind::PutAttrs => {
@@ -550,9 +579,9 @@ impl WriteBatch {
     pub(crate) fn op_encoded_len(op: &Op<'_>) -> usize {
         let fixed = 1 + vlq_len(u64::from(op.keyspace().0)) + vlq_len(op.key().len() as u64);
         let value = match op {
-            Op::Put { value, .. } | Op::RangeDelete { end: value, .. } => {
-                vlq_len(value.len() as u64) + value.len()
-            }
+            Op::Put { value, .. }
+            | Op::Merge { operand: value, .. }
+            | Op::RangeDelete { end: value, .. } => vlq_len(value.len() as u64) + value.len(),
             Op::PutAttrs { stored, .. } | Op::ValueHandle { stored, .. } => {
                 vlq_len(stored.len() as u64) + stored.len()
             }

@@ -211,6 +211,11 @@ pub(crate) fn view(kind: Kind, stored: &[u8]) -> Result<Option<EntryView<'_>>, R
             }))
         }
         Kind::Delete => Ok(None),
+        // An operand is no value by itself: readers merge it (`merge.rs`) before they call
+        // this, so meeting one here means a caller skipped that step.
+        Kind::Merge => Err(Reason::BadEntry(
+            "a merge operand read as a value without its keyspace's merge operator",
+        )),
         // Range tombstones live beside the point entries, never among them.
         Kind::RangeDelete => Err(Reason::BadTag(Kind::RangeDelete.as_u8())),
     }

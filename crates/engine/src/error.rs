@@ -288,6 +288,17 @@ pub enum Error {
         /// it.
         read: bool,
     },
+    /// A keyspace's merge operator ([`crate::MergeOperator`]) refused to combine the
+    /// operands of a key, so the key has no value to return. Nothing was written or lost:
+    /// the operands stay stored as they were.
+    MergeFailed {
+        /// The operator's name.
+        operator: String,
+        /// The key.
+        key: Vec<u8>,
+        /// The operator's reason.
+        detail: String,
+    },
     /// The operation needs a Cargo feature of the `cairn` crate that this build was
     /// compiled without, such as reading a Zstandard-compressed file without `zstd`.
     /// Nothing is damaged: a build with the feature can do it.
@@ -418,6 +429,15 @@ impl Error {
                 key: key.clone(),
                 read: *read,
             },
+            Error::MergeFailed {
+                operator,
+                key,
+                detail,
+            } => Error::MergeFailed {
+                operator: operator.clone(),
+                key: key.clone(),
+                detail: detail.clone(),
+            },
         }
     }
 
@@ -537,6 +557,15 @@ impl fmt::Display for Error {
                  was written",
                 Shown(key),
                 if *read { "read" } else { "writes" }
+            ),
+            Error::MergeFailed {
+                operator,
+                key,
+                detail,
+            } => write!(
+                f,
+                "merge operator {operator:?} failed on key \"{}\": {detail}",
+                Shown(key)
             ),
             Error::FeatureDisabled { feature, what } => write!(
                 f,

@@ -75,6 +75,15 @@ pub enum BatchOp {
         /// Expiry in Unix milliseconds, if any.
         expires_at: Option<u64>,
     },
+    /// Merge `operand` into `key` with the keyspace's merge operator.
+    Merge {
+        /// Keyspace id.
+        keyspace: u32,
+        /// User key.
+        key: Vec<u8>,
+        /// The operand.
+        operand: Vec<u8>,
+    },
     /// Remove `key` from keyspace `keyspace`.
     Delete {
         /// Keyspace id.
@@ -184,6 +193,15 @@ fn batch_ops(batch: &WriteBatch, path: &Path) -> Result<Vec<BatchOp>> {
                         expires_at: view.attrs.expires_at,
                     }
                 }
+                Op::Merge {
+                    keyspace,
+                    key,
+                    operand,
+                } => BatchOp::Merge {
+                    keyspace: keyspace.0,
+                    key: key.to_vec(),
+                    operand: operand.to_vec(),
+                },
                 Op::Delete { keyspace, key } => BatchOp::Delete {
                     keyspace: keyspace.0,
                     key: key.to_vec(),

@@ -114,10 +114,10 @@ impl fmt::Display for KeyspaceId {
 /// | 2     | Delete      | implemented: a tombstone, the key is removed |
 /// | 3     | RangeDelete | implemented: a range tombstone `[start, end)` (`rangedel.rs`) |
 /// | 4     | ValueHandle | implemented: the value lives in a blob file; stored bytes are `attrs || handle` |
-/// | 5     | Merge       | reserved: an operand for a merge operator (e.g. counters) |
+/// | 5     | Merge       | implemented: an operand for the keyspace's merge operator (`merge.rs`); stored bytes are the operand |
 /// | 6     | PutAttrs    | implemented: the key has this value and attributes (`entry.rs`) |
 ///
-/// Reserved numbers are rejected by decoders (`Reason::BadTag`) until implemented.
+/// Unknown numbers are rejected by decoders (`Reason::BadTag`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
 pub(crate) enum Kind {
@@ -137,11 +137,15 @@ pub(crate) enum Kind {
     /// The key's value is separated into a blob file of the value log; the stored bytes
     /// are `attrs || handle` (`entry.rs`, `vlog/FORMAT.md` §4.4).
     ValueHandle = 4,
+    /// A merge operand: the stored bytes are the operand, combined with the older versions
+    /// by the keyspace's merge operator when read or compacted (`merge.rs`).
+    Merge = 5,
 }
 
-/// Kind numbers reserved for later features; see [`Kind`]. Never assign them to anything else.
+/// Kind numbers reserved for later features; see [`Kind`]. Never assign them to anything
+/// else. (5 was reserved for Merge and is now implemented.)
 #[cfg(test)]
-pub(crate) const RESERVED_KINDS: [(u8, &str); 1] = [(5, "Merge")];
+pub(crate) const RESERVED_KINDS: [(u8, &str); 0] = [];
 
 impl Kind {
     /// The kind with on-disk number `tag`, or `None` if `tag` is unknown or reserved.
@@ -151,6 +155,7 @@ impl Kind {
             2 => Some(Kind::Delete),
             3 => Some(Kind::RangeDelete),
             4 => Some(Kind::ValueHandle),
+            5 => Some(Kind::Merge),
             6 => Some(Kind::PutAttrs),
             _ => None,
         }
@@ -422,6 +427,7 @@ mod tests {
             Kind::RangeDelete,
             Kind::PutAttrs,
             Kind::ValueHandle,
+            Kind::Merge,
         ] {
             assert_eq!(Kind::from_u8(kind.as_u8()), Some(kind));
         }
@@ -435,8 +441,8 @@ mod tests {
     fn decode_rejects_bad_input() {
         assert_eq!(InternalKey::decode(b"1234567"), Err(Reason::Truncated));
         let mut enc = ik(b"k", 9, Kind::Put).encode().unwrap();
-        enc[1] = 5; // Merge: reserved
-        assert_eq!(InternalKey::decode(&enc), Err(Reason::BadTag(5)));
+        enc[1] = 7; // unassigned
+        assert_eq!(InternalKey::decode(&enc), Err(Reason::BadTag(7)));
         let mut huge = vec![0u8; MAX_KEY_LEN + 1];
         huge.extend_from_slice(&((1u64 << 8) | 1).to_le_bytes());
         assert_eq!(InternalKey::decode(&huge), Err(Reason::LengthOutOfRange));

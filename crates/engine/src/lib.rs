@@ -112,6 +112,7 @@ pub mod inspect;
 mod iter;
 mod key;
 mod memtable;
+mod merge;
 mod mmap;
 mod options;
 pub mod pack;
@@ -141,4 +142,5 @@ pub use db::{
     VerifiedFile, VerifyReport, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN,
 };
 pub use error::{Corruption, Error, FileKind, Reason, Result};
+pub use merge::{AddI64, Append, MergeOperator};
 pub use options::{Compression, Durability, KeyspaceOptions, Options};

@@ -13,10 +13,13 @@
 //! [`Compression`] needs a wildcard arm. The fields stay public: read them, or assign them
 //! on a mutable value.
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
+use crate::merge::MergeOperator;
 
 /// What an acknowledged write survives. See the durability table in the README.
 ///
@@ -285,7 +288,7 @@ pub struct Options {
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct KeyspaceOptions {
     /// Values of at least this many bytes are separated into the value log: written once
@@ -296,7 +299,35 @@ pub struct KeyspaceOptions {
     /// [`crate::Keyspace::get_reader`]). `None` (the default): the store's
     /// [`Options::blob_threshold`] applies (off unless set).
     pub blob_threshold: Option<usize>,
+    /// The keyspace's merge operator ([`crate::MergeOperator`]), which combines the
+    /// operands [`crate::Keyspace::merge`] writes. `None` (the default): merges are
+    /// refused. Its name is recorded in the manifest; a later open must give an operator
+    /// of the same name to read the operands (see [`KeyspaceOptions::merge_operator`]).
+    pub merge_operator: Option<Arc<dyn MergeOperator>>,
 }
+
+impl fmt::Debug for KeyspaceOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyspaceOptions")
+            .field("blob_threshold", &self.blob_threshold)
+            .field(
+                "merge_operator",
+                &self.merge_operator.as_ref().map(|o| o.name()),
+            )
+            .finish()
+    }
+}
+
+/// Options are equal when they set the same threshold and operators of the same name.
+impl PartialEq for KeyspaceOptions {
+    fn eq(&self, other: &KeyspaceOptions) -> bool {
+        self.blob_threshold == other.blob_threshold
+            && self.merge_operator.as_ref().map(|o| o.name())
+                == other.merge_operator.as_ref().map(|o| o.name())
+    }
+}
+
+impl Eq for KeyspaceOptions {}
 
 impl KeyspaceOptions {
     /// A good separation threshold for mixed workloads: 4 KiB. Smaller values are cheaper
@@ -307,7 +338,43 @@ impl KeyspaceOptions {
     pub fn separated(threshold: usize) -> KeyspaceOptions {
         KeyspaceOptions {
             blob_threshold: Some(threshold),
+            merge_operator: None,
         }
+    }
+
+    /// Sets [`KeyspaceOptions::merge_operator`]: the keyspace accepts
+    /// [`crate::Keyspace::merge`] and reads merge its operands with `operator`.
+    ///
+    /// The operator's name is recorded with the keyspace the first time it is given.
+    /// Opening the keyspace later with an operator of another name fails with
+    /// `InvalidArgument` (its operands were written for the recorded one); opening it
+    /// without one works, but reads that meet an operand and new merges fail with
+    /// `InvalidArgument` until the operator is given again.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use cairn::{AddI64, Append, Db, KeyspaceOptions, Options};
+    ///
+    /// # fn main() -> cairn::Result<()> {
+    /// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// let hits = db.keyspace_with("hits", KeyspaceOptions::default().merge_operator(Arc::new(AddI64)))?;
+    /// hits.merge("/index.html", "1")?; // no read: an operand is written
+    /// hits.merge("/index.html", "1")?;
+    /// assert_eq!(hits.get("/index.html")?, Some(b"2".to_vec()));
+    /// assert_eq!(hits.incr("/index.html", 5)?, 7); // counters read through operands
+    ///
+    /// let log = db.keyspace_with("log", KeyspaceOptions::default().merge_operator(Arc::new(Append::with_separator("\n"))))?;
+    /// log.merge("today", "started")?;
+    /// log.merge("today", "stopped")?;
+    /// assert_eq!(log.get("today")?, Some(b"started\nstopped".to_vec()));
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn merge_operator(mut self, operator: Arc<dyn MergeOperator>) -> KeyspaceOptions {
+        self.merge_operator = Some(operator);
+        self
     }
 
     /// Sets [`KeyspaceOptions::blob_threshold`].

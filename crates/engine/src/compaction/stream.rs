@@ -25,12 +25,31 @@
 //! every reader yet. Which tombstones the outputs carry is [`carried_range_tombstones`]'s
 //! rule; it is the same for an in-place rewrite (`Choice::in_place`), whose outputs
 //! carry the input table's tombstones clipped to their shares of its range.
+//!
+//! Merge operands (`merge.rs`) do not shadow: a reader needs every version under an
+//! operand down to its base, so within a stripe the newest version is kept and, while the
+//! kept versions of the stripe are operands, the next one too (a *run*: operands, then
+//! perhaps the base). A version a range tombstone of the stripe deletes ends the run with
+//! no base. With the keyspace's operator a run is then combined, never across a stripe
+//! (so every snapshot reads what it read before):
+//! * with a base in the run (a value or a tombstone), a range tombstone ending it, or at
+//!   the bottommost level with nothing older kept, `full_merge` makes one value, written
+//!   at the newest operand's seqno with the base's attributes (a separated base is left
+//!   as it is: its value is not read by compaction);
+//! * otherwise the operands are folded into one with `partial_merge`, if the operator
+//!   combines every pair.
+//!
+//! An operator that fails or declines leaves the run as it was: nothing is lost, and the
+//! failure is counted ([`KeyVersions::merge_failures`]).
 
 use std::path::Path;
 
-use crate::entry;
+use std::sync::Arc;
+
+use crate::entry::{self, Attrs, Body};
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::key::{parse_encoded, InternalKey, Kind, SeqNo};
+use crate::merge::{Base, Chain, MergeOperator};
 use crate::rangedel::{Fragments, RangeTombstone};
 
 /// One version of a user key: encoded internal key and value.
@@ -45,6 +64,22 @@ pub(crate) struct KeyVersions<'a> {
     now_ms: u64,
     range_dels: Option<&'a Fragments>,
     kept: Vec<(usize, Kind, Entry)>,
+    /// The keyspace's merge operator (`None`: operands are kept as they are).
+    operator: Option<Arc<dyn MergeOperator>>,
+    /// The stripe whose run of operands a range tombstone ended (no base).
+    run_ended: Option<usize>,
+    /// Runs a failing `full_merge` left as they were.
+    merge_failures: u64,
+}
+
+/// A run of versions of one stripe under a merge operand: `kept[start..end]`.
+struct Run {
+    start: usize,
+    end: usize,
+    /// Index of the base (a non-operand of the run), if it has one.
+    base: Option<usize>,
+    /// True if nothing older than the run can matter to a reader of its stripe.
+    closed: bool,
 }
 
 impl<'a> KeyVersions<'a> {
@@ -56,7 +91,29 @@ impl<'a> KeyVersions<'a> {
             now_ms,
             range_dels: None,
             kept: Vec::new(),
+            operator: None,
+            run_ended: None,
+            merge_failures: 0,
         }
+    }
+
+    /// Combines merge operands with `operator` (see the module documentation).
+    pub(crate) fn with_merge_operator(mut self, operator: Option<Arc<dyn MergeOperator>>) -> Self {
+        self.operator = operator;
+        self
+    }
+
+    /// Runs of operands a failing `full_merge` left as they were, so far.
+    pub(crate) fn merge_failures(&self) -> u64 {
+        self.merge_failures
+    }
+
+    /// True if the newest kept version is an operand of `stripe` whose run is open.
+    fn in_run(&self, stripe: usize) -> bool {
+        self.kept
+            .last()
+            .is_some_and(|(s, k, _)| *s == stripe && *k == Kind::Merge)
+            && self.run_ended != Some(stripe)
     }
 
     /// Also drops versions covered by `range_dels` within their stripe.
@@ -79,10 +136,13 @@ impl<'a> KeyVersions<'a> {
             .and_then(|f| f.oldest_covering_above(user, seqno))
         {
             if self.stripe(t) == stripe {
+                if self.in_run(stripe) {
+                    self.run_ended = Some(stripe);
+                }
                 return Ok(()); // deleted by a range tombstone no reader sees past
             }
         }
-        if self.kept.last().is_some_and(|(s, _, _)| *s == stripe) {
+        if self.kept.last().is_some_and(|(s, _, _)| *s == stripe) && !self.in_run(stripe) {
             return Ok(()); // shadowed within its stripe
         }
         let expired = entry::expiry_of(kind, value)
@@ -101,12 +161,143 @@ impl<'a> KeyVersions<'a> {
 
     /// The versions to write, newest first; resets the collector.
     pub(crate) fn finish(&mut self) -> Vec<Entry> {
+        if self.operator.is_some() {
+            self.combine_runs();
+        }
+        self.run_ended = None;
         if self.bottommost {
             while self.kept.last().is_some_and(|(_, k, _)| *k == Kind::Delete) {
                 self.kept.pop();
             }
         }
         self.kept.drain(..).map(|(_, _, e)| e).collect()
+    }
+}
+
+impl KeyVersions<'_> {
+    /// The runs of operands among `kept`, newest first.
+    fn runs(&self) -> Vec<Run> {
+        let mut runs = Vec::new();
+        let mut i = 0;
+        while i < self.kept.len() {
+            let Some((stripe, Kind::Merge, _)) = self.kept.get(i) else {
+                i += 1;
+                continue;
+            };
+            let stripe = *stripe;
+            let mut end = i;
+            let mut base = None;
+            while let Some((s, kind, _)) = self.kept.get(end) {
+                if *s != stripe {
+                    break;
+                }
+                end += 1;
+                if *kind != Kind::Merge {
+                    base = Some(end - 1);
+                    break;
+                }
+            }
+            let nothing_older = end == self.kept.len() && self.bottommost;
+            runs.push(Run {
+                start: i,
+                end,
+                base,
+                closed: base.is_some() || self.run_ended == Some(stripe) || nothing_older,
+            });
+            i = end;
+        }
+        runs
+    }
+
+    /// Combines every run of operands (see the module documentation); a run the
+    /// operator cannot combine stays as it is.
+    fn combine_runs(&mut self) {
+        let Some(operator) = self.operator.clone() else {
+            return;
+        };
+        // Back to front, so the indices of the runs not yet combined stay valid.
+        for run in self.runs().into_iter().rev() {
+            if let Some((replaced, entry)) = self.combine(operator.as_ref(), &run) {
+                self.kept.splice(replaced, [entry]);
+            }
+        }
+    }
+
+    /// The one version that replaces part of `run` (the returned range of `kept`: the
+    /// whole run for a full merge, its operands for a fold), or `None` to keep it.
+    fn combine(
+        &mut self,
+        operator: &dyn MergeOperator,
+        run: &Run,
+    ) -> Option<(std::ops::Range<usize>, (usize, Kind, Entry))> {
+        // The operands of the run: all of it but its base.
+        let operands_end = run.base.unwrap_or(run.end);
+        let versions = self.kept.get(run.start..run.end)?;
+        let (stripe, _, (newest_key, _)) = versions.first()?;
+        let (user, seqno, _) = parse_encoded(newest_key)?;
+        let operands: Vec<&[u8]> = versions
+            .iter()
+            .filter(|(_, k, _)| *k == Kind::Merge)
+            .map(|(_, _, (_, v))| v.as_slice())
+            .collect();
+        if run.closed {
+            let base = match run.base.and_then(|b| self.kept.get(b)) {
+                Some((_, kind, (_, stored))) => match entry::view(*kind, stored) {
+                    Ok(view) => view,
+                    Err(_) => return None,
+                },
+                None => None,
+            };
+            let (base_value, attrs) = match base {
+                None => (Base::None, Attrs::default()),
+                Some(view) => match view.body {
+                    Body::Inline(v) => (Base::Value(v), view.attrs),
+                    // Compaction does not read the value log: the base stays.
+                    Body::Handle(_) => {
+                        let folded = self.fold(operator, *stripe, user, seqno, &operands)?;
+                        return Some((run.start..operands_end, folded));
+                    }
+                },
+            };
+            let mut chain = Chain::new();
+            for op in &operands {
+                chain.push(op);
+            }
+            let value = match chain.merge(operator, user, base_value) {
+                Ok(v) => v,
+                Err(_) => {
+                    self.merge_failures += 1;
+                    return None;
+                }
+            };
+            let (kind, stored) = entry::encode_put(&attrs, &value);
+            let key = InternalKey::new(user, seqno, kind).encode().ok()?;
+            return Some((run.start..run.end, (*stripe, kind, (key, stored))));
+        }
+        let folded = self.fold(operator, *stripe, user, seqno, &operands)?;
+        Some((run.start..operands_end, folded))
+    }
+
+    /// The operands (newest first) folded into one with `partial_merge`, written at
+    /// `seqno`; `None` if there is only one or a pair does not combine.
+    fn fold(
+        &self,
+        operator: &dyn MergeOperator,
+        stripe: usize,
+        user: &[u8],
+        seqno: SeqNo,
+        operands: &[&[u8]],
+    ) -> Option<(usize, Kind, Entry)> {
+        if operands.len() < 2 {
+            return None;
+        }
+        let mut oldest_first = operands.iter().rev();
+        let mut acc = oldest_first.next()?.to_vec();
+        for newer in oldest_first {
+            acc = operator.partial_merge(user, &acc, newer)?;
+        }
+        let key = InternalKey::new(user, seqno, Kind::Merge).encode().ok()?;
+        Some((stripe, Kind::Merge, (key, acc)))
     }
 }
 
@@ -149,6 +340,66 @@ mod tests {
         InternalKey::new(b"k".to_vec(), SeqNo(seqno), kind)
             .encode()
             .unwrap()
+    }
+
+    /// The versions `KeyVersions` keeps of `input` (newest first: seqno, kind, value)
+    /// with the `AddI64` merge operator (or none), as (seqno, kind, value).
+    fn merged(
+        input: &[(u64, Kind, &str)],
+        snapshots: &[SeqNo],
+        bottommost: bool,
+        operator: bool,
+    ) -> Vec<(u64, Kind, String)> {
+        let op: Option<Arc<dyn MergeOperator>> =
+            operator.then(|| Arc::new(crate::merge::AddI64) as Arc<dyn MergeOperator>);
+        let mut kv = KeyVersions::new(snapshots, bottommost, 0).with_merge_operator(op);
+        for (seqno, kind, value) in input {
+            kv.push(&enc(*seqno, *kind), value.as_bytes()).unwrap();
+        }
+        kv.finish()
+            .into_iter()
+            .map(|(k, v)| {
+                let (_, seqno, tag) = parse_encoded(&k).unwrap();
+                let kind = Kind::from_u8(tag).unwrap();
+                (seqno.0, kind, String::from_utf8(v).unwrap())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn operands_are_combined_within_a_stripe_only() {
+        use Kind::{Delete, Merge, Put};
+        let own = |v: &[(u64, Kind, &str)]| -> Vec<(u64, Kind, String)> {
+            v.iter().map(|(s, k, x)| (*s, *k, x.to_string())).collect()
+        };
+        let chain = [
+            (5, Merge, "1"),
+            (4, Merge, "2"),
+            (3, Put, "10"),
+            (2, Put, "7"),
+        ];
+        // The base is in the run: one value at the newest operand's seqno.
+        assert_eq!(merged(&chain, &[], false, true), own(&[(5, Put, "13")]));
+        // Not across the snapshot at 4: the operand above it stays, the run below it merges.
+        assert_eq!(
+            merged(&chain, &[SeqNo(4)], false, true),
+            own(&[(5, Merge, "1"), (4, Put, "12")])
+        );
+        // Without an operator nothing under an operand is shadowed but what is under its base.
+        assert_eq!(
+            merged(&chain, &[], false, false),
+            own(&[(5, Merge, "1"), (4, Merge, "2"), (3, Put, "10")])
+        );
+        // A tombstone is a base of none.
+        let deleted = [(5, Merge, "1"), (4, Delete, ""), (3, Put, "10")];
+        assert_eq!(merged(&deleted, &[], false, true), own(&[(5, Put, "1")]));
+        // Only operands: folded into one, or at the bottom (nothing older) merged.
+        let ops = [(3, Merge, "1"), (2, Merge, "2")];
+        assert_eq!(merged(&ops, &[], false, true), own(&[(3, Merge, "3")]));
+        assert_eq!(merged(&ops, &[], true, true), own(&[(3, Put, "3")]));
+        // A failing merge (a base that is not a counter) keeps everything.
+        let bad = [(5, Merge, "1"), (4, Put, "text")];
+        assert_eq!(merged(&bad, &[], false, true), own(&bad));
     }
 
     /// The compactions in these tests run at this time.

@@ -8,6 +8,7 @@
 //!    commit into a keyspace that no longer exists); its files go once no reader holds
 //!    a super version that lists them.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::inner::Inner;
@@ -32,20 +33,82 @@ pub(crate) fn create(
     options: Option<&KeyspaceOptions>,
 ) -> Result<KeyspaceId> {
     version::check_keyspace_name(name)?;
-    inner.check_writable()?;
     let threshold = options.map(|o| o.blob_threshold.map(|t| t as u64));
+    let operator = options.and_then(|o| o.merge_operator.clone());
+    // An existing keyspace whose recorded options already match needs no write: its
+    // merge operator is registered even in a read-only (or stopped) store, so the
+    // operands stay readable there.
+    if let Some(op) = &operator {
+        let version = inner.reads.supers.version();
+        if let Some((id, ks)) = version.keyspace_by_name(name) {
+            if let Some(name_then) = ks.merge_operator.as_deref() {
+                if name_then != op.name() {
+                    return Err(mismatch(name, name_then, op.name()));
+                }
+            }
+            let same_threshold = threshold.is_none_or(|t| t == ks.blob_threshold);
+            if same_threshold && ks.merge_operator.as_deref() == Some(op.name()) {
+                inner.reads.merge.register(id, Arc::clone(op));
+                return Ok(id);
+            }
+        }
+    }
+    inner.check_writable()?;
+    if let Some(op) = &operator {
+        let len = op.name().len();
+        if !(1..=version::MAX_MERGE_OPERATOR_NAME_LEN).contains(&len) {
+            return Err(Error::invalid(format!(
+                "merge operator names must be 1 to {} bytes, got {len} bytes",
+                version::MAX_MERGE_OPERATOR_NAME_LEN
+            )));
+        }
+    }
     let mut st = inner.state.lock();
     let mut edit = Edit::default();
-    let id = match st.version.keyspace_by_name(name) {
-        Some((id, ks)) if threshold.is_none_or(|t| t == ks.blob_threshold) => return Ok(id),
+    let (id, recorded) = match st.version.keyspace_by_name(name) {
+        Some((id, ks)) => (Some((id, ks.blob_threshold)), ks.merge_operator.clone()),
+        None => (None, None),
+    };
+    // Merge operator names (`merge.rs` invariant 2): another name than the recorded one
+    // is refused before anything changes; a first one is recorded.
+    let record_operator = match (&operator, &recorded) {
+        (Some(op), Some(name_then)) if op.name() != name_then => {
+            return Err(mismatch(name, name_then, op.name()));
+        }
+        (Some(op), None) => Some(op.name().to_owned()),
+        _ => None,
+    };
+    let id = match id {
+        Some((id, recorded_threshold))
+            if threshold.is_none_or(|t| t == recorded_threshold) && record_operator.is_none() =>
+        {
+            if let Some(op) = operator {
+                inner.reads.merge.register(id, op);
+            }
+            return Ok(id);
+        }
         Some((id, _)) => id,
         None => versions::allocate_keyspace(&st, name, &mut edit)?,
     };
     if let Some(threshold) = threshold {
         edit.blob_thresholds = vec![(id, threshold)];
     }
+    if let Some(op_name) = record_operator {
+        edit.merge_operators = vec![(id, op_name)];
+    }
     versions::apply(inner, &mut st, edit, "manifest write")?;
+    if let Some(op) = operator {
+        inner.reads.merge.register(id, op);
+    }
     Ok(id)
+}
+
+/// The error for a merge operator whose name differs from the recorded one.
+fn mismatch(keyspace: &str, recorded: &str, given: &str) -> Error {
+    Error::invalid(format!(
+        "keyspace {keyspace:?} holds merge operands of the merge operator {recorded:?}, but \
+         the operator given is named {given:?}"
+    ))
 }
 
 /// Drops keyspace `name` and everything in it.

@@ -221,8 +221,9 @@ fn write_outputs(
     let mut added = Vec::new();
     let mut writer: Option<table::Writer> = None;
     let now = inner.options.clock.now_ms();
-    let mut versions =
-        KeyVersions::new(&snapshots, choice.bottommost, now).with_range_tombstones(&fragments);
+    let mut versions = KeyVersions::new(&snapshots, choice.bottommost, now)
+        .with_range_tombstones(&fragments)
+        .with_merge_operator(inner.reads.merge.get(choice.keyspace));
     let mut current_user: Option<Vec<u8>> = None;
     loop {
         let user = if input.valid() {
@@ -263,6 +264,10 @@ fn write_outputs(
         versions.push(input.key(), input.value())?;
         input.next()?;
     }
+    inner
+        .stats
+        .merge_failures
+        .fetch_add(versions.merge_failures(), Ordering::Relaxed);
     if writer.is_none() && carried.any_from_lo() {
         // Tombstones reach past the last point entry: a table of their own.
         let (id, w) = inner.create_table(&topts)?;

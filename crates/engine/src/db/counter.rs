@@ -103,6 +103,8 @@ enum Slot {
     Put(Vec<u8>, Carried),
     /// Removed (or written with an expiry already past).
     Removed,
+    /// These merge operands (oldest first) applied on top of the earlier state.
+    Merged(Box<Slot>, Vec<Vec<u8>>),
 }
 
 /// The attributes (tag, metadata, expiry) of the entry an incr reads, which the new value
@@ -191,6 +193,19 @@ impl Overlay {
         let Some(slot) = keys.get_mut(op.key()) else {
             return;
         };
+        if let Op::Merge { operand, .. } = op {
+            // An operand stacks on whatever the group left so far (the store's value when
+            // untouched); a read of the key merges them.
+            let earlier = std::mem::replace(slot, Slot::Untouched);
+            *slot = match earlier {
+                Slot::Merged(base, mut operands) => {
+                    operands.push(operand.to_vec());
+                    Slot::Merged(base, operands)
+                }
+                other => Slot::Merged(Box::new(other), vec![operand.to_vec()]),
+            };
+            return;
+        }
         *slot = match op {
             Op::Put { value, .. } => Slot::Put(value.to_vec(), Carried::default()),
             Op::PutAttrs { stored, .. } => match entry::live(Kind::PutAttrs, stored, now_ms) {
@@ -205,7 +220,7 @@ impl Overlay {
             // Made only by the leader after counters are resolved; never in a
             // member's batch. Treated as unknown content: not a counter value.
             Op::ValueHandle { .. } => Slot::Put(Vec::new(), Carried::default()),
-            Op::Delete { .. } | Op::RangeDelete { .. } => Slot::Removed,
+            Op::Delete { .. } | Op::RangeDelete { .. } | Op::Merge { .. } => Slot::Removed,
         };
     }
 
@@ -287,12 +302,49 @@ impl Overlay {
     }
 
     /// The value of `key` as the group has left it so far: `Some(entry)` if the group
-    /// wrote it (`Some(None)`: removed), `None` if the group has not touched it.
+    /// wrote it (`Some(None)`: removed), `None` if the group has not touched it or left
+    /// merge operands on it.
+    #[cfg(test)]
     fn written(&self, keyspace: KeyspaceId, key: &[u8]) -> Option<Option<(&[u8], &Carried)>> {
         match self.targets.get(&keyspace)?.get(key)? {
-            Slot::Untouched => None,
+            Slot::Untouched | Slot::Merged(..) => None,
             Slot::Put(value, carried) => Some(Some((value, carried))),
             Slot::Removed => Some(None),
+        }
+    }
+
+    /// The value of `key` as `slot` leaves it, reading the store for an untouched one
+    /// and merging the operands of a merged one with the keyspace's operator.
+    fn value_of(
+        inner: &Inner,
+        slot: &Slot,
+        keyspace: KeyspaceId,
+        key: &[u8],
+    ) -> Result<(Option<Vec<u8>>, Carried)> {
+        match slot {
+            Slot::Untouched => match read::lookup::<(crate::iter::visible::Lazy, Head)>(
+                &inner.reads,
+                keyspace,
+                key,
+                None,
+            )? {
+                Some((value, head)) => Ok((Some(value), Carried::from_head(&head))),
+                None => Ok((None, Carried::default())),
+            },
+            Slot::Put(value, carried) => Ok((Some(value.clone()), carried.clone())),
+            Slot::Removed => Ok((None, Carried::default())),
+            Slot::Merged(base, operands) => {
+                let (value, carried) = Overlay::value_of(inner, base, keyspace, key)?;
+                let operator = inner.reads.merge_operator(keyspace)?;
+                let mut chain = crate::merge::Chain::new();
+                for operand in operands.iter().rev() {
+                    chain.push(operand);
+                }
+                let base = value
+                    .as_deref()
+                    .map_or(crate::merge::Base::None, crate::merge::Base::Value);
+                Ok((Some(chain.merge(operator.as_ref(), key, base)?), carried))
+            }
         }
     }
 
@@ -309,21 +361,13 @@ impl Overlay {
         key: &[u8],
         delta: i128,
     ) -> Result<(i64, Carried)> {
-        match self.written(keyspace, key) {
-            Some(Some((value, carried))) => Ok((add(key, Some(value), delta)?, carried.clone())),
-            Some(None) => Ok((add(key, None, delta)?, Carried::default())),
-            None => match read::lookup::<(crate::iter::visible::Lazy, Head)>(
-                &inner.reads,
-                keyspace,
-                key,
-                None,
-            )? {
-                Some((value, head)) => {
-                    Ok((add(key, Some(&value), delta)?, Carried::from_head(&head)))
-                }
-                None => Ok((add(key, None, delta)?, Carried::default())),
-            },
-        }
+        let slot = self
+            .targets
+            .get(&keyspace)
+            .and_then(|keys| keys.get(key))
+            .unwrap_or(&Slot::Untouched);
+        let (value, carried) = Overlay::value_of(inner, slot, keyspace, key)?;
+        Ok((add(key, value.as_deref(), delta)?, carried))
     }
 }
 

@@ -254,6 +254,57 @@ impl Keyspace {
         self.commit(batch, durability)
     }
 
+    /// Merges `operand` into the value of `key` with the keyspace's merge operator
+    /// ([`crate::KeyspaceOptions::merge_operator`]), with the store's default durability.
+    /// Nothing is read: the operand is written, and reads (and compaction) combine it with
+    /// the older versions. See [`crate::MergeOperator`] for the rules.
+    ///
+    /// # Errors
+    /// `InvalidArgument` if the keyspace has no merge operator, the operator refuses the
+    /// operand ([`crate::MergeOperator::check_operand`]), or as [`Keyspace::insert`].
+    pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        self.merge_with(key, operand, None)
+    }
+
+    /// As [`Keyspace::merge`], with the given durability (`None`: the store's default).
+    ///
+    /// # Errors
+    /// As [`Keyspace::merge`].
+    pub fn merge_with(
+        &self,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+        durability: Option<Durability>,
+    ) -> Result<()> {
+        let (key, operand) = (key.as_ref(), operand.as_ref());
+        self.check_merge(key, operand)?;
+        let mut batch = WriteBatch::for_one(key.len().saturating_add(operand.len()));
+        batch.merge(self.id, key, operand)?;
+        self.commit(batch, durability)
+    }
+
+    /// Checks that a merge of `operand` into `key` may be written: the keyspace has a
+    /// merge operator, which accepts the operand.
+    ///
+    /// # Errors
+    /// `InvalidArgument` otherwise.
+    pub(crate) fn check_merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+        let operator = self.db.inner.reads.merge.get(self.id).ok_or_else(|| {
+            Error::invalid(format!(
+                "keyspace {:?} has no merge operator; open it with \
+                 KeyspaceOptions::merge_operator to write merges",
+                self.name
+            ))
+        })?;
+        operator.check_operand(key, operand).map_err(|why| {
+            Error::invalid(format!(
+                "merge operator {:?} of keyspace {:?} refused the operand: {why}",
+                operator.name(),
+                self.name
+            ))
+        })
+    }
+
     /// Removes every key in `range` with one write, whatever the number of keys: a range
     /// tombstone, applied by reads at once and by compaction, which reclaims the space.
     /// Any bounds work; an empty range is a no-op. Snapshots taken before still see the
@@ -765,6 +816,21 @@ impl Batch {
                 self.batch
                     .put_attrs(keyspace.id, key.as_ref(), &attrs, value.as_ref())
             });
+            if let Err(e) = added {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    /// Adds "merge `operand` into `key` in `keyspace`" (see [`Keyspace::merge`]). A
+    /// keyspace without a merge operator, or an operand it refuses, is reported by the
+    /// commit, which then writes nothing.
+    pub fn merge(&mut self, keyspace: &Keyspace, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) {
+        if self.accepts(keyspace) {
+            let (key, operand) = (key.as_ref(), operand.as_ref());
+            let added = keyspace
+                .check_merge(key, operand)
+                .and_then(|()| self.batch.merge(keyspace.id, key, operand));
             if let Err(e) = added {
                 self.error = Some(e);
             }

@@ -506,6 +506,7 @@ impl Db {
             user_bytes_written: c.user_bytes.load(Ordering::Relaxed),
             flushes: c.flushes.load(Ordering::Relaxed),
             compactions: c.compactions.load(Ordering::Relaxed),
+            merge_failures: c.merge_failures.load(Ordering::Relaxed),
             cache_hits: inner.block_cache.hits(),
             cache_misses: inner.block_cache.misses(),
             cache_refused: inner.block_cache.refused(),

@@ -19,8 +19,9 @@ use crate::entry::{self, Body, EntryView};
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::iter::level::{LevelCursor, Opener};
 use crate::iter::merge::MergingCursor;
+use crate::iter::operands::{merge_forward, Merged};
 use crate::iter::visible::{Bounds, Extract, Visible};
-use crate::key::{KeyspaceId, Kind, SeqNo};
+use crate::key::{parse_encoded, seek_key, KeyspaceId, Kind, SeqNo};
 use crate::table::TableMeta;
 use crate::version::KeyspaceTables;
 
@@ -65,10 +66,25 @@ fn find_with<T>(
     keyspace: KeyspaceId,
     key: &[u8],
     seqno: SeqNo,
-    extract: impl FnMut(SeqNo, &EntryView<'_>) -> T,
+    mut extract: impl FnMut(SeqNo, &EntryView<'_>) -> T,
 ) -> Result<Option<T>> {
     let tables = sv.version.keyspace(keyspace);
-    let Some((found, item)) = newest_live(reads, sv, tables, keyspace, key, seqno, extract)? else {
+    let mut operand = false;
+    let newest = newest_live(
+        reads,
+        sv,
+        tables,
+        keyspace,
+        key,
+        seqno,
+        &mut operand,
+        &mut extract,
+    )?;
+    let Some((found, item)) = newest else {
+        if operand {
+            let merged = merge_at(reads, sv, keyspace, key, seqno)?;
+            return Ok(merged.map(|m| extract(m.seqno, &m.view())));
+        }
         return Ok(None);
     };
     // Range tombstones are checked apart from the point lookup (a table's filter speaks
@@ -80,7 +96,12 @@ fn find_with<T>(
 
 /// The newest version of `key` with seqno `<= seqno` among the point entries of `sv`,
 /// with its seqno, if it is live (not a tombstone, not expired). `tables` are the
-/// keyspace's tables in `sv` (`None` for a dropped keyspace).
+/// keyspace's tables in `sv` (`None` for a dropped keyspace). If that version is a merge
+/// operand, the answer is `None` with `operand` set: the caller merges ([`merge_at`]).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the parts of one read, passed once"
+)]
 fn newest_live<T>(
     reads: &ReadPath,
     sv: &SuperVersion,
@@ -88,10 +109,15 @@ fn newest_live<T>(
     keyspace: KeyspaceId,
     key: &[u8],
     seqno: SeqNo,
+    operand: &mut bool,
     mut extract: impl FnMut(SeqNo, &EntryView<'_>) -> T,
 ) -> Result<Option<(SeqNo, T)>> {
     let now = reads.now_ms();
     let mut decide = |s: SeqNo, kind: Kind, stored: &[u8]| -> Result<Option<(SeqNo, T)>, Reason> {
+        if kind == Kind::Merge {
+            *operand = true;
+            return Ok(None);
+        }
         Ok(entry::live(kind, stored, now)?.map(|view| (s, extract(s, &view))))
     };
     let found = sv
@@ -110,6 +136,56 @@ fn newest_live<T>(
         }
     }
     Ok(None)
+}
+
+/// The merged value of `key` at `seqno` in `sv`, whose newest version there is a merge
+/// operand (`iter/operands.rs`), or `None` if a range tombstone hides that operand.
+///
+/// # Errors
+/// As `operands::merge_forward`; the tables' errors.
+fn merge_at(
+    reads: &ReadPath,
+    sv: &SuperVersion,
+    keyspace: KeyspaceId,
+    key: &[u8],
+    seqno: SeqNo,
+) -> Result<Option<Merged>> {
+    let range_dels = sv.range_tombstones(&reads.tables, keyspace)?;
+    let mut cursor = merged(reads, sv, keyspace, false)?;
+    cursor.seek(&seek_key(key, seqno))?;
+    // The newest version at or below `seqno`; a range tombstone hiding it hides the key.
+    let newest = if cursor.valid() {
+        parse_encoded(cursor.key()).filter(|(user, _, _)| *user == key)
+    } else {
+        None
+    };
+    match newest {
+        Some((_, s, tag)) if tag == Kind::Merge.as_u8() => {
+            if range_dels.deletes(key, s, seqno) {
+                return Ok(None);
+            }
+        }
+        // The point lookup found an operand; the merged cursor over the same super
+        // version must agree.
+        _ => {
+            return Err(Error::corruption(
+                FileKind::Table,
+                Path::new("<merged read>"),
+                0,
+                Reason::BadEntry("a merge read found no operand where the lookup did"),
+            ))
+        }
+    }
+    let resolver = reads.resolver(keyspace);
+    merge_forward(
+        &mut cursor,
+        key,
+        seqno,
+        reads.now_ms(),
+        &range_dels,
+        &resolver,
+    )
+    .map(Some)
 }
 
 /// A value [`get_with`] hands out: where it lies, or (a separated value) the buffer its
@@ -174,6 +250,7 @@ pub(crate) fn get_with<R>(
         )));
     };
     let mut f = Some(f);
+    let mut operand = false;
     let found = newest_live(
         reads,
         &sv,
@@ -181,6 +258,7 @@ pub(crate) fn get_with<R>(
         keyspace,
         key,
         seqno,
+        &mut operand,
         |found, view| {
             // Range tombstones are checked before the value is handed out (see `find_with`);
             // a read that finds no live version never builds them.
@@ -200,6 +278,10 @@ pub(crate) fn get_with<R>(
         },
     )?;
     let out = match found.map(|(_, found)| found) {
+        None if operand => match (merge_at(reads, &sv, keyspace, key, seqno)?, f.take()) {
+            (Some(merged), Some(f)) => Ok(Some(f(Value::Owned(merged.value)))),
+            _ => Ok(None),
+        },
         None | Some(Found::Hidden) => Ok(None),
         Some(Found::Done(r)) => Ok(Some(r)),
         Some(Found::Failed(e)) => Err(e),

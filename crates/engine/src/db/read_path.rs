@@ -23,8 +23,10 @@ use std::sync::Arc;
 use super::super_version::{ReadAt, SuperVersion, SuperVersions};
 use super::table_cache::TableCache;
 use crate::clock::Clock;
+use crate::error::Result;
 use crate::fs::FileLock;
-use crate::key::SeqNo;
+use crate::iter::operands::Resolver;
+use crate::key::{KeyspaceId, SeqNo};
 
 /// What a read needs; see the module documentation.
 pub(crate) struct ReadPath {
@@ -35,9 +37,11 @@ pub(crate) struct ReadPath {
     /// The open tables.
     pub(crate) tables: Arc<TableCache>,
     /// Reads separated values from blob files.
-    pub(crate) blobs: crate::vlog::Reader,
+    pub(crate) blobs: Arc<crate::vlog::Reader>,
     /// The time expiry is judged by (the store's `Options::clock`).
     pub(crate) clock: Clock,
+    /// The merge operator registered for each keyspace (`merge.rs`).
+    pub(crate) merge: crate::merge::Registry,
     /// The directory lock (`None` for a read-only open, which takes none), held here so
     /// that it lasts as long as anything can read through this path (invariant 3).
     pub(crate) _lock: parking_lot::Mutex<Option<Box<dyn FileLock>>>,
@@ -48,6 +52,34 @@ impl ReadPath {
     /// invariant 1.
     pub(crate) fn acquire(&self, at: Option<&ReadAt>) -> (Arc<SuperVersion>, SeqNo) {
         self.supers.acquire(&self.visible_seqno, at)
+    }
+
+    /// The merge operator of `keyspace`, for a read that met a merge operand.
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming the keyspace if none is registered (`merge.rs` invariant 2).
+    pub(crate) fn merge_operator(
+        &self,
+        keyspace: KeyspaceId,
+    ) -> Result<Arc<dyn crate::merge::MergeOperator>> {
+        self.merge.get(keyspace).ok_or_else(|| {
+            let version = self.supers.version();
+            let name = version
+                .keyspace(keyspace)
+                .map_or_else(|| keyspace.to_string(), |k| k.name.clone());
+            crate::merge::missing(&name)
+        })
+    }
+
+    /// What a read of `keyspace` needs to merge operands it meets.
+    pub(crate) fn resolver(&self, keyspace: KeyspaceId) -> Resolver {
+        let operator = self.merge_operator(keyspace).map_err(|_| {
+            self.supers
+                .version()
+                .keyspace(keyspace)
+                .map_or_else(|| keyspace.to_string(), |k| k.name.clone())
+        });
+        Resolver::new(operator, Arc::clone(&self.blobs))
     }
 
     /// The current time in Unix milliseconds, for expiry.

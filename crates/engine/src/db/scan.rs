@@ -94,7 +94,8 @@ impl<T: Extract> Scan<T> {
                     self.now_ms,
                     self.bounds.clone(),
                 )
-                .with_range_tombstones(range_dels),
+                .with_range_tombstones(range_dels)
+                .with_merge(self.reads.resolver(self.keyspace)),
             );
         }
         match slot {

@@ -16,6 +16,8 @@ pub(crate) struct Counters {
     pub(crate) blob_bytes: AtomicU64,
     /// Key and value bytes of user writes (a separated value with its full length).
     pub(crate) user_bytes: AtomicU64,
+    /// Runs of merge operands a compaction kept because the operator failed.
+    pub(crate) merge_failures: AtomicU64,
 }
 
 /// Statistics of a store, for monitoring and benchmarks.
@@ -60,4 +62,8 @@ pub struct Stats {
     pub cache_refused: u64,
     /// Times a writer was slowed or held for background work.
     pub write_stalls: u64,
+    /// Times a compaction could not combine a key's merge operands because the
+    /// keyspace's merge operator failed; the operands were kept as they were (reads of
+    /// that key report [`crate::Error::MergeFailed`]).
+    pub merge_failures: u64,
 }

@@ -15,7 +15,12 @@
 //! 2. A read returns the transaction's newest pending write of the key if there is one
 //!    (a pending remove, or a pending range remove covering the key, reads as absent),
 //!    else the snapshot's value.
-//! 3. The batch puts range removes first, then the pending writes in key order: a write
+//! 3. A pending merge (`Transaction::merge`) on a key the transaction already wrote (or
+//!    removed) is applied at once, so the pending write stays a put; on any other key its
+//!    operands are kept and written as merge operands at commit, and reads of the key
+//!    merge them onto the snapshot's value. Either way the key is a write for conflict
+//!    detection.
+//! 4. The batch puts range removes first, then the pending writes in key order: a write
 //!    made after a range remove covering its key gets the higher seqno and stays, and a
 //!    write made before one was dropped from the pending set when the range remove was
 //!    added, so the batch applies exactly what the transaction read back.
@@ -114,7 +119,12 @@ enum Pending {
     /// The value, with its attributes (`Carried::default()`: none).
     Put(Vec<u8>, Carried),
     Remove,
+    /// Merge operands, oldest first, for a key the transaction did not write before.
+    Merge(Vec<Vec<u8>>),
 }
+
+/// The transaction's own value of a key it wrote (with its attributes); `None`: removed.
+type Own = Option<(Vec<u8>, Carried)>;
 
 /// What a serializable transaction read.
 #[derive(Debug, Default)]
@@ -382,7 +392,45 @@ impl Transaction {
         })
     }
 
+    /// The transaction's own view of `key`, if it wrote it: `Some(None)` for a removal;
+    /// pending merge operands are merged onto the snapshot's value (invariant 3).
+    ///
+    /// # Errors
+    /// As [`Transaction::get`]; `MergeFailed`.
+    fn own(&self, keyspace: &Keyspace, key: &[u8]) -> Result<Option<Own>> {
+        if let Some(Pending::Merge(operands)) = self.writes.get(&(keyspace.id, key.to_vec())) {
+            self.note_read(keyspace, key);
+            let (base, carried) = match self.snapshot.head(keyspace, key)? {
+                Some(head) => (self.snapshot.get(keyspace, key)?, Carried::from_head(&head)),
+                None => (None, Carried::default()),
+            };
+            let value = self.merged(keyspace.id, key, base.as_deref(), operands)?;
+            return Ok(Some(Some((value, carried))));
+        }
+        Ok(self
+            .pending(keyspace.id, key)
+            .map(|own| own.map(|(v, attrs)| (v.to_vec(), attrs.clone()))))
+    }
+
+    /// `operands` (oldest first) merged onto `base` with the keyspace's operator.
+    fn merged(
+        &self,
+        keyspace: KeyspaceId,
+        key: &[u8],
+        base: Option<&[u8]>,
+        operands: &[Vec<u8>],
+    ) -> Result<Vec<u8>> {
+        let operator = self.db.inner.reads.merge_operator(keyspace)?;
+        let mut chain = crate::merge::Chain::new();
+        for op in operands.iter().rev() {
+            chain.push(op);
+        }
+        let base = base.map_or(crate::merge::Base::None, crate::merge::Base::Value);
+        chain.merge(operator.as_ref(), key, base)
+    }
+
     /// The transaction's own view of `key`, if it wrote it: `Some(None)` for a removal.
+    /// Requires: `key` has no pending merge (see [`Transaction::own`]).
     fn pending(&self, keyspace: KeyspaceId, key: &[u8]) -> Option<Option<(&[u8], &Carried)>> {
         match self.writes.get(&(keyspace, key.to_vec())) {
             Some(Pending::Put(v, attrs)) => {
@@ -392,6 +440,8 @@ impl Transaction {
                 Some((!expired).then_some((v.as_slice(), attrs)))
             }
             Some(Pending::Remove) => Some(None),
+            // Resolved by `own` before this is asked.
+            Some(Pending::Merge(_)) => None,
             None => self.range_removed(keyspace, key).then_some(None),
         }
     }
@@ -425,8 +475,8 @@ impl Transaction {
     pub fn get(&self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         let key = key.as_ref();
         self.check_store(keyspace)?;
-        if let Some(own) = self.pending(keyspace.id, key) {
-            return Ok(own.map(|(v, _)| v.to_vec()));
+        if let Some(own) = self.own(keyspace, key)? {
+            return Ok(own.map(|(v, _)| v));
         }
         self.note_read(keyspace, key);
         self.snapshot.get(keyspace, key)
@@ -440,7 +490,7 @@ impl Transaction {
     pub fn head(&self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<Head>> {
         let key = key.as_ref();
         self.check_store(keyspace)?;
-        if let Some(own) = self.pending(keyspace.id, key) {
+        if let Some(own) = self.own(keyspace, key)? {
             return Ok(own.map(|(v, attrs)| Head {
                 value_len: v.len() as u64,
                 tag: attrs.tag,
@@ -501,21 +551,25 @@ impl Transaction {
         let now = self.db.inner.options.clock.now_ms();
         // The pending writes in the range, in key order: `Some` a live value, `None` a
         // removal (which hides the snapshot's version).
-        let own: Vec<(Vec<u8>, Option<Vec<u8>>)> = self
+        let mut own: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+        let pending = self
             .writes
             .range((ks, Vec::new())..)
             .take_while(|((k, _), _)| *k == ks)
-            .filter(|((_, key), _)| in_range(key))
-            .map(|((_, key), p)| {
-                let value = match p {
-                    Pending::Put(v, attrs) if attrs.expires_at.is_none_or(|at| at > now) => {
-                        Some(v.clone())
-                    }
-                    _ => None,
-                };
-                (key.clone(), value)
-            })
-            .collect();
+            .filter(|((_, key), _)| in_range(key));
+        for ((_, key), p) in pending {
+            let value = match p {
+                Pending::Put(v, attrs) if attrs.expires_at.is_none_or(|at| at > now) => {
+                    Some(v.clone())
+                }
+                Pending::Merge(_) => match self.own(keyspace, key) {
+                    Ok(merged) => merged.flatten().map(|(v, _)| v),
+                    Err(e) => return TransactionIter::failed(e),
+                },
+                _ => None,
+            };
+            own.push((key.clone(), value));
+        }
         let removes: Vec<(Vec<u8>, Vec<u8>)> = self
             .range_removes
             .iter()
@@ -642,7 +696,7 @@ impl Transaction {
         }
     }
 
-    /// Records a range remove and drops the pending writes it covers (invariant 3).
+    /// Records a range remove and drops the pending writes it covers (invariant 4).
     fn add_range_remove(&mut self, keyspace: KeyspaceId, start: Vec<u8>, end: Vec<u8>) {
         self.writes.retain(|(ks, key), _| {
             !(*ks == keyspace
@@ -650,6 +704,51 @@ impl Transaction {
                 && rangedel::below_end(key, &end))
         });
         self.range_removes.push((keyspace, start, end));
+    }
+
+    /// Merges `operand` into `key` in `keyspace` with the keyspace's merge operator when
+    /// the transaction commits (see [`Keyspace::merge`]): nothing is read unless the
+    /// transaction reads the key. The transaction's reads see the merge at once. The key
+    /// joins the transaction's writes, so a concurrent change to it makes the commit
+    /// conflict. A keyspace without a merge operator, or an operand it refuses, is
+    /// reported by the commit (nothing is written), as is a failing merge onto a value
+    /// the transaction wrote itself.
+    pub fn merge(&mut self, keyspace: &Keyspace, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) {
+        if !self.accepts(keyspace) {
+            return;
+        }
+        let (key, operand) = (key.as_ref(), operand.as_ref());
+        let checked = crate::key::check_key_len(key)
+            .and_then(|()| crate::key::check_value_len(operand))
+            .and_then(|()| keyspace.check_merge(key, operand));
+        if !self.refuse_if(checked) {
+            return;
+        }
+        let slot = (keyspace.id, key.to_vec());
+        // Invariant 3: onto the transaction's own write, the merge applies at once.
+        let next = match self.writes.get(&slot) {
+            Some(Pending::Merge(operands)) => {
+                let mut operands = operands.clone();
+                operands.push(operand.to_vec());
+                Ok(Pending::Merge(operands))
+            }
+            Some(Pending::Put(value, attrs)) => self
+                .merged(keyspace.id, key, Some(value), &[operand.to_vec()])
+                .map(|v| Pending::Put(v, attrs.clone())),
+            Some(Pending::Remove) => self
+                .merged(keyspace.id, key, None, &[operand.to_vec()])
+                .map(|v| Pending::Put(v, Carried::default())),
+            None if self.range_removed(keyspace.id, key) => self
+                .merged(keyspace.id, key, None, &[operand.to_vec()])
+                .map(|v| Pending::Put(v, Carried::default())),
+            None => Ok(Pending::Merge(vec![operand.to_vec()])),
+        };
+        match next {
+            Ok(p) => {
+                self.writes.insert(slot, p);
+            }
+            Err(e) => self.error = Some(e),
+        }
     }
 
     /// Adds `delta` to the counter at `key` (absent counts as 0) as the transaction sees
@@ -661,8 +760,8 @@ impl Transaction {
     pub fn incr(&mut self, keyspace: &Keyspace, key: impl AsRef<[u8]>, delta: i64) -> Result<i64> {
         let key = key.as_ref();
         self.check_store(keyspace)?;
-        let (current, attrs) = match self.pending(keyspace.id, key) {
-            Some(Some((v, attrs))) => (Some(v.to_vec()), attrs.clone()),
+        let (current, attrs) = match self.own(keyspace, key)? {
+            Some(Some((v, attrs))) => (Some(v), attrs),
             Some(None) => (None, Carried::default()),
             None => {
                 self.note_read(keyspace, key);
@@ -727,6 +826,11 @@ impl Transaction {
                 }
                 Pending::Put(value, attrs) => batch.put_attrs(*ks, key, &attrs.attrs(), value)?,
                 Pending::Remove => batch.remove(*ks, key)?,
+                Pending::Merge(operands) => {
+                    for operand in operands {
+                        batch.merge(*ks, key, operand)?;
+                    }
+                }
             }
         }
         {

@@ -16,6 +16,10 @@
 //!    treated exactly like a point tombstone at that version, in scans and in counts.
 //!    Expiry and range tombstones combine: the newest version hides the key if it is a
 //!    tombstone, expired, or covered by a newer range tombstone.
+//! 5. A key whose newest visible version is a merge operand yields the merged value
+//!    (`operands.rs`): forward, the walk over its older versions merges them; backward,
+//!    the versions met oldest first are kept from the last base on (a value, tombstone,
+//!    expired or range-deleted version) and merged when the key is left.
 
 use std::marker::PhantomData;
 use std::ops::Bound;
@@ -24,7 +28,9 @@ use std::path::Path;
 use crate::cursor::Cursor;
 use crate::entry::{self, Body, EntryView};
 use crate::error::{Error, FileKind, Reason, Result};
+use crate::iter::operands::{merge_forward, Resolver};
 use crate::key::{after_key, parse_encoded, seek_key, Kind, SeqNo};
+use crate::merge::Chain;
 use crate::rangedel::ReadTombstones;
 use crate::vlog::{self, ValueHandle};
 
@@ -167,6 +173,21 @@ pub(crate) struct Visible<T> {
     _item: PhantomData<fn() -> T>,
     /// Range tombstones applied on top of the versions (invariant 4).
     range_dels: ReadTombstones,
+    /// Merges operands (invariant 5); `None`: an operand is an error.
+    merge: Option<Resolver>,
+}
+
+/// What a reverse scan has seen of the key it is on, oldest version first (invariant 5).
+#[derive(Default)]
+struct Backward {
+    /// The operands above the base, newest first.
+    chain: Chain,
+    /// The newest operand's seqno.
+    newest: Option<SeqNo>,
+    /// The base: a live value's kind and stored bytes (kept only for a keyspace with a
+    /// merge operator), or `None` for a tombstone, an expired or range-deleted version,
+    /// or nothing.
+    base: Option<(Kind, Vec<u8>)>,
 }
 
 impl<T: Extract> Visible<T> {
@@ -188,7 +209,20 @@ impl<T: Extract> Visible<T> {
             scratch: Vec::new(),
             _item: PhantomData,
             range_dels: ReadTombstones::default(),
+            merge: None,
         }
+    }
+
+    /// Merges operands with `resolver` (invariant 5).
+    pub(crate) fn with_merge(mut self, resolver: Resolver) -> Visible<T> {
+        self.merge = Some(resolver);
+        self
+    }
+
+    fn resolver(&self) -> Result<&Resolver> {
+        self.merge
+            .as_ref()
+            .ok_or_else(|| crate::merge::missing("<unknown>"))
     }
 
     /// Applies `range_dels` too (invariant 4).
@@ -274,7 +308,7 @@ impl<T: Extract> Visible<T> {
                     break;
                 }
                 let live = match kind {
-                    Kind::Put => true,
+                    Kind::Put | Kind::Merge => true,
                     _ => entry::live(kind, self.cursor.value(), self.now_ms)
                         .map_err(|reason| {
                             Error::corruption(
@@ -313,6 +347,21 @@ impl<T: Extract> Visible<T> {
             // entry, or a version a range tombstone covers) that hides the key.
             self.scratch.clear();
             self.scratch.extend_from_slice(user);
+            if kind == Kind::Merge && !self.range_dels.deletes(user, seqno, self.snapshot) {
+                let resolver = self.resolver()?.clone();
+                let merged = merge_forward(
+                    self.cursor.as_mut(),
+                    &self.scratch,
+                    self.snapshot,
+                    self.now_ms,
+                    &self.range_dels,
+                    &resolver,
+                )?;
+                return Ok(Some((
+                    self.scratch.clone(),
+                    T::extract(merged.seqno, &merged.view()),
+                )));
+            }
             let found = self.item(&self.scratch, seqno, kind, self.cursor.value())?;
             Self::skip_versions(self.cursor.as_mut(), &self.scratch)?;
             if let Some(item) = found {
@@ -333,12 +382,15 @@ impl<T: Extract> Visible<T> {
         }
         // Versions of one user key arrive oldest first; the last visible one decides.
         // `scratch` holds the candidate's user key; the candidate is `Some(None)` when
-        // that version hides the key.
+        // that version hides the key. Operands above the candidate's base collect in
+        // `ops` (invariant 5).
         let mut candidate: Option<Option<T>> = None;
+        let mut ops = Backward::default();
+        let keep_bases = self.merge.as_ref().is_some_and(Resolver::has_operator);
         while self.cursor.valid() {
             let (user, seqno, kind) = parse(self.cursor.key())?;
             if candidate.is_some() && self.scratch.as_slice() != user {
-                if let Some(item) = candidate.take().flatten() {
+                if let Some(item) = self.settle(candidate.take(), &mut ops)? {
                     return Ok(Some((self.scratch.clone(), item)));
                 }
             }
@@ -350,11 +402,40 @@ impl<T: Extract> Visible<T> {
                     self.scratch.clear();
                     self.scratch.extend_from_slice(user);
                 }
-                candidate = Some(self.item(user, seqno, kind, self.cursor.value())?);
+                let deleted = self.range_dels.deletes(user, seqno, self.snapshot);
+                if kind == Kind::Merge && !deleted {
+                    ops.chain.push_newest(self.cursor.value());
+                    ops.newest = Some(seqno);
+                    candidate = Some(None);
+                } else {
+                    ops.chain.clear();
+                    ops.newest = None;
+                    let item = self.item(user, seqno, kind, self.cursor.value())?;
+                    ops.base = match &item {
+                        Some(_) if keep_bases => Some((kind, self.cursor.value().to_vec())),
+                        _ => None,
+                    };
+                    candidate = Some(item);
+                }
             }
             self.cursor.prev()?;
         }
-        Ok(candidate.flatten().map(|item| (self.scratch.clone(), item)))
+        let last = self.settle(candidate, &mut ops)?;
+        Ok(last.map(|item| (self.scratch.clone(), item)))
+    }
+
+    /// The item of the key in `scratch` once all its versions were seen backward: the
+    /// candidate, or the merge of the operands above it; resets `ops`.
+    fn settle(&self, candidate: Option<Option<T>>, ops: &mut Backward) -> Result<Option<T>> {
+        let state = std::mem::take(ops);
+        let Some(newest) = state.newest else {
+            return Ok(candidate.flatten());
+        };
+        let base = state.base.as_ref().map(|(k, v)| (*k, v.as_slice()));
+        let merged = self
+            .resolver()?
+            .merge(&self.scratch, newest, &state.chain, base)?;
+        Ok(Some(T::extract(merged.seqno, &merged.view())))
     }
 }
 

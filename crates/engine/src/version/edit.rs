@@ -58,6 +58,7 @@ mod tag {
     pub(super) const REMOVE_BLOB_FILE: u64 = 10;
     pub(super) const BLOB_THRESHOLD: u64 = 11;
     pub(super) const STORE_OPTIONS: u64 = 12;
+    pub(super) const MERGE_OPERATOR: u64 = 13;
 }
 
 /// Most entries a `StoreOptions` field may hold (FORMAT.md §5).
@@ -87,6 +88,9 @@ pub(crate) struct Edit {
     /// Value-separation thresholds set: keyspace, threshold (`None`: separation off).
     /// Applied after keyspace creations.
     pub(crate) blob_thresholds: Vec<(KeyspaceId, Option<u64>)>,
+    /// Merge operator names recorded: keyspace, name (`merge.rs` invariant 2). Applied
+    /// after keyspace creations.
+    pub(crate) merge_operators: Vec<(KeyspaceId, String)>,
     /// WAL files with an id below this hold only data already in tables.
     pub(crate) wal_min_id: Option<u64>,
     /// The next unused file id (tables, WAL files and manifest files share one counter).
@@ -100,6 +104,9 @@ pub(crate) struct Edit {
     /// Blob files removed from the value log (by id; deleted by the `Db` afterwards).
     pub(crate) removed_blob_files: Vec<BlobId>,
 }
+
+/// Longest merge operator name recorded, in bytes.
+pub(crate) const MAX_MERGE_OPERATOR_NAME_LEN: usize = 255;
 
 /// True if `name` is a valid keyspace name: 1..=255 bytes of UTF-8 (any `&str` is UTF-8).
 pub(crate) fn keyspace_name_ok(name: &str) -> bool {
@@ -226,6 +233,11 @@ impl Edit {
             put_vlq(&mut out, u64::from(ks.0));
             put_vlq(&mut out, threshold.map_or(0, |t| t.saturating_add(1)));
         }
+        for (ks, name) in &self.merge_operators {
+            put_vlq(&mut out, tag::MERGE_OPERATOR);
+            put_vlq(&mut out, u64::from(ks.0));
+            put_bytes(&mut out, name.as_bytes());
+        }
         for (ks, level, table_id) in &self.removed_tables {
             put_vlq(&mut out, tag::REMOVE_TABLE);
             put_vlq(&mut out, u64::from(ks.0));
@@ -292,6 +304,23 @@ impl Edit {
                     let ks = dec.keyspace()?;
                     let raw = dec.vlq()?;
                     edit.blob_thresholds.push((ks, raw.checked_sub(1)));
+                }
+                tag::MERGE_OPERATOR => {
+                    let ks = dec.keyspace()?;
+                    let name_at = dec.cur.position();
+                    let bytes = dec.bytes(MAX_MERGE_OPERATOR_NAME_LEN)?;
+                    let name = std::str::from_utf8(bytes)
+                        .ok()
+                        .filter(|n| !n.is_empty())
+                        .ok_or_else(|| {
+                            dec.err(
+                                name_at,
+                                Reason::BadEntry(
+                                    "merge operator name is not 1..=255 bytes of UTF-8",
+                                ),
+                            )
+                        })?;
+                    edit.merge_operators.push((ks, name.to_owned()));
                 }
                 tag::ADD_TABLE => {
                     let ks = dec.keyspace()?;
@@ -520,6 +549,7 @@ mod tests {
             added_blob_files: vec![blob(10)],
             removed_blob_files: vec![BlobId(4)],
             blob_thresholds: Vec::new(),
+            merge_operators: vec![(KeyspaceId(1), "cairn.add_i64".into())],
             store_options: Some(StoreOptions([(1, 3), (2, 18), (300, u64::MAX)].into())),
         }
     }
@@ -630,7 +660,16 @@ mod tests {
     #[test]
     fn unknown_and_reserved_tags_are_rejected() {
         assert_eq!(corruption(decode(&[0x00])), (100, Reason::BadTag(0)));
-        assert_eq!(corruption(decode(&[0x0d, 0x00])), (100, Reason::BadTag(13)));
+        assert_eq!(corruption(decode(&[0x0e, 0x00])), (100, Reason::BadTag(14)));
+        // A merge operator name must be 1..=255 bytes of UTF-8.
+        assert!(matches!(
+            corruption(decode(&[0x0d, 0x01, 0x00])).1,
+            Reason::BadEntry(_)
+        ));
+        assert!(matches!(
+            corruption(decode(&[0x0d, 0x01, 0x01, 0xff])).1,
+            Reason::BadEntry(_)
+        ));
         let (at, reason) = corruption(decode(&[0x06, 0x01, 0x80, 0x02]));
         assert_eq!(at, 102);
         assert_eq!(reason, Reason::BadEntry("edit field tag above 255"));
@@ -869,6 +908,8 @@ mod tests {
         )
             .prop_map(
                 |(created, dropped, added, removed, (blobs, unblobs), (w, n, f, k), opts)| Edit {
+                    // Operator names as long as keyspace names, inside their limit.
+                    merge_operators: created.iter().take(2).cloned().collect(),
                     // "\PC{1,40}" is at most 160 bytes, inside the name limit.
                     created_keyspaces: created,
                     dropped_keyspaces: dropped,

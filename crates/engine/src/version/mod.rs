@@ -45,7 +45,9 @@ mod version;
 pub(crate) mod workload;
 
 pub(crate) use current::{decode_current, encode_current, MAX_CURRENT_LEN};
-pub(crate) use edit::{check_keyspace_name, Edit, StoreOptions, MAX_KEYSPACE_NAME_LEN};
+pub(crate) use edit::{
+    check_keyspace_name, Edit, StoreOptions, MAX_KEYSPACE_NAME_LEN, MAX_MERGE_OPERATOR_NAME_LEN,
+};
 pub(crate) use manifest::{
     decode_image, encode_file_header, encode_record, Manifest, MAX_RECORD_LEN,
 };

@@ -35,6 +35,9 @@ pub(crate) struct KeyspaceTables {
     /// Values of at least this many bytes are separated into the value log (`None`:
     /// never). Set with the keyspace's options and kept across reopens.
     pub(crate) blob_threshold: Option<u64>,
+    /// The name of the merge operator the keyspace's operands were written for, once one
+    /// was registered (`merge.rs` invariant 2). Kept across reopens.
+    pub(crate) merge_operator: Option<String>,
 }
 
 /// The table set and counters of the store at one point; see the module documentation.
@@ -174,6 +177,12 @@ impl Version {
                 .get_mut(id)
                 .ok_or_else(|| bad("edit sets the options of a keyspace that does not exist"))?;
             Arc::make_mut(ks).blob_threshold = *threshold;
+        }
+        for (id, name) in &edit.merge_operators {
+            let ks = next.keyspaces.get_mut(id).ok_or_else(|| {
+                bad("edit names the merge operator of a keyspace that does not exist")
+            })?;
+            Arc::make_mut(ks).merge_operator = Some(name.clone());
         }
 
         for (ks, level, table_id) in &edit.removed_tables {
@@ -344,6 +353,9 @@ impl Version {
             edit.created_keyspaces.push((id, ks.name.clone()));
             if ks.blob_threshold.is_some() {
                 edit.blob_thresholds.push((id, ks.blob_threshold));
+            }
+            if let Some(name) = &ks.merge_operator {
+                edit.merge_operators.push((id, name.clone()));
             }
             for (level, tables) in ks.levels.iter().enumerate() {
                 for t in tables {

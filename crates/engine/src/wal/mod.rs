@@ -34,8 +34,9 @@ pub(crate) const MAGIC: u32 = u32::from_le_bytes(*b"CWAL");
 
 /// The format version this build writes. Version 2 allows the batch kinds added after
 /// version 1 (RangeDelete and PutAttrs, see `BATCH_FORMAT.md`); version 3 adds the
-/// `Synced` record (FORMAT.md §5). The record framing is unchanged.
-pub(crate) const VERSION: u32 = 3;
+/// `Synced` record (FORMAT.md §5); version 4 allows the batch kind Merge (5). The record
+/// framing is unchanged.
+pub(crate) const VERSION: u32 = 4;
 
 /// The first version whose files may hold `Synced` records.
 pub(crate) const SYNCED_SINCE: u32 = 3;
@@ -134,7 +135,7 @@ mod tests {
     fn encoding_matches_the_worked_example() {
         let header = encode_file_header(7);
         assert_eq!(header.len(), FILE_HEADER_LEN);
-        assert_eq!(hex(&header), "4357414c0300000007000000000000007656773a");
+        assert_eq!(hex(&header), "4357414c0400000007000000000000000c325871");
         let mut rec = Vec::new();
         encode_record(&mut rec, 5, b"hi");
         assert_eq!(rec.len(), RECORD_HEADER_LEN + 2);

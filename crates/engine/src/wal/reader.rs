@@ -774,9 +774,14 @@ mod tests {
             img
         };
         assert!(matches!(
-            decode(&with_version(4), false),
-            Err(Error::UnsupportedVersion { major: 4, .. })
+            decode(&with_version(5), false),
+            Err(Error::UnsupportedVersion { major: 5, .. })
         ));
+        // A version-3 log (written before merge operands) still reads.
+        assert_eq!(
+            seqnos(&decode(&with_version(3), false).unwrap()),
+            vec![10, 20]
+        );
         assert!(matches!(
             decode(&with_version(0), false),
             Err(Error::UnsupportedVersion { major: 0, .. })

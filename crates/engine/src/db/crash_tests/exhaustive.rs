@@ -208,6 +208,26 @@ fn workloads() -> Vec<(&'static str, Vec<Step>)> {
             ],
         ),
         (
+            "merges",
+            vec![
+                CreateKs("merged"),
+                Merge("merged", "n", 5),
+                Put("merged", "a", "1"),
+                Merge("merged", "n", -7),
+                Flush,
+                Reopen,
+                Merge("merged", "n", 2),
+                Merge("merged", "a", 4),
+                Flush,
+                Del("merged", "n"),
+                Merge("merged", "n", 3),
+                Flush,
+                Compact,
+                Merge("merged", "a", 10),
+                Incr("merged", "a", 1),
+            ],
+        ),
+        (
             "mixed-durability",
             vec![
                 Put("default", "a", "1"),

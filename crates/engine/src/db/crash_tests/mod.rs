@@ -81,6 +81,9 @@ enum Step {
     Incr(&'static str, &'static str, i64),
     /// An `incr` with its own durability instead of the store's.
     IncrWith(&'static str, &'static str, i64, Durability),
+    /// A merge of `delta` into a counter with the `AddI64` operator (registered for the
+    /// keyspace when the step runs; keyspaces named `merged*` get it when read back).
+    Merge(&'static str, &'static str, i64),
     /// An atomic batch: `None` removes the key.
     Batch(Vec<(&'static str, &'static str, Option<&'static str>)>),
     /// An atomic batch with counter increments among its writes, committed with the
@@ -518,6 +521,36 @@ impl Driver {
         Ok(())
     }
 
+    /// A merge: the model records the sum the operand makes with the current value (the
+    /// workloads merge only into counters), as the write of one op.
+    fn merge(&mut self, name: &str, key: &str, delta: i64) -> Result<()> {
+        let inst = self.model.instance(name).unwrap();
+        let now = self
+            .model
+            .state(self.model.writes.len(), self.model.ks_ops.len())
+            .get(name)
+            .and_then(|m| m.get(key.as_bytes()).cloned());
+        let value = super::counter::add(key.as_bytes(), now.as_deref(), i128::from(delta))?;
+        let ks = merge_handle(self.db()?, name)?;
+        let db = self.db()?.clone();
+        let before = db.last_seqno();
+        self.model.writes.push(Write {
+            last_seqno: before + 1,
+            ops: vec![(
+                inst,
+                key.as_bytes().to_vec(),
+                Some(value.to_string().into_bytes()),
+            )],
+            range: None,
+        });
+        self.marks.started += 1;
+        self.publish();
+        ks.merge(key, delta.to_string())?;
+        assert_eq!(db.last_seqno(), before + 1, "seqnos are assigned in order");
+        self.acknowledged(None);
+        Ok(())
+    }
+
     /// Fills `tx` with `ops`, reading each key first (so it is in the read set too).
     fn fill(&mut self, tx: &mut super::Transaction, ops: &[(&str, &str, TxOp)]) -> Result<()> {
         for (name, key, op) in ops {
@@ -660,6 +693,7 @@ impl Driver {
             Step::TxnConflict(ks, k, ops) => self.txn_conflict(ks, k, ops),
             Step::Incr(ks, k, d) => self.incr(ks, k, *d, None),
             Step::IncrWith(ks, k, d, dur) => self.incr(ks, k, *d, Some(*dur)),
+            Step::Merge(ks, k, d) => self.merge(ks, k, *d),
             Step::CreateKs(name) => self.keyspace_change(name, true),
             Step::DropKs(name) => self.keyspace_change(name, false),
             Step::Flush => {
@@ -686,13 +720,26 @@ impl Driver {
     }
 }
 
+/// Keyspace `name` of `db`, with the `AddI64` merge operator registered if its name
+/// starts with `merged` (`Step::Merge`).
+fn merge_handle(db: &Db, name: &str) -> Result<Keyspace> {
+    let missing = || Error::invalid(format!("keyspace {name} listed but missing"));
+    if !name.starts_with("merged") {
+        return db.get_keyspace(name).ok_or_else(missing);
+    }
+    let options =
+        crate::options::KeyspaceOptions::default().merge_operator(Arc::new(crate::merge::AddI64));
+    match db.get_keyspace(name) {
+        Some(_) => db.keyspace_with(name, options),
+        None => Err(missing()),
+    }
+}
+
 /// Reads every keyspace with forward scans, checking that a reverse scan agrees.
 fn read_contents(db: &Db) -> Result<Contents> {
     let mut out = Contents::new();
     for name in db.keyspace_names() {
-        let ks = db
-            .get_keyspace(&name)
-            .ok_or_else(|| Error::invalid(format!("keyspace {name} listed but missing")))?;
+        let ks = merge_handle(db, &name)?;
         let forward: Vec<(Vec<u8>, Vec<u8>)> = ks.iter().collect::<Result<_>>()?;
         let mut backward: Vec<(Vec<u8>, Vec<u8>)> = ks.iter().rev().collect::<Result<_>>()?;
         backward.reverse();
@@ -715,7 +762,7 @@ fn check_gets(
     expected: &Contents,
 ) -> Result<std::result::Result<(), String>> {
     for (name, map) in expected {
-        let Some(ks) = db.get_keyspace(name) else {
+        let Ok(ks) = merge_handle(db, name) else {
             return Ok(Err(format!("keyspace {name} missing for point reads")));
         };
         let mut keys = model.keys_of(name);

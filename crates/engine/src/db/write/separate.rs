@@ -31,7 +31,10 @@ pub(super) const ENTRY_HANDLE_ALLOWANCE: usize = vlog::MAX_HANDLE_LEN + entry::M
 /// keyspace's threshold, or one too large to stay in the tree (possible only when the
 /// keyspace separated values when the write was checked).
 fn separates(inner: &Inner, version: &Version, op: &Op<'_>) -> bool {
-    over_threshold(inner, version, op) || op.stored().len() > crate::table::MAX_INLINE_VALUE_LEN
+    // A merge operand always stays in the tree (readers and compaction merge it there).
+    !matches!(op, Op::Merge { .. })
+        && (over_threshold(inner, version, op)
+            || op.stored().len() > crate::table::MAX_INLINE_VALUE_LEN)
 }
 
 /// True if `op` is a put whose value (without its attributes) is at or above its
@@ -43,7 +46,9 @@ pub(super) fn over_threshold(inner: &Inner, version: &Version, op: &Op<'_>) -> b
             Ok(Some(v)) => v.body.len(),
             _ => return false,
         },
-        Op::ValueHandle { .. } | Op::Delete { .. } | Op::RangeDelete { .. } => return false,
+        Op::ValueHandle { .. } | Op::Merge { .. } | Op::Delete { .. } | Op::RangeDelete { .. } => {
+            return false
+        }
     };
     inner
         .blob_threshold(version, op.keyspace())
