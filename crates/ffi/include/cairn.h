@@ -327,6 +327,13 @@ typedef int64_t (*cairn_read_fn)(void *ctx, char *buf, size_t cap);
 #define CAIRN_FEATURE_DISABLED 104
 
 /*
+ A read found merge operands its keyspace's merge operator cannot combine (for
+ `cairn.add_i64`: a value that is not a counter, or a sum leaving `int64_t`). Nothing
+ is lost: the operands stay as written, and a put of the key replaces them.
+ */
+#define CAIRN_MERGE_FAILED 105
+
+/*
  A file's bytes disagree with its format (checksum, magic, truncation, ...).
  */
 #define CAIRN_CORRUPTION 200
@@ -472,6 +479,23 @@ cairn_status_t cairn_batch_delete_prefix(cairn_batch_t *batch,
                                          const char *prefix,
                                          size_t prefix_len,
                                          char **errptr);
+
+/*
+ Adds "merge `operand` into `key` in `ks`" (see `cairn_merge`). A keyspace without a
+ merge operator, or an operand it refuses, is reported by `cairn_batch_commit`
+ (`CAIRN_INVALID_ARGUMENT`), which then writes nothing.
+
+ # Safety
+ `key` and `operand` must point to `key_len` and `operand_len` readable bytes (either
+ may be NULL with length 0).
+ */
+cairn_status_t cairn_batch_merge(cairn_batch_t *batch,
+                                 const cairn_keyspace_t *ks,
+                                 const char *key,
+                                 size_t key_len,
+                                 const char *operand,
+                                 size_t operand_len,
+                                 char **errptr);
 
 /*
  Adds "add `delta` to the counter at `key` in `ks`" (see `cairn_incr`). The increment
@@ -1081,6 +1105,28 @@ cairn_status_t cairn_keyspace_open_with(const cairn_db_t *db,
                                         char **errptr);
 
 /*
+ Opens keyspace `name` with a built-in merge operator, creating it if it does not
+ exist, so `cairn_merge`, `cairn_batch_merge` and `cairn_txn_merge` may write to it.
+ `merge_operator` is `"cairn.add_i64"` (decimal `int64_t` counters: each operand, in
+ the format `cairn_incr` keeps, is added to the value) or `"cairn.append"` (each operand
+ is appended, with the `separator_len` bytes at `separator` between parts; NULL with 0
+ for none). The operator's name is recorded with the keyspace: a later open must name
+ the same operator (and separator). `CAIRN_INVALID_ARGUMENT` for another name, or a
+ separator with `"cairn.add_i64"`.
+
+ # Safety
+ `name` and `merge_operator` must be NUL-terminated strings; `separator` must point to
+ `separator_len` readable bytes (NULL if `separator_len` is 0).
+ */
+cairn_status_t cairn_keyspace_open_merge(const cairn_db_t *db,
+                                         const char *name,
+                                         const char *merge_operator,
+                                         const char *separator,
+                                         size_t separator_len,
+                                         cairn_keyspace_t **out,
+                                         char **errptr);
+
+/*
  Opens keyspace `name` only if it exists: `CAIRN_NOT_FOUND` (and `*out` NULL)
  otherwise.
 
@@ -1517,6 +1563,24 @@ cairn_status_t cairn_txn_delete_range(cairn_txn_t *txn,
                                       char **errptr);
 
 /*
+ Merges `operand` into `key` of `ks` (see `cairn_merge`) when the transaction commits;
+ the transaction's reads see it at once. A keyspace without a merge operator, or an
+ operand it refuses, is reported by `cairn_txn_commit` (`CAIRN_INVALID_ARGUMENT`),
+ which then writes nothing.
+
+ # Safety
+ `key` and `operand` must point to `key_len` and `operand_len` readable bytes (either
+ may be NULL with length 0).
+ */
+cairn_status_t cairn_txn_merge(cairn_txn_t *txn,
+                               const cairn_keyspace_t *ks,
+                               const char *key,
+                               size_t key_len,
+                               const char *operand,
+                               size_t operand_len,
+                               char **errptr);
+
+/*
  Adds `delta` to the counter at `key` of `ks` as the transaction sees it (absent
  counts as 0), stores the new value in `*result` (may be NULL), and writes it when the
  transaction commits. `CAIRN_NOT_A_COUNTER`, `CAIRN_COUNTER_OVERFLOW`: nothing recorded.
@@ -1593,6 +1657,25 @@ cairn_status_t cairn_delete(const cairn_keyspace_t *ks,
                             const char *key,
                             size_t key_len,
                             char **errptr);
+
+/*
+ Merges `operand` into the value of `key` with the keyspace's merge operator (opened
+ with `cairn_keyspace_open_merge`): nothing is read; reads combine the operands.
+ `CAIRN_INVALID_ARGUMENT` if the keyspace has no merge operator or the operator refuses
+ the operand (`cairn.add_i64`: not the decimal text of an `int64_t`). A read of a key
+ whose operands cannot be combined returns `CAIRN_MERGE_FAILED`.
+
+ # Safety
+ `key` and `operand` must point to `key_len` and `operand_len` readable bytes (either
+ may be NULL with length 0).
+ */
+cairn_status_t cairn_merge(const cairn_keyspace_t *ks,
+                           const cairn_writeoptions_t *options,
+                           const char *key,
+                           size_t key_len,
+                           const char *operand,
+                           size_t operand_len,
+                           char **errptr);
 
 /*
  Adds `delta` to the counter at `key` (a missing key counts as 0) and stores the new

@@ -192,6 +192,35 @@ pub unsafe extern "C" fn cairn_batch_delete_prefix(
     })
 }
 
+/// Adds "merge `operand` into `key` in `ks`" (see `cairn_merge`). A keyspace without a
+/// merge operator, or an operand it refuses, is reported by `cairn_batch_commit`
+/// (`CAIRN_INVALID_ARGUMENT`), which then writes nothing.
+///
+/// # Safety
+/// `key` and `operand` must point to `key_len` and `operand_len` readable bytes (either
+/// may be NULL with length 0).
+#[no_mangle]
+pub unsafe extern "C" fn cairn_batch_merge(
+    batch: Option<&mut cairn_batch_t>,
+    ks: Option<&cairn_keyspace_t>,
+    key: *const c_char,
+    key_len: usize,
+    operand: *const c_char,
+    operand_len: usize,
+    errptr: Option<&mut *mut c_char>,
+) -> cairn_status_t {
+    run(errptr, || {
+        let b = live(batch)?;
+        let ks = keyspace::live(ks)?;
+        // SAFETY: the caller guarantees `key_len` readable bytes at `key`.
+        let key = unsafe { args::bytes(key, key_len, "key") }?;
+        // SAFETY: the caller guarantees `operand_len` readable bytes at `operand`.
+        let operand = unsafe { args::bytes(operand, operand_len, "operand") }?;
+        b.batch.merge(&ks.keyspace, key, operand);
+        Ok(CAIRN_OK)
+    })
+}
+
 /// Adds "add `delta` to the counter at `key` in `ks`" (see `cairn_incr`). The increment
 /// reads the counter as the batch leaves it (after a put of the key earlier in the batch
 /// it adds to that value; several increments of one key add up). If an increment fails

@@ -97,6 +97,62 @@ pub unsafe extern "C" fn cairn_keyspace_open_with(
     })
 }
 
+/// Opens keyspace `name` with a built-in merge operator, creating it if it does not
+/// exist, so `cairn_merge`, `cairn_batch_merge` and `cairn_txn_merge` may write to it.
+/// `merge_operator` is `"cairn.add_i64"` (decimal `int64_t` counters: each operand, in
+/// the format `cairn_incr` keeps, is added to the value) or `"cairn.append"` (each operand
+/// is appended, with the `separator_len` bytes at `separator` between parts; NULL with 0
+/// for none). The operator's name is recorded with the keyspace: a later open must name
+/// the same operator (and separator). `CAIRN_INVALID_ARGUMENT` for another name, or a
+/// separator with `"cairn.add_i64"`.
+///
+/// # Safety
+/// `name` and `merge_operator` must be NUL-terminated strings; `separator` must point to
+/// `separator_len` readable bytes (NULL if `separator_len` is 0).
+#[no_mangle]
+pub unsafe extern "C" fn cairn_keyspace_open_merge(
+    db: Option<&cairn_db_t>,
+    name: *const c_char,
+    merge_operator: *const c_char,
+    separator: *const c_char,
+    separator_len: usize,
+    out: Option<&mut *mut cairn_keyspace_t>,
+    errptr: Option<&mut *mut c_char>,
+) -> cairn_status_t {
+    run(errptr, || {
+        let out = out.ok_or_else(|| Failure::invalid("out is NULL"))?;
+        *out = std::ptr::null_mut();
+        db::live(db)?;
+        let db = db.ok_or_else(|| Failure::invalid("db is NULL"))?;
+        // SAFETY: the caller guarantees `name` is NULL or NUL-terminated.
+        let name = unsafe { args::text(name, "name") }?;
+        // SAFETY: the caller guarantees `merge_operator` is NULL or NUL-terminated.
+        let operator = unsafe { args::text(merge_operator, "merge_operator") }?;
+        // SAFETY: the caller guarantees `separator_len` readable bytes at `separator`.
+        let separator = unsafe { args::bytes(separator, separator_len, "separator") }?;
+        let operator = builtin_operator(operator, separator)?;
+        let options = engine::KeyspaceOptions::default().merge_operator(operator);
+        let ks = db.db.keyspace_with(name, options)?;
+        *out = handle(db, ks);
+        Ok(CAIRN_OK)
+    })
+}
+
+/// The built-in merge operator called `name`, with `separator` (append only).
+fn builtin_operator(
+    name: &str,
+    separator: &[u8],
+) -> Result<Arc<dyn engine::MergeOperator>, Failure> {
+    match name {
+        "cairn.add_i64" if separator.is_empty() => Ok(Arc::new(engine::AddI64)),
+        "cairn.add_i64" => Err(Failure::invalid("cairn.add_i64 takes no separator")),
+        "cairn.append" => Ok(Arc::new(engine::Append::with_separator(separator))),
+        other => Err(Failure::invalid(format!(
+            "unknown merge operator {other:?} (cairn.add_i64 or cairn.append)"
+        ))),
+    }
+}
+
 /// Opens keyspace `name` only if it exists: `CAIRN_NOT_FOUND` (and `*out` NULL)
 /// otherwise.
 ///

@@ -37,6 +37,10 @@ pub const CAIRN_NOT_A_COUNTER: cairn_status_t = 102;
 pub const CAIRN_COUNTER_OVERFLOW: cairn_status_t = 103;
 /// The operation needs a feature this build of libcairn was compiled without.
 pub const CAIRN_FEATURE_DISABLED: cairn_status_t = 104;
+/// A read found merge operands its keyspace's merge operator cannot combine (for
+/// `cairn.add_i64`: a value that is not a counter, or a sum leaving `int64_t`). Nothing
+/// is lost: the operands stay as written, and a put of the key replaces them.
+pub const CAIRN_MERGE_FAILED: cairn_status_t = 105;
 
 // 200-299: the bytes on disk.
 /// A file's bytes disagree with its format (checksum, magic, truncation, ...).
@@ -113,6 +117,7 @@ pub(crate) fn code_of(error: &engine::Error) -> cairn_status_t {
         E::CounterOverflow { .. } => CAIRN_COUNTER_OVERFLOW,
         E::FeatureDisabled { .. } => CAIRN_FEATURE_DISABLED,
         E::Conflict { .. } => CAIRN_CONFLICT,
+        E::MergeFailed { .. } => CAIRN_MERGE_FAILED,
         _ => CAIRN_INTERNAL,
     }
 }
@@ -154,6 +159,7 @@ pub extern "C" fn cairn_status_name(status: cairn_status_t) -> *const c_char {
         CAIRN_NOT_A_COUNTER => c"CAIRN_NOT_A_COUNTER",
         CAIRN_COUNTER_OVERFLOW => c"CAIRN_COUNTER_OVERFLOW",
         CAIRN_FEATURE_DISABLED => c"CAIRN_FEATURE_DISABLED",
+        CAIRN_MERGE_FAILED => c"CAIRN_MERGE_FAILED",
         CAIRN_CONFLICT => c"CAIRN_CONFLICT",
         CAIRN_CORRUPTION => c"CAIRN_CORRUPTION",
         CAIRN_UNSUPPORTED_VERSION => c"CAIRN_UNSUPPORTED_VERSION",

@@ -196,6 +196,36 @@ pub unsafe extern "C" fn cairn_txn_delete_range(
     })
 }
 
+/// Merges `operand` into `key` of `ks` (see `cairn_merge`) when the transaction commits;
+/// the transaction's reads see it at once. A keyspace without a merge operator, or an
+/// operand it refuses, is reported by `cairn_txn_commit` (`CAIRN_INVALID_ARGUMENT`),
+/// which then writes nothing.
+///
+/// # Safety
+/// `key` and `operand` must point to `key_len` and `operand_len` readable bytes (either
+/// may be NULL with length 0).
+#[no_mangle]
+pub unsafe extern "C" fn cairn_txn_merge(
+    txn: Option<&mut cairn_txn_t>,
+    ks: Option<&cairn_keyspace_t>,
+    key: *const c_char,
+    key_len: usize,
+    operand: *const c_char,
+    operand_len: usize,
+    errptr: Option<&mut *mut c_char>,
+) -> cairn_status_t {
+    run(errptr, || {
+        let t = live(txn)?;
+        let ks = keyspace::live(ks)?;
+        // SAFETY: the caller guarantees `key_len` readable bytes at `key`.
+        let key = unsafe { args::bytes(key, key_len, "key") }?;
+        // SAFETY: the caller guarantees `operand_len` readable bytes at `operand`.
+        let operand = unsafe { args::bytes(operand, operand_len, "operand") }?;
+        t.merge(&ks.keyspace, key, operand);
+        Ok(CAIRN_OK)
+    })
+}
+
 /// Adds `delta` to the counter at `key` of `ks` as the transaction sees it (absent
 /// counts as 0), stores the new value in `*result` (may be NULL), and writes it when the
 /// transaction commits. `CAIRN_NOT_A_COUNTER`, `CAIRN_COUNTER_OVERFLOW`: nothing recorded.

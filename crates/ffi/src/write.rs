@@ -92,6 +92,37 @@ pub unsafe extern "C" fn cairn_delete(
     })
 }
 
+/// Merges `operand` into the value of `key` with the keyspace's merge operator (opened
+/// with `cairn_keyspace_open_merge`): nothing is read; reads combine the operands.
+/// `CAIRN_INVALID_ARGUMENT` if the keyspace has no merge operator or the operator refuses
+/// the operand (`cairn.add_i64`: not the decimal text of an `int64_t`). A read of a key
+/// whose operands cannot be combined returns `CAIRN_MERGE_FAILED`.
+///
+/// # Safety
+/// `key` and `operand` must point to `key_len` and `operand_len` readable bytes (either
+/// may be NULL with length 0).
+#[no_mangle]
+pub unsafe extern "C" fn cairn_merge(
+    ks: Option<&cairn_keyspace_t>,
+    options: Option<&cairn_writeoptions_t>,
+    key: *const c_char,
+    key_len: usize,
+    operand: *const c_char,
+    operand_len: usize,
+    errptr: Option<&mut *mut c_char>,
+) -> cairn_status_t {
+    run(errptr, || {
+        let ks = keyspace::live(ks)?;
+        // SAFETY: the caller guarantees `key_len` readable bytes at `key`.
+        let key = unsafe { args::bytes(key, key_len, "key") }?;
+        // SAFETY: the caller guarantees `operand_len` readable bytes at `operand`.
+        let operand = unsafe { args::bytes(operand, operand_len, "operand") }?;
+        ks.keyspace
+            .merge_with(key, operand, write_durability(options))?;
+        Ok(CAIRN_OK)
+    })
+}
+
 /// Adds `delta` to the counter at `key` (a missing key counts as 0) and stores the new
 /// value in `*result` (may be NULL). `CAIRN_NOT_A_COUNTER` if the key holds something
 /// other than the decimal text of an `int64_t`; `CAIRN_COUNTER_OVERFLOW` if the result

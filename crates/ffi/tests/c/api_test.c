@@ -1456,6 +1456,127 @@ static void test_constant_store(void) {
     EXPECT(CAIRN_CORRUPTION, cairn_hash_log_iter(log, &it, &err));
 }
 
+/* Merge operators: counters and appends written without a read, in single writes, batches
+ * and transactions; a keyspace without an operator refuses operands; a merge that cannot
+ * combine reports CAIRN_MERGE_FAILED; the operator comes back on reopen. */
+static void test_merge(void) {
+    CHECK(strcmp(cairn_status_name(CAIRN_MERGE_FAILED), "CAIRN_MERGE_FAILED") == 0);
+    cairn_options_t *o = cairn_options_create();
+    EXPECT(CAIRN_OK, cairn_options_set_durability(o, CAIRN_DURABILITY_BUFFERED, 0, &err));
+    const char *store = path_in("merge");
+    cairn_db_t *db = NULL;
+    EXPECT(CAIRN_OK, cairn_db_open(o, store, &db, &err));
+    if (db == NULL) {
+        cairn_options_destroy(o);
+        return;
+    }
+    cairn_keyspace_t *hits = NULL, *log = NULL, *plain = NULL, *bad = NULL;
+    EXPECT(CAIRN_INVALID_ARGUMENT,
+           cairn_keyspace_open_merge(db, "bad", "no.such", NULL, 0, &bad, &err));
+    CHECK(bad == NULL);
+    EXPECT(CAIRN_INVALID_ARGUMENT,
+           cairn_keyspace_open_merge(db, "bad", "cairn.add_i64", S(","), &bad, &err));
+    CHECK(bad == NULL);
+    EXPECT(CAIRN_INVALID_ARGUMENT,
+           cairn_keyspace_open_merge(NULL, "bad", "cairn.add_i64", NULL, 0, &bad, &err));
+    EXPECT(CAIRN_OK, cairn_keyspace_open_merge(db, "hits", "cairn.add_i64", NULL, 0, &hits, &err));
+    EXPECT(CAIRN_OK, cairn_keyspace_open_merge(db, "log", "cairn.append", S(","), &log, &err));
+    EXPECT(CAIRN_OK, cairn_keyspace_open(db, "plain", &plain, &err));
+    if (hits == NULL || log == NULL || plain == NULL) return;
+
+    cairn_writeoptions_t *sync = cairn_writeoptions_create();
+    EXPECT(CAIRN_OK, cairn_writeoptions_set_durability(sync, CAIRN_DURABILITY_SYNC, 0, &err));
+    EXPECT(CAIRN_OK, cairn_merge(hits, NULL, S("home"), S("5"), &err));
+    EXPECT(CAIRN_OK, cairn_merge(hits, sync, S("home"), S("-2"), &err));
+    EXPECT_VALUE(hits, NULL, "home", "3");
+    int64_t n = 0;
+    EXPECT(CAIRN_OK, cairn_incr(hits, NULL, S("home"), 10, &n, &err)); /* mixes with incr */
+    CHECK(n == 13);
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_merge(hits, NULL, S("home"), S("07"), &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_merge(plain, NULL, S("k"), S("1"), &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_merge(NULL, NULL, S("k"), S("1"), &err));
+    EXPECT_VALUE(plain, NULL, "k", NULL);
+
+    EXPECT(CAIRN_OK, cairn_merge(log, NULL, S("ada"), S("a"), &err));
+    EXPECT(CAIRN_OK, cairn_merge(log, NULL, S("ada"), S("b"), &err));
+    EXPECT_VALUE(log, NULL, "ada", "a,b");
+
+    /* A value that is not a counter under operands: the read fails, nothing is lost. */
+    EXPECT(CAIRN_OK, cairn_put(hits, NULL, S("word"), S("abc"), &err));
+    EXPECT(CAIRN_OK, cairn_merge(hits, NULL, S("word"), S("1"), &err));
+    char *v = NULL;
+    size_t vl = 0;
+    EXPECT(CAIRN_MERGE_FAILED, cairn_get(hits, NULL, S("word"), &v, &vl, &err));
+    CHECK(v == NULL);
+    EXPECT(CAIRN_OK, cairn_put(hits, NULL, S("word"), S("40"), &err));
+    EXPECT(CAIRN_OK, cairn_merge(hits, NULL, S("word"), S("2"), &err));
+    EXPECT_VALUE(hits, NULL, "word", "42");
+
+    /* Batches: operands of several keyspaces commit together; a refused one writes
+     * nothing of the batch. */
+    cairn_batch_t *b = NULL;
+    EXPECT(CAIRN_OK, cairn_batch_create(db, &b, &err));
+    EXPECT(CAIRN_OK, cairn_batch_merge(b, hits, S("home"), S("7"), &err));
+    EXPECT(CAIRN_OK, cairn_batch_merge(b, log, S("ada"), S("c"), &err));
+    EXPECT(CAIRN_OK, cairn_batch_commit(b, NULL, &err));
+    EXPECT_VALUE(hits, NULL, "home", "20");
+    EXPECT_VALUE(log, NULL, "ada", "a,b,c");
+    EXPECT(CAIRN_OK, cairn_batch_clear(b, &err));
+    EXPECT(CAIRN_OK, cairn_batch_merge(b, hits, S("home"), S("1"), &err));
+    EXPECT(CAIRN_OK, cairn_batch_merge(b, plain, S("k"), S("1"), &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_batch_commit(b, NULL, &err));
+    EXPECT_VALUE(hits, NULL, "home", "20");
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_batch_merge(NULL, hits, S("k"), S("1"), &err));
+    cairn_batch_destroy(b);
+
+    /* Transactions: the transaction sees its merge at once, others after the commit. */
+    cairn_txn_t *t = NULL;
+    EXPECT(CAIRN_OK, cairn_txn_begin(db, CAIRN_ISOLATION_SNAPSHOT, &t, &err));
+    EXPECT(CAIRN_OK, cairn_txn_merge(t, hits, S("home"), S("5"), &err));
+    EXPECT(CAIRN_OK, cairn_txn_get(t, hits, S("home"), &v, &vl, &err));
+    CHECK(equals(v, vl, "25"));
+    cairn_free(v);
+    v = NULL;
+    EXPECT_VALUE(hits, NULL, "home", "20");
+    EXPECT(CAIRN_OK, cairn_txn_commit(t, NULL, &err));
+    cairn_txn_destroy(t);
+    EXPECT_VALUE(hits, NULL, "home", "25");
+    t = NULL;
+    EXPECT(CAIRN_OK, cairn_txn_begin(db, CAIRN_ISOLATION_SNAPSHOT, &t, &err));
+    EXPECT(CAIRN_OK, cairn_txn_merge(t, plain, S("k"), S("1"), &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_txn_commit(t, NULL, &err));
+    cairn_txn_destroy(t);
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_txn_merge(NULL, hits, S("k"), S("1"), &err));
+    EXPECT_VALUE(plain, NULL, "k", NULL);
+
+    /* Reopen: the operands were kept, and the same operator reads them. */
+    cairn_keyspace_destroy(hits);
+    cairn_keyspace_destroy(log);
+    cairn_keyspace_destroy(plain);
+    EXPECT(CAIRN_OK, cairn_db_close(db, &err));
+    cairn_db_destroy(db);
+    db = NULL;
+    EXPECT(CAIRN_OK, cairn_db_open(o, store, &db, &err));
+    if (db == NULL) {
+        cairn_writeoptions_destroy(sync);
+        cairn_options_destroy(o);
+        return;
+    }
+    hits = NULL;
+    EXPECT(CAIRN_INVALID_ARGUMENT,
+           cairn_keyspace_open_merge(db, "hits", "cairn.append", NULL, 0, &hits, &err));
+    CHECK(hits == NULL);
+    EXPECT(CAIRN_OK, cairn_keyspace_open_merge(db, "hits", "cairn.add_i64", NULL, 0, &hits, &err));
+    EXPECT_VALUE(hits, NULL, "home", "25");
+    EXPECT(CAIRN_OK, cairn_merge(hits, NULL, S("home"), S("1"), &err));
+    EXPECT_VALUE(hits, NULL, "home", "26");
+    cairn_keyspace_destroy(hits);
+    EXPECT(CAIRN_OK, cairn_db_close(db, &err));
+    cairn_db_destroy(db);
+    cairn_writeoptions_destroy(sync);
+    cairn_options_destroy(o);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s DIR\n", argv[0]);
@@ -1470,6 +1591,7 @@ int main(int argc, char **argv) {
     test_recovery_report();
     test_streaming();
     test_transactions();
+    test_merge();
     test_constant_store();
     if (failures) {
         fprintf(stderr, "%d check(s) failed\n", failures);
