@@ -165,3 +165,32 @@ pub(crate) fn entry_options(
     }
     Ok(opts)
 }
+
+/// A built-in merge operator: `"cairn.add_i64"`, `"cairn.append"` or
+/// `("cairn.append", separator)`.
+pub(crate) fn merge_operator(
+    ob: &Bound<'_, PyAny>,
+) -> PyResult<std::sync::Arc<dyn cairn::MergeOperator>> {
+    let (name, separator): (String, Option<Bytes>) = match ob.extract::<String>() {
+        Ok(name) => (name, None),
+        Err(_) => ob.extract().map_err(|_| {
+            type_error(
+                "merge_operator must be a str or a (str, bytes) tuple such as \
+                 (\"cairn.append\", b\",\")"
+                    .to_string(),
+            )
+        })?,
+    };
+    match (name.as_str(), separator) {
+        ("cairn.add_i64", None) => Ok(std::sync::Arc::new(cairn::AddI64)),
+        ("cairn.append", None) => Ok(std::sync::Arc::new(cairn::Append::new())),
+        ("cairn.append", Some(sep)) => Ok(std::sync::Arc::new(cairn::Append::with_separator(
+            sep.to_vec(),
+        ))),
+        ("cairn.add_i64", Some(_)) => Err(invalid(ob.py(), "cairn.add_i64 takes no separator")),
+        (other, _) => Err(invalid(
+            ob.py(),
+            format!("unknown merge operator {other:?} (\"cairn.add_i64\" or \"cairn.append\")"),
+        )),
+    }
+}

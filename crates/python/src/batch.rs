@@ -142,6 +142,19 @@ impl Batch {
         self.add(py, &keyspace, |b, ks| b.incr(ks, &*key, delta))
     }
 
+    /// Merges `operand` into `key` in `keyspace` when the batch commits (see
+    /// `Keyspace.merge`). A keyspace without a merge operator, or an operand it refuses,
+    /// refuses the whole batch at the commit (`InvalidArgumentError`).
+    fn merge(
+        &self,
+        py: Python<'_>,
+        keyspace: PyRef<'_, Keyspace>,
+        key: Bytes,
+        operand: Bytes,
+    ) -> PyResult<()> {
+        self.add(py, &keyspace, |b, ks| b.merge(ks, &*key, &*operand))
+    }
+
     /// Subtracts `delta` from the counter at `key` in `keyspace`; as `incr`.
     #[pyo3(signature = (keyspace, key, delta=1))]
     fn decr(

@@ -206,15 +206,30 @@ impl Db {
 
     /// The keyspace `name`, created if it does not exist. `blob_threshold` (bytes) keeps
     /// values of at least that size in the value log, recorded for the keyspace.
-    #[pyo3(signature = (name, *, blob_threshold=None))]
+    /// `merge_operator` registers a built-in merge operator for `Keyspace.merge`:
+    /// `"cairn.add_i64"`, `"cairn.append"` or `("cairn.append", separator)`.
+    #[pyo3(signature = (name, *, blob_threshold=None, merge_operator=None))]
     fn keyspace(
         &self,
         py: Python<'_>,
         name: &str,
         blob_threshold: Option<usize>,
+        merge_operator: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Keyspace> {
         let shared = &self.shared;
-        let options = blob_threshold.map(cairn::KeyspaceOptions::separated);
+        let operator = merge_operator
+            .map(crate::args::merge_operator)
+            .transpose()?;
+        let options = match (blob_threshold, operator) {
+            (None, None) => None,
+            (threshold, operator) => {
+                let o = cairn::KeyspaceOptions::default().blob_threshold(threshold);
+                Some(match operator {
+                    Some(op) => o.merge_operator(op),
+                    None => o,
+                })
+            }
+        };
         let slot = py
             .allow_threads(|| shared.write(|open| open.open_keyspace(name, options)))
             .or_raise(py)?;

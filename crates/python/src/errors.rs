@@ -112,6 +112,7 @@ static OVERFLOW: GILOnceCell<Py<PyType>> = GILOnceCell::new();
 static FEATURE: GILOnceCell<Py<PyType>> = GILOnceCell::new();
 static CLOSED: GILOnceCell<Py<PyType>> = GILOnceCell::new();
 static CONFLICT: GILOnceCell<Py<PyType>> = GILOnceCell::new();
+static MERGE: GILOnceCell<Py<PyType>> = GILOnceCell::new();
 
 /// An attribute value to set on a new exception.
 enum Attr<'a> {
@@ -309,6 +310,21 @@ pub(crate) fn engine_error(py: Python<'_>, e: cairn::Error) -> PyErr {
                 ("keyspace", Attr::Str(keyspace.clone())),
                 ("key", Attr::Bytes(key)),
                 ("read", Attr::Bool(*read)),
+            ],
+        ),
+        cairn::Error::MergeFailed {
+            operator,
+            key,
+            detail,
+        } => make(
+            py,
+            &MERGE,
+            "MergeError",
+            msg,
+            &[
+                ("operator", Attr::Str(operator.clone())),
+                ("key", Attr::Bytes(key)),
+                ("detail", Attr::Str(detail.clone())),
             ],
         ),
         // `cairn::Error` is non-exhaustive: a variant added later is still a cairn.Error.

@@ -438,6 +438,22 @@ impl Keyspace {
         self.with(py, |ks| ks.incr_with(&*key, delta, d))
     }
 
+    /// Merges `operand` into the value of `key` with the keyspace's merge operator (see
+    /// `Db.keyspace(merge_operator=...)`), without reading it. `InvalidArgumentError` if
+    /// the keyspace has none or the operator refuses the operand; a read of a key whose
+    /// operands cannot be combined raises `MergeError`.
+    #[pyo3(signature = (key, operand, *, durability=None))]
+    fn merge(
+        &self,
+        py: Python<'_>,
+        key: Bytes,
+        operand: Bytes,
+        durability: Option<&str>,
+    ) -> PyResult<()> {
+        let d = opt_durability(py, durability)?;
+        self.with(py, |ks| ks.merge_with(&*key, &*operand, d))
+    }
+
     /// Sets `key` to `new` (`None`: removes it) if its value is `expected` (`None`:
     /// absent), atomically with respect to every other write. True if it did; False (and
     /// nothing written) if the value differed.

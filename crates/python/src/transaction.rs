@@ -263,6 +263,24 @@ impl Transaction {
             .or_raise(py)
     }
 
+    /// Merges `operand` into `key` of `keyspace` (see `Keyspace.merge`) at commit; the
+    /// transaction's reads see it at once. A keyspace without a merge operator, or an
+    /// operand it refuses, makes the commit fail (`InvalidArgumentError`), writing nothing.
+    fn merge(
+        &self,
+        py: Python<'_>,
+        keyspace: PyRef<'_, Keyspace>,
+        key: Bytes,
+        operand: Bytes,
+    ) -> PyResult<()> {
+        let ks: &Keyspace = &keyspace;
+        self.with(ks, |t, ks| {
+            t.merge(ks, &*key, &*operand);
+            Ok(())
+        })
+        .or_raise(py)
+    }
+
     /// The seqno the transaction reads at.
     #[getter]
     fn read_seqno(&self, py: Python<'_>) -> PyResult<u64> {

@@ -52,6 +52,7 @@ from .errors import (
     IdentifierMismatchError,
     InvalidArgumentError,
     IOError,
+    MergeError,
     NotACounterError,
     PoisonedError,
     ReadOnlyError,
@@ -88,6 +89,7 @@ __all__ = [
     "CounterOverflowError",
     "FeatureDisabledError",
     "ConflictError",
+    "MergeError",
     "ClosedError",
     "__version__",
 ]

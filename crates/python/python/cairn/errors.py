@@ -26,6 +26,7 @@ __all__ = [
     "CounterOverflowError",
     "FeatureDisabledError",
     "ConflictError",
+    "MergeError",
     "ClosedError",
 ]
 
@@ -127,6 +128,16 @@ class ConflictError(Error):
     keyspace: str | None = None
     key: bytes | None = None
     read: bool | None = None
+
+
+class MergeError(Error):
+    """A keyspace's merge operator (``operator``) could not combine the operands of
+    ``key`` (``detail`` says why), so the key has no value to return. Nothing was lost:
+    the operands stay as written, and a put of the key replaces them."""
+
+    operator: str | None = None
+    key: bytes | None = None
+    detail: str | None = None
 
 
 class ClosedError(Error):
