@@ -182,3 +182,27 @@ pub extern "C" fn cairn_version() -> *const c_char {
     const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
     VERSION.as_ptr().cast()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_failures_have_their_own_code_and_name() {
+        let error = engine::Error::MergeFailed {
+            operator: "cairn.add_i64".to_string(),
+            key: b"k".to_vec(),
+            detail: "the value \"x\" is not a counter".to_string(),
+        };
+        let failure = Failure::from(error);
+        assert_eq!(failure.code, CAIRN_MERGE_FAILED);
+        assert!(
+            failure.message.contains("cairn.add_i64"),
+            "{}",
+            failure.message
+        );
+        // SAFETY: `cairn_status_name` returns a static NUL-terminated string.
+        let name = unsafe { std::ffi::CStr::from_ptr(cairn_status_name(CAIRN_MERGE_FAILED)) };
+        assert_eq!(name.to_str(), Ok("CAIRN_MERGE_FAILED"));
+    }
+}
