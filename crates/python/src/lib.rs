@@ -31,6 +31,7 @@ mod iter;
 mod keyspace;
 mod options;
 mod point;
+mod read_mode;
 mod reports;
 mod retry;
 mod shared;

@@ -9,10 +9,10 @@
 //! intermediate buffer.
 //!
 //! A read that waits for the disk would hold every other Python thread up, so one read in
-//! [`TIMED_EVERY`] made under the GIL is timed (reading the clock costs about as much as
-//! the rest of the binding's work for a read): one that takes longer than [`SLOW`] (a
+//! [`TIMED_EVERY`](crate::read_mode::TIMED_EVERY) made under the GIL is timed (reading the clock costs about as much as
+//! the rest of the binding's work for a read): one that takes longer than [`SLOW`](crate::read_mode::SLOW) (a
 //! block that was not in memory, a large separated value) makes the next
-//! [`RELEASED_READS`] point reads of that store release the GIL, after which reads under
+//! [`RELEASED_READS`](crate::read_mode::RELEASED_READS) point reads of that store release the GIL, after which reads under
 //! the GIL are tried again. While the store's data is not in memory, at most
 //! `TIMED_EVERY - 1` reads in a row wait for the disk under the GIL. Those
 //! reads go through a per-thread buffer that is reused, so they allocate nothing for
@@ -23,8 +23,6 @@
 //! it holds that lock, so the read lock is always released without needing the GIL.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
@@ -33,57 +31,11 @@ use crate::args::Bytes;
 use crate::errors::{OrRaise, Res};
 use crate::shared::Shared;
 
-/// A read under the GIL slower than this probably waited for the disk.
-const SLOW: Duration = Duration::from_micros(50);
-
-/// One read in this many under the GIL is timed.
-const TIMED_EVERY: u32 = 8;
-
-/// Point reads that release the GIL after a slow one.
-const RELEASED_READS: u32 = 1024;
-
 /// A per-thread buffer larger than this is dropped after use rather than kept.
 const KEPT_BUFFER_LEN: usize = 1 << 20;
 
 thread_local! {
     static BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Whether the next point reads of one store release the GIL (see the module docs).
-#[derive(Debug, Default)]
-pub(crate) struct ReadMode {
-    /// Point reads left that release the GIL.
-    released: AtomicU32,
-    /// Point reads made under the GIL (wrapping), to time one in [`TIMED_EVERY`].
-    held: AtomicU32,
-}
-
-impl ReadMode {
-    /// True if this read should release the GIL (and counts it).
-    fn release_this(&self) -> bool {
-        // Under the GIL the counter is only ever touched by one thread at a time, so a
-        // load and a store are enough; a lost update costs at most one read's choice.
-        let left = self.released.load(Ordering::Relaxed);
-        if left == 0 {
-            return false;
-        }
-        self.released.store(left - 1, Ordering::Relaxed);
-        true
-    }
-
-    /// The start of a read under the GIL, if this one is to be timed.
-    fn start(&self) -> Option<Instant> {
-        let n = self.held.load(Ordering::Relaxed).wrapping_add(1);
-        self.held.store(n, Ordering::Relaxed);
-        n.is_multiple_of(TIMED_EVERY).then(Instant::now)
-    }
-
-    /// Notes how long a timed read under the GIL took.
-    fn took(&self, started: Option<Instant>) {
-        if started.is_some_and(|s| s.elapsed() > SLOW) {
-            self.released.store(RELEASED_READS, Ordering::Relaxed);
-        }
-    }
 }
 
 /// Runs `held` with the GIL held when reads of the store are fast, else `released` with

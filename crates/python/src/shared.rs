@@ -25,7 +25,7 @@ use std::sync::{Arc, Weak};
 use parking_lot::{Mutex, RwLock};
 
 use crate::errors::{Fail, Res};
-use crate::point::ReadMode;
+use crate::read_mode::ReadMode;
 
 /// An engine object owned by a Python object and dropped when the store closes.
 pub(crate) trait Release: Send + Sync {

@@ -12,7 +12,7 @@
 //! refused whole: it gets no seqno and writes nothing, and later writes of the same group
 //! never see it.
 
-use super::counter::Increment;
+use super::commit_queue::Increment;
 use super::keyspace::{Batch, Keyspace};
 use crate::error::Result;
 use crate::options::Durability;

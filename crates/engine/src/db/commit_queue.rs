@@ -25,11 +25,23 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 use smallvec::SmallVec;
 
 use crate::batch::WriteBatch;
-use crate::db::counter::{Counters, Increment};
 use crate::error::{Error, Result};
 use crate::key::{KeyspaceId, SeqNo};
 use crate::options::Durability;
 use crate::vlog::BlobFileMeta;
+
+/// The new values of a member's increments, in the order they were added.
+pub(crate) type Counters = SmallVec<[i64; 1]>;
+
+/// An increment queued in a batch: add `delta` to the counter at `key` once the batch's
+/// first `after` ops are applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Increment {
+    pub(crate) after: usize,
+    pub(crate) keyspace: KeyspaceId,
+    pub(crate) key: Vec<u8>,
+    pub(crate) delta: i128,
+}
 
 /// How long a writer that queued behind a leader watches for the leader's progress
 /// before it sleeps on the condition variable. A group of small buffered writes takes a

@@ -24,8 +24,7 @@
 
 use std::collections::HashMap;
 
-use smallvec::SmallVec;
-
+use super::commit_queue::{Counters, Increment};
 use super::inner::Inner;
 use super::read;
 use crate::attrs::Head;
@@ -79,19 +78,6 @@ pub(crate) fn add(key: &[u8], current: Option<&[u8]>, delta: i128) -> Result<i64
             current: now,
             delta,
         })
-}
-
-/// The new values of a member's increments, in the order they were added.
-pub(crate) type Counters = SmallVec<[i64; 1]>;
-
-/// An increment queued in a batch: add `delta` to the counter at `key` once the batch's
-/// first `after` ops are applied.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Increment {
-    pub(crate) after: usize,
-    pub(crate) keyspace: KeyspaceId,
-    pub(crate) key: Vec<u8>,
-    pub(crate) delta: i128,
 }
 
 /// What a write group has done so far to one watched key.

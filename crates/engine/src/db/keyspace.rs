@@ -9,7 +9,7 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::counter::Increment;
+use super::commit_queue::Increment;
 use super::snapshot::Snapshot;
 use super::super_version::ReadAt;
 use super::{read, scan, write, Db};

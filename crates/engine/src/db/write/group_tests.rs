@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::db::counter::Increment;
+use crate::db::commit_queue::Increment;
 use crate::db::Db;
 use crate::error::Error;
 use crate::fs::MemFs;

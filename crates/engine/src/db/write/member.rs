@@ -6,8 +6,8 @@ use std::borrow::Cow;
 use smallvec::SmallVec;
 
 use crate::batch::WriteBatch;
+use crate::db::commit_queue::Counters;
 use crate::db::commit_queue::GROUP_INLINE;
-use crate::db::counter::Counters;
 use crate::error::Error;
 use crate::options::Durability;
 use crate::vlog::BlobFileMeta;

@@ -33,9 +33,9 @@
 use std::sync::atomic::Ordering;
 
 use crate::batch::WriteBatch;
+use crate::db::commit_queue::{Counters, Increment};
 use crate::db::commit_queue::{Done, Job};
 use crate::db::conflict::Validation;
-use crate::db::counter::{Counters, Increment};
 use crate::db::inner::{Inner, State};
 use crate::error::{Error, Result};
 use crate::key::{KeyspaceId, SeqNo};
