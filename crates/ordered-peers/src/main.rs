@@ -23,6 +23,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 mod constant;
 mod data;
 mod go;
+mod markdown;
 mod noise;
 mod plot;
 mod processes;
@@ -376,7 +377,8 @@ fn write_report(report: &report::Report, out: &Path) -> anyhow::Result<()> {
     let with = |ext: &str| out.with_extension(ext);
     let json = serde_json::to_string_pretty(report)?;
     std::fs::write(with("json"), json + "\n").context("writing the JSON report")?;
-    std::fs::write(with("md"), report::markdown(report)).context("writing the Markdown report")?;
+    std::fs::write(with("md"), markdown::markdown(report))
+        .context("writing the Markdown report")?;
     std::fs::write(with("svg"), plot::ratios(report)).context("writing the chart")?;
     Ok(())
 }

@@ -280,7 +280,7 @@ mod tests {
         assert!(targets[1].what.contains("fjall-optimistic"));
         assert!((targets[1].ratio - 0.5).abs() < 1e-9);
         assert!(targets[1].met());
-        let md = crate::report::markdown(&report);
+        let md = crate::markdown::markdown(&report);
         assert!(md.contains("### txn-transfer, 1,000 accounts"));
         assert!(md.contains("| cairn | 990 | 1.00× | 1.00 |"));
     }
