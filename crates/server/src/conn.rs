@@ -45,6 +45,10 @@ pub(crate) fn serve(shared: &Shared, mut socket: Stream, id: u64) {
     let mut session = Session::new(id, shared.default_user(), !shared.auth_required());
     let mut parser = Parser::new(limits);
     let mut input: Vec<u8> = Vec::with_capacity(READ_LEN);
+    // Reads land here and are copied to `input`: growing `input` by a zero-filled
+    // `READ_LEN` for every read cost a 16 KiB memset per request (3 % of the CPU of
+    // unpipelined SETs), where the copy costs the request's own bytes.
+    let mut scratch = vec![0u8; READ_LEN];
     let mut start = 0usize;
     let mut out: Vec<u8> = Vec::with_capacity(READ_LEN);
     let mut pending = 0usize;
@@ -122,30 +126,25 @@ pub(crate) fn serve(shared: &Shared, mut socket: Stream, id: u64) {
             return;
         }
         // Read more.
-        let len = input.len();
-        input.resize(len + READ_LEN, 0);
-        let got = socket.read(input.get_mut(len..).unwrap_or_default());
+        let got = socket.read(&mut scratch);
         match got {
             Ok(0) => return, // the client left, or shutdown closed our read half
             Ok(n) => {
-                input.truncate(len + n);
+                input.extend_from_slice(scratch.get(..n).unwrap_or_default());
                 Stats::add(&shared.stats.net_input_bytes, n as u64);
                 last_input = Instant::now();
             }
-            Err(e) => {
-                input.truncate(len);
-                match e.kind() {
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted => {
-                        if shared.stopping() {
-                            return;
-                        }
-                        if idle.is_some_and(|t| last_input.elapsed() >= t) {
-                            return;
-                        }
+            Err(e) => match e.kind() {
+                ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted => {
+                    if shared.stopping() {
+                        return;
                     }
-                    _ => return,
+                    if idle.is_some_and(|t| last_input.elapsed() >= t) {
+                        return;
+                    }
                 }
-            }
+                _ => return,
+            },
         }
     }
 }

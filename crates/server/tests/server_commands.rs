@@ -285,3 +285,110 @@ fn pipelined_counters_batch_with_redis_semantics() {
     assert_eq!(c.call(&["GET", "big"]), "$9223372036854775807");
     srv.shutdown();
 }
+
+/// A pipelined burst of counters commits as one engine batch whose increments the write
+/// leader resolves; a batch with one refused increment is refused whole by the engine, so
+/// the server then runs the burst command by command. Either way each command gets
+/// Redis's own reply: the INCR of a non-integer value errors with Redis's text, the
+/// others around it apply, and every counter keeps its key's expiry.
+#[test]
+fn pipelined_counters_with_one_non_integer_apply_the_others() {
+    let srv = start(|_| {});
+    let mut c = Client::connect(srv.addr);
+    assert_eq!(c.call(&["SET", "a", "1", "EX", "100"]), "+OK");
+    assert_eq!(c.call(&["SET", "s", "abc", "EX", "100"]), "+OK");
+    let mut burst = Vec::new();
+    for args in [
+        &[&b"INCR"[..], b"a"][..],
+        &[b"INCR", b"s"],
+        &[b"INCR", b"b"],
+        &[b"INCRBY", b"a", b"5"],
+        &[b"DECR", b"s"],
+        &[b"DECRBY", b"c", b"3"],
+    ] {
+        burst.extend(common::encode(args));
+    }
+    c.send_raw(&burst);
+    let replies: Vec<String> = (0..6).map(|_| c.reply()).collect();
+    let not_integer = "-ERR value is not an integer or out of range";
+    assert_eq!(replies, [":2", not_integer, ":1", ":7", not_integer, ":-3"]);
+    assert_eq!(c.call(&["GET", "a"]), "$7");
+    assert_eq!(c.call(&["TTL", "a"]), ":100");
+    assert_eq!(c.call(&["GET", "s"]), "$abc");
+    assert_eq!(c.call(&["TTL", "s"]), ":100");
+    assert_eq!(c.call(&["GET", "b"]), "$1");
+    assert_eq!(c.call(&["TTL", "b"]), ":-1");
+    srv.shutdown();
+}
+
+/// A burst where every counter succeeds: each keeps its key's expiry (Redis's INCR keeps
+/// the TTL), a plain SET in the same burst clears the expiry before the INCR after it,
+/// and counters created by the burst have none.
+#[test]
+fn pipelined_counters_keep_the_expiry() {
+    let srv = start(|_| {});
+    let mut c = Client::connect(srv.addr);
+    assert_eq!(c.call(&["SET", "t", "5", "EX", "100"]), "+OK");
+    assert_eq!(c.call(&["SET", "u", "5", "PX", "200000"]), "+OK");
+    let mut burst = Vec::new();
+    for args in [
+        &[&b"INCR"[..], b"t"][..],
+        &[b"INCRBY", b"t", b"10"],
+        &[b"SET", b"u", b"40"],
+        &[b"INCR", b"u"],
+        &[b"DECR", b"v"],
+        &[b"INCR", b"t"],
+    ] {
+        burst.extend(common::encode(args));
+    }
+    c.send_raw(&burst);
+    let replies: Vec<String> = (0..6).map(|_| c.reply()).collect();
+    assert_eq!(replies, [":6", ":16", "+OK", ":41", ":-1", ":17"]);
+    assert_eq!(c.call(&["TTL", "t"]), ":100");
+    assert_eq!(c.call(&["GET", "t"]), "$17");
+    assert_eq!(c.call(&["TTL", "u"]), ":-1");
+    assert_eq!(c.call(&["TTL", "v"]), ":-1");
+    srv.shutdown();
+}
+
+/// Pipelined counters of several connections on the same keys lose no increment: each
+/// burst's increments are resolved by the engine's write leader, atomically with every
+/// other write.
+#[test]
+fn concurrent_pipelined_counters_add_up() {
+    const CLIENTS: usize = 4;
+    const ROUNDS: usize = 20;
+    const BURST: usize = 50;
+    let srv = start(|c| c.durability = cairn::Durability::Buffered);
+    let addr = srv.addr;
+    let workers: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut c = Client::connect(addr);
+                for _ in 0..ROUNDS {
+                    let mut burst = Vec::new();
+                    for i in 0..BURST {
+                        if i % 2 == 0 {
+                            burst.extend(common::encode(&[b"INCR", b"shared"]));
+                        } else {
+                            burst.extend(common::encode(&[b"INCRBY", b"by2", b"2"]));
+                        }
+                    }
+                    c.send_raw(&burst);
+                    for _ in 0..BURST {
+                        let r = c.reply();
+                        assert!(r.starts_with(':'), "{r}");
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let mut c = Client::connect(addr);
+    let each = CLIENTS * ROUNDS * BURST / 2;
+    assert_eq!(c.call(&["GET", "shared"]), format!("${each}"));
+    assert_eq!(c.call(&["GET", "by2"]), format!("${}", each * 2));
+    srv.shutdown();
+}

@@ -135,6 +135,25 @@ impl Carried {
 pub(crate) struct Overlay {
     /// keyspace -> key -> what the group did to it.
     targets: HashMap<KeyspaceId, HashMap<Vec<u8>, Slot>>,
+    /// While a batch's increments are resolved: each slot's state before the batch changed
+    /// it, oldest first, so a refused batch can be undone in time proportional to its own
+    /// ops (not to every key the group watches).
+    undo: Option<Vec<(KeyspaceId, Vec<u8>, Slot)>>,
+}
+
+/// Sets `slot` (of `key` in `keyspace`) to `new`, first noting its state in `undo` if a
+/// batch is being resolved.
+fn set_slot(
+    undo: &mut Option<Vec<(KeyspaceId, Vec<u8>, Slot)>>,
+    keyspace: KeyspaceId,
+    key: &[u8],
+    slot: &mut Slot,
+    new: Slot,
+) {
+    let old = std::mem::replace(slot, new);
+    if let Some(undo) = undo {
+        undo.push((keyspace, key.to_vec(), old));
+    }
 }
 
 impl Overlay {
@@ -147,7 +166,10 @@ impl Overlay {
                 .or_default()
                 .insert(key.to_vec(), Slot::Untouched);
         }
-        Overlay { targets }
+        Overlay {
+            targets,
+            undo: None,
+        }
     }
 
     /// Records the writes of `batch` (applied after everything recorded so far); an entry
@@ -164,14 +186,16 @@ impl Overlay {
 
     /// Records one op (see [`Overlay::record`]).
     fn record_op(&mut self, op: &Op<'_>, now_ms: u64) {
-        let Some(keys) = self.targets.get_mut(&op.keyspace()) else {
+        let keyspace = op.keyspace();
+        let Some(keys) = self.targets.get_mut(&keyspace) else {
             return;
         };
+        let undo = &mut self.undo;
         if let Op::RangeDelete { start, end, .. } = op {
             // A range tombstone removes every watched key it covers.
             for (key, slot) in keys.iter_mut() {
                 if *start <= key.as_slice() && rangedel::below_end(key, end) {
-                    *slot = Slot::Removed;
+                    set_slot(undo, keyspace, key, slot, Slot::Removed);
                 }
             }
             return;
@@ -183,6 +207,9 @@ impl Overlay {
             // An operand stacks on whatever the group left so far (the store's value when
             // untouched); a read of the key merges them.
             let earlier = std::mem::replace(slot, Slot::Untouched);
+            if let Some(undo) = undo {
+                undo.push((keyspace, op.key().to_vec(), earlier.clone()));
+            }
             *slot = match earlier {
                 Slot::Merged(base, mut operands) => {
                     operands.push(operand.to_vec());
@@ -192,7 +219,7 @@ impl Overlay {
             };
             return;
         }
-        *slot = match op {
+        let new = match op {
             Op::Put { value, .. } => Slot::Put(value.to_vec(), Carried::default()),
             Op::PutAttrs { stored, .. } => match entry::live(Kind::PutAttrs, stored, now_ms) {
                 Ok(Some(view)) => Slot::Put(
@@ -208,6 +235,7 @@ impl Overlay {
             Op::ValueHandle { .. } => Slot::Put(Vec::new(), Carried::default()),
             Op::Delete { .. } | Op::RangeDelete { .. } | Op::Merge { .. } => Slot::Removed,
         };
+        set_slot(undo, keyspace, op.key(), slot, new);
     }
 
     /// Resolves `increments` among the ops of `batch`: returns the batch with each
@@ -227,10 +255,20 @@ impl Overlay {
         increments: &[Increment],
         now_ms: u64,
     ) -> Result<(WriteBatch, Counters)> {
-        let saved = self.clone();
+        self.undo = Some(Vec::new());
         let resolved = self.resolve_in_place(inner, batch, increments, now_ms);
+        let undo = self.undo.take().unwrap_or_default();
         if resolved.is_err() {
-            *self = saved;
+            // Newest change first, so each slot ends in its state before the batch.
+            for (keyspace, key, old) in undo.into_iter().rev() {
+                if let Some(slot) = self
+                    .targets
+                    .get_mut(&keyspace)
+                    .and_then(|keys| keys.get_mut(&key))
+                {
+                    *slot = old;
+                }
+            }
         }
         resolved
     }

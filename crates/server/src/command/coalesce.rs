@@ -12,15 +12,20 @@
 //!    once the writes are as durable as the mode promises. Other clients see none of
 //!    them before the commit, then all of them (a batch is atomic: a strengthening of
 //!    Redis, where a pipeline is not).
-//! 3. Atomicity with other connections: a batch with counters is one engine transaction
-//!    (snapshot isolation), run again if its commit conflicts, so counters read and write
-//!    atomically as INCR does alone; a batch of SETs only is a plain write batch (its
-//!    writes are blind).
+//! 3. Atomicity with other connections: the batch is one engine write batch whose
+//!    counters are `Batch::incr` increments, which the engine's write leader resolves
+//!    (reads the current value, adds, writes a Put) with no other write in between, so
+//!    each counter is atomic as INCR is alone. The engine's counter rules are Redis's
+//!    (`args::int`: the canonical decimal text of an `i64`, a missing key is 0), and its
+//!    increment keeps the entry's expiry, as Redis's INCR keeps the TTL.
 //! 4. Errors: a request the engine or Redis's rules would refuse by itself (an empty or
-//!    over-long key, a non-integer increment) is not batched and runs alone. A counter
-//!    whose value is not an integer, or would overflow, gets its error and writes nothing;
-//!    the rest of the batch goes on. A failing read or commit (I/O, poisoned log) gives
-//!    every operation of the batch that error, and nothing of the batch is written.
+//!    over-long key, a non-integer increment) is not batched and runs alone. The engine
+//!    refuses a batch whose increment fails (not an integer, overflow) whole, writing
+//!    nothing; the batch then runs again as one engine transaction (snapshot isolation,
+//!    run again on a conflict) in which the server checks each counter, so a counter whose
+//!    value is not an integer, or would overflow, gets Redis's error and writes nothing
+//!    while the rest of the batch goes on. A failing read or commit (I/O, poisoned log)
+//!    gives every operation of the batch that error, and nothing of the batch is written.
 //! 5. Bounds: a batch holds at most [`MAX_BATCH_LEN`] bytes of keys and values and at most
 //!    the connection's pending-reply limit of operations; the connection commits it when
 //!    full.
@@ -128,17 +133,47 @@ impl SetBatch {
     }
 
     fn write(&self, ctx: &mut Ctx<'_>) -> Result<Vec<Reply>, Reply> {
-        if !self.ops.iter().any(|op| matches!(op, Op::Add(..))) {
-            let ks = keyspace(ctx)?;
-            let mut batch = ctx.shared.db.batch();
-            for op in &self.ops {
-                if let Op::Set(key, value) = op {
-                    batch.insert(ks, key, value);
+        let ks = keyspace(ctx)?;
+        let durability = Some(ctx.shared.config.durability);
+        let mut batch = ctx.shared.db.batch();
+        let mut counters = false;
+        for op in &self.ops {
+            match op {
+                Op::Set(key, value) => batch.insert(ks, key, value),
+                Op::Add(key, delta, _) => {
+                    batch.incr(ks, key, *delta);
+                    counters = true;
                 }
             }
-            batch.commit_with(Some(ctx.shared.config.durability))?;
+        }
+        if !counters {
+            batch.commit_with(durability)?;
             return Ok(vec![Reply::Ok; self.ops.len()]);
         }
+        let committed = match batch.commit_counters_with(durability) {
+            Ok(committed) => committed,
+            // Refused whole, nothing written: Redis fails only the offending command.
+            Err(cairn::Error::NotACounter { .. } | cairn::Error::CounterOverflow { .. }) => {
+                return self.write_each(ctx);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mut values = committed.counters().iter();
+        self.ops
+            .iter()
+            .map(|op| match op {
+                Op::Set(..) => Ok(Reply::Ok),
+                Op::Add(..) => values
+                    .next()
+                    .map(|&n| Reply::Int(n))
+                    .ok_or_else(|| Reply::error("ERR counter missing from the commit")),
+            })
+            .collect()
+    }
+
+    /// The batch as one transaction, each counter checked by the server: the way a batch
+    /// the engine refused runs, so that only the offending commands fail.
+    fn write_each(&self, ctx: &mut Ctx<'_>) -> Result<Vec<Reply>, Reply> {
         // The transaction lays the batch's own writes over the store: each counter reads
         // the value the operations before it left.
         ctx.write(|w| {

@@ -5,8 +5,10 @@
 //! what it reads runs as one engine transaction ([`Ctx::write`]). INCR and friends keep
 //! Redis semantics: the value must be the decimal text of an `i64` (Redis's rules, see
 //! `args::int`), a missing key counts as 0, the result is stored as decimal text, and
-//! the key's expiry is kept, so the server computes the sum itself in the transaction
-//! (the engine's counters read and write their own encoding).
+//! the key's expiry is kept. Outside MULTI a counter command normally goes through
+//! `coalesce` (an engine `Batch::incr`, whose rules are the same); the handlers here
+//! compute the sum in the command's transaction (inside EXEC, or when `coalesce` does not
+//! take the request).
 
 use super::args::{self, is};
 use super::store::{arg, int_arg, now_ms};

@@ -235,3 +235,65 @@ fn a_batch_with_a_failing_increment_is_refused_whole_and_unseen() {
     assert_eq!(ks.get("other").unwrap(), Some(b"o".to_vec()));
     assert_eq!(ks.get("bad").unwrap(), Some(b"x".to_vec()));
 }
+
+/// A refused batch is undone slot by slot (not by copying the group's overlay): a range
+/// delete and a put it made before its failing increment leave every watched key as the
+/// earlier members left it, including keys the batch touched more than once.
+#[test]
+fn a_refused_batch_with_a_range_delete_leaves_the_group_state_unchanged() {
+    let db = open();
+    let ks = db.keyspace("c").unwrap();
+    ks.insert("a", "1").unwrap();
+    ks.insert("b", "2").unwrap();
+    ks.insert("bad", "x").unwrap();
+    let id = ks.id;
+    let mut refused = WriteBatch::new();
+    refused.put(id, b"a", b"50").unwrap();
+    refused.remove_range(id, b"a", b"b\0").unwrap();
+    refused.put(id, b"b", b"70").unwrap();
+    let refused = Job::Write {
+        batch: refused,
+        durability: Durability::Buffered,
+        blob_files: Vec::new(),
+        validation: None,
+        increments: vec![
+            Increment {
+                after: 1,
+                keyspace: id,
+                key: b"a".to_vec(),
+                delta: 1,
+            },
+            Increment {
+                after: 3,
+                keyspace: id,
+                key: b"b".to_vec(),
+                delta: 1,
+            },
+            Increment {
+                after: 3,
+                keyspace: id,
+                key: b"bad".to_vec(),
+                delta: 1,
+            },
+        ],
+    };
+    let group: Vec<Pending> = [
+        put(id, "a", "10"),
+        refused,
+        incr(id, "a", 1),
+        incr(id, "b", 1),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, job)| member(i as u64, job))
+    .collect();
+    let out = lead(&db.inner, &group).unwrap();
+    assert!(matches!(&out[1], Err(Error::NotACounter { key, .. }) if key == b"bad"));
+    let counters: Vec<Vec<i64>> = [2, 3]
+        .iter()
+        .map(|&i| out[i].as_ref().unwrap().counters.to_vec())
+        .collect();
+    assert_eq!(counters, [vec![11], vec![3]]);
+    assert_eq!(ks.get("a").unwrap(), Some(b"11".to_vec()));
+    assert_eq!(ks.get("b").unwrap(), Some(b"3".to_vec()));
+}
