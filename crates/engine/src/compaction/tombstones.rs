@@ -169,7 +169,10 @@ mod tests {
         let v = version(vec![(0, meta(2, 0, 599, 600)), (1, meta(1, 0, 999, 0))]);
         let options = Options::default();
         // No level is over its trigger: the size/count policy alone leaves it.
-        assert!(super::super::pick(&v, &Options::default().tombstone_compaction_percent(0), &[]).is_none());
+        assert!(
+            super::super::pick(&v, &Options::default().tombstone_compaction_percent(0), &[])
+                .is_none()
+        );
         let choice = pick_tombstones(&v, &options, &[]).unwrap();
         assert_eq!(choice.level, 0);
         assert_eq!(ids(&choice.inputs), vec![TableId(2)]);
@@ -197,9 +200,16 @@ mod tests {
         assert!(pick_tombstones(&v, &Options::default(), &[]).is_none());
         // The same at a threshold of 0 (off) and at a low one that it reaches.
         let v = version(vec![(0, meta(2, 0, 99, 100)), (1, meta(1, 0, 999, 0))]);
-        assert!(pick_tombstones(&v, &Options::default().tombstone_compaction_percent(0), &[]).is_none());
+        assert!(
+            pick_tombstones(&v, &Options::default().tombstone_compaction_percent(0), &[]).is_none()
+        );
         assert!(pick_tombstones(&v, &Options::default(), &[]).is_none());
-        assert!(pick_tombstones(&v, &Options::default().tombstone_compaction_percent(10), &[]).is_some());
+        assert!(pick_tombstones(
+            &v,
+            &Options::default().tombstone_compaction_percent(10),
+            &[]
+        )
+        .is_some());
     }
 
     #[test]
@@ -222,7 +232,11 @@ mod tests {
         assert!(!choice.trivial_move);
         // Alone at the deepest level holding its keys (nothing below to delete), it is
         // not picked: a rewrite would free nothing a compaction into it did not.
-        let v = version(vec![(1, meta(4, 200, 299, 0)), (2, dense), (2, meta(2, 1000, 1999, 0))]);
+        let v = version(vec![
+            (1, meta(4, 200, 299, 0)),
+            (2, dense),
+            (2, meta(2, 1000, 1999, 0)),
+        ]);
         assert!(pick_tombstones(&v, &Options::default(), &[]).is_none());
     }
 
