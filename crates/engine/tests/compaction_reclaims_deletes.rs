@@ -36,7 +36,7 @@ fn value(i: u32) -> Vec<u8> {
 
 /// Deleted unless `i` is a multiple of 5 (80% of the keys).
 fn deleted(i: u32) -> bool {
-    i % 5 != 0
+    !i.is_multiple_of(5)
 }
 
 /// Default compaction settings (level 1 is far larger than the data, level 0 compacts at
