@@ -227,6 +227,15 @@ pub struct Options {
     pub table_size: u64,
     /// Background threads for flushes and compactions. Default: 2.
     pub background_threads: usize,
+    /// Reclaiming deleted data: when no level is over its size or count trigger, a
+    /// compaction runs whose tombstones are estimated to free at least this percentage of
+    /// the entries it rewrites (each tombstone with the version it deletes, counted from
+    /// the tables' entry and tombstone counts), carrying the tombstones down to the data
+    /// they delete. Lower values reclaim deletes sooner at the cost of more compaction
+    /// writes; 0 turns it off (deletes then free space only when their level reaches its
+    /// trigger). Default: 50, so such a compaction rewrites at most about two entries per
+    /// entry it frees, and a trickle of deletes over a large level never triggers one.
+    pub tombstone_compaction_percent: u8,
     /// Skip damage during recovery instead of refusing to open: damaged ranges of the log,
     /// and durable writes whose separated value is damaged or missing. The writes skipped
     /// are lost; [`crate::Db::recovery_report`] lists each range and write with its seqnos
@@ -407,6 +416,7 @@ impl Default for Options {
             level_size_multiplier: 10,
             table_size: 64 << 20,
             background_threads: 2,
+            tombstone_compaction_percent: 50,
             salvage_wal: false,
             refresh_interval: None,
             clock: Clock::system(),
@@ -556,6 +566,13 @@ impl Options {
         self
     }
 
+    /// Sets [`Options::tombstone_compaction_percent`].
+    #[must_use]
+    pub fn tombstone_compaction_percent(mut self, tombstone_compaction_percent: u8) -> Options {
+        self.tombstone_compaction_percent = tombstone_compaction_percent;
+        self
+    }
+
     /// Sets [`Options::salvage_wal`].
     #[must_use]
     pub fn salvage_wal(mut self, salvage_wal: bool) -> Options {
@@ -697,6 +714,9 @@ impl Options {
         if !(1..=100).contains(&self.blob_gc_garbage_percent) {
             return bad("blob_gc_garbage_percent must be between 1 and 100");
         }
+        if self.tombstone_compaction_percent > 100 {
+            return bad("tombstone_compaction_percent must be at most 100");
+        }
         if self.max_open_blob_files == 0 {
             return bad("max_open_blob_files must be at least 1");
         }
@@ -735,6 +755,7 @@ mod tests {
             level_size_multiplier: 14,
             table_size: 15,
             background_threads: 16,
+            tombstone_compaction_percent: 24,
             salvage_wal: true,
             refresh_interval: Some(Duration::from_millis(23)),
             clock: Clock::manual(17),
@@ -764,6 +785,7 @@ mod tests {
             .level_size_multiplier(14)
             .table_size(15)
             .background_threads(16)
+            .tombstone_compaction_percent(24)
             .salvage_wal(true)
             .refresh_interval(Some(Duration::from_millis(23)))
             .clock(Clock::manual(17))
@@ -837,6 +859,13 @@ mod tests {
                     ..Options::default()
                 },
                 "blob_gc_garbage_percent",
+            ),
+            (
+                Options {
+                    tombstone_compaction_percent: 101,
+                    ..Options::default()
+                },
+                "tombstone_compaction_percent",
             ),
             (
                 Options {

@@ -6,7 +6,9 @@
 //! levels 1–6 each hold sorted, non-overlapping tables, each level about
 //! `level_size_multiplier` times larger than the one above. Compaction keeps level 0
 //! below `l0_compaction_trigger` tables and every deeper level below its target size by
-//! merging tables into the level below.
+//! merging tables into the level below. When no level is over its trigger, a compaction
+//! whose tombstones would free a large share of what it rewrites runs instead
+//! (`tombstones.rs`), so deleted data is reclaimed without waiting for more writes.
 //!
 //! Invariants:
 //! 1. A choice's inputs are all of level 0 (for a level-0 compaction) or one table of
@@ -22,11 +24,13 @@
 mod expiry;
 mod relocate;
 pub(crate) mod stream;
+mod tombstones;
 
 use std::sync::Arc;
 
 pub(crate) use expiry::pick_expired;
 pub(crate) use relocate::pick_relocation;
+pub(crate) use tombstones::pick_tombstones;
 
 use crate::key::{split_encoded, KeyspaceId};
 use crate::options::Options;
@@ -168,8 +172,14 @@ fn scores(ks: &KeyspaceTables, options: &Options) -> Vec<(usize, f64)> {
     out
 }
 
-/// The most urgent compaction among keyspaces not in `busy`, if any level needs one.
+/// The most urgent compaction among keyspaces not in `busy`, if any level needs one;
+/// otherwise a compaction reclaiming deleted data (`tombstones.rs`), if one is worth it.
 pub(crate) fn pick(version: &Version, options: &Options, busy: &[KeyspaceId]) -> Option<Choice> {
+    pick_by_size(version, options, busy).or_else(|| pick_tombstones(version, options, busy))
+}
+
+/// The most urgent compaction by level size (level 0: table count), if any level needs one.
+fn pick_by_size(version: &Version, options: &Options, busy: &[KeyspaceId]) -> Option<Choice> {
     let mut best: Option<(f64, KeyspaceId, usize)> = None;
     for (id, ks) in version.keyspaces() {
         if busy.contains(&id) {
