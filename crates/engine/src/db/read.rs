@@ -129,8 +129,8 @@ fn newest_live<T>(
     let Some(tables) = tables else {
         return Ok(None);
     };
-    for meta in tables.tables_for_key(key) {
-        let reader = reads.tables.get(meta.id)?;
+    for (pos, meta) in tables.tables_for_key(key) {
+        let reader = sv.pins.reader(&reads.tables, keyspace, pos, meta)?;
         if let Some(found) = reader.get_with(key, seqno, &mut decide)? {
             return found.map_err(|r| Error::corruption(FileKind::Table, reader.path(), 0, r));
         }

@@ -29,6 +29,8 @@ use std::ops::Deref;
 use std::path::Path;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use crate::coding::{get_u32_le, put_vlq, Cursor as ByteCursor};
 use crate::cursor::Cursor;
 use crate::error::{Error, FileKind, Reason, Result};
@@ -245,6 +247,9 @@ struct Entry {
     next: usize,
 }
 
+/// Key bytes a [`BlockCursor`] holds without allocating.
+const KEY_INLINE: usize = 64;
+
 /// A [`Cursor`] over one block. Errors name `path` and `file_offset` (the block's offset in
 /// its table file, since offsets inside a compressed block mean nothing on disk).
 ///
@@ -261,7 +266,9 @@ pub(crate) struct BlockCursor<B = Arc<Block>, P = Arc<Path>> {
     next: usize,
     /// The restart region holding the entry at `next`'s predecessor.
     restart_index: usize,
-    key: Vec<u8>,
+    /// The current key; inline up to [`KEY_INLINE`] bytes, so a cursor made for one
+    /// lookup allocates nothing for keys that short.
+    key: SmallVec<[u8; KEY_INLINE]>,
     value: (usize, usize),
     valid: bool,
 }
@@ -276,7 +283,7 @@ impl<B: Deref<Target = Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
             current: 0,
             next: 0,
             restart_index: 0,
-            key: Vec::new(),
+            key: SmallVec::new(),
             value: (0, 0),
             valid: false,
         }
