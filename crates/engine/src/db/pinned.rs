@@ -126,13 +126,23 @@ impl Pins {
         levels.get(pos.level)?.get(pos.index)
     }
 
-    /// Readers pinned now.
+    /// Every pinned reader, with the keyspace and position of its slot.
     #[cfg(test)]
-    pub(crate) fn pinned_count(&self) -> usize {
-        self.keyspaces
-            .iter()
-            .flat_map(|(_, levels)| levels.iter().flat_map(|l| l.iter()))
-            .filter(|s| s.get().is_some())
-            .count()
+    pub(crate) fn pinned(&self) -> Vec<(KeyspaceId, TablePos, Arc<Reader>)> {
+        let mut out = Vec::new();
+        for (ks, levels) in &self.keyspaces {
+            for (level, slots) in levels.iter().enumerate() {
+                for (index, slot) in slots.iter().enumerate() {
+                    if let Some(r) = slot.get() {
+                        out.push((*ks, TablePos { level, index }, Arc::clone(r)));
+                    }
+                }
+            }
+        }
+        out
     }
 }
+
+#[cfg(test)]
+#[path = "pinned_tests.rs"]
+mod tests;

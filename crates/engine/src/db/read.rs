@@ -112,13 +112,15 @@ fn newest_live<T>(
     operand: &mut bool,
     mut extract: impl FnMut(SeqNo, &EntryView<'_>) -> T,
 ) -> Result<Option<(SeqNo, T)>> {
-    let now = reads.now_ms();
     let mut decide = |s: SeqNo, kind: Kind, stored: &[u8]| -> Result<Option<(SeqNo, T)>, Reason> {
         if kind == Kind::Merge {
             *operand = true;
             return Ok(None);
         }
-        Ok(entry::live(kind, stored, now)?.map(|view| (s, extract(s, &view))))
+        // As `entry::live`, reading the clock only for a version that has an expiry.
+        let live = entry::view(kind, stored)?
+            .filter(|v| v.attrs.expires_at.is_none() || !v.attrs.expired(reads.now_ms()));
+        Ok(live.map(|view| (s, extract(s, &view))))
     };
     let found = sv
         .memtables()
