@@ -2,6 +2,10 @@
 //! first time a point read of that super version probes the table, then reached without a
 //! lock or a reference-count change.
 //!
+//! Users: point reads (`read.rs`, `conflict.rs`) and the level-0 cursors of a scan
+//! (`read::merged`); a scan's deeper levels open tables through the cache as the scan
+//! reaches them.
+//!
 //! Without pins, every table probe of a point read asks the [`TableCache`], which takes
 //! its one mutex and clones an `Arc`: with several reading threads, that mutex is the one
 //! cache line they all write. A super version's table set never changes, so its readers
@@ -51,9 +55,19 @@ pub(crate) struct Pins {
 /// clone from the table cache.
 pub(crate) enum TableReader<'a> {
     /// Pinned by the super version.
-    Pinned(&'a Reader),
+    Pinned(&'a Arc<Reader>),
     /// From the table cache (the super version does not pin).
     Cached(Arc<Reader>),
+}
+
+impl TableReader<'_> {
+    /// The reader as an `Arc`, for a cursor that outlives the borrow.
+    pub(crate) fn into_arc(self) -> Arc<Reader> {
+        match self {
+            TableReader::Pinned(r) => Arc::clone(r),
+            TableReader::Cached(r) => r,
+        }
+    }
 }
 
 impl Deref for TableReader<'_> {

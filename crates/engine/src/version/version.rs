@@ -295,6 +295,12 @@ impl Version {
         self.keyspaces.get(&id).map(|ks| ks.as_ref())
     }
 
+    /// As [`Version::keyspace`], shared: a holder keeps the keyspace's tables without the
+    /// whole version.
+    pub(crate) fn keyspace_shared(&self, id: KeyspaceId) -> Option<&Arc<KeyspaceTables>> {
+        self.keyspaces.get(&id)
+    }
+
     /// The keyspace named `name`, if it exists.
     pub(crate) fn keyspace_by_name(&self, name: &str) -> Option<(KeyspaceId, &KeyspaceTables)> {
         self.keyspaces().find(|(_, ks)| ks.name == name)
