@@ -65,7 +65,10 @@ fn read_all(db: &Db, round: u32) {
 /// Tables the current super version lists.
 fn table_count(db: &Db) -> usize {
     let (sv, _) = db.inner.reads.acquire(None);
-    let n = sv.version.keyspaces().map(|(_, ks)| ks.levels.iter().flatten().count());
+    let n = sv
+        .version
+        .keyspaces()
+        .map(|(_, ks)| ks.levels.iter().flatten().count());
     n.sum()
 }
 

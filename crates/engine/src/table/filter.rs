@@ -242,7 +242,9 @@ mod tests {
     fn fast_probes_are_the_defined_probes() {
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = || {
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
             state
         };
         let mut wrapped = 0;
