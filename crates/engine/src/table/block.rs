@@ -29,8 +29,6 @@ use std::ops::Deref;
 use std::path::Path;
 use std::sync::Arc;
 
-use smallvec::SmallVec;
-
 use crate::coding::{get_u32_le, put_vlq, Cursor as ByteCursor};
 use crate::cursor::Cursor;
 use crate::error::{Error, FileKind, Reason, Result};
@@ -247,9 +245,6 @@ struct Entry {
     next: usize,
 }
 
-/// Key bytes a [`BlockCursor`] holds without allocating.
-const KEY_INLINE: usize = 64;
-
 /// A [`Cursor`] over one block. Errors name `path` and `file_offset` (the block's offset in
 /// its table file, since offsets inside a compressed block mean nothing on disk).
 ///
@@ -266,9 +261,7 @@ pub(crate) struct BlockCursor<B = Arc<Block>, P = Arc<Path>> {
     next: usize,
     /// The restart region holding the entry at `next`'s predecessor.
     restart_index: usize,
-    /// The current key; inline up to [`KEY_INLINE`] bytes, so a cursor made for one
-    /// lookup allocates nothing for keys that short.
-    key: SmallVec<[u8; KEY_INLINE]>,
+    key: Vec<u8>,
     value: (usize, usize),
     valid: bool,
 }
@@ -283,7 +276,7 @@ impl<B: Deref<Target = Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
             current: 0,
             next: 0,
             restart_index: 0,
-            key: SmallVec::new(),
+            key: Vec::new(),
             value: (0, 0),
             valid: false,
         }
