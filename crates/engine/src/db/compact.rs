@@ -20,7 +20,7 @@ use crate::cursor::Cursor;
 use crate::entry::{self, Body};
 use crate::error::Result;
 use crate::files::{BlobId, TableId};
-use crate::iter::level::{LevelCursor, Opener};
+use crate::iter::level::{LevelCursor, Opener, Tables};
 use crate::iter::merge::MergingCursor;
 use crate::key::{split_encoded, Kind, MAX_KEY_LEN};
 use crate::rangedel::{successor, Fragments, RangeTombstone};
@@ -333,7 +333,7 @@ fn level_cursor(inner: &Inner, inputs: &[Arc<TableMeta>]) -> Box<dyn Cursor> {
         let reader = tables.get(meta.id)?;
         Ok(Box::new(reader.iter_no_fill()) as Box<dyn Cursor>)
     });
-    Box::new(LevelCursor::new(inputs.to_vec(), open))
+    Box::new(LevelCursor::new(Tables::Owned(inputs.to_vec()), open))
 }
 
 fn commit(

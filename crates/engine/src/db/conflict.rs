@@ -181,11 +181,11 @@ fn written_after(
     let Some(tables) = sv.version.keyspace(keyspace) else {
         return Ok(false);
     };
-    for meta in tables.tables_for_key(key) {
+    for (pos, meta) in tables.tables_for_key(key) {
         if meta.max_seqno <= after {
             return Ok(false); // invariant 3
         }
-        let reader = reads.tables.get(meta.id)?;
+        let reader = sv.pins.reader(&reads.tables, keyspace, pos, meta)?;
         if let Some(s) = reader.get_with(key, SeqNo::MAX, |s, _, _| s)? {
             return Ok(s > after);
         }

@@ -45,6 +45,7 @@ mod flush;
 mod follower;
 mod inner;
 mod log;
+mod pinned;
 mod read;
 mod read_only;
 mod read_path;

@@ -17,13 +17,13 @@ use crate::attrs::Head;
 use crate::cursor::Cursor;
 use crate::entry::{self, Body, EntryView};
 use crate::error::{Error, FileKind, Reason, Result};
-use crate::iter::level::{LevelCursor, Opener};
+use crate::iter::level::{LevelCursor, Opener, Tables};
 use crate::iter::merge::MergingCursor;
 use crate::iter::operands::{merge_forward, Merged};
 use crate::iter::visible::{Bounds, Extract, Visible};
 use crate::key::{parse_encoded, seek_key, KeyspaceId, Kind, SeqNo};
 use crate::table::TableMeta;
-use crate::version::KeyspaceTables;
+use crate::version::{KeyspaceTables, TablePos};
 
 /// What a point read finds for `key` in `keyspace` at `snapshot` (or now): the item
 /// built from its newest visible version, or `None` if that version is a tombstone or an
@@ -112,13 +112,15 @@ fn newest_live<T>(
     operand: &mut bool,
     mut extract: impl FnMut(SeqNo, &EntryView<'_>) -> T,
 ) -> Result<Option<(SeqNo, T)>> {
-    let now = reads.now_ms();
     let mut decide = |s: SeqNo, kind: Kind, stored: &[u8]| -> Result<Option<(SeqNo, T)>, Reason> {
         if kind == Kind::Merge {
             *operand = true;
             return Ok(None);
         }
-        Ok(entry::live(kind, stored, now)?.map(|view| (s, extract(s, &view))))
+        // As `entry::live`, reading the clock only for a version that has an expiry.
+        let live = entry::view(kind, stored)?
+            .filter(|v| v.attrs.expires_at.is_none() || !v.attrs.expired(reads.now_ms()));
+        Ok(live.map(|view| (s, extract(s, &view))))
     };
     let found = sv
         .memtables()
@@ -129,8 +131,8 @@ fn newest_live<T>(
     let Some(tables) = tables else {
         return Ok(None);
     };
-    for meta in tables.tables_for_key(key) {
-        let reader = reads.tables.get(meta.id)?;
+    for (pos, meta) in tables.tables_for_key(key) {
+        let reader = sv.pins.reader(&reads.tables, keyspace, pos, meta)?;
         if let Some(found) = reader.get_with(key, seqno, &mut decide)? {
             return found.map_err(|r| Error::corruption(FileKind::Table, reader.path(), 0, r));
         }
@@ -318,11 +320,13 @@ pub(super) fn merged(
         };
         children.push(Box::new(cursor));
     }
-    if let Some(tables) = sv.version.keyspace(keyspace) {
-        for (level, files) in tables.levels.iter().enumerate() {
+    if let Some(ks_tables) = sv.version.keyspace_shared(keyspace) {
+        for (level, files) in ks_tables.levels.iter().enumerate() {
             if level == 0 {
-                for meta in files {
-                    let reader = reads.tables.get(meta.id)?;
+                for (index, meta) in files.iter().enumerate() {
+                    let pos = TablePos { level, index };
+                    let reader = sv.pins.reader(&reads.tables, keyspace, pos, meta)?;
+                    let reader = reader.into_arc();
                     children.push(Box::new(reader.iter_fill_first(SCAN_FILL_BLOCKS)));
                 }
             } else if !files.is_empty() {
@@ -331,7 +335,8 @@ pub(super) fn merged(
                     let reader = tables.get(meta.id)?;
                     Ok(Box::new(reader.iter_fill_first(SCAN_FILL_BLOCKS)) as Box<dyn Cursor>)
                 });
-                children.push(Box::new(LevelCursor::new(files.clone(), open)));
+                let level = Tables::Level(Arc::clone(ks_tables), level);
+                children.push(Box::new(LevelCursor::new(level, open)));
             }
         }
     }

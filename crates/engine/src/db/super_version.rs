@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
+use super::pinned::Pins;
 use super::table_cache::TableCache;
 use super::tombstones;
 use crate::error::Result;
@@ -31,6 +32,8 @@ pub(crate) struct SuperVersion {
     pub(crate) version: Arc<Version>,
     /// The range tombstones of `imm` and `version`, per keyspace, built on first use.
     range_dels: tombstones::Cache,
+    /// The readers of `version`'s tables, opened on first use (`db/pinned.rs`).
+    pub(crate) pins: Pins,
 }
 
 impl SuperVersion {
@@ -47,6 +50,7 @@ impl SuperVersion {
             imm,
             version: Arc::clone(version),
             range_dels,
+            pins: Pins::new(version),
         }
     }
 

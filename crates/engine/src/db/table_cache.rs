@@ -4,8 +4,10 @@
 //! Invariants:
 //! 1. At most `capacity` readers are kept (each holds a file descriptor); the least
 //!    recently used is closed when a new one is needed, in O(1) (`crate::cache::OpenFiles`,
-//!    which the blob-file reader uses too). A reader in use (by a scan, a compaction)
-//!    stays open until its user drops it, whatever the cache does.
+//!    which the blob-file reader uses too). A reader in use (by a scan, a compaction, or
+//!    pinned by a super version for point reads, `db/pinned.rs`) stays open until its
+//!    user drops it, whatever the cache does; so the open table files are the cache's
+//!    plus those held elsewhere (`db/pinned.rs` invariant 2 bounds the pinned ones).
 //! 2. A table's earliest expiry, learned when it is first opened, is remembered until the
 //!    table is evicted for deletion, so the cold-data check (`compaction::pick_expired`)
 //!    needs no I/O for a table opened once.
@@ -28,6 +30,8 @@ pub(crate) struct TableCache {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     blocks: Arc<BlockCache>,
+    /// At least 1.
+    capacity: usize,
     open: Mutex<OpenFiles<TableId, Arc<table::Reader>>>,
     /// Table id -> earliest expiry of any entry (`None`: no entry expires).
     expiry: Mutex<HashMap<TableId, Option<u64>>>,
@@ -46,9 +50,15 @@ impl TableCache {
             fs,
             dir: dir.to_path_buf(),
             blocks,
+            capacity: capacity.max(1),
             open: Mutex::new(OpenFiles::new(capacity)),
             expiry: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The most readers the cache keeps open (at least 1).
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
     }
 
     /// The reader of table `id`, opening it on first use.

@@ -3,6 +3,9 @@
 //!
 //! Invariant: `tables` are sorted by key range and do not overlap (levels 1 and deeper),
 //! so the concatenation of their entries is sorted. At most one table cursor is open.
+//!
+//! A scan's cursor shares the level with the version that lists it ([`Tables::Level`]):
+//! making one clones one `Arc`, not one per table of the level.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -11,13 +14,31 @@ use crate::cursor::Cursor;
 use crate::error::Result;
 use crate::key::compare_encoded;
 use crate::table::TableMeta;
+use crate::version::KeyspaceTables;
 
 /// Opens a cursor over one table.
 pub(crate) type Opener = Box<dyn Fn(&TableMeta) -> Result<Box<dyn Cursor>> + Send>;
 
+/// The tables a [`LevelCursor`] walks.
+pub(crate) enum Tables {
+    /// A list of its own (a compaction's inputs).
+    Owned(Vec<Arc<TableMeta>>),
+    /// Level `.1` of a keyspace's tables in a version.
+    Level(Arc<KeyspaceTables>, usize),
+}
+
+impl Tables {
+    fn as_slice(&self) -> &[Arc<TableMeta>] {
+        match self {
+            Tables::Owned(v) => v,
+            Tables::Level(ks, level) => ks.level(*level),
+        }
+    }
+}
+
 /// A cursor over a whole level.
 pub(crate) struct LevelCursor {
-    tables: Vec<Arc<TableMeta>>,
+    tables: Tables,
     open: Opener,
     /// The table the cursor is in, and its cursor.
     current: Option<(usize, Box<dyn Cursor>)>,
@@ -25,7 +46,7 @@ pub(crate) struct LevelCursor {
 
 impl LevelCursor {
     /// A cursor over `tables` (sorted, non-overlapping), opening them with `open`.
-    pub(crate) fn new(tables: Vec<Arc<TableMeta>>, open: Opener) -> LevelCursor {
+    pub(crate) fn new(tables: Tables, open: Opener) -> LevelCursor {
         LevelCursor {
             tables,
             open,
@@ -34,7 +55,7 @@ impl LevelCursor {
     }
 
     fn enter(&mut self, index: usize) -> Result<Option<&mut Box<dyn Cursor>>> {
-        let Some(meta) = self.tables.get(index) else {
+        let Some(meta) = self.tables.as_slice().get(index) else {
             self.current = None;
             return Ok(None);
         };
@@ -48,7 +69,7 @@ impl LevelCursor {
 
     /// From table `index` on, the first table with an entry, positioned at it.
     fn first_from(&mut self, mut index: usize) -> Result<()> {
-        while index < self.tables.len() {
+        while index < self.tables.as_slice().len() {
             if let Some(c) = self.enter(index)? {
                 c.seek_to_first()?;
                 if c.valid() {
@@ -104,13 +125,14 @@ impl Cursor for LevelCursor {
     }
 
     fn seek_to_last(&mut self) -> Result<()> {
-        let r = self.last_from(self.tables.len().checked_sub(1));
+        let r = self.last_from(self.tables.as_slice().len().checked_sub(1));
         self.guard(r)
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         let index = self
             .tables
+            .as_slice()
             .partition_point(|t| compare_encoded(&t.largest, target) == Ordering::Less);
         let r = (|| {
             if let Some(c) = self.enter(index)? {
@@ -127,6 +149,7 @@ impl Cursor for LevelCursor {
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
         let after = self
             .tables
+            .as_slice()
             .partition_point(|t| compare_encoded(&t.smallest, target) != Ordering::Greater);
         let r = (|| {
             let Some(index) = after.checked_sub(1) else {

@@ -268,7 +268,10 @@ impl Memtable {
         snapshot: SeqNo,
         f: impl FnOnce(SeqNo, Kind, &[u8]) -> R,
     ) -> Option<R> {
-        if !self.filter.may_contain(user_key) {
+        // An empty memtable (the usual state of a store that only reads) answers before
+        // hashing the key for the filter. A write is counted before its seqno is
+        // published, so a reader that may see it never finds the list empty.
+        if self.list.is_empty() || !self.filter.may_contain(user_key) {
             return None;
         }
         let entry = self.list.seek_ge(&Probe {

@@ -33,6 +33,73 @@ fn probe_bits(hash: u64, probes: u8, bit_count: u64) -> impl Iterator<Item = u64
     (0..u64::from(probes)).map(move |i| hash.wrapping_add(i.wrapping_mul(delta)) % bit_count)
 }
 
+/// The positions [`probe_bits`] gives, computed with two divisions per key instead of one
+/// per probe: each next position is the previous one plus `delta mod bit_count`, less
+/// `2^64 mod bit_count` when the 64-bit sum `hash + i·delta` wraps (the definition adds
+/// before it reduces). Positions stay below `bit_count <= 2^35`, so no sum overflows.
+struct FastProbes {
+    /// `hash + i·delta` (wrapping): only its carry out is used.
+    sum: u64,
+    delta: u64,
+    /// `sum mod bit_count`.
+    pos: u64,
+    /// `delta mod bit_count`.
+    step: u64,
+    /// `2^64 mod bit_count`.
+    wrap: u64,
+    bit_count: u64,
+    left: u8,
+}
+
+impl Iterator for FastProbes {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        self.left = self.left.checked_sub(1)?;
+        let bit = self.pos;
+        let (sum, carried) = self.sum.overflowing_add(self.delta);
+        self.sum = sum;
+        let mut pos = self.pos + self.step;
+        if pos >= self.bit_count {
+            pos -= self.bit_count;
+        }
+        if carried {
+            pos = if pos >= self.wrap {
+                pos - self.wrap
+            } else {
+                pos + self.bit_count - self.wrap
+            };
+        }
+        self.pos = pos;
+        Some(bit)
+    }
+}
+
+/// `2^64 mod bit_count`.
+///
+/// Requires: `bit_count >= 1`.
+fn wrap_of(bit_count: u64) -> u64 {
+    let m = bit_count.max(1);
+    (u64::MAX % m + 1) % m
+}
+
+/// [`probe_bits`] as [`FastProbes`] computes it; `wrap` is `wrap_of(bit_count)`.
+///
+/// Requires: `1 <= bit_count <= 2^62`.
+fn fast_probe_bits(hash: u64, probes: u8, bit_count: u64, wrap: u64) -> FastProbes {
+    let m = bit_count.max(1);
+    let delta = hash.rotate_right(33);
+    FastProbes {
+        sum: hash,
+        delta,
+        pos: hash % m,
+        step: delta % m,
+        wrap,
+        bit_count: m,
+        left: probes,
+    }
+}
+
 /// The number of probes for `bits_per_key`: `bits_per_key · 0.69` (≈ ln 2, which
 /// minimises false positives), clamped to `1..=MAX_PROBES`.
 fn probes_for(bits_per_key: u32) -> u8 {
@@ -92,6 +159,8 @@ impl FilterBuilder {
 pub(crate) struct Filter {
     bits: Vec<u8>,
     probes: u8,
+    /// `2^64 mod (bits.len() * 8)`, for [`fast_probe_bits`].
+    wrap: u64,
 }
 
 impl Filter {
@@ -108,13 +177,18 @@ impl Filter {
         if probes == 0 || probes > MAX_PROBES {
             return Err(Reason::BadEntry("filter probe count is outside 1..=30"));
         }
-        Ok(Filter { bits: raw, probes })
+        let wrap = wrap_of(raw.len() as u64 * 8);
+        Ok(Filter {
+            bits: raw,
+            probes,
+            wrap,
+        })
     }
 
     /// False if `user_key` is certainly absent from the table.
     pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
         let bit_count = self.bits.len() as u64 * 8;
-        probe_bits(xxh3_64(user_key), self.probes, bit_count).all(|bit| {
+        fast_probe_bits(xxh3_64(user_key), self.probes, bit_count, self.wrap).all(|bit| {
             self.bits
                 .get((bit / 8) as usize)
                 .is_some_and(|b| b & (1 << (bit % 8)) != 0)
@@ -159,6 +233,38 @@ mod tests {
         let f = filter_of([b"".to_vec(), b"a".to_vec()].into_iter(), 1);
         assert!(f.may_contain(b"") && f.may_contain(b"a"));
         assert_eq!(f.probes, 1);
+    }
+
+    /// The lookup's division-free probe positions are the ones the format defines (and
+    /// the builder sets), including when `hash + i·delta` wraps past 2^64, for bit counts
+    /// from the smallest filter to the largest.
+    #[test]
+    fn fast_probes_are_the_defined_probes() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            state
+        };
+        let mut wrapped = 0;
+        for bit_count in [64, 72, 8 * 1000, 8 * 1_250_001, 8 * 4096, MAX_BIT_BYTES * 8] {
+            let wrap = wrap_of(bit_count);
+            for _ in 0..5000 {
+                let h = next();
+                let delta = h.rotate_right(33);
+                wrapped += usize::from(h.checked_add(delta).is_none());
+                let want: Vec<u64> = probe_bits(h, MAX_PROBES, bit_count).collect();
+                let got: Vec<u64> = fast_probe_bits(h, MAX_PROBES, bit_count, wrap).collect();
+                assert_eq!(got, want, "hash {h:#x} bits {bit_count}");
+            }
+            for h in [0, 1, u64::MAX, u64::MAX - 1, 1 << 63, bit_count] {
+                let want: Vec<u64> = probe_bits(h, MAX_PROBES, bit_count).collect();
+                let got: Vec<u64> = fast_probe_bits(h, MAX_PROBES, bit_count, wrap).collect();
+                assert_eq!(got, want, "hash {h:#x} bits {bit_count}");
+            }
+        }
+        assert!(wrapped > 1000, "the wrapping case was hit {wrapped} times");
     }
 
     #[test]

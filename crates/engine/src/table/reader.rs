@@ -23,6 +23,8 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use super::blob_refs::BlobRefs;
 use super::block::{Block, BlockCursor};
 use super::compression::unseal;
@@ -71,6 +73,9 @@ impl fmt::Debug for Reader {
 fn corrupt(path: &Path, offset: u64, reason: Reason) -> Error {
     Error::corruption(FileKind::Table, path, offset, reason)
 }
+
+/// Bytes of a point lookup's seek key (user key and trailer) kept on the stack.
+const SEEK_INLINE: usize = 64;
 
 /// Sequential block reads in a row after which a cursor reads ahead.
 const READAHEAD_AFTER: u32 = 2;
@@ -363,7 +368,8 @@ impl Reader {
         }
         // Sorts before every version with seqno <= snapshot and after every newer one: no
         // stored kind is 0xff.
-        let mut target = Vec::with_capacity(user_key.len() + 8);
+        // On the stack for keys of up to `SEEK_INLINE - 8` bytes: a lookup allocates nothing.
+        let mut target: SmallVec<[u8; SEEK_INLINE]> = SmallVec::new();
         target.extend_from_slice(user_key);
         let trailer = (snapshot.min(SeqNo::MAX).0 << 8) | 0xff;
         target.extend_from_slice(&trailer.to_le_bytes());

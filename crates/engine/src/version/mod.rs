@@ -52,7 +52,7 @@ pub(crate) use manifest::{
     decode_image, encode_file_header, encode_record, Manifest, MAX_RECORD_LEN,
 };
 
-pub(crate) use version::{KeyspaceTables, Version};
+pub(crate) use version::{KeyspaceTables, TablePos, Version};
 
 /// Levels per keyspace: L0 (overlapping tables, straight from flushes) and L1..L6.
 pub(crate) const NUM_LEVELS: usize = 7;

@@ -24,6 +24,13 @@ use crate::key::{compare_encoded, split_encoded, KeyspaceId, SeqNo};
 use crate::table::TableMeta;
 use crate::vlog::BlobFileMeta;
 
+/// Where a table sits in a keyspace's levels: `levels[level][index]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TablePos {
+    pub(crate) level: usize,
+    pub(crate) index: usize,
+}
+
 /// The tables of one keyspace, by level.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct KeyspaceTables {
@@ -288,6 +295,12 @@ impl Version {
         self.keyspaces.get(&id).map(|ks| ks.as_ref())
     }
 
+    /// As [`Version::keyspace`], shared: a holder keeps the keyspace's tables without the
+    /// whole version.
+    pub(crate) fn keyspace_shared(&self, id: KeyspaceId) -> Option<&Arc<KeyspaceTables>> {
+        self.keyspaces.get(&id)
+    }
+
     /// The keyspace named `name`, if it exists.
     pub(crate) fn keyspace_by_name(&self, name: &str) -> Option<(KeyspaceId, &KeyspaceTables)> {
         self.keyspaces().find(|(_, ks)| ks.name == name)
@@ -375,23 +388,29 @@ impl KeyspaceTables {
 
     /// Tables that may hold `user_key`, in the order a lookup must consult them: the L0
     /// tables whose user-key range contains it, newest first, then at most one table per
-    /// level L1.. (found by binary search).
-    pub(crate) fn tables_for_key(&self, user_key: &[u8]) -> Vec<Arc<TableMeta>> {
-        let mut out: Vec<Arc<TableMeta>> = self
+    /// level L1.. (found by binary search). Each comes with where it sits
+    /// ([`TablePos`]). Allocates nothing: a point read walks it once per lookup.
+    pub(crate) fn tables_for_key<'a>(
+        &'a self,
+        user_key: &'a [u8],
+    ) -> impl Iterator<Item = (TablePos, &'a Arc<TableMeta>)> + 'a {
+        let l0 = self
             .level(0)
             .iter()
-            .filter(|t| smallest_user(t) <= user_key && user_key <= largest_user(t))
-            .cloned()
-            .collect();
-        for tables in self.levels.iter().skip(1) {
-            let i = tables.partition_point(|t| largest_user(t) < user_key);
-            if let Some(t) = tables.get(i) {
-                if smallest_user(t) <= user_key {
-                    out.push(Arc::clone(t));
-                }
-            }
-        }
-        out
+            .enumerate()
+            .filter(move |(_, t)| smallest_user(t) <= user_key && user_key <= largest_user(t))
+            .map(|(index, t)| (TablePos { level: 0, index }, t));
+        let deeper = self
+            .levels
+            .iter()
+            .enumerate()
+            .skip(1)
+            .filter_map(move |(level, tables)| {
+                let index = tables.partition_point(|t| largest_user(t) < user_key);
+                let t = tables.get(index)?;
+                (smallest_user(t) <= user_key).then_some((TablePos { level, index }, t))
+            });
+        l0.chain(deeper)
     }
 
     /// Tables of `level` whose user-key range overlaps `[lo, hi]` (inclusive user keys;
@@ -797,11 +816,13 @@ mod tests {
                         assert!(hits.len() <= 1, "L{level} overlaps at {probe}");
                         expected.extend(hits);
                     }
-                    assert_eq!(
-                        ids(&ks.tables_for_key(&key)),
-                        expected,
-                        "seed {seed} key {probe}"
-                    );
+                    let found: Vec<_> = ks.tables_for_key(&key).collect();
+                    let found_ids: Vec<u64> = found.iter().map(|(_, t)| t.id.0).collect();
+                    assert_eq!(found_ids, expected, "seed {seed} key {probe}");
+                    // Each position names the table it comes with.
+                    for (pos, t) in found {
+                        assert_eq!(ks.level(pos.level)[pos.index].id, t.id);
+                    }
                     checked += 1;
                 }
                 for (lo, hi) in [
