@@ -9,6 +9,7 @@
 #
 #   scripts/ab-reads.sh OLD/ NEW/        # directories holding `cairn` and `cairn-bench`
 #   RUNS=5 CACHES="8388608" HASH_SIZES="10000000" scripts/ab-reads.sh A B
+#   HASH_SIZES="" scripts/ab-reads.sh A B                  # the ordered store only
 #
 # Build each side with `cargo build --release --locked -p cairn-cli -p cairn-bench` and copy
 # target/release/{cairn,cairn-bench} aside. The ordered store (1M keys: fillrandom, then
@@ -23,7 +24,7 @@ b=$2
 runs=${RUNS:-3}
 caches=${CACHES:-"8388608 67108864"}
 benches=${BENCHES:-readrandom,seekrandom,readseq}
-hash_sizes=${HASH_SIZES:-"1000000 10000000"}
+hash_sizes=${HASH_SIZES-"1000000 10000000"}   # HASH_SIZES="" skips the constant store
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
