@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // opts are the command-line options.
@@ -31,6 +32,7 @@ type opts struct {
 	large      bool
 	largeSizes string
 	largeBytes uint64
+	settle     int
 }
 
 func parseFlags() opts {
@@ -48,6 +50,7 @@ func parseFlags() opts {
 	flag.BoolVar(&o.large, "large", false, "run the large-value part instead of the ordered list")
 	flag.StringVar(&o.largeSizes, "large-sizes", "4096,65536,1048576", "value sizes of the large-value part")
 	flag.Uint64Var(&o.largeBytes, "large-bytes", 256<<20, "bytes written per size in the large-value part")
+	flag.IntVar(&o.settle, "settle-seconds", 0, "idle seconds after a write workload before the store's space is measured again (0: not measured again)")
 	flag.Parse()
 	return o
 }
@@ -262,6 +265,18 @@ type row struct {
 	WriteP99   *float64 `json:"write_p99_us"`
 	WriteP999  *float64 `json:"write_p999_us"`
 	DiskBytes  *int64   `json:"disk_bytes"`
+	// Settled is the space after the workload and --settle-seconds of idle time (write
+	// workloads only, when --settle-seconds is set).
+	Settled *int64 `json:"settled_disk_bytes,omitempty"`
+}
+
+// writes reports whether workload changes the store (the rows of the space tables).
+func writes(workload string) bool {
+	switch workload {
+	case "fillseq", "fillrandom", "overwrite", "putrandom", "deleterandom":
+		return true
+	}
+	return false
 }
 
 // emit prints the row of a finished workload, measuring the store directory.
@@ -280,6 +295,14 @@ func (r *runner) emit(e *env, out outcome, path string) error {
 		Found:     out.found,
 		P50:       out.lat.us(50), P99: out.lat.us(99), P999: out.lat.us(99.9), Max: out.lat.maxUs(),
 		DiskBytes: &disk,
+	}
+	if r.o.settle > 0 && writes(out.name) {
+		time.Sleep(time.Duration(r.o.settle) * time.Second)
+		settled, err := diskBytes(path)
+		if err != nil {
+			return fmt.Errorf("measuring %s: %w", path, err)
+		}
+		rw.Settled = &settled
 	}
 	if strings.HasPrefix(out.name, "readwrite") && out.write.count() > 0 {
 		p99, p999 := out.write.us(99), out.write.us(99.9)

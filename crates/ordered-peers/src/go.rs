@@ -67,6 +67,7 @@ impl Driver {
             format!("--batch={}", plan.batch),
             format!("--reads={}", plan.reads),
             format!("--seed={}", plan.seed),
+            format!("--settle-seconds={}", plan.settle.as_secs()),
             format!("--value-size={value_size}"),
             format!("--cache-mb={cache_mb}"),
             format!("--workloads={}", workloads.join(",")),

@@ -157,6 +157,12 @@ struct Args {
     /// Seconds to measure the machine's latency floor before the stores run (0: skip).
     #[arg(long, default_value_t = 5)]
     noise_seconds: u64,
+    /// Seconds of idle time after each write workload before a store's space is measured
+    /// a second time, the same for every store, so that space left to background work
+    /// (flushes, compactions) is compared once it has had the time to run (0: measured
+    /// only when the workload ends).
+    #[arg(long, default_value_t = 3)]
+    settle_seconds: u64,
     /// Only measure the machine's latency floor (`--noise-seconds`) and print it.
     #[arg(long)]
     noise_only: bool,
@@ -304,6 +310,7 @@ fn worker(args: &Args, store: &str) -> anyhow::Result<()> {
                 batch: args.batch,
                 reads: args.reads.unwrap_or(args.num),
                 seed: args.seed,
+                settle: Duration::from_secs(args.settle_seconds),
             };
             let workloads = selected_workloads(args)?;
             ordered(kind, &plan, args.value_size, &workloads, config, &scratch)?
@@ -337,6 +344,7 @@ fn in_worker(
         .arg(format!("--batch={}", args.batch))
         .arg(format!("--cache-mb={}", args.cache_mb))
         .arg(format!("--seed={}", args.seed))
+        .arg(format!("--settle-seconds={}", args.settle_seconds))
         .arg(format!("--large-bytes={}", args.large_bytes))
         .arg(format!("--dir={}", dir.display()));
     if let Some(reads) = args.reads {
@@ -413,6 +421,7 @@ fn run(args: &Args) -> anyhow::Result<report::Report> {
             batch: args.batch,
             reads: args.reads.unwrap_or(args.num),
             seed: args.seed,
+            settle: Duration::from_secs(args.settle_seconds),
         };
         for &kind in &kinds {
             match in_worker(args, kind, threads, None, scratch.path()) {
@@ -531,10 +540,10 @@ fn ordered(
         let store = kind.open(&dir, config)?;
         let outcome = timed(&*store, Workload::FillSeq, plan, &values, 0, kind)?;
         store.settle()?;
-        rows.push(Row::new(
-            labels(Workload::FillSeq),
-            &outcome,
-            Some(dir_size(&dir)),
+        rows.push(with_space(
+            Row::new(labels(Workload::FillSeq), &outcome, None),
+            &dir,
+            plan,
         ));
         drop(store);
         std::fs::remove_dir_all(&dir)?;
@@ -565,7 +574,15 @@ fn ordered(
             filled = true;
         }
         if wanted {
-            rows.push(Row::new(labels(w), &outcome, Some(dir_size(&dir))));
+            let row = Row::new(labels(w), &outcome, None);
+            rows.push(if w.writes() {
+                with_space(row, &dir, plan)
+            } else {
+                Row {
+                    disk_bytes: Some(dir_size(&dir)),
+                    ..row
+                }
+            });
         }
     }
     drop(store);
@@ -622,6 +639,7 @@ fn large(
         batch,
         reads: num,
         seed: args.seed,
+        settle: Duration::ZERO,
     };
     let values = ValueSource::new(size, args.seed);
     let dir = fresh_dir(scratch, kind.name())?;
@@ -672,6 +690,21 @@ fn fresh_dir(scratch: &Path, name: &str) -> anyhow::Result<PathBuf> {
     }
     std::fs::create_dir_all(&dir)?;
     Ok(dir)
+}
+
+/// `row` with the space of `dir` now and, if `plan.settle` is not zero, again after that
+/// much idle time.
+fn with_space(row: Row, dir: &Path, plan: &Plan) -> Row {
+    let disk_bytes = Some(dir_size(dir));
+    let settled_disk_bytes = (!plan.settle.is_zero()).then(|| {
+        std::thread::sleep(plan.settle);
+        dir_size(dir)
+    });
+    Row {
+        disk_bytes,
+        settled_disk_bytes,
+        ..row
+    }
 }
 
 /// Bytes of every file under `dir` (0 if it cannot be read): for each file the smaller

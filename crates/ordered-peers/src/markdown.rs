@@ -146,29 +146,58 @@ fn ordered_tables(md: &mut String, report: &Report) {
             let _ = writeln!(md);
         }
         let _ = writeln!(md);
-        let _ = writeln!(md, "Space after each workload, MB (10^6 bytes).\n");
-        table_header(md, &["after"], &names, &[]);
-        for w in [
-            "fillseq",
-            "fillrandom",
-            "overwrite",
-            "putrandom",
-            "deleterandom",
-        ] {
-            if !rows.iter().any(|r| r.workload == w) {
-                continue;
-            }
-            let _ = write!(md, "| {w} |");
-            for n in &names {
-                let cell = find(&rows, n, w)
-                    .and_then(|r| r.disk_bytes)
-                    .map_or("–".to_owned(), |b| format!("{:.1}", b as f64 / 1e6));
-                let _ = write!(md, " {cell} |");
-            }
-            let _ = writeln!(md);
+        space_table(
+            md,
+            &rows,
+            &names,
+            "Space after each workload, MB (10^6 bytes).",
+            |r| r.disk_bytes,
+        );
+        if rows.iter().any(|r| r.settled_disk_bytes.is_some()) {
+            space_table(
+                md,
+                &rows,
+                &names,
+                "Space after each workload and `--settle-seconds` of idle time (the same \
+                 for every store, with the store open, so its background flushes and \
+                 compactions may run), MB.",
+                |r| r.settled_disk_bytes,
+            );
+        }
+    }
+}
+
+/// One row per write workload of `rows`, one column per store of `names`: `bytes` of each
+/// row in MB.
+fn space_table(
+    md: &mut String,
+    rows: &[&Row],
+    names: &[String],
+    title: &str,
+    bytes: fn(&Row) -> Option<u64>,
+) {
+    let _ = writeln!(md, "{title}\n");
+    table_header(md, &["after"], names, &[]);
+    for w in [
+        "fillseq",
+        "fillrandom",
+        "overwrite",
+        "putrandom",
+        "deleterandom",
+    ] {
+        if !rows.iter().any(|r| r.workload == w) {
+            continue;
+        }
+        let _ = write!(md, "| {w} |");
+        for n in names {
+            let cell = find(rows, n, w)
+                .and_then(bytes)
+                .map_or("–".to_owned(), |b| format!("{:.1}", b as f64 / 1e6));
+            let _ = write!(md, " {cell} |");
         }
         let _ = writeln!(md);
     }
+    let _ = writeln!(md);
 }
 
 /// Milliseconds, with a precision that suits them.

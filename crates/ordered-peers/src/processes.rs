@@ -693,6 +693,7 @@ fn load(s: &Settings, r: &RoleArgs) -> anyhow::Result<()> {
         batch: s.batch,
         reads: s.num,
         seed: s.seed,
+        settle: Duration::ZERO,
     };
     let values = ValueSource::new(s.value_size, s.seed);
     let outcome = crate::timed(&*store, Workload::FillRandom, &plan, &values, 1, r.kind)?;

@@ -56,6 +56,11 @@ pub struct Row {
     pub write_p999_us: Option<f64>,
     /// Bytes of the store's directory after the workload.
     pub disk_bytes: Option<u64>,
+    /// Bytes of the store's directory after the workload and `--settle-seconds` of idle
+    /// time, in which the store's background work (flushes, compactions) may run: the
+    /// same wait for every store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled_disk_bytes: Option<u64>,
     /// Reader processes (`mp-readers`): the writer process's puts per second in the same
     /// window as the readers'.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -158,6 +163,7 @@ impl Row {
             write_p99_us: writes.map(|w| us(w.p99_ns)),
             write_p999_us: writes.map(|w| us(w.p999_ns)),
             disk_bytes,
+            settled_disk_bytes: None,
             writer_ops_per_sec: None,
             first_get_us: None,
             open_us: None,

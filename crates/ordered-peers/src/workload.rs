@@ -116,6 +116,9 @@ pub struct Plan {
     pub reads: u64,
     /// Seed of every random choice.
     pub seed: u64,
+    /// Idle time after a write workload before the store's space is measured a second
+    /// time (zero: not measured again).
+    pub settle: Duration,
 }
 
 /// What a workload did.
