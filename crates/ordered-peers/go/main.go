@@ -178,6 +178,7 @@ func (r *runner) runRest(e *env, want map[string]bool, path string) error {
 		{"fillrandom", e.fillrandom},
 		{"overwrite", e.overwrite},
 		{"readrandom", func() (outcome, error) { return e.readrandom(e.reads) }},
+		{"readmissing", func() (outcome, error) { return e.readmissing(e.reads) }},
 		{"readseq", func() (outcome, error) { return e.scan(false) }},
 		{"readreverse", func() (outcome, error) { return e.scan(true) }},
 		{"seekrandom", func() (outcome, error) { return e.seekrandom(e.reads / 10) }},

@@ -12,12 +12,20 @@ import (
 	"time"
 )
 
-// ordered is the full ordered list; a workload's index seeds its threads' RNGs.
-var ordered = []string{"fillseq", "fillrandom", "overwrite", "readrandom", "readseq",
-	"readreverse", "seekrandom", "readwrite95", "readwrite50", "putrandom", "deleterandom"}
+// ordered is the full ordered list, in the order the workloads run.
+var ordered = []string{"fillseq", "fillrandom", "overwrite", "readrandom", "readmissing",
+	"readseq", "readreverse", "seekrandom", "readwrite95", "readwrite50", "putrandom", "deleterandom"}
 
+// seeded numbers the workloads for their threads' RNGs: the list as it was before
+// readmissing joined it, then readmissing, so the others draw the keys they drew before
+// (src/workload.rs, Workload::seed_index, numbers them alike).
+var seeded = []string{"fillseq", "fillrandom", "overwrite", "readrandom", "readseq",
+	"readreverse", "seekrandom", "readwrite95", "readwrite50", "putrandom", "deleterandom",
+	"readmissing"}
+
+// workloadIndex is the seed number of the workload called name, or -1 if there is none.
 func workloadIndex(name string) int {
-	for i, n := range ordered {
+	for i, n := range seeded {
 		if n == name {
 			return i
 		}
@@ -190,6 +198,29 @@ func (e *env) readrandom(x uint64) (outcome, error) {
 	if err == nil && *out.found != out.ops {
 		err = fmt.Errorf("readrandom found %d of %d keys", *out.found, out.ops)
 	}
+	return out, err
+}
+
+// readmissing does x gets of keys never written, each between two written keys (a written
+// key's digits with the last one replaced by 'x'), and fails if any is found.
+func (e *env) readmissing(x uint64) (outcome, error) {
+	out, err := e.runThreads("readmissing", x, func(s *tstate) error {
+		var key [keyLen]byte
+		for i := s.lo; i < s.hi; i++ {
+			putKey(key[:], s.rng.below(e.keys))
+			key[keyLen-1] = 'x'
+			_, found, err := e.st.get(key[:], s.buf)
+			if err != nil {
+				return err
+			}
+			if found {
+				return fmt.Errorf("readmissing: key %s was never written but was found", key[:])
+			}
+			s.ops++
+			s.h.record(s.clk.tick())
+		}
+		return nil
+	})
 	return out, err
 }
 

@@ -559,13 +559,13 @@ fn ordered(
     let dir = fresh_dir(scratch, kind.name())?;
     let store = kind.open(&dir, config)?;
     let mut filled = false;
-    for (index, &w) in Workload::ORDERED.iter().enumerate() {
+    for &w in Workload::ORDERED.iter() {
         let wanted = rest.contains(&w);
         let needed = w == Workload::FillRandom && !filled;
         if !wanted && !needed {
             continue;
         }
-        let outcome = timed(&*store, w, plan, &values, index as u64, kind)
+        let outcome = timed(&*store, w, plan, &values, w.seed_index(), kind)
             .map_err(|e| e.context(format!("{} failed", w.name())))?;
         if w.writes() {
             store.settle()?;

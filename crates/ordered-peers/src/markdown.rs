@@ -533,6 +533,23 @@ pub fn compute_targets(report: &Report) -> Vec<Target> {
                 });
             }
         }
+        let rocks = ["rocksdb", "rocksdb-tuned"]
+            .into_iter()
+            .filter_map(|s| find(&rows, s, "readmissing"))
+            .max_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec));
+        if let (Some(c), Some(r)) = (find(&rows, "cairn", "readmissing"), rocks) {
+            out.push(Target {
+                what: format!("absent-key reads (readmissing, {t} thr) vs {}", r.store),
+                ratio: c.ops_per_sec / r.ops_per_sec.max(f64::MIN_POSITIVE),
+                goal: 2.0,
+                lower_is_better: false,
+                figures: format!(
+                    "{} vs {} ops/s",
+                    thousands(c.ops_per_sec),
+                    thousands(r.ops_per_sec)
+                ),
+            });
+        }
         if let (Some(c), Some(r)) = (
             find(&rows, "cairn", "putrandom"),
             find(&rows, "rocksdb", "putrandom"),

@@ -41,6 +41,10 @@ pub enum Workload {
     Overwrite,
     /// `reads` gets of random keys, all present.
     ReadRandom,
+    /// `reads` gets of keys that were never written, each between two written keys (a
+    /// written key's 16 digits with the last one replaced by `x`): the path of a miss
+    /// through filters and indexes, not a key-range check.
+    ReadMissing,
     /// Every thread scans the whole store forward.
     ReadSeq,
     /// Every thread scans the whole store backward.
@@ -59,11 +63,12 @@ pub enum Workload {
 impl Workload {
     /// The ordered list, in the order it runs on one store (`fillseq` on its own fresh
     /// store, then the rest on one store filled by `fillrandom`).
-    pub const ORDERED: [Workload; 11] = [
+    pub const ORDERED: [Workload; 12] = [
         Workload::FillSeq,
         Workload::FillRandom,
         Workload::Overwrite,
         Workload::ReadRandom,
+        Workload::ReadMissing,
         Workload::ReadSeq,
         Workload::ReadReverse,
         Workload::SeekRandom,
@@ -80,12 +85,33 @@ impl Workload {
             Workload::FillRandom => "fillrandom".into(),
             Workload::Overwrite => "overwrite".into(),
             Workload::ReadRandom => "readrandom".into(),
+            Workload::ReadMissing => "readmissing".into(),
             Workload::ReadSeq => "readseq".into(),
             Workload::ReadReverse => "readreverse".into(),
             Workload::SeekRandom => "seekrandom".into(),
             Workload::ReadWrite(p) => format!("readwrite{p}"),
             Workload::PutRandom => "putrandom".into(),
             Workload::DeleteRandom => "deleterandom".into(),
+        }
+    }
+
+    /// The number that seeds the workload's random choices: its place in the list as it
+    /// was before `readmissing` joined it, so that the other workloads draw the keys they
+    /// drew in earlier reports (the Go driver numbers them alike).
+    pub fn seed_index(self) -> u64 {
+        match self {
+            Workload::FillSeq => 0,
+            Workload::FillRandom => 1,
+            Workload::Overwrite => 2,
+            Workload::ReadRandom => 3,
+            Workload::ReadSeq => 4,
+            Workload::ReadReverse => 5,
+            Workload::SeekRandom => 6,
+            Workload::ReadWrite(95) => 7,
+            Workload::ReadWrite(_) => 8,
+            Workload::PutRandom => 9,
+            Workload::DeleteRandom => 10,
+            Workload::ReadMissing => 11,
         }
     }
 
@@ -98,7 +124,11 @@ impl Workload {
     pub fn writes(self) -> bool {
         !matches!(
             self,
-            Workload::ReadRandom | Workload::ReadSeq | Workload::ReadReverse | Workload::SeekRandom
+            Workload::ReadRandom
+                | Workload::ReadMissing
+                | Workload::ReadSeq
+                | Workload::ReadReverse
+                | Workload::SeekRandom
         )
     }
 }
@@ -186,7 +216,7 @@ pub fn total_ops(w: Workload, plan: &Plan, entries: u64) -> u64 {
         | Workload::Overwrite
         | Workload::PutRandom
         | Workload::DeleteRandom => plan.num,
-        Workload::ReadRandom | Workload::ReadWrite(_) => plan.reads,
+        Workload::ReadRandom | Workload::ReadMissing | Workload::ReadWrite(_) => plan.reads,
         Workload::ReadSeq | Workload::ReadReverse => entries * plan.threads as u64,
         Workload::SeekRandom => plan.reads / 10,
     }
@@ -243,7 +273,10 @@ pub fn run(
     let elapsed = wall_time(spans);
     let reads_found = matches!(
         w,
-        Workload::ReadRandom | Workload::ReadWrite(_) | Workload::SeekRandom
+        Workload::ReadRandom
+            | Workload::ReadMissing
+            | Workload::ReadWrite(_)
+            | Workload::SeekRandom
     );
     Ok(Outcome {
         ops,
@@ -348,6 +381,22 @@ fn thread_body(
                     store.write(&[Op::Put(&buf, values.next_value())])?;
                     tally.record_write();
                 }
+                tally.ops += 1;
+                ticker.add(1);
+            }
+        }
+        Workload::ReadMissing => {
+            let mut buf = [0u8; KEY_LEN];
+            for _ in share(plan.reads, t, plan.threads) {
+                KeyFormat::Decimal.fill(rng.below(num), &mut buf);
+                buf[KEY_LEN - 1] = b'x';
+                if store.get(&buf, &mut out)? {
+                    bail!(
+                        "readmissing: key {} was never written but was found",
+                        String::from_utf8_lossy(&buf)
+                    );
+                }
+                tally.record();
                 tally.ops += 1;
                 ticker.add(1);
             }
