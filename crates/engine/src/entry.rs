@@ -230,7 +230,20 @@ pub(crate) fn live(
     stored: &[u8],
     now_ms: u64,
 ) -> Result<Option<EntryView<'_>>, Reason> {
-    Ok(view(kind, stored)?.filter(|v| !v.attrs.expired(now_ms)))
+    live_with_clock(kind, stored, || now_ms)
+}
+
+/// As [`live`], asking `now_ms` for the time only for a version that has an expiry (a
+/// point read then reads the clock only for such a version).
+///
+/// # Errors
+/// As [`view`].
+pub(crate) fn live_with_clock(
+    kind: Kind,
+    stored: &[u8],
+    now_ms: impl FnOnce() -> u64,
+) -> Result<Option<EntryView<'_>>, Reason> {
+    Ok(view(kind, stored)?.filter(|v| v.attrs.expires_at.is_none() || !v.attrs.expired(now_ms())))
 }
 
 /// The kind and stored bytes of a put of `value` with `attrs`: a plain `Put` when no

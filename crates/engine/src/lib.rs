@@ -142,5 +142,5 @@ pub use db::{
     VerifiedFile, VerifyReport, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN,
 };
 pub use error::{Corruption, Error, FileKind, Reason, Result};
-pub use merge::{AddI64, Append, MergeOperator};
+pub use merge::{builtin_merge_operator, AddI64, Append, MergeOperator};
 pub use options::{Compression, Durability, KeyspaceOptions, Options};

@@ -123,6 +123,23 @@ impl fmt::Debug for dyn MergeOperator {
     }
 }
 
+/// The built-in operator the C and Python bindings name with `name`: `"cairn.add_i64"`
+/// ([`AddI64`]) or `"cairn.append"` ([`Append`], with `separator` between parts; empty
+/// for none).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for another name, or a separator with `cairn.add_i64`.
+pub fn builtin_merge_operator(name: &str, separator: &[u8]) -> Result<Arc<dyn MergeOperator>> {
+    match name {
+        "cairn.add_i64" if separator.is_empty() => Ok(Arc::new(AddI64)),
+        "cairn.add_i64" => Err(Error::invalid("cairn.add_i64 takes no separator")),
+        "cairn.append" => Ok(Arc::new(Append::with_separator(separator))),
+        other => Err(Error::invalid(format!(
+            "unknown merge operator {other:?} (\"cairn.add_i64\" or \"cairn.append\")"
+        ))),
+    }
+}
+
 /// Concatenates operands onto the value, with an optional separator between parts: an
 /// append-only log or list per key. Name `cairn.append`, or `cairn.append/<separator in
 /// hex>` with a separator.
@@ -366,6 +383,23 @@ impl Chain {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn builtins_are_found_by_the_names_the_bindings_use() {
+        let name =
+            |n: &str, sep: &[u8]| builtin_merge_operator(n, sep).map(|op| op.name().to_owned());
+        assert_eq!(name("cairn.add_i64", b"").unwrap(), "cairn.add_i64");
+        assert_eq!(name("cairn.append", b"").unwrap(), "cairn.append");
+        assert_eq!(name("cairn.append", b",").unwrap(), "cairn.append/2c");
+        assert!(matches!(
+            name("cairn.add_i64", b","),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            name("no.such", b""),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
 
     #[test]
     fn append_joins_with_its_separator() {

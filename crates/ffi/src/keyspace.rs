@@ -130,27 +130,12 @@ pub unsafe extern "C" fn cairn_keyspace_open_merge(
         let operator = unsafe { args::text(merge_operator, "merge_operator") }?;
         // SAFETY: the caller guarantees `separator_len` readable bytes at `separator`.
         let separator = unsafe { args::bytes(separator, separator_len, "separator") }?;
-        let operator = builtin_operator(operator, separator)?;
+        let operator = engine::builtin_merge_operator(operator, separator)?;
         let options = engine::KeyspaceOptions::default().merge_operator(operator);
         let ks = db.db.keyspace_with(name, options)?;
         *out = handle(db, ks);
         Ok(CAIRN_OK)
     })
-}
-
-/// The built-in merge operator called `name`, with `separator` (append only).
-fn builtin_operator(
-    name: &str,
-    separator: &[u8],
-) -> Result<Arc<dyn engine::MergeOperator>, Failure> {
-    match name {
-        "cairn.add_i64" if separator.is_empty() => Ok(Arc::new(engine::AddI64)),
-        "cairn.add_i64" => Err(Failure::invalid("cairn.add_i64 takes no separator")),
-        "cairn.append" => Ok(Arc::new(engine::Append::with_separator(separator))),
-        other => Err(Failure::invalid(format!(
-            "unknown merge operator {other:?} (cairn.add_i64 or cairn.append)"
-        ))),
-    }
 }
 
 /// Opens keyspace `name` only if it exists: `CAIRN_NOT_FOUND` (and `*out` NULL)

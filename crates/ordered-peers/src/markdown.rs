@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use cairn_harness::report::thousands;
 
-use crate::report::{find, human_size, select, stores, workloads, Report, Target};
+use crate::report::{find, human_size, large_by_size, select, stores, workloads, Report, Target};
 use crate::row::Row;
 
 /// Cairn's figure over the best peer's, for a metric where more is better.
@@ -409,9 +409,6 @@ fn large_tables(md: &mut String, report: &Report) {
         return;
     }
     let names = stores(&rows);
-    let mut sizes: Vec<usize> = rows.iter().map(|r| r.value_size).collect();
-    sizes.sort_unstable();
-    sizes.dedup();
     let _ = writeln!(md, "## Large values\n");
     let _ = writeln!(
         md,
@@ -423,12 +420,7 @@ fn large_tables(md: &mut String, report: &Report) {
         &names,
         &[("Cairn ÷ best peer", "---"), ("Cairn ÷ rocksdb", "--:")],
     );
-    for size in sizes {
-        let at: Vec<&Row> = rows
-            .iter()
-            .copied()
-            .filter(|r| r.value_size == size)
-            .collect();
+    for (size, at) in large_by_size(report) {
         for w in workloads(&at) {
             let _ = write!(md, "| {} | {w} |", human_size(size));
             for n in &names {
@@ -563,16 +555,7 @@ pub fn compute_targets(report: &Report) -> Vec<Target> {
             });
         }
     }
-    let large = select(report, "large", None, None);
-    let mut sizes: Vec<usize> = large.iter().map(|r| r.value_size).collect();
-    sizes.sort_unstable();
-    sizes.dedup();
-    for size in sizes {
-        let at: Vec<&Row> = large
-            .iter()
-            .copied()
-            .filter(|r| r.value_size == size)
-            .collect();
+    for (size, at) in large_by_size(report) {
         if let (Some(c), Some(r)) = (
             find(&at, "cairn", "fillrandom"),
             find(&at, "rocksdb", "fillrandom"),

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use cairn_harness::report::xml_escape as escape;
 
-use crate::report::{find, human_size, select, stores, workloads, Report};
+use crate::report::{find, human_size, large_by_size, select, stores, workloads, Report};
 use crate::row::Row;
 
 const PALETTE: [&str; 10] = [
@@ -41,16 +41,7 @@ fn groups(report: &Report, peers: &[String]) -> Vec<Group> {
     for w in &workloads(&ordered) {
         push(w.clone(), &ordered, w, |r| r.ops_per_sec);
     }
-    let large = select(report, "large", None, None);
-    let mut sizes: Vec<usize> = large.iter().map(|r| r.value_size).collect();
-    sizes.sort_unstable();
-    sizes.dedup();
-    for size in sizes {
-        let at: Vec<&Row> = large
-            .iter()
-            .copied()
-            .filter(|r| r.value_size == size)
-            .collect();
+    for (size, at) in large_by_size(report) {
         for w in ["fillrandom", "readrandom"] {
             push(format!("{w} {}", human_size(size)), &at, w, |r| {
                 r.mb_per_sec

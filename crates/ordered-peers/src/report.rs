@@ -111,6 +111,25 @@ pub fn select<'a>(
         .collect()
 }
 
+/// The large-value rows, one group per value size, smallest first.
+pub fn large_by_size(report: &Report) -> Vec<(usize, Vec<&Row>)> {
+    let rows = select(report, "large", None, None);
+    let mut sizes: Vec<usize> = rows.iter().map(|r| r.value_size).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+        .into_iter()
+        .map(|size| {
+            let at = rows
+                .iter()
+                .copied()
+                .filter(|r| r.value_size == size)
+                .collect();
+            (size, at)
+        })
+        .collect()
+}
+
 /// The workloads of `rows` in first-seen order.
 pub fn workloads(rows: &[&Row]) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();

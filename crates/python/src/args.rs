@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyByteArray, PyBytes, PyMemoryView};
 
-use crate::errors::{invalid, type_error};
+use crate::errors::{invalid, type_error, OrRaise};
 
 /// A key or value passed from Python: a `bytes` object (kept alive, read in place), or a
 /// copy of a `bytearray` or `memoryview`.
@@ -181,16 +181,6 @@ pub(crate) fn merge_operator(
             )
         })?,
     };
-    match (name.as_str(), separator) {
-        ("cairn.add_i64", None) => Ok(std::sync::Arc::new(cairn::AddI64)),
-        ("cairn.append", None) => Ok(std::sync::Arc::new(cairn::Append::new())),
-        ("cairn.append", Some(sep)) => Ok(std::sync::Arc::new(cairn::Append::with_separator(
-            sep.to_vec(),
-        ))),
-        ("cairn.add_i64", Some(_)) => Err(invalid(ob.py(), "cairn.add_i64 takes no separator")),
-        (other, _) => Err(invalid(
-            ob.py(),
-            format!("unknown merge operator {other:?} (\"cairn.add_i64\" or \"cairn.append\")"),
-        )),
-    }
+    let separator = separator.as_deref().unwrap_or_default();
+    cairn::builtin_merge_operator(&name, separator).or_raise(ob.py())
 }

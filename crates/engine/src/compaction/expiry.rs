@@ -11,10 +11,10 @@
 
 use std::sync::Arc;
 
-use super::{choose, range_of, Choice};
+use super::{choose, nothing_below, range_of, Choice};
 use crate::key::KeyspaceId;
 use crate::table::TableMeta;
-use crate::version::{Version, NUM_LEVELS};
+use crate::version::Version;
 
 /// A compaction reclaiming expired entries in a keyspace not in `busy`, if some table's
 /// earliest expiry is at or before `now_ms`. `earliest` gives a table's earliest expiry
@@ -41,8 +41,7 @@ pub(crate) fn pick_expired(
                 return choose(id, ks, 0, u64::MAX);
             }
             let (lo, hi) = range_of(std::iter::once(table))?;
-            let bottommost = (level + 1..NUM_LEVELS)
-                .all(|deeper| ks.overlapping(deeper, Some(&lo), Some(&hi)).is_empty());
+            let bottommost = nothing_below(ks, level, &lo, &hi);
             return Some(Choice {
                 keyspace: id,
                 level,

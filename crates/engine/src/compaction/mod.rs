@@ -160,6 +160,13 @@ fn small_neighbours(
         .collect()
 }
 
+/// True if no level deeper than `output` holds a table overlapping user keys `lo..=hi`:
+/// a compaction writing `lo..=hi` into `output` is the bottom for those keys, so it may
+/// drop tombstones no snapshot needs.
+fn nothing_below(ks: &KeyspaceTables, output: usize, lo: &[u8], hi: &[u8]) -> bool {
+    (output + 1..NUM_LEVELS).all(|deeper| ks.overlapping(deeper, Some(lo), Some(hi)).is_empty())
+}
+
 /// How urgently each level of `ks` needs compaction (>= 1.0 means it does), by level.
 fn scores(ks: &KeyspaceTables, options: &Options) -> Vec<(usize, f64)> {
     let mut out = Vec::new();
@@ -233,8 +240,7 @@ fn choose(
         });
     }
     let (lo, hi) = range_of(inputs.iter().chain(overlaps.iter()))?;
-    let bottommost = (level + 2..NUM_LEVELS)
-        .all(|deeper| ks.overlapping(deeper, Some(&lo), Some(&hi)).is_empty());
+    let bottommost = nothing_below(ks, level + 1, &lo, &hi);
     // Small tables (the flush of a short-lived process, a trickle of writes) are merged
     // rather than moved, so the levels below do not fill up with tiny files.
     let trivial_move = overlaps.is_empty()

@@ -10,11 +10,11 @@
 
 use std::sync::Arc;
 
-use super::{choose, range_of, Choice};
+use super::{choose, nothing_below, range_of, Choice};
 use crate::files::BlobId;
 use crate::key::KeyspaceId;
 use crate::table::TableMeta;
-use crate::version::{Version, NUM_LEVELS};
+use crate::version::Version;
 
 /// A compaction of the first table (in a keyspace not in `busy`) for which `references`
 /// says it points into one of `files`, moving those values; `None` if there is none.
@@ -36,8 +36,7 @@ pub(crate) fn pick_relocation(
                 choose(id, ks, 0, u64::MAX)?
             } else {
                 let (lo, hi) = range_of(std::iter::once(table))?;
-                let bottommost = (level + 1..NUM_LEVELS)
-                    .all(|deeper| ks.overlapping(deeper, Some(&lo), Some(&hi)).is_empty());
+                let bottommost = nothing_below(ks, level, &lo, &hi);
                 Choice {
                     keyspace: id,
                     level,

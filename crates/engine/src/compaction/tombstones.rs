@@ -28,7 +28,7 @@
 
 use std::sync::Arc;
 
-use super::{choose, range_of, user_key, Choice};
+use super::{choose, nothing_below, range_of, user_key, Choice};
 use crate::key::KeyspaceId;
 use crate::options::Options;
 use crate::table::TableMeta;
@@ -109,8 +109,7 @@ fn candidates(id: KeyspaceId, ks: &KeyspaceTables, options: &Options) -> Vec<Cho
             let Some((lo, hi)) = range_of(std::iter::once(t).chain(&overlaps)) else {
                 continue;
             };
-            let bottommost = (level + 2..NUM_LEVELS)
-                .all(|deeper| ks.overlapping(deeper, Some(&lo), Some(&hi)).is_empty());
+            let bottommost = nothing_below(ks, level + 1, &lo, &hi);
             out.push(Choice {
                 keyspace: id,
                 level,

@@ -117,9 +117,7 @@ fn newest_live<T>(
             *operand = true;
             return Ok(None);
         }
-        // As `entry::live`, reading the clock only for a version that has an expiry.
-        let live = entry::view(kind, stored)?
-            .filter(|v| v.attrs.expires_at.is_none() || !v.attrs.expired(reads.now_ms()));
+        let live = entry::live_with_clock(kind, stored, || reads.now_ms())?;
         Ok(live.map(|view| (s, extract(s, &view))))
     };
     let found = sv
