@@ -236,6 +236,17 @@ pub struct Options {
     /// trigger). Default: 50, so such a compaction rewrites at most about two entries per
     /// entry it frees, and a trickle of deletes over a large level never triggers one.
     pub tombstone_compaction_percent: u8,
+    /// Settling level 0 once writes pause: when no memtable has been sealed for a second,
+    /// nothing is left to flush and no other compaction is due, a keyspace whose level-0
+    /// tables add up to at least this percentage of the level-1 bytes they overlap has its
+    /// level 0 merged into level 1, although it holds fewer than `l0_compaction_trigger`
+    /// tables. That drops the versions overwritten by the writes still in level 0 (a store
+    /// whose keys were all overwritten once otherwise keeps both copies while it is idle)
+    /// and leaves reads one sorted run. The work is only done earlier, never added: every
+    /// level-0 table is merged into level 1 at some point. The percentage bounds what such
+    /// a merge rewrites per level-0 byte; 0 turns it off. Default: 25 (at most four level-1
+    /// bytes rewritten per level-0 byte, like a compaction at the count trigger).
+    pub idle_compaction_percent: u8,
     /// Skip damage during recovery instead of refusing to open: damaged ranges of the log,
     /// and durable writes whose separated value is damaged or missing. The writes skipped
     /// are lost; [`crate::Db::recovery_report`] lists each range and write with its seqnos
@@ -417,6 +428,7 @@ impl Default for Options {
             table_size: 64 << 20,
             background_threads: 2,
             tombstone_compaction_percent: 50,
+            idle_compaction_percent: 25,
             salvage_wal: false,
             refresh_interval: None,
             clock: Clock::system(),
@@ -570,6 +582,13 @@ impl Options {
     #[must_use]
     pub fn tombstone_compaction_percent(mut self, tombstone_compaction_percent: u8) -> Options {
         self.tombstone_compaction_percent = tombstone_compaction_percent;
+        self
+    }
+
+    /// Sets [`Options::idle_compaction_percent`].
+    #[must_use]
+    pub fn idle_compaction_percent(mut self, idle_compaction_percent: u8) -> Options {
+        self.idle_compaction_percent = idle_compaction_percent;
         self
     }
 
@@ -756,6 +775,7 @@ mod tests {
             table_size: 15,
             background_threads: 16,
             tombstone_compaction_percent: 24,
+            idle_compaction_percent: 26,
             salvage_wal: true,
             refresh_interval: Some(Duration::from_millis(23)),
             clock: Clock::manual(17),
@@ -786,6 +806,7 @@ mod tests {
             .table_size(15)
             .background_threads(16)
             .tombstone_compaction_percent(24)
+            .idle_compaction_percent(26)
             .salvage_wal(true)
             .refresh_interval(Some(Duration::from_millis(23)))
             .clock(Clock::manual(17))

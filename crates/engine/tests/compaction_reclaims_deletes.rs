@@ -40,11 +40,14 @@ fn deleted(i: u32) -> bool {
 }
 
 /// Default compaction settings (level 1 is far larger than the data, level 0 compacts at
-/// 4 tables), with a memtable large enough that each phase below flushes once.
+/// 4 tables), with a memtable large enough that each phase below flushes once. The idle
+/// merge of level 0 (`Options::idle_compaction_percent`) is off, so only the tombstone
+/// trigger can carry the deletes down.
 fn options(tombstone_percent: u8) -> Options {
     Options::default()
         .durability(Durability::Buffered)
         .tombstone_compaction_percent(tombstone_percent)
+        .idle_compaction_percent(0)
 }
 
 /// Loads every key, flushes, deletes 80% of them, flushes, and waits for background

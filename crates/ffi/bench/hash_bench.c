@@ -6,6 +6,10 @@
  *   hash_bench write FILE.spl N none|snappy   puts N entries, closes, builds the index
  *   hash_bench read  FILE.spl N LOOKUPS       LOOKUPS random lookups (cairn_hash_reader_get_into
  *                                             into one reused buffer)
+ *   hash_bench readmany FILE.spl N LOOKUPS    the same keys, 1,024 at a time through
+ *                                             cairn_hash_reader_get_many (which overlaps the
+ *                                             batch's memory misses; each value is a malloc'ed
+ *                                             copy, freed in the loop)
  *
  * Same keys, values, lookup order and output lines as sparkey_bench.c.
  */
@@ -118,11 +122,60 @@ static int read_files(const char *log, unsigned long long n, unsigned long long 
     return 0;
 }
 
+#define BATCH 1024
+
+static int read_many(const char *log, unsigned long long n, unsigned long long lookups) {
+    char spi[4096], want[VALUE_LEN];
+    static char keys[BATCH][32];
+    const char *key_ptrs[BATCH];
+    size_t key_lens[BATCH], value_lens[BATCH];
+    unsigned long long index[BATCH];
+    char *values[BATCH];
+    index_name(spi, sizeof spi, log);
+    cairn_hash_reader_t *r = NULL;
+    TRY("open", cairn_hash_reader_open(spi, log, &r, &err));
+    unsigned long long x = 88172645463325252ULL, bad = 0;
+    stamp t0 = now();
+    for (unsigned long long q = 0; q < lookups; q += BATCH) {
+        size_t count = lookups - q < BATCH ? (size_t)(lookups - q) : BATCH;
+        for (size_t k = 0; k < count; k++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            index[k] = x % n;
+            key_lens[k] = (size_t)make_key(keys[k], index[k]);
+            key_ptrs[k] = keys[k];
+        }
+        size_t found = 0;
+        TRY("get_many", cairn_hash_reader_get_many(r, key_ptrs, key_lens, count, values, value_lens,
+                                                   &found, &err));
+        bad += count - found;
+        for (size_t k = 0; k < count; k++) {
+            if (values[k] == NULL) continue;
+            if (k == 0) {
+                make_value(want, index[k]);
+                if (value_lens[k] != VALUE_LEN || memcmp(values[k], want, VALUE_LEN) != 0) bad++;
+            }
+            cairn_free(values[k]);
+        }
+    }
+    report("get_many", lookups, t0);
+    cairn_hash_reader_destroy(r);
+    if (bad) {
+        fprintf(stderr, "%llu lookups missed or returned a wrong value\n", bad);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc == 5 && strcmp(argv[1], "write") == 0)
         return write_files(argv[2], strtoull(argv[3], NULL, 10), argv[4]);
     if (argc == 5 && strcmp(argv[1], "read") == 0)
         return read_files(argv[2], strtoull(argv[3], NULL, 10), strtoull(argv[4], NULL, 10));
-    fprintf(stderr, "usage: %s write FILE.spl N none|snappy | read FILE.spl N LOOKUPS\n", argv[0]);
+    if (argc == 5 && strcmp(argv[1], "readmany") == 0)
+        return read_many(argv[2], strtoull(argv[3], NULL, 10), strtoull(argv[4], NULL, 10));
+    fprintf(stderr, "usage: %s write FILE.spl N none|snappy | read|readmany FILE.spl N LOOKUPS\n",
+            argv[0]);
     return 2;
 }

@@ -8,7 +8,9 @@
 //! below `l0_compaction_trigger` tables and every deeper level below its target size by
 //! merging tables into the level below. When no level is over its trigger, a compaction
 //! whose tombstones would free a large share of what it rewrites runs instead
-//! (`tombstones.rs`), so deleted data is reclaimed without waiting for more writes.
+//! (`tombstones.rs`), so deleted data is reclaimed without waiting for more writes. Once
+//! writes pause, the store also merges a level 0 that is large next to the level-1 tables
+//! it overlaps (`idle.rs`), so replaced versions are dropped and reads meet one sorted run.
 //!
 //! Invariants:
 //! 1. A choice's inputs are all of level 0 (for a level-0 compaction) or one table of
@@ -22,6 +24,7 @@
 //! 3. At most one compaction per keyspace runs at a time (the scheduler's rule).
 
 mod expiry;
+mod idle;
 mod relocate;
 pub(crate) mod stream;
 mod tombstones;
@@ -29,6 +32,7 @@ mod tombstones;
 use std::sync::Arc;
 
 pub(crate) use expiry::pick_expired;
+pub(crate) use idle::pick_idle;
 pub(crate) use relocate::pick_relocation;
 pub(crate) use tombstones::pick_tombstones;
 

@@ -7,8 +7,10 @@
 //! memtable has been sealed for [`IDLE_FLUSH_AFTER`]; otherwise runs the most urgent
 //! compaction of a keyspace that has none running, otherwise — at most once per
 //! `Options::expiry_check_interval` — rewrites a table whose earliest expiry has passed
-//! (`compaction::pick_expired`), otherwise sleeps until woken, the next expiry check is
-//! due or sealed memtables have idled. At most one flush runs at a time and at most one
+//! (`compaction::pick_expired`), otherwise — once no memtable has been sealed for
+//! [`IDLE_FLUSH_AFTER`] and nothing is left to flush — merges a large level 0 into level 1
+//! (`compaction::pick_idle`), otherwise sleeps until woken, the next expiry check is due
+//! or sealed memtables have idled. At most one flush runs at a time and at most one
 //! compaction per keyspace, so edits never conflict.
 //!
 //! A failed flush or compaction records the store's background error: writes fail from
@@ -134,6 +136,19 @@ fn background_loop(inner: &Inner) {
         let mut due = st
             .next_expiry_check
             .saturating_duration_since(Instant::now());
+        // Writes have paused and nothing else is due: settle level 0 (`compaction/idle.rs`).
+        if st.bg_error.is_none() && st.imm.is_empty() && !st.flushing {
+            if let Some(choice) = compaction::pick_idle(&st.version, &inner.options, &st.compacting)
+            {
+                let idle_at = st.last_seal + IDLE_FLUSH_AFTER;
+                let now = Instant::now();
+                if now >= idle_at {
+                    st = run_compaction(inner, st, &choice);
+                    continue;
+                }
+                due = due.min(idle_at - now);
+            }
+        }
         if !st.imm.is_empty() && !st.flush_requested {
             // Sealed memtables wait for `memtables_per_flush` of them while writes go on;
             // once writes pause, readers should not keep merging them.
