@@ -14,7 +14,7 @@ mod ordered_common;
 
 use std::time::{Duration, Instant};
 
-use cairn::{Db, Durability, Options, Readable};
+use cairn::{Db, Durability, Options};
 use ordered_common::mem_tempdir;
 
 const KEYS: u32 = 20_000;
