@@ -375,16 +375,14 @@ impl Conn {
     }
 
     /// True if the connection has work that needs no new event: a held request, buffered
-    /// requests, or input left to read within its bounds.
+    /// requests, or input left to read. Not while its replies wait for the client to read
+    /// (back-pressure): then the socket's writable event brings it back.
     pub(crate) fn wants_run(&self, shared: &Shared) -> bool {
         !self.broken
             && !self.closing
             && self.session.is_some()
-            && (self.held.is_some()
-                || self.more_input
-                || (self.readable
-                    && !self.input_closed
-                    && self.out_pending() < shared.config.limits.max_pending_reply_len))
+            && self.out_pending() < shared.config.limits.max_pending_reply_len
+            && (self.held.is_some() || self.more_input || (self.readable && !self.input_closed))
     }
 
     /// True if the connection may close now (module docs, 5).
