@@ -293,7 +293,7 @@ impl Conn {
             self.input.drain(..self.start);
             self.start = 0;
         }
-        if !(self.parser.in_request() || !self.input.is_empty()) {
+        if !self.parser.in_request() && self.input.is_empty() {
             self.request_began = None;
         } else if self.request_began.is_none() {
             self.request_began = Some(Instant::now());
