@@ -248,3 +248,57 @@ fn shutdown_under_write_load_loses_no_acknowledged_write() {
     }
     assert!(total_acked > 0);
 }
+
+/// One pipeline mixing batched writes (SET, INCR), writes run by a worker (DEL, APPEND,
+/// SET NX), reads run on the loop (GET, EXISTS) and SELECT: every request sees the
+/// writes before it and the replies come back in request order.
+#[test]
+fn a_pipeline_mixing_batched_worker_and_inline_requests_keeps_its_order() {
+    let srv = start(|c| c.threads = 1);
+    let mut c = Client::connect(srv.addr);
+    let steps: &[(&[&str], &str)] = &[
+        (&["SET", "a", "1"], "+OK"),
+        (&["INCR", "n"], ":1"),
+        (&["GET", "a"], "$1"),
+        (&["INCRBY", "n", "9"], ":10"),
+        (&["APPEND", "a", "2"], ":2"),
+        (&["SET", "a", "3"], "+OK"),
+        (&["GET", "a"], "$3"),
+        (&["DEL", "a"], ":1"),
+        (&["EXISTS", "a"], ":0"),
+        (&["SET", "a", "4"], "+OK"),
+        (&["SET", "a", "5", "NX"], "$nil"),
+        (&["SELECT", "1"], "+OK"),
+        (&["INCR", "n"], ":1"),
+        (&["SET", "a", "db1"], "+OK"),
+        (&["SELECT", "0"], "+OK"),
+        (&["GET", "a"], "$4"),
+        (&["DECR", "n"], ":9"),
+        (&["SELECT", "1"], "+OK"),
+        (&["GET", "a"], "$db1"),
+        (&["GET", "n"], "$1"),
+    ];
+    let mut burst = Vec::new();
+    for (args, _) in steps {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        burst.extend(encode(&args));
+    }
+    // Three times over: the burst arrives whole, then split at every 7th byte.
+    for round in 0..3 {
+        if round == 0 {
+            c.send_raw(&burst);
+        } else {
+            for chunk in burst.chunks(7) {
+                c.send_raw(chunk);
+            }
+        }
+        for (args, want) in steps {
+            assert_eq!(c.reply(), *want, "round {round}: {args:?}");
+        }
+        // The burst ends in db1; clear both databases for the next round.
+        assert_eq!(c.call(&["DEL", "a", "n"]), ":2");
+        assert_eq!(c.call(&["SELECT", "0"]), "+OK");
+        assert_eq!(c.call(&["DEL", "a", "n"]), ":2");
+    }
+    srv.shutdown();
+}
