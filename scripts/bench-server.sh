@@ -12,7 +12,9 @@
 # reply with sync); the third shows what persistence costs Redis.
 #
 # Usage: scripts/bench-server.sh            (BENCH_N requests per test, default 100000;
-#        BENCH_PAIRS="buffered sync memory" to choose). Needs redis-server and
+#        BENCH_PAIRS="buffered sync memory" to choose; CAIRN_BIN=path runs that cairn
+#        binary instead of building this tree's; CAIRN_ARGS adds flags to `cairn serve`,
+#        e.g. "--threads 1"). Needs redis-server and
 #        redis-benchmark (apt-get install redis-server redis-tools). Honours
 #        CARGO_TARGET_DIR. Prints one table; ratio = Cairn ops/s ÷ Redis ops/s.
 set -euo pipefail
@@ -23,8 +25,12 @@ pairs=${BENCH_PAIRS:-buffered sync memory}
 for tool in redis-server redis-benchmark redis-cli; do
     command -v "$tool" >/dev/null || { echo "bench-server: $tool missing (apt-get install redis-server redis-tools)" >&2; exit 1; }
 done
-cargo build --locked -q --release -p cairn-cli
-cairn="$(cd "$target/release" && pwd)/cairn"
+if [ -n "${CAIRN_BIN:-}" ]; then
+    cairn=$(realpath "$CAIRN_BIN") # another build of cairn, for an A/B against this one
+else
+    cargo build --locked -q --release -p cairn-cli
+    cairn="$(cd "$target/release" && pwd)/cairn"
+fi
 
 work=$(mktemp -d)
 pid=
@@ -63,7 +69,8 @@ bench() {
 
 run_cairn() { # pair durability
     local port; port=$(free_port)
-    "$cairn" serve "$work/cairn-$1" --port "$port" --durability "$2" >/dev/null 2>&1 &
+    # shellcheck disable=SC2086 # CAIRN_ARGS holds separate flags
+    "$cairn" serve "$work/cairn-$1" --port "$port" --durability "$2" ${CAIRN_ARGS:-} >/dev/null 2>&1 &
     pid=$!
     wait_ready "$port"
     bench "$1/cairn" "$port"

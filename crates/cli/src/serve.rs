@@ -92,6 +92,10 @@ pub struct ServeArgs {
     /// Serve Prometheus metrics over HTTP at this address (e.g. 127.0.0.1:9121).
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// Event-loop threads serving the clients (0: one per CPU). Each commits the plain
+    /// writes of all its ready clients together, once per turn.
+    #[arg(long, value_name = "COUNT", default_value_t = 0)]
+    pub threads: usize,
     /// Replies a pipelining client may have pending before they are written out.
     #[arg(long, value_name = "COUNT", default_value_t = Limits::default().max_pending_replies)]
     pub max_pending: usize,
@@ -130,6 +134,7 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> CliResult<u8> {
     config.durability = args.durability;
     config.limits = limits;
     config.metrics_addr = args.metrics_addr;
+    config.threads = args.threads;
 
     let db = store::open(&args.dir, true)?;
     let server =

@@ -42,6 +42,9 @@ pub struct Config {
     pub metrics_addr: Option<SocketAddr>,
     /// Per-connection limits.
     pub limits: Limits,
+    /// Event-loop threads (0: one per CPU). Each serves its share of the clients and
+    /// commits their plain writes together, once per turn.
+    pub threads: usize,
 }
 
 impl Default for Config {
@@ -59,6 +62,7 @@ impl Default for Config {
             tls: None,
             metrics_addr: None,
             limits: Limits::default(),
+            threads: 0,
         }
     }
 }

@@ -4,10 +4,12 @@
 //! any Redis client (redis-cli, redis-py, Jedis, go-redis, ...) reads and writes the store.
 //!
 //! The walk along a request: [`resp`] parses the bytes into a request (strict limits from
-//! [`Limits`], never a panic), `conn` runs one connection (reads, runs each request,
-//! writes the replies), `command` maps a request onto the store (one module per command
-//! group), and `server` accepts connections, keeps the registry of clients and shuts down
-//! in order, and `metrics` serves the counters to Prometheus (`--metrics-addr`).
+//! [`Limits`], never a panic), `conn` is one connection's state machine (reads, runs each
+//! request, writes the replies), `event_loop` drives many connections on one thread and
+//! commits their plain writes together, `worker` runs the requests a loop must not wait
+//! for, `command` maps a request onto the store (one module per command group),
+//! `accept` admits clients and hands them to the loops, and `server` starts all of them
+//! and shuts down in order, and `metrics` serves the counters to Prometheus (`--metrics-addr`).
 //! [`Config`] holds what an operator chooses, with [`Users`] (who may connect, and
 //! whether they may write) and [`Tls`] (a TLS listener's certificate and key).
 //!
@@ -37,11 +39,13 @@
 //! # }
 //! ```
 
+mod accept;
 mod command;
 mod config;
 mod conn;
 mod cursor;
 mod error;
+mod event_loop;
 mod glob;
 mod limits;
 mod metrics;
@@ -53,10 +57,11 @@ mod stats;
 mod stream;
 mod tls;
 mod users;
+mod worker;
 
 pub use config::Config;
 pub use error::{Error, Result};
 pub use limits::Limits;
-pub use server::{Server, ShutdownHandle};
+pub use server::{Server, ShutdownHandle, WORKERS_PER_LOOP};
 pub use tls::Tls;
 pub use users::{User, Users};

@@ -21,10 +21,11 @@ pub struct Limits {
     pub max_inline_len: usize,
     /// Largest request in bytes, all arguments together. Default 64 MiB.
     pub max_request_len: usize,
-    /// Replies a connection may hold before they are written out: a pipeline runs at
-    /// most this many commands ahead of the socket. Default 1024.
+    /// Requests of one connection run per turn of its event loop before its replies
+    /// are written out and the other connections have their turn. Default 1024.
     pub max_pending_replies: usize,
-    /// Reply bytes a connection may hold before they are written out. Default 256 KiB.
+    /// Reply bytes waiting for the client to read after which the connection runs and
+    /// reads nothing more until they are written (back-pressure). Default 256 KiB.
     pub max_pending_reply_len: usize,
     /// Time a request may take to arrive once its first byte is in (slow senders are
     /// disconnected). Default 30 s.

@@ -10,7 +10,8 @@ use cairn::Transaction;
 use crate::resp::{Protocol, Request};
 use crate::users::User;
 
-/// One client's connection state. Owned by its connection thread; never shared.
+/// One client's connection state. Owned by its connection's event loop, or by the worker
+/// running one of its requests meanwhile (`worker.rs`); never shared.
 pub(crate) struct Session {
     pub(crate) id: u64,
     pub(crate) name: Option<Vec<u8>>,

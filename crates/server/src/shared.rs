@@ -1,32 +1,29 @@
 //! [`Shared`]: what every connection of a server shares (the store, its keyspaces,
 //! configuration, users, cursors, statistics) and the registry of connected clients,
-//! which shutdown walks (see `server.rs` for the order of a shutdown).
+//! and the wakers of the threads a shutdown must wake (see `server.rs` for its order).
 //!
 //! Invariant: the stopping flag is set under the registry lock, so no client is admitted
-//! after a shutdown began, and every admitted client's read half is shut by it.
+//! after a shutdown began; every event loop and the acceptor are woken after it is set,
+//! and each sees it.
 
 use std::collections::HashMap;
-use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
+use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn::{Db, Durability, Keyspace};
-use parking_lot::{Condvar, Mutex};
+use mio::Waker;
+use parking_lot::Mutex;
 
 use crate::config::Config;
 use crate::cursor::Cursors;
 use crate::session::Session;
 use crate::stats::Stats;
-use crate::stream::Stream;
 use crate::users::{User, Users};
 
 /// A connected client as the registry knows it.
 pub(crate) struct Client {
-    /// A handle on the socket, to shut its read half at shutdown.
-    pub(crate) socket: Stream,
     pub(crate) addr: String,
     pub(crate) since: Instant,
 }
@@ -45,23 +42,18 @@ pub(crate) struct Shared {
     /// The TCP port listened on (0 without TCP).
     pub(crate) tcp_port: u16,
     pub(crate) clients: Mutex<HashMap<u64, Client>>,
-    pub(crate) clients_gone: Condvar,
     pub(crate) next_id: AtomicU64,
     pub(crate) stopping: AtomicBool,
-    /// Where to connect to wake each acceptor.
-    pub(crate) wake: Vec<Wake>,
+    /// The acceptor's and every event loop's waker.
+    pub(crate) wakers: Vec<Arc<Waker>>,
+    /// Where to connect to wake the metrics thread, which blocks in `accept`.
+    pub(crate) metrics_wake: Option<SocketAddr>,
     /// The store's size on disk and when it was measured (see [`Shared::disk_bytes`]).
     pub(crate) disk: Mutex<Option<(Instant, u64)>>,
 }
 
 /// How long a measured disk size is reported before it is measured again.
 const DISK_SIZE_TTL: Duration = Duration::from_secs(10);
-
-#[derive(Debug, Clone)]
-pub(crate) enum Wake {
-    Tcp(SocketAddr),
-    Unix(PathBuf),
-}
 
 impl Shared {
     /// True if a connection must authenticate before running commands: a password is
@@ -81,21 +73,16 @@ impl Shared {
     /// Starts a graceful shutdown (idempotent); see the module docs.
     pub(crate) fn shutdown(&self) {
         {
-            let clients = self.clients.lock();
+            let _clients = self.clients.lock();
             if self.stopping.swap(true, Ordering::SeqCst) {
                 return;
             }
-            for c in clients.values() {
-                let _ = c.socket.shutdown(Shutdown::Read);
-            }
         }
-        for w in &self.wake {
-            let _ = match w {
-                Wake::Tcp(addr) => {
-                    TcpStream::connect_timeout(addr, Duration::from_secs(1)).map(drop)
-                }
-                Wake::Unix(path) => UnixStream::connect(path).map(drop),
-            };
+        for w in &self.wakers {
+            let _ = w.wake();
+        }
+        if let Some(addr) = &self.metrics_wake {
+            let _ = TcpStream::connect_timeout(addr, Duration::from_secs(1));
         }
     }
 
@@ -157,7 +144,7 @@ impl Shared {
     }
 
     /// Registers a new connection, or refuses it (too many clients, shutting down).
-    pub(crate) fn admit(&self, socket: &Stream) -> std::result::Result<u64, &'static str> {
+    pub(crate) fn admit(&self, addr: String) -> std::result::Result<u64, &'static str> {
         Stats::add(&self.stats.connections_received, 1);
         let mut clients = self.clients.lock();
         if self.stopping() {
@@ -167,15 +154,11 @@ impl Shared {
             Stats::add(&self.stats.rejected_connections, 1);
             return Err("-ERR max number of clients reached\r\n");
         }
-        let handle = socket
-            .try_clone()
-            .map_err(|_| "-ERR cannot accept the connection\r\n")?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         clients.insert(
             id,
             Client {
-                addr: socket.peer(),
-                socket: handle,
+                addr,
                 since: Instant::now(),
             },
         );
@@ -183,11 +166,7 @@ impl Shared {
     }
 
     pub(crate) fn leave(&self, id: u64) {
-        let mut clients = self.clients.lock();
-        clients.remove(&id);
-        if clients.is_empty() {
-            self.clients_gone.notify_all();
-        }
+        self.clients.lock().remove(&id);
     }
 }
 

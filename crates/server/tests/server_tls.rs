@@ -30,17 +30,28 @@ fn read_n(r: &mut impl Read, want: usize) -> Vec<u8> {
     got
 }
 
-#[test]
-fn tls_listener_serves_a_rustls_client() {
+/// A server with a TLS listener on a self-signed certificate, and that certificate.
+fn start_tls(
+    tweak: impl FnOnce(&mut cairn_server::Config),
+) -> (common::Running, rcgen::CertifiedKey, tempfile::TempDir) {
     let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     let files = tempfile::tempdir().unwrap();
     let cert_path = files.path().join("cert.pem");
     let key_path = files.path().join("key.pem");
     std::fs::write(&cert_path, certified.cert.pem()).unwrap();
     std::fs::write(&key_path, certified.key_pair.serialize_pem()).unwrap();
-    let srv = start(|c| c.tls = Some(cairn_server::Tls::new(0, &cert_path, &key_path)));
-    let tls_addr = srv.tls_addr.unwrap();
+    let srv = start(|c| {
+        c.tls = Some(cairn_server::Tls::new(0, &cert_path, &key_path));
+        tweak(c);
+    });
+    (srv, certified, files)
+}
 
+/// A rustls client trusting `certified`, connected to `addr`.
+fn connect_tls(
+    certified: &rcgen::CertifiedKey,
+    addr: std::net::SocketAddr,
+) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(certified.cert.der().clone()).unwrap();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -51,10 +62,17 @@ fn tls_listener_serves_a_rustls_client() {
         .with_no_client_auth();
     let name = "localhost".try_into().unwrap();
     let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
-    let sock = TcpStream::connect(tls_addr).unwrap();
+    let sock = TcpStream::connect(addr).unwrap();
     sock.set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
-    let mut tls = rustls::StreamOwned::new(conn, sock);
+    rustls::StreamOwned::new(conn, sock)
+}
+
+#[test]
+fn tls_listener_serves_a_rustls_client() {
+    let (srv, certified, _files) = start_tls(|_| {});
+    let tls_addr = srv.tls_addr.unwrap();
+    let mut tls = connect_tls(&certified, tls_addr);
     tls.write_all(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$6\r\nsecret\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n")
         .unwrap();
     tls.flush().unwrap();
@@ -88,4 +106,40 @@ fn tls_with_a_missing_key_file_refuses_to_start() {
     ));
     let err = cairn_server::Server::start(db, config).err().unwrap();
     assert!(err.to_string().contains("none.pem"), "{err}");
+}
+
+/// Replies far larger than the socket buffers, over TLS, to a pipelining client on a
+/// single loop: rustls's records are pushed as the socket drains (partial writes,
+/// writable events), every byte arrives in order, and another client is served meanwhile.
+#[test]
+fn tls_pipelined_large_replies_arrive_whole() {
+    let (srv, certified, _files) = start_tls(|c| c.threads = 1);
+    let big: Vec<u8> = (0..200_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+    let mut plain = common::Client::connect(srv.addr);
+    assert_eq!(
+        plain.call(&["SET", "big", std::str::from_utf8(&big).unwrap()]),
+        "+OK"
+    );
+    let mut tls = connect_tls(&certified, srv.tls_addr.unwrap());
+    let mut requests = Vec::new();
+    let mut want = Vec::new();
+    for i in 1..=40 {
+        requests.extend(common::encode(&[b"GET", b"big"]));
+        want.extend(format!("${}\r\n", big.len()).into_bytes());
+        want.extend(&big);
+        want.extend(b"\r\n");
+        requests.extend(common::encode(&[b"INCR", b"tls-n"]));
+        want.extend(format!(":{i}\r\n").into_bytes());
+    }
+    tls.write_all(&requests).unwrap();
+    tls.flush().unwrap();
+    // Read the first part, then let the server wait on the unread rest while another
+    // client of the same loop is served.
+    let mut got = read_n(&mut tls, 1 << 20);
+    assert_eq!(plain.call(&["PING"]), "+PONG");
+    got.extend(read_n(&mut tls, want.len() - got.len()));
+    assert_eq!(got.len(), want.len());
+    assert!(got == want, "the replies differ from what was asked");
+    assert_eq!(plain.call(&["GET", "tls-n"]), "$40");
+    srv.shutdown();
 }

@@ -1,40 +1,50 @@
-//! Pipelined writes committed together: consecutive plain `SET key value` and
-//! INCR/INCRBY/DECR/DECRBY requests of one connection's burst are gathered and written as
-//! one batch, so a pipeline of N of them costs one commit (one fsync under `sync`)
-//! instead of N.
+//! Writes committed together: the plain `SET key value` and INCR/INCRBY/DECR/DECRBY
+//! requests that every ready connection of one event loop sent in one iteration are
+//! gathered into one engine batch, so an iteration costs one commit (one fsync under
+//! `sync`) however many connections and pipelined requests it served, as Redis's
+//! `beforeSleep` costs one AOF fsync.
 //!
 //! Invariants:
-//! 1. Order: the batch is committed before the connection runs any other request and
-//!    before any reply is written, so every request sees the writes before it, and
-//!    replies leave in request order. Within the batch, each counter reads the value the
-//!    earlier operations of the batch left (an overlay over the store).
-//! 2. Durability: the replies are encoded only after the batch's commit returned, i.e.
-//!    once the writes are as durable as the mode promises. Other clients see none of
-//!    them before the commit, then all of them (a batch is atomic: a strengthening of
-//!    Redis, where a pipeline is not).
-//! 3. Atomicity with other connections: the batch is one engine write batch whose
-//!    counters are `Batch::incr` increments, which the engine's write leader resolves
-//!    (reads the current value, adds, writes a Put) with no other write in between, so
-//!    each counter is atomic as INCR is alone. The engine's counter rules are Redis's
-//!    (`args::int`: the canonical decimal text of an `i64`, a missing key is 0), and its
-//!    increment keeps the entry's expiry, as Redis's INCR keeps the TTL.
+//! 1. Order: each operation carries its connection (the owner) and that session's
+//!    selected database. A connection adds operations only while it has nothing else
+//!    waiting: its next request that is not batchable waits until the batch is
+//!    committed (`conn.rs`), so every request sees the connection's writes before it,
+//!    and replies leave in request order. Within the batch, each counter reads the value
+//!    the earlier operations of the batch left (the engine resolves increments in order).
+//! 2. Durability: the replies are made only after the batch's commit returned, i.e. once
+//!    the writes are as durable as the mode promises. Other clients see none of them
+//!    before the commit, then all of them (a batch is atomic: a strengthening of Redis).
+//! 3. Atomicity with other writers: the batch is one engine write batch whose counters
+//!    are `Batch::incr` increments, which the engine's write leader resolves (reads the
+//!    current value, adds, writes a Put) with no other write in between, so each counter
+//!    is atomic as INCR is alone. The engine's counter rules are Redis's (`args::int`:
+//!    the canonical decimal text of an `i64`, a missing key is 0), and its increment
+//!    keeps the entry's expiry, as Redis's INCR keeps the TTL.
 //! 4. Errors: a request the engine or Redis's rules would refuse by itself (an empty or
 //!    over-long key, a non-integer increment) is not batched and runs alone. The engine
 //!    refuses a batch whose increment fails (not an integer, overflow) whole, writing
-//!    nothing; the batch then runs again as one engine transaction (snapshot isolation,
-//!    run again on a conflict) in which the server checks each counter, so a counter whose
-//!    value is not an integer, or would overflow, gets Redis's error and writes nothing
-//!    while the rest of the batch goes on. A failing read or commit (I/O, poisoned log)
-//!    gives every operation of the batch that error, and nothing of the batch is written.
-//! 5. Bounds: a batch holds at most [`MAX_BATCH_LEN`] bytes of keys and values and at most
-//!    the connection's pending-reply limit of operations; the connection commits it when
-//!    full.
+//!    nothing; then each owner's operations run again as one engine transaction
+//!    (snapshot isolation, run again on a conflict) in which the server checks each
+//!    counter, so only the offending command gets Redis's error and writes nothing while
+//!    the rest go on. A failing read or commit (I/O, poisoned log) gives every operation
+//!    of the batch that error, and nothing of the batch is written.
+//! 5. Bounds: a batch holds at most [`MAX_BATCH_LEN`] bytes of keys and values and at
+//!    most [`MAX_BATCH_OPS`] operations; a connection that finds it full waits for the
+//!    commit.
 
-use super::{args, errors, keyspace, Ctx, COMMANDS};
+use std::time::Instant;
+
+use super::{args, errors, store, COMMANDS};
 use crate::resp::{Reply, Request};
+use crate::session::Session;
+use crate::shared::Shared;
+use crate::stats::Stats;
 
-/// Bytes of keys and values after which a batch is committed.
+/// Bytes of keys and values after which a batch takes no more.
 pub(crate) const MAX_BATCH_LEN: usize = 4 << 20;
+
+/// Operations after which a batch takes no more.
+pub(crate) const MAX_BATCH_OPS: usize = 16 << 10;
 
 /// Longest key a batched operation may have: the engine's key limit.
 const MAX_BATCHED_KEY_LEN: usize = u16::MAX as usize;
@@ -55,10 +65,17 @@ impl Op {
     }
 }
 
+/// An operation with the connection it came from and the database it writes.
+struct Gathered {
+    owner: usize,
+    db: usize,
+    op: Op,
+}
+
 /// The operations gathered so far.
 #[derive(Default)]
 pub(crate) struct SetBatch {
-    ops: Vec<Op>,
+    ops: Vec<Gathered>,
     bytes: usize,
 }
 
@@ -84,9 +101,15 @@ fn op_of(request: &[Vec<u8>]) -> Option<Op> {
 }
 
 impl SetBatch {
-    /// Takes `request` if it can be batched for this session; gives it back otherwise.
-    pub(crate) fn offer(&mut self, ctx: &Ctx<'_>, request: Request) -> Option<Request> {
-        if !ctx.session.authenticated || ctx.session.multi.is_some() || !ctx.session.can_write() {
+    /// Takes `request` of connection `owner` if it can be batched for `session`; gives
+    /// it back otherwise.
+    pub(crate) fn offer(
+        &mut self,
+        owner: usize,
+        session: &Session,
+        request: Request,
+    ) -> Option<Request> {
+        if !session.authenticated || session.multi.is_some() || !session.can_write() {
             return Some(request);
         }
         let Some(op) = op_of(&request) else {
@@ -97,28 +120,33 @@ impl SetBatch {
             Op::Add(k, ..) => k.len() + 20,
         };
         self.bytes = self.bytes.saturating_add(len);
-        self.ops.push(op);
+        self.ops.push(Gathered {
+            owner,
+            db: session.db,
+            op,
+        });
         None
     }
 
-    /// True if the batch should be committed before taking more.
-    pub(crate) fn full(&self, max_count: usize) -> bool {
-        self.bytes >= MAX_BATCH_LEN || self.ops.len() >= max_count
+    /// True if the batch takes no more operations before it is committed.
+    pub(crate) fn full(&self) -> bool {
+        self.bytes >= MAX_BATCH_LEN || self.ops.len() >= MAX_BATCH_OPS
     }
 
-    /// Commits the batch (if any) and returns the reply of each operation, in order.
-    pub(crate) fn commit(&mut self, ctx: &mut Ctx<'_>) -> Vec<Reply> {
+    /// Commits the batch (if any) and returns each operation's owner and reply, in the
+    /// order the operations were offered.
+    pub(crate) fn commit(&mut self, shared: &Shared) -> Vec<(usize, Reply)> {
         if self.ops.is_empty() {
             return Vec::new();
         }
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         let count = self.ops.len();
-        let replies = self.write(ctx).unwrap_or_else(|e| vec![e; count]);
-        let stats = &ctx.shared.stats;
-        crate::stats::Stats::add(&stats.commands_processed, count as u64);
+        let replies = self.write(shared).unwrap_or_else(|e| vec![e; count]);
+        let stats = &shared.stats;
+        Stats::add(&stats.commands_processed, count as u64);
         let usec = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX) / count as u64;
-        for (op, reply) in self.ops.iter().zip(&replies) {
-            let name = op.command();
+        for (g, reply) in self.ops.iter().zip(&replies) {
+            let name = g.op.command();
             if let Some(c) = COMMANDS
                 .iter()
                 .position(|c| c.name == name)
@@ -127,18 +155,18 @@ impl SetBatch {
                 c.record(usec, reply.is_error());
             }
         }
-        self.ops.clear();
+        let owners = self.ops.drain(..).map(|g| g.owner);
         self.bytes = 0;
-        replies
+        owners.zip(replies).collect()
     }
 
-    fn write(&self, ctx: &mut Ctx<'_>) -> Result<Vec<Reply>, Reply> {
-        let ks = keyspace(ctx)?;
-        let durability = Some(ctx.shared.config.durability);
-        let mut batch = ctx.shared.db.batch();
+    fn write(&self, shared: &Shared) -> Result<Vec<Reply>, Reply> {
+        let durability = Some(shared.config.durability);
+        let mut batch = shared.db.batch();
         let mut counters = false;
-        for op in &self.ops {
-            match op {
+        for g in &self.ops {
+            let ks = keyspace_of(shared, g.db)?;
+            match &g.op {
                 Op::Set(key, value) => batch.insert(ks, key, value),
                 Op::Add(key, delta, _) => {
                     batch.incr(ks, key, *delta);
@@ -154,14 +182,14 @@ impl SetBatch {
             Ok(committed) => committed,
             // Refused whole, nothing written: Redis fails only the offending command.
             Err(cairn::Error::NotACounter { .. } | cairn::Error::CounterOverflow { .. }) => {
-                return self.write_each(ctx);
+                return Ok(self.write_each(shared));
             }
             Err(e) => return Err(e.into()),
         };
         let mut values = committed.counters().iter();
         self.ops
             .iter()
-            .map(|op| match op {
+            .map(|g| match g.op {
                 Op::Set(..) => Ok(Reply::Ok),
                 Op::Add(..) => values
                     .next()
@@ -171,15 +199,47 @@ impl SetBatch {
             .collect()
     }
 
-    /// The batch as one transaction, each counter checked by the server: the way a batch
-    /// the engine refused runs, so that only the offending commands fail.
-    fn write_each(&self, ctx: &mut Ctx<'_>) -> Result<Vec<Reply>, Reply> {
-        // The transaction lays the batch's own writes over the store: each counter reads
-        // the value the operations before it left.
-        ctx.write(|w| {
-            let mut replies = Vec::with_capacity(self.ops.len());
-            for op in &self.ops {
-                match op {
+    /// The batch the engine refused, one transaction per owner, each counter checked by
+    /// the server, so that only the offending commands fail.
+    fn write_each(&self, shared: &Shared) -> Vec<Reply> {
+        let mut replies: Vec<Option<Reply>> = vec![None; self.ops.len()];
+        let mut owners: Vec<usize> = self.ops.iter().map(|g| g.owner).collect();
+        owners.sort_unstable();
+        owners.dedup();
+        for owner in owners {
+            let mine: Vec<usize> = (0..self.ops.len())
+                .filter(|&i| self.ops.get(i).is_some_and(|g| g.owner == owner))
+                .collect();
+            let result = self.write_owner(shared, &mine);
+            for (n, &i) in mine.iter().enumerate() {
+                if let Some(slot) = replies.get_mut(i) {
+                    *slot = Some(match &result {
+                        Ok(r) => r.get(n).cloned().unwrap_or(Reply::Ok),
+                        Err(e) => e.clone(),
+                    });
+                }
+            }
+        }
+        replies
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Reply::error("ERR operation lost from the batch")))
+            .collect()
+    }
+
+    /// Operations `indices` (one owner's) as one transaction, run again on a conflict.
+    fn write_owner(&self, shared: &Shared, indices: &[usize]) -> Result<Vec<Reply>, Reply> {
+        let durability = shared.config.durability;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut tx = shared.db.transaction();
+            let mut replies = Vec::with_capacity(indices.len());
+            for g in indices.iter().filter_map(|&i| self.ops.get(i)) {
+                let ks = keyspace_of(shared, g.db)?;
+                // The transaction lays the owner's own writes over the store: each counter
+                // reads the value the operations before it left.
+                let mut w = store::Txn { tx: &mut tx, ks };
+                match &g.op {
                     Op::Set(key, value) => {
                         w.put(key, value, None);
                         replies.push(Reply::Ok);
@@ -204,7 +264,23 @@ impl SetBatch {
                     }
                 }
             }
-            Ok(replies)
-        })
+            if tx.is_empty() {
+                return Ok(replies);
+            }
+            match tx.commit_with(Some(durability)) {
+                Ok(_) => return Ok(replies),
+                Err(e) if e.is_conflict() && attempt < store::MAX_ATTEMPTS => {
+                    store::backoff(attempt);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
+}
+
+fn keyspace_of(shared: &Shared, db: usize) -> Result<&cairn::Keyspace, Reply> {
+    shared
+        .keyspaces
+        .get(db)
+        .ok_or_else(|| Reply::error("ERR DB index is out of range"))
 }

@@ -119,6 +119,22 @@ fn admit(ctx: &Ctx<'_>, args: &[Vec<u8>]) -> Result<(usize, &'static Spec), Repl
     Ok((index, spec))
 }
 
+/// True if `args` may keep the thread that runs it waiting: a write that is not batched
+/// (its own engine commit, an fsync under `sync`), or a command not marked `fast` (EXEC,
+/// SCAN, DBSIZE, FLUSHDB, INFO, SHUTDOWN, ...). An event loop hands such a request to a
+/// worker (`worker.rs`) and runs the others itself. Between MULTI and EXEC a command is
+/// only queued, which is cheap; an unknown command is only refused.
+pub(crate) fn may_block(session: &Session, args: &[Vec<u8>]) -> bool {
+    let name = args.first().map(|n| args::lower(n)).unwrap_or_default();
+    let Some(spec) = by_name().get(name.as_str()).and_then(|&i| COMMANDS.get(i)) else {
+        return false;
+    };
+    if session.multi.is_some() && !multi::NOT_QUEUED.contains(&spec.name) {
+        return false;
+    }
+    has_flag(spec, "write") || !has_flag(spec, "fast")
+}
+
 /// Runs one request (or queues it, between MULTI and EXEC) and returns its reply.
 pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     if args.is_empty() {

@@ -25,7 +25,7 @@ use crate::resp::Reply;
 
 /// Runs a command's transaction makes at most before reporting the conflict: each retry
 /// means another write changed one of its keys in between.
-const MAX_ATTEMPTS: u32 = 1000;
+pub(crate) const MAX_ATTEMPTS: u32 = 1000;
 
 /// An entry's value and expiry.
 pub(crate) struct Entry {
