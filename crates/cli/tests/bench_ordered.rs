@@ -332,8 +332,9 @@ fn other_bad_flags_are_refused() {
 fn memory_budget_is_reported_per_benchmark() {
     let budget: u64 = 32 << 20;
     let out = bench(&[
+        // Enough to seal memtables (2 MiB under this budget), so tables are written.
         "--num",
-        "3000",
+        "30000",
         "--json",
         "--memory-budget",
         &budget.to_string(),
