@@ -10,6 +10,7 @@
 #
 #   scripts/bench-memory.sh                                # 2M keys, 500k reads
 #   NUM=10000000 READS=1000000 BUDGETS="268435456" scripts/bench-memory.sh
+#   ROCKSDB=0 scripts/bench-memory.sh                      # Cairn alone
 #
 # Workload as scripts/bench-ordered.sh: 16-byte keys, 100-byte values (compressible to
 # half), LZ4, bloom filters of 10 bits per key, one thread, writes without fsync.
@@ -18,6 +19,7 @@ set -euo pipefail
 num="${NUM:-2000000}"
 reads="${READS:-500000}"
 budgets="${BUDGETS:-67108864 268435456 1073741824}"
+with_rocksdb="${ROCKSDB:-1}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dir="${DIR:-$(mktemp -d /tmp/cairn-memory.XXXXXX)}"
 mkdir -p "$dir"
@@ -57,7 +59,8 @@ run_rocksdb() { # budget ("" for db_bench's defaults)
 echo "== $num keys, $reads reads; cairn $(git -C "$root" rev-parse --short HEAD), db_bench $(dpkg-query -W -f '${Version}' rocksdb-tools 2>/dev/null || echo unknown); load $(cut -d' ' -f1-3 /proc/loadavg)"
 for b in $budgets; do
     run_cairn "$b"
-    run_rocksdb "$b"
+    [ "$with_rocksdb" = 1 ] && run_rocksdb "$b"
 done
 run_cairn ""
-run_rocksdb ""
+[ "$with_rocksdb" = 1 ] && run_rocksdb ""
+exit 0

@@ -349,13 +349,20 @@ fn memory_budget_is_reported_per_benchmark() {
         assert_eq!(m["memory_budget"], budget, "{m}");
         assert_eq!(m["memtable_limit"], budget / 4, "{m}");
         assert_eq!(m["index_filter_limit"], budget / 8, "{m}");
-        assert_eq!(m["block_cache_capacity"], budget - budget / 4 - budget / 8, "{m}");
+        assert_eq!(
+            m["block_cache_capacity"],
+            budget - budget / 4 - budget / 8,
+            "{m}"
+        );
         for (used, bound) in [
             ("memtable_bytes", "memtable_limit"),
             ("block_cache_bytes", "block_cache_capacity"),
             ("index_filter_bytes", "index_filter_limit"),
         ] {
-            assert!(m[used].as_u64().unwrap() <= m[bound].as_u64().unwrap(), "{m}");
+            assert!(
+                m[used].as_u64().unwrap() <= m[bound].as_u64().unwrap(),
+                "{m}"
+            );
         }
         if cfg!(target_os = "linux") {
             assert!(m["peak_rss_bytes"].as_u64().unwrap() >= m["rss_bytes"].as_u64().unwrap());
@@ -367,11 +374,19 @@ fn memory_budget_is_reported_per_benchmark() {
     let out = bench(&["--num", "100", "--benchmarks", "fillseq"]);
     let text = String::from_utf8(ok(&out)).unwrap();
     assert!(
-        text.lines().any(|l| l.starts_with("    memory: rss ") && !l.contains("budget")),
+        text.lines()
+            .any(|l| l.starts_with("    memory: rss ") && !l.contains("budget")),
         "{text}"
     );
 
-    let out = bench(&["--num", "100", "--memory-budget", "1048576", "--benchmarks", "fillseq"]);
+    let out = bench(&[
+        "--num",
+        "100",
+        "--memory-budget",
+        "1048576",
+        "--benchmarks",
+        "fillseq",
+    ]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("memory_budget"),

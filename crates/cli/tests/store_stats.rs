@@ -91,7 +91,10 @@ fn stats_of_a_closed_store_with_tables_and_separated_values() {
     let memory = &v["this_open"]["memory"];
     assert_eq!(memory["memory_budget"], serde_json::Value::Null, "{memory}");
     assert_eq!(memory["block_cache_capacity"], 64 << 20, "{memory}");
-    assert_eq!(memory["index_filter_bytes"], want.index_filter_bytes, "{memory}");
+    assert_eq!(
+        memory["index_filter_bytes"], want.index_filter_bytes,
+        "{memory}"
+    );
     assert!(want.index_filter_bytes > 0, "{want:?}");
 
     let space = &v["space"];

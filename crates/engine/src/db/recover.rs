@@ -62,8 +62,8 @@ use super::{flush, stored_options, versions};
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::batch::{Op, WriteBatch};
-use crate::entry::{self, Body, EntryView};
 use crate::budget::Budget;
+use crate::entry::{self, Body, EntryView};
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::files::{self, BlobId, FileType, TableId};
 use crate::fs::FileSystem;
