@@ -287,9 +287,11 @@ pub struct Options {
     /// tables; give such a store a larger budget.
     ///
     /// The process's resident memory stays within the budget plus a constant for code,
-    /// thread stacks, write and compaction buffers and allocator slack, measured in
-    /// docs/BENCHMARKS.md ("Memory budget"). A budget belongs to one open, like the
-    /// caches: it is not recorded in the manifest. At least 16 MiB
+    /// thread stacks, flush and compaction buffers, memtable arena slack and memory the
+    /// allocator keeps after memtables are freed: about 90 MiB in the runs of
+    /// docs/BENCHMARKS.md ("Memory budget"; resident memory was 32–87 MiB above the
+    /// shares in use, for budgets of 64 MiB to 1 GiB). A budget belongs to one open, like
+    /// the caches: it is not recorded in the manifest. At least 16 MiB
     /// ([`MIN_MEMORY_BUDGET`](crate::MIN_MEMORY_BUDGET)); [`Options::validate`] refuses
     /// less with `InvalidArgument`.
     pub memory_budget: Option<usize>,
