@@ -245,4 +245,15 @@ fn read_heavy_load_keeps_the_index_and_filter_share() {
     let s = db.stats();
     assert!(s.block_cache_bytes > 0, "{s:?}");
     assert!(s.cache_hits + s.cache_misses > 0, "{s:?}");
+    db.close().unwrap();
+
+    // A read-only open holds every file of its view; under the budget it still closes
+    // table readers (reopening them from the files it holds) and finds every value.
+    let ro = Db::open_read_only(dir.path(), many_tables().memory_budget(Some(BUDGET))).unwrap();
+    let ks = ro.get_keyspace("k").unwrap();
+    assert_within(&ro.stats(), "after the read-only open");
+    for i in (7..KEYS).step_by(step) {
+        assert_eq!(ks.get(key(i)).unwrap(), Some(value(i).into_bytes()));
+        assert_within(&ro.stats(), "read-only reads");
+    }
 }
