@@ -324,3 +324,72 @@ fn other_bad_flags_are_refused() {
     let err = stderr(&bench(&["--num", "100000", "--key-size", "4"]));
     assert!(err.contains("--key-size 4 is too small"), "{err}");
 }
+
+/// `--memory-budget` opens the store with that budget: each benchmark's memory line and
+/// JSON object report the budget's shares, each within its bound, and the process's
+/// resident memory; a budget too small to run with is refused.
+#[test]
+fn memory_budget_is_reported_per_benchmark() {
+    let budget: u64 = 32 << 20;
+    let out = bench(&[
+        // Enough to seal memtables (2 MiB under this budget), so tables are written.
+        "--num",
+        "30000",
+        "--json",
+        "--memory-budget",
+        &budget.to_string(),
+        "--benchmarks",
+        "fillrandom,readrandom",
+    ]);
+    let objects = json_lines(&out);
+    assert_eq!(objects.len(), 2);
+    for v in &objects {
+        assert_eq!(v["memory_budget"], budget, "{v}");
+        let m = &v["memory"];
+        assert_eq!(m["memory_budget"], budget, "{m}");
+        assert_eq!(m["memtable_limit"], budget / 4, "{m}");
+        assert_eq!(m["index_filter_limit"], budget / 8, "{m}");
+        assert_eq!(
+            m["block_cache_capacity"],
+            budget - budget / 4 - budget / 8,
+            "{m}"
+        );
+        for (used, bound) in [
+            ("memtable_bytes", "memtable_limit"),
+            ("block_cache_bytes", "block_cache_capacity"),
+            ("index_filter_bytes", "index_filter_limit"),
+        ] {
+            assert!(
+                m[used].as_u64().unwrap() <= m[bound].as_u64().unwrap(),
+                "{m}"
+            );
+        }
+        if cfg!(target_os = "linux") {
+            assert!(m["peak_rss_bytes"].as_u64().unwrap() >= m["rss_bytes"].as_u64().unwrap());
+        }
+    }
+    // The readrandom after the fill has the tables open.
+    assert!(objects[1]["memory"]["index_filter_bytes"].as_u64().unwrap() > 0);
+
+    let out = bench(&["--num", "100", "--benchmarks", "fillseq"]);
+    let text = String::from_utf8(ok(&out)).unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("    memory: rss ") && !l.contains("budget")),
+        "{text}"
+    );
+
+    let out = bench(&[
+        "--num",
+        "100",
+        "--memory-budget",
+        "1048576",
+        "--benchmarks",
+        "fillseq",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("memory_budget"),
+        "{out:?}"
+    );
+}

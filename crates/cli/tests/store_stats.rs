@@ -86,6 +86,16 @@ fn stats_of_a_closed_store_with_tables_and_separated_values() {
     assert!(v["blob_bytes"].as_u64().unwrap() > 40_000, "{v}");
     // Everything was flushed before the close.
     assert_eq!(v["memtable_bytes"], 0, "{v}");
+    // The open's memory: a read-only open holds every table open, with its index and
+    // filter blocks, and has no budget.
+    let memory = &v["this_open"]["memory"];
+    assert_eq!(memory["memory_budget"], serde_json::Value::Null, "{memory}");
+    assert_eq!(memory["block_cache_capacity"], 64 << 20, "{memory}");
+    assert_eq!(
+        memory["index_filter_bytes"], want.index_filter_bytes,
+        "{memory}"
+    );
+    assert!(want.index_filter_bytes > 0, "{want:?}");
 
     let space = &v["space"];
     assert_eq!(space["table_bytes"], want_space.table_bytes);
@@ -171,6 +181,7 @@ fn stats_of_a_closed_store_with_tables_and_separated_values() {
         ),
         "this open (read-only".to_string(),
         "  0 flushes, 0 compactions, 0 write stalls\n".to_string(),
+        "  memory: block cache ".to_string(),
     ] {
         assert!(text.contains(&needle), "missing {needle:?} in\n{text}");
     }

@@ -96,6 +96,7 @@
 mod atomic;
 mod attrs;
 mod batch;
+mod budget;
 mod cache;
 mod checksum;
 mod clock;
@@ -134,6 +135,7 @@ mod vlog;
 mod wal;
 
 pub use attrs::{EntryOptions, Head, Meta, MAX_META_LEN};
+pub use budget::MIN_MEMORY_BUDGET;
 pub use clock::Clock;
 pub use db::{
     verify, verify_report, BackupInfo, Batch, BlobFileSpace, Committed, CompareAndSwapError, Db,

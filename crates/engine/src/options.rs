@@ -279,6 +279,33 @@ pub struct Options {
     pub blob_gc_garbage_percent: u8,
     /// Blob files kept open for reads (each holds a file descriptor). Default: 100.
     pub max_open_blob_files: usize,
+    /// One bound on the memory the store's data takes, in bytes: the block cache, the
+    /// memtables (active and waiting to be flushed, every keyspace) and the index and
+    /// filter blocks of open tables together. Default: `None` (each is sized by its own
+    /// option, as documented there).
+    ///
+    /// A budget is divided: 5/8 to the block cache, 1/4 to the memtables, 1/8 to the
+    /// index and filter blocks. It replaces [`Options::block_cache_size`] (the cache gets
+    /// its share whatever that field says) and caps [`Options::memtable_size`] at a
+    /// quarter of the memtable share (a smaller value is kept). Writers seal and flush
+    /// memtables early, then wait, rather than let the memtables pass their share (a
+    /// single batch larger than the share is let through alone); the table cache closes
+    /// tables, least recently used first, rather than let the index and filter blocks it
+    /// keeps pass theirs (tables a scan or compaction is reading stay open while it
+    /// reads). [`Stats`](crate::Stats) reports each share and its use. Data larger than
+    /// about 8 times the index and filter share (at 10 bloom bits per key and 4 KiB
+    /// blocks, index and filter take about 1.5 % of the data) makes point reads reopen
+    /// tables; give such a store a larger budget.
+    ///
+    /// The process's resident memory stays within the budget plus a constant for code,
+    /// thread stacks, flush and compaction buffers, memtable arena slack and memory the
+    /// allocator keeps after memtables are freed: about 90 MiB in the runs of
+    /// docs/BENCHMARKS.md ("Memory budget"; resident memory was 32–87 MiB above the
+    /// shares in use, for budgets of 64 MiB to 1 GiB). A budget belongs to one open, like
+    /// the caches: it is not recorded in the manifest. At least 16 MiB
+    /// ([`MIN_MEMORY_BUDGET`](crate::MIN_MEMORY_BUDGET)); [`Options::validate`] refuses
+    /// less with `InvalidArgument`.
+    pub memory_budget: Option<usize>,
 }
 
 /// Options of one keyspace, given to [`crate::Db::keyspace_with`] and kept in the
@@ -437,6 +464,7 @@ impl Default for Options {
             blob_file_size: 256 << 20,
             blob_gc_garbage_percent: 50,
             max_open_blob_files: 100,
+            memory_budget: None,
         }
     }
 }
@@ -647,6 +675,13 @@ impl Options {
         self.max_open_blob_files = max_open_blob_files;
         self
     }
+
+    /// Sets [`Options::memory_budget`].
+    #[must_use]
+    pub fn memory_budget(mut self, memory_budget: Option<usize>) -> Options {
+        self.memory_budget = memory_budget;
+        self
+    }
 }
 
 impl Options {
@@ -742,6 +777,7 @@ impl Options {
         if self.background_threads == 0 {
             return bad("background_threads must be at least 1");
         }
+        crate::budget::Budget::of(self)?;
         Ok(())
     }
 }
@@ -784,6 +820,7 @@ mod tests {
             blob_file_size: 20,
             blob_gc_garbage_percent: 21,
             max_open_blob_files: 22,
+            memory_budget: Some(25),
         };
         let built = Options::default()
             .durability(Durability::Buffered)
@@ -814,7 +851,8 @@ mod tests {
             .blob_threshold(Some(19))
             .blob_file_size(20)
             .blob_gc_garbage_percent(21)
-            .max_open_blob_files(22);
+            .max_open_blob_files(22)
+            .memory_budget(Some(25));
         assert_eq!(format!("{literal:?}"), format!("{built:?}"));
         assert_eq!(
             KeyspaceOptions::default().blob_threshold(Some(5)),
@@ -894,6 +932,13 @@ mod tests {
                     ..Options::default()
                 },
                 "max_open_blob_files",
+            ),
+            (
+                Options {
+                    memory_budget: Some(1 << 20),
+                    ..Options::default()
+                },
+                "memory_budget",
             ),
         ];
         for (options, needle) in cases {

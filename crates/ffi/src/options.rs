@@ -158,6 +158,24 @@ pub extern "C" fn cairn_options_set_block_cache_size(
     }
 }
 
+/// Sets one bound, in bytes, on the block cache, the memtables and the index and filter
+/// blocks of open tables together (`Options::memory_budget`: 5/8 block cache, 1/4
+/// memtables, 1/8 index and filter; it replaces the block cache size and caps the
+/// memtable size). 0 (the default) sets none. A budget below 16 MiB makes the open fail
+/// with `CAIRN_INVALID_ARGUMENT`. The `stats.memory_budget`, `stats.memtable_limit`,
+/// `stats.block_cache_capacity` and `stats.index_filter_limit` properties report the
+/// shares, `stats.memtable_bytes`, `stats.block_cache_bytes` and
+/// `stats.index_filter_bytes` their use.
+#[no_mangle]
+pub extern "C" fn cairn_options_set_memory_budget(
+    options: Option<&mut cairn_options_t>,
+    bytes: usize,
+) {
+    if let Some(o) = options {
+        o.options.memory_budget = (bytes != 0).then_some(bytes);
+    }
+}
+
 /// Sets the compression of table blocks: a `CAIRN_COMPRESSION_*` kind, and the level for
 /// ZSTD (ignored otherwise).
 #[no_mangle]

@@ -73,6 +73,31 @@ const PROPERTIES: &[(&str, Source)] = &[
     ("stats.cache_misses", Source::Stats(|s| s.cache_misses)),
     ("stats.cache_refused", Source::Stats(|s| s.cache_refused)),
     ("stats.write_stalls", Source::Stats(|s| s.write_stalls)),
+    // The memory budget and its shares; 0 where the store has no budget.
+    (
+        "stats.memory_budget",
+        Source::Stats(|s| s.memory_budget.unwrap_or(0)),
+    ),
+    (
+        "stats.memtable_limit",
+        Source::Stats(|s| s.memtable_limit.unwrap_or(0)),
+    ),
+    (
+        "stats.block_cache_bytes",
+        Source::Stats(|s| s.block_cache_bytes),
+    ),
+    (
+        "stats.block_cache_capacity",
+        Source::Stats(|s| s.block_cache_capacity),
+    ),
+    (
+        "stats.index_filter_bytes",
+        Source::Stats(|s| s.index_filter_bytes),
+    ),
+    (
+        "stats.index_filter_limit",
+        Source::Stats(|s| s.index_filter_limit.unwrap_or(0)),
+    ),
     (
         "space.blob_files",
         Source::Space(|s| count(s.blob_files.len())),

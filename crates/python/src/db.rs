@@ -85,7 +85,7 @@ impl Db {
     #[pyo3(signature = (path, *, durability=None, create_if_missing=None, memtable_size=None,
         max_wal_size=None, block_cache_size=None, max_open_tables=None, block_size=None,
         compression=None, bloom_bits_per_key=None, table_size=None, blob_threshold=None,
-        background_threads=None, salvage_wal=None))]
+        background_threads=None, salvage_wal=None, memory_budget=None))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
         py: Python<'_>,
@@ -103,6 +103,7 @@ impl Db {
         blob_threshold: Option<usize>,
         background_threads: Option<usize>,
         salvage_wal: Option<bool>,
+        memory_budget: Option<usize>,
     ) -> PyResult<Db> {
         let options = DbOptions {
             durability,
@@ -119,6 +120,7 @@ impl Db {
             background_threads,
             salvage_wal,
             refresh_interval: None,
+            memory_budget,
         }
         .build(py)?;
         Db::open(py, path, options, Mode::ReadWrite)
@@ -127,17 +129,19 @@ impl Db {
     /// Opens the store read-only, at the point it is in now (another process may have
     /// it open for writing). Writes raise `ReadOnlyError`.
     #[classmethod]
-    #[pyo3(signature = (path, *, block_cache_size=None, max_open_tables=None))]
+    #[pyo3(signature = (path, *, block_cache_size=None, max_open_tables=None, memory_budget=None))]
     fn open_read_only(
         _cls: &Bound<'_, PyType>,
         py: Python<'_>,
         path: PathBuf,
         block_cache_size: Option<usize>,
         max_open_tables: Option<usize>,
+        memory_budget: Option<usize>,
     ) -> PyResult<Db> {
         let options = DbOptions {
             block_cache_size,
             max_open_tables,
+            memory_budget,
             ..DbOptions::default()
         }
         .build(py)?;
@@ -147,7 +151,8 @@ impl Db {
     /// Opens the store as a read-only follower of the process writing it: `refresh()`
     /// (or, with `refresh_interval` seconds, a background thread) moves its view forward.
     #[classmethod]
-    #[pyo3(signature = (path, *, refresh_interval=None, block_cache_size=None, max_open_tables=None))]
+    #[pyo3(signature = (path, *, refresh_interval=None, block_cache_size=None, max_open_tables=None,
+        memory_budget=None))]
     fn open_follower(
         _cls: &Bound<'_, PyType>,
         py: Python<'_>,
@@ -155,11 +160,13 @@ impl Db {
         refresh_interval: Option<f64>,
         block_cache_size: Option<usize>,
         max_open_tables: Option<usize>,
+        memory_budget: Option<usize>,
     ) -> PyResult<Db> {
         let options = DbOptions {
             block_cache_size,
             max_open_tables,
             refresh_interval,
+            memory_budget,
             ..DbOptions::default()
         }
         .build(py)?;

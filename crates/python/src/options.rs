@@ -24,6 +24,7 @@ pub(crate) struct DbOptions<'a> {
     pub(crate) background_threads: Option<usize>,
     pub(crate) salvage_wal: Option<bool>,
     pub(crate) refresh_interval: Option<f64>,
+    pub(crate) memory_budget: Option<usize>,
 }
 
 impl DbOptions<'_> {
@@ -68,6 +69,9 @@ impl DbOptions<'_> {
         }
         if let Some(v) = self.salvage_wal {
             o = o.salvage_wal(v);
+        }
+        if let Some(v) = self.memory_budget {
+            o = o.memory_budget(Some(v));
         }
         if let Some(secs) = self.refresh_interval {
             o = o.refresh_interval(Some(seconds(py, "refresh_interval", secs)?));

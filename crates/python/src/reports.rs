@@ -27,6 +27,12 @@ pub(crate) fn stats<'py>(py: Python<'py>, s: &cairn::Stats) -> PyResult<Bound<'p
     d.set_item("cache_misses", s.cache_misses)?;
     d.set_item("cache_refused", s.cache_refused)?;
     d.set_item("write_stalls", s.write_stalls)?;
+    d.set_item("memory_budget", s.memory_budget)?;
+    d.set_item("memtable_limit", s.memtable_limit)?;
+    d.set_item("block_cache_bytes", s.block_cache_bytes)?;
+    d.set_item("block_cache_capacity", s.block_cache_capacity)?;
+    d.set_item("index_filter_bytes", s.index_filter_bytes)?;
+    d.set_item("index_filter_limit", s.index_filter_limit)?;
     Ok(d)
 }
 

@@ -44,6 +44,35 @@ def test_options(path):
         cairn.Db(path.parent / "missing", create_if_missing=False)
 
 
+def test_memory_budget(path):
+    budget = 32 << 20
+    with cairn.Db(path, durability="buffered", memory_budget=budget, block_cache_size=1 << 30) as db:
+        ks = db.keyspace("k")
+        ks.update((b"%06d" % i, b"v" * 100) for i in range(20000))
+        db.flush()
+        assert all(ks[b"%06d" % i] == b"v" * 100 for i in range(0, 20000, 7))
+        s = db.stats()
+        assert s["memory_budget"] == budget
+        # 5/8 block cache (replacing block_cache_size), 1/4 memtables, 1/8 index and filter.
+        assert s["block_cache_capacity"] == budget - budget // 4 - budget // 8
+        assert s["memtable_limit"] == budget // 4
+        assert s["index_filter_limit"] == budget // 8
+        assert 0 < s["block_cache_bytes"] <= s["block_cache_capacity"]
+        assert s["memtable_bytes"] <= s["memtable_limit"]
+        assert 0 < s["index_filter_bytes"] <= s["index_filter_limit"]
+    for opener in (cairn.Db.open_read_only, cairn.Db.open_follower):
+        with opener(path, memory_budget=budget) as ro:
+            s = ro.stats()
+            assert s["memory_budget"] == budget and s["index_filter_limit"] == budget // 8
+    with cairn.Db(path) as db:
+        s = db.stats()
+        assert s["memory_budget"] is None and s["memtable_limit"] is None
+        assert s["index_filter_limit"] is None and s["block_cache_capacity"] == 64 << 20
+    for small in (0, 1 << 20, (16 << 20) - 1):
+        with pytest.raises(cairn.InvalidArgumentError, match="memory_budget"):
+            cairn.Db(path, memory_budget=small)
+
+
 def test_store_locked_while_open(db, path):
     with pytest.raises(cairn.IOError) as e:
         cairn.Db(path)

@@ -163,6 +163,28 @@ pub(crate) fn render(shared: &Shared) -> String {
         "Bytes in memtables.",
         e.memtable_bytes,
     );
+    gauge(
+        "cairn_engine_block_cache_bytes",
+        "Bytes the block cache holds.",
+        e.block_cache_bytes,
+    );
+    gauge(
+        "cairn_engine_block_cache_capacity_bytes",
+        "The block cache's capacity (the memory budget's cache share under a budget).",
+        e.block_cache_capacity,
+    );
+    gauge(
+        "cairn_engine_index_filter_bytes",
+        "Bytes of decoded index and filter blocks held by open tables.",
+        e.index_filter_bytes,
+    );
+    if let Some(budget) = e.memory_budget {
+        gauge(
+            "cairn_engine_memory_budget_bytes",
+            "The store's memory budget (Options::memory_budget).",
+            budget,
+        );
+    }
     if let Some(bytes) = shared.disk_bytes() {
         gauge(
             "cairn_engine_disk_bytes",

@@ -159,6 +159,13 @@ fn metrics_endpoint_serves_prometheus_text() {
     );
     assert!(page.contains("cairn_connected_clients 1\n"), "{page}");
     assert!(page.contains("cairn_engine_last_seqno "), "{page}");
+    // The memory gauges: the default block cache's capacity, and no budget.
+    assert!(
+        page.contains("cairn_engine_block_cache_capacity_bytes 67108864\n"),
+        "{page}"
+    );
+    assert!(page.contains("cairn_engine_index_filter_bytes "), "{page}");
+    assert!(!page.contains("cairn_engine_memory_budget_bytes"), "{page}");
     // The disk-usage gauge: at least the store's log and manifest, and INFO agrees
     // (both read the same measure, refreshed at most every 10 s).
     let disk: u64 = page

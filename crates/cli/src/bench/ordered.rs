@@ -14,6 +14,7 @@ use clap::ValueEnum;
 use indicatif::ProgressBar;
 use serde_json::{json, Value};
 
+use super::memory::Memory;
 use super::report::Outcome;
 use super::store::Place;
 use super::workloads::{self, Order, Workload, Write as WriteKind};
@@ -99,9 +100,14 @@ pub struct Args {
     /// Table block compression.
     #[arg(long, value_enum, default_value_t = CompressionArg::Lz4)]
     compression: CompressionArg,
-    /// Block cache size in bytes.
+    /// Block cache size in bytes (replaced by the cache's share under --memory-budget).
     #[arg(long, default_value_t = 64 << 20)]
     cache_size: usize,
+    /// One bound, in bytes, on the block cache, the memtables and the open tables' index
+    /// and filter blocks together (Options::memory_budget: 5/8 cache, 1/4 memtables, 1/8
+    /// index and filter; at least 16 MiB) [default: none].
+    #[arg(long, value_name = "BYTES")]
+    memory_budget: Option<usize>,
     /// Keep values of at least this many bytes apart from the tables, in blob files (the
     /// value log) [default: off, every value in the tables].
     #[arg(long, value_name = "BYTES")]
@@ -292,7 +298,13 @@ fn header(args: &Args, reads: u64, place: &Place) -> String {
         ),
         format!("Durability:  {}", durability_name(args.durability)),
         format!("Compression: {}", args.compression.name()),
-        format!("Block cache: {}", mb(args.cache_size as f64)),
+        match args.memory_budget {
+            Some(b) => format!(
+                "Memory:      budget {} (5/8 block cache, 1/4 memtables, 1/8 index and filter)",
+                mb(b as f64)
+            ),
+            None => format!("Block cache: {}", mb(args.cache_size as f64)),
+        },
         match args.blob_threshold {
             Some(t) => format!("Value log:   values of {t} bytes or more in blob files"),
             None => "Value log:   off (values in the tables)".to_string(),
@@ -307,7 +319,7 @@ fn header(args: &Args, reads: u64, place: &Place) -> String {
 }
 
 /// The run's settings, added to every JSON object.
-fn settings_json(args: &Args, reads: u64) -> [(&'static str, Value); 10] {
+fn settings_json(args: &Args, reads: u64) -> [(&'static str, Value); 11] {
     [
         ("num", json!(args.num)),
         ("reads_requested", json!(reads)),
@@ -317,6 +329,7 @@ fn settings_json(args: &Args, reads: u64) -> [(&'static str, Value); 10] {
         ("durability", json!(durability_name(args.durability))),
         ("compression", json!(args.compression.name())),
         ("cache_size", json!(args.cache_size)),
+        ("memory_budget", json!(args.memory_budget)),
         ("blob_threshold", json!(args.blob_threshold)),
         ("seed", json!(args.seed)),
     ]
@@ -350,6 +363,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
         .durability(args.durability)
         .create_if_missing(!args.use_existing_db)
         .block_cache_size(args.cache_size)
+        .memory_budget(args.memory_budget)
         .compression(args.compression.engine())
         .blob_threshold(args.blob_threshold);
     let values = ValueSource::new(args.value_size as usize, args.seed);
@@ -463,9 +477,11 @@ pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
             outcome.cost = Some(cost);
         }
 
+        let memory = Memory::sample(store.db.stats());
         let text = if args.json {
             let mut v = outcome.json(args.histogram);
             if let Value::Object(m) = &mut v {
+                m.insert("memory".into(), memory.json());
                 m.insert("settle_secs".into(), json!(settle.map(|d| d.as_secs_f64())));
                 for (k, value) in settings_json(args, reads) {
                     m.insert(k.into(), value);
@@ -473,7 +489,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
             }
             format!("{v}\n")
         } else {
-            outcome.text(args.histogram)
+            outcome.text(args.histogram) + &memory.text()
         };
         emit(out, &text)?;
     }

@@ -29,7 +29,8 @@ use super::{open_read, print_json};
 /// tables describe the store. The work counters (bytes written, flushes, compactions,
 /// block-cache hits, stalls) are those of this command's own open, not of the
 /// application writing the store: they are shown apart, as "this open" ("this_open" in
-/// JSON). Memtable bytes are the writes in the log not yet flushed into tables (the open
+/// JSON), with the open's memory (block cache, index and filter blocks of the tables it
+/// opened). Memtable bytes are the writes in the log not yet flushed into tables (the open
 /// replays them). Readable text by default; one JSON object with --json.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -106,6 +107,15 @@ fn describe(db: &Db, path: &std::path::Path) -> CliResult<Value> {
             "cache_misses": stats.cache_misses,
             "cache_refused": stats.cache_refused,
             "write_stalls": stats.write_stalls,
+            "memory": {
+                "memory_budget": stats.memory_budget,
+                "memtable_bytes": stats.memtable_bytes,
+                "memtable_limit": stats.memtable_limit,
+                "block_cache_bytes": stats.block_cache_bytes,
+                "block_cache_capacity": stats.block_cache_capacity,
+                "index_filter_bytes": stats.index_filter_bytes,
+                "index_filter_limit": stats.index_filter_limit,
+            },
         },
     }))
 }
@@ -242,6 +252,14 @@ fn text(v: &Value) -> String {
         count(num(o, "cache_hits"), "hit", "hits"),
         count(num(o, "cache_misses"), "miss", "misses"),
         num(o, "cache_refused")
+    );
+    let m = &o["memory"];
+    let _ = writeln!(
+        s,
+        "  memory: block cache {} of {}, index and filter blocks of open tables {}",
+        size(m, "block_cache_bytes"),
+        size(m, "block_cache_capacity"),
+        size(m, "index_filter_bytes")
     );
     s
 }

@@ -173,7 +173,7 @@ impl<K: Copy + Eq + Hash, V> OpenFiles<K, V> {
     }
 
     /// Takes out the least recently used entry.
-    fn pop_lru(&mut self) -> Option<(K, V)> {
+    pub(crate) fn pop_lru(&mut self) -> Option<(K, V)> {
         let i = self.tail;
         let (key, _) = self.slots.get(i)?.entry.as_ref()?;
         let key = *key;

@@ -27,6 +27,7 @@ use smallvec::SmallVec;
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::key::{KeyspaceId, SeqNo};
+use crate::memtable::Memtable;
 use crate::options::Durability;
 use crate::vlog::BlobFileMeta;
 
@@ -90,6 +91,21 @@ impl Job {
                 .min(GROUP_BYTES),
             Job::Incr { key, .. } => incr_size(key),
             Job::Rotate => usize::MAX,
+        }
+    }
+
+    /// At least the bytes the job adds to the memtable's charged size
+    /// ([`crate::memtable::Memtable::charge_bound`]); 0 for a rotation.
+    pub(crate) fn memtable_charge(&self) -> usize {
+        match self {
+            Job::Write {
+                batch, increments, ..
+            } => increments.iter().fold(
+                Memtable::charge_bound(batch.encoded_len(), batch.len()),
+                |n, i| n.saturating_add(Memtable::charge_bound(incr_size(&i.key), 1)),
+            ),
+            Job::Incr { key, .. } => Memtable::charge_bound(incr_size(key), 1),
+            Job::Rotate => 0,
         }
     }
 

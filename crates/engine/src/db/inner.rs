@@ -23,6 +23,7 @@ use super::read_path::ReadPath;
 use super::recovery::RecoveryReport;
 use super::stats::Counters;
 use super::super_version::{ReadAt, SuperVersion};
+use crate::budget::Budget;
 use crate::error::{Error, Result};
 use crate::files::{BlobId, TableId};
 use crate::fs::FileSystem;
@@ -105,6 +106,9 @@ pub(crate) struct Inner {
     /// a time. True after a refresh that read the log's tail failed: its newest memtable
     /// may hold part of that tail, so the next one starts a fresh memtable.
     pub(crate) refreshing: Mutex<bool>,
+    /// `Options::memory_budget` divided into its shares (`options` already carries the
+    /// sizes it replaces).
+    pub(crate) budget: Option<Budget>,
 }
 
 /// The files a read-only view was read from.

@@ -487,11 +487,9 @@ impl Db {
             }
         }
         let blob_bytes = st.version.blob_files().values().map(|b| b.file_size).sum();
-        let memtable_bytes = std::iter::once(&st.mem)
-            .chain(st.imm.iter())
-            .map(|m| m.size() as u64)
-            .sum();
+        let memtable_bytes = write::memtable_bytes(&st) as u64;
         drop(st);
+        let budget = inner.budget;
         let c = &inner.stats;
         Stats {
             last_seqno: inner.reads.visible_seqno.load(Ordering::Acquire),
@@ -512,6 +510,12 @@ impl Db {
             cache_misses: inner.block_cache.misses(),
             cache_refused: inner.block_cache.refused(),
             write_stalls: c.stalls.load(Ordering::Relaxed),
+            memory_budget: budget.map(|b| b.total as u64),
+            memtable_limit: budget.map(|b| b.memtables as u64),
+            block_cache_bytes: inner.block_cache.used_bytes() as u64,
+            block_cache_capacity: inner.options.block_cache_size as u64,
+            index_filter_bytes: inner.reads.tables.index_filter_bytes() as u64,
+            index_filter_limit: inner.reads.tables.index_filter_limit().map(|l| l as u64),
         }
     }
 

@@ -26,6 +26,12 @@
 //!    checkpoints in progress.
 //! 3. Pins never keep a deleted file's reader: files are deleted only once no live super
 //!    version lists them (`super_version.rs` invariant 2), and the pins die with theirs.
+//! 4. Index and filter memory stays bounded: under a memory budget, a slot is filled only
+//!    while the index and filter bytes of the live readers are within the budget's share
+//!    (`TableCache::may_pin`, checked with the new reader counted); past it, the reader
+//!    is used unpinned and dropped after the lookup. Two threads filling slots at once may
+//!    each pass the check, so the pinned bytes pass the share by at most one table per
+//!    reading thread, until the next super version.
 //!
 //! Thread-safety: `Send + Sync`; two threads filling one slot at once both ask the cache,
 //! and the slot keeps the first reader stored (the cache returns the same one unless it
@@ -130,6 +136,9 @@ impl Pins {
             return Ok(TableReader::Pinned(r));
         }
         let opened = tables.get(meta.id)?;
+        if !tables.may_pin() {
+            return Ok(TableReader::Cached(opened));
+        }
         // Another thread may have filled the slot meanwhile: keep the reader stored first.
         let pinned = slot.get_or_init(|| opened);
         Ok(TableReader::Pinned(pinned))

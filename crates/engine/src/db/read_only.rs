@@ -60,6 +60,7 @@ pub(crate) fn open(
     options: Options,
     follower: bool,
 ) -> Result<Arc<Inner>> {
+    let options = crate::budget::Budget::effective(options)?;
     retrying(|| open_once(&fs, dir, &options, follower))
 }
 

@@ -62,6 +62,7 @@ use super::{flush, stored_options, versions};
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::batch::{Op, WriteBatch};
+use crate::budget::Budget;
 use crate::entry::{self, Body, EntryView};
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::files::{self, BlobId, FileType, TableId};
@@ -76,7 +77,10 @@ use crate::vlog;
 use crate::wal;
 
 /// Opens (or creates) the store in `dir`.
-pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Result<Arc<Inner>> {
+pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, given: Options) -> Result<Arc<Inner>> {
+    // The sizes a memory budget replaces are this open's, not the store's: the manifest
+    // records the options as given (`crate::budget`).
+    let options = Budget::effective(given.clone())?;
     if !fs.exists(dir)? {
         if !options.create_if_missing {
             return Err(Error::invalid(format!(
@@ -186,7 +190,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: Options) -> Res
     let wal_id = next_file_id.fetch_add(1, Ordering::SeqCst);
     // The new manifest's snapshot also records this open's file-shaping options
     // (`db/stored_options.rs`, invariant 1).
-    let recorded = stored_options::record(&options);
+    let recorded = stored_options::record(&given);
     let bump = Edit {
         next_file_id: Some(next_file_id.load(Ordering::SeqCst)),
         store_options: (version.store_options() != Some(&recorded)).then_some(recorded),
@@ -314,6 +318,8 @@ pub(super) fn assemble(
     };
     let supers = SuperVersions::new(state.super_version());
     let block_cache = Arc::new(BlockCache::new(options.block_cache_size));
+    // Validated by every open before it got here.
+    let budget = Budget::of(&options).ok().flatten();
     let table_capacity = if read_only {
         usize::MAX
     } else {
@@ -327,6 +333,7 @@ pub(super) fn assemble(
                 dir,
                 Arc::clone(&block_cache),
                 table_capacity,
+                budget.map(|b| b.index_filter),
             )),
             supers,
             visible_seqno: AtomicU64::new(o.last.0),
@@ -352,6 +359,7 @@ pub(super) fn assemble(
         recovery: o.recovery,
         follower: o.follower,
         refreshing: Mutex::new(false),
+        budget,
         options,
     })
 }

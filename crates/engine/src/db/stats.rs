@@ -32,8 +32,31 @@ pub struct Stats {
     pub tables_per_level: Vec<usize>,
     /// Bytes of table files, summed over keyspaces.
     pub table_bytes: u64,
-    /// Bytes of the memtables (active and waiting to be flushed).
+    /// Bytes of the memtables (active and waiting to be flushed), as charged: each entry's
+    /// key, value and a fixed per-entry overhead (node, links, its part of the memtable's
+    /// bloom filter and of arena slack).
     pub memtable_bytes: u64,
+    /// The memory budget the store was opened with (`Options::memory_budget`), if any.
+    /// Its shares are the three limits below.
+    pub memory_budget: Option<u64>,
+    /// The bound on [`Stats::memtable_bytes`]: the memory budget's memtable share
+    /// (`None` without a budget; writers are then held back by memtable count alone).
+    pub memtable_limit: Option<u64>,
+    /// Bytes the block cache holds: decoded blocks plus a fixed charge per block for its
+    /// slot (never more than [`Stats::block_cache_capacity`]).
+    pub block_cache_bytes: u64,
+    /// The block cache's capacity: `Options::block_cache_size`, or the memory budget's
+    /// cache share.
+    pub block_cache_capacity: u64,
+    /// Bytes of the decoded index blocks (with their in-memory fences) and bloom filters
+    /// held by open tables: the sum over every live table reader, whether the table cache
+    /// keeps it or a read, scan, compaction or super version holds it.
+    pub index_filter_bytes: u64,
+    /// The bound the table cache keeps [`Stats::index_filter_bytes`] to: the memory
+    /// budget's index and filter share (`None` without a budget; tables are then bounded
+    /// by count, `Options::max_open_tables`). Tables being read by a scan or compaction
+    /// stay open and count even past it.
+    pub index_filter_limit: Option<u64>,
     /// Bytes the WAL writer has written to log files.
     pub wal_bytes_written: u64,
     /// Bytes written to tables by flushes.

@@ -11,9 +11,18 @@
 //! 2. A table's earliest expiry, learned when it is first opened, is remembered until the
 //!    table is evicted for deletion, so the cold-data check (`compaction::pick_expired`)
 //!    needs no I/O for a table opened once.
+//! 3. Every reader the cache opens counts its decoded index and filter bytes in one total
+//!    for as long as it lives, wherever it is held ([`TableCache::index_filter_bytes`]).
+//!    With a limit (the index and filter share of `Options::memory_budget`), the cache
+//!    closes its least recently used readers after each open until the total is within
+//!    the limit, the new reader last (its caller still gets it, uncached): what the cache
+//!    keeps never takes the total past the limit. Readers held elsewhere (in use by a
+//!    read, scan or compaction, or pinned) count but cannot be closed; super versions pin
+//!    only while the total is within the limit (`db/pinned.rs` invariant 4).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -35,16 +44,25 @@ pub(crate) struct TableCache {
     open: Mutex<OpenFiles<TableId, Arc<table::Reader>>>,
     /// Table id -> earliest expiry of any entry (`None`: no entry expires).
     expiry: Mutex<HashMap<TableId, Option<u64>>>,
+    /// Index and filter bytes of the live readers the cache opened (invariant 3).
+    held: Arc<AtomicUsize>,
+    /// The most `held` may be for the cache to keep another reader (invariant 3).
+    index_filter_limit: Option<usize>,
 }
+
+/// Readers taken out of the cache, dropped (closed unless in use) after its lock.
+type Closed = Vec<(TableId, Arc<table::Reader>)>;
 
 impl TableCache {
     /// A cache of at most `capacity` (at least 1) open tables of `dir`, whose blocks go
-    /// through `blocks`.
+    /// through `blocks`, keeping readers only while their index and filter bytes stay
+    /// within `index_filter_limit`, if given (invariant 3).
     pub(crate) fn new(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
         blocks: Arc<BlockCache>,
         capacity: usize,
+        index_filter_limit: Option<usize>,
     ) -> TableCache {
         TableCache {
             fs,
@@ -53,7 +71,48 @@ impl TableCache {
             capacity: capacity.max(1),
             open: Mutex::new(OpenFiles::new(capacity)),
             expiry: Mutex::new(HashMap::new()),
+            held: Arc::new(AtomicUsize::new(0)),
+            index_filter_limit,
         }
+    }
+
+    /// Decoded index and filter bytes of every live reader the cache opened: those it
+    /// keeps and those held elsewhere (invariant 3).
+    pub(crate) fn index_filter_bytes(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    /// The bound on [`TableCache::index_filter_bytes`] the cache keeps to, if any.
+    pub(crate) fn index_filter_limit(&self) -> Option<usize> {
+        self.index_filter_limit
+    }
+
+    /// True if a super version may pin another reader: the index and filter bytes are
+    /// within the limit, if there is one.
+    pub(crate) fn may_pin(&self) -> bool {
+        self.index_filter_limit
+            .is_none_or(|limit| self.index_filter_bytes() <= limit)
+    }
+
+    /// Takes readers out of `open`, least recently used first, until the index and filter
+    /// bytes are within the limit once they are dropped (invariant 3). A reader someone
+    /// else holds frees nothing when taken out, so it does not count towards that.
+    fn shed(&self, open: &mut OpenFiles<TableId, Arc<table::Reader>>) -> Closed {
+        let mut closed = Vec::new();
+        let Some(limit) = self.index_filter_limit else {
+            return closed;
+        };
+        let mut held = self.index_filter_bytes();
+        while held > limit {
+            let Some((id, reader)) = open.pop_lru() else {
+                break;
+            };
+            if Arc::strong_count(&reader) == 1 {
+                held = held.saturating_sub(reader.index_filter_len());
+            }
+            closed.push((id, reader));
+        }
+        closed
     }
 
     /// The most readers the cache keeps open (at least 1).
@@ -70,12 +129,10 @@ impl TableCache {
             return Ok(Arc::clone(r));
         }
         let path = self.dir.join(id.file_name());
-        let reader = Arc::new(table::Reader::open(
-            self.fs.as_ref(),
-            &path,
-            id,
-            Arc::clone(&self.blocks),
-        )?);
+        let mut reader =
+            table::Reader::open(self.fs.as_ref(), &path, id, Arc::clone(&self.blocks))?;
+        reader.charge_to(&self.held);
+        let reader = Arc::new(reader);
         self.expiry.lock().insert(id, reader.earliest_expiry());
         let mut open = self.open.lock();
         if let Some(r) = open.get(&id) {
@@ -83,9 +140,11 @@ impl TableCache {
             return Ok(Arc::clone(r));
         }
         let closed = open.insert(id, Arc::clone(&reader));
+        let shed = self.shed(&mut open);
         drop(open);
-        // The least recently used reader, closed outside the lock unless still in use.
+        // The least recently used readers, closed outside the lock unless still in use.
         drop(closed);
+        drop(shed);
         Ok(reader)
     }
 
@@ -182,7 +241,7 @@ mod tests {
     #[test]
     fn open_tables_stay_within_capacity_and_readers_in_use_keep_working() {
         let (fs, dir) = tables(10);
-        let cache = TableCache::new(fs, &dir, Arc::new(BlockCache::new(1 << 20)), 3);
+        let cache = TableCache::new(fs, &dir, Arc::new(BlockCache::new(1 << 20)), 3, None);
         let held = cache.get(TableId(1)).unwrap();
         for id in [2, 3, 1, 4] {
             cache.get(TableId(id)).unwrap();
@@ -220,6 +279,7 @@ mod tests {
             &dir,
             Arc::new(BlockCache::new(1 << 20)),
             4,
+            None,
         ));
         let threads: Vec<_> = (0..4u64)
             .map(|t| {

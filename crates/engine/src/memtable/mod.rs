@@ -306,6 +306,14 @@ impl Memtable {
         self.logged.lock().get(&keyspace).copied().unwrap_or(0)
     }
 
+    /// At least the bytes [`Memtable::size`] grows by when a batch of `ops` ops whose
+    /// encoding (keys, values and their framing) takes `encoded_len` bytes is inserted:
+    /// each entry is charged its key, trailer, value and [`ENTRY_OVERHEAD`], and the
+    /// encoding holds every key and value.
+    pub(crate) fn charge_bound(encoded_len: usize, ops: usize) -> usize {
+        encoded_len.saturating_add(ops.saturating_mul(TRAILER_LEN + ENTRY_OVERHEAD))
+    }
+
     /// Approximate bytes used.
     pub(crate) fn size(&self) -> usize {
         self.size.load(AtomicOrdering::Relaxed)

@@ -68,6 +68,11 @@ impl Fences {
         Ok(Fences { common, fences })
     }
 
+    /// Bytes the fences hold: the common prefix and one 8-byte fence per restart point.
+    pub(crate) fn len(&self) -> usize {
+        self.common.len() + self.fences.len() * std::mem::size_of::<u64>()
+    }
+
     /// The restart points `[lo, hi]` that can hold the last restart key below `target` (an
     /// encoded key or seek probe), or restart 0 when no restart key is below it: every
     /// restart before `lo` has a user key below `target`'s, and every one after `hi` a user

@@ -185,6 +185,11 @@ impl Filter {
         })
     }
 
+    /// Bytes of the decoded filter (its bit array).
+    pub(crate) fn len(&self) -> usize {
+        self.bits.len()
+    }
+
     /// False if `user_key` is certainly absent from the table.
     pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
         let bit_count = self.bits.len() as u64 * 8;

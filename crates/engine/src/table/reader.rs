@@ -21,6 +21,7 @@
 use std::cmp::Ordering;
 use std::fmt;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 use smallvec::SmallVec;
@@ -58,6 +59,21 @@ pub(crate) struct Reader {
     /// The range-tombstone block's contents (empty without one), read and checked at open.
     range_tombstones: Vec<RangeTombstone>,
     data_end: u64,
+    /// Where this reader's index and filter bytes are counted while it lives, if anywhere
+    /// ([`Reader::charge_to`]).
+    charge: Option<Charge>,
+}
+
+/// Bytes counted in a shared total for as long as the value lives.
+struct Charge {
+    total: Arc<AtomicUsize>,
+    bytes: usize,
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.total.fetch_sub(self.bytes, AtomicOrdering::Relaxed);
+    }
 }
 
 impl fmt::Debug for Reader {
@@ -248,6 +264,7 @@ impl Reader {
             filter,
             range_tombstones,
             data_end,
+            charge: None,
         };
         reader.check_index()?;
         Ok(reader)
@@ -291,6 +308,23 @@ impl Reader {
             ));
         }
         Ok(())
+    }
+
+    /// Bytes of the decoded index block (with its fences) and filter this reader holds in
+    /// memory for its whole life.
+    pub(crate) fn index_filter_len(&self) -> usize {
+        self.index.len() + self.index_fences.len() + self.filter.as_ref().map_or(0, Filter::len)
+    }
+
+    /// Counts [`Reader::index_filter_len`] in `total` from now until the reader is
+    /// dropped (once: a later call replaces the earlier count).
+    pub(crate) fn charge_to(&mut self, total: &Arc<AtomicUsize>) {
+        let bytes = self.index_filter_len();
+        total.fetch_add(bytes, AtomicOrdering::Relaxed);
+        self.charge = Some(Charge {
+            total: Arc::clone(total),
+            bytes,
+        });
     }
 
     /// The table's file id.

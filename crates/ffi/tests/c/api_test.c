@@ -188,6 +188,7 @@ static void test_options(void) {
     cairn_options_set_memtable_size(NULL, 1);
     cairn_options_set_max_wal_size(NULL, 1);
     cairn_options_set_block_cache_size(NULL, 1);
+    cairn_options_set_memory_budget(NULL, 1);
     cairn_options_set_blob_threshold(NULL, 1);
     cairn_options_set_background_threads(NULL, 1);
     cairn_options_set_salvage_wal(NULL, 1);
@@ -342,6 +343,76 @@ static void test_bad_options(void) {
     CHECK(st != CAIRN_OK && err != NULL && db == NULL);
     cairn_free(err);
     err = NULL;
+    cairn_options_destroy(o);
+}
+
+/* A memory budget: too small is refused at open; a valid one is divided as documented
+   (5/8 block cache, 1/4 memtables, 1/8 index and filter), each share's use stays within
+   it, and 0 removes it again. */
+static void test_memory_budget(void) {
+    cairn_db_t *db = NULL;
+    cairn_options_t *o = cairn_options_create();
+    EXPECT(CAIRN_OK, cairn_options_set_durability(o, CAIRN_DURABILITY_BUFFERED, 0, &err));
+    cairn_options_set_memory_budget(o, 1 << 20);
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_db_open(o, path_in("budget"), &db, &err));
+    CHECK(db == NULL);
+    const uint64_t budget = 32u << 20;
+    cairn_options_set_memory_budget(o, (size_t)budget);
+    cairn_options_set_block_cache_size(o, 1u << 30); /* replaced by the cache's share */
+    EXPECT(CAIRN_OK, cairn_db_open(o, path_in("budget"), &db, &err));
+    if (db == NULL) {
+        cairn_options_destroy(o);
+        return;
+    }
+    cairn_keyspace_t *ks = NULL;
+    EXPECT(CAIRN_OK, cairn_keyspace_open(db, "k", &ks, &err));
+    char key[32], val[128];
+    memset(val, 'v', sizeof val);
+    for (int i = 0; i < 20000; i++) {
+        int kl = snprintf(key, sizeof key, "key%08d", i);
+        EXPECT(CAIRN_OK, cairn_put(ks, NULL, key, kl, val, sizeof val, &err));
+    }
+    EXPECT(CAIRN_OK, cairn_db_flush(db, &err));
+    for (int i = 0; i < 20000; i += 7) {
+        int kl = snprintf(key, sizeof key, "key%08d", i);
+        size_t len = 0;
+        char buf[128];
+        EXPECT(CAIRN_OK, cairn_get_into(ks, NULL, key, kl, buf, sizeof buf, &len, &err));
+        CHECK(len == sizeof val);
+    }
+    uint64_t v = 0, limit = 0;
+    EXPECT(CAIRN_OK, cairn_db_property_int(db, "stats.memory_budget", &v, &err));
+    CHECK(v == budget);
+    EXPECT(CAIRN_OK, cairn_db_property_int(db, "stats.block_cache_capacity", &limit, &err));
+    CHECK(limit == budget - budget / 4 - budget / 8);
+    EXPECT(CAIRN_OK, cairn_db_property_int(db, "stats.block_cache_bytes", &v, &err));
+    CHECK(v > 0 && v <= limit);
+    EXPECT(CAIRN_OK, cairn_db_property_int(db, "stats.memtable_limit", &limit, &err));
+    CHECK(limit == budget / 4);
+    EXPECT(CAIRN_OK, cairn_db_property_int(db, "stats.memtable_bytes", &v, &err));
+    CHECK(v <= limit);
+    EXPECT(CAIRN_OK, cairn_db_property_int(db, "stats.index_filter_limit", &limit, &err));
+    CHECK(limit == budget / 8);
+    EXPECT(CAIRN_OK, cairn_db_property_int(db, "stats.index_filter_bytes", &v, &err));
+    CHECK(v > 0 && v <= limit);
+    cairn_keyspace_destroy(ks);
+    EXPECT(CAIRN_OK, cairn_db_close(db, &err));
+    cairn_db_destroy(db);
+
+    /* 0: no budget; the block cache has its own size again. */
+    cairn_options_set_memory_budget(o, 0);
+    cairn_options_set_block_cache_size(o, 4u << 20);
+    db = NULL;
+    EXPECT(CAIRN_OK, cairn_db_open(o, path_in("budget"), &db, &err));
+    if (db != NULL) {
+        EXPECT(CAIRN_OK, cairn_db_property_int(db, "stats.memory_budget", &v, &err));
+        CHECK(v == 0);
+        EXPECT(CAIRN_OK, cairn_db_property_int(db, "stats.block_cache_capacity", &v, &err));
+        CHECK(v == 4u << 20);
+        EXPECT(CAIRN_OK, cairn_db_property_int(db, "stats.index_filter_limit", &v, &err));
+        CHECK(v == 0);
+        cairn_db_destroy(db);
+    }
     cairn_options_destroy(o);
 }
 
@@ -1587,6 +1658,7 @@ int main(int argc, char **argv) {
     test_options();
     test_null_arguments();
     test_bad_options();
+    test_memory_budget();
     test_ordered_store();
     test_recovery_report();
     test_streaming();

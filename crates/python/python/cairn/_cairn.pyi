@@ -273,6 +273,11 @@ class Db:
     ``durability``: ``"sync"`` (default), ``"buffered"``, ``"none"``,
     ``"periodic[:<ms>]"`` or ``"async[:<queue depth>]"``. ``compression``: ``"none"``,
     ``"lz4"`` (default), ``"snappy"``, ``"zstd"`` or ``"zstd:<level>"``.
+    ``memory_budget``: one bound, in bytes, on the block cache (5/8), the memtables (1/4)
+    and the open tables' index and filter blocks (1/8) together, at least 16 MiB; it
+    replaces ``block_cache_size`` and caps ``memtable_size``. ``stats()`` reports each
+    share (``block_cache_capacity``, ``memtable_limit``, ``index_filter_limit``) and its use
+    (``block_cache_bytes``, ``memtable_bytes``, ``index_filter_bytes``).
     """
 
     def __init__(
@@ -292,10 +297,16 @@ class Db:
         blob_threshold: Optional[int] = None,
         background_threads: Optional[int] = None,
         salvage_wal: Optional[bool] = None,
+        memory_budget: Optional[int] = None,
     ) -> None: ...
     @classmethod
     def open_read_only(
-        cls, path: StrPath, *, block_cache_size: Optional[int] = None, max_open_tables: Optional[int] = None
+        cls,
+        path: StrPath,
+        *,
+        block_cache_size: Optional[int] = None,
+        max_open_tables: Optional[int] = None,
+        memory_budget: Optional[int] = None,
     ) -> Db: ...
     @classmethod
     def open_follower(
@@ -305,6 +316,7 @@ class Db:
         refresh_interval: Optional[float] = None,
         block_cache_size: Optional[int] = None,
         max_open_tables: Optional[int] = None,
+        memory_budget: Optional[int] = None,
     ) -> Db: ...
     def refresh(self) -> bool: ...
     @property

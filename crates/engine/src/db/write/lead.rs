@@ -50,14 +50,17 @@ pub(super) fn lead(inner: &Inner, group: &[Pending]) -> Result<Outcomes> {
         return Err(Error::invalid("the store is closed"));
     }
     if group.iter().any(|p| matches!(p.job, Job::Rotate)) {
-        make_room(inner, true)?;
+        make_room(inner, true, 0)?;
         let seqno = SeqNo(inner.reads.visible_seqno.load(Ordering::Acquire));
         return Ok(smallvec::smallvec![Ok(Done {
             seqno,
             counters: Counters::new(),
         })]);
     }
-    make_room(inner, false)?;
+    let incoming = group
+        .iter()
+        .fold(0usize, |n, p| n.saturating_add(p.job.memtable_charge()));
+    make_room(inner, false, incoming)?;
     // The memtable cannot change under the leader: only a leader rotates.
     let mem = Arc::clone(&inner.state.lock().mem);
     let mut members = resolve(inner, group);

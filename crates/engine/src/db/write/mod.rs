@@ -48,6 +48,8 @@ mod member;
 mod room;
 mod separate;
 
+pub(crate) use room::memtable_bytes;
+
 /// Applies `batch` atomically with `durability`; returns the seqno of its last op.
 pub(crate) fn write(inner: &Inner, batch: WriteBatch, durability: Durability) -> Result<SeqNo> {
     write_with_blobs(inner, batch, durability, Vec::new())

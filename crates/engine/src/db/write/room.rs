@@ -11,6 +11,14 @@
 //! 3. Writers stall (never fail) while `l0_stop_trigger` level-0 tables or
 //!    `max_immutable_memtables` sealed memtables wait, and are slowed in the band from
 //!    `l0_slowdown_trigger`; a background error or `close` ends the wait with an error.
+//! 4. Under a memory budget, a group goes in only if the memtables' charged bytes (active
+//!    and sealed, [`memtable_bytes`]) plus a bound on what the group adds
+//!    (`Job::memtable_charge`) fit the memtable share: otherwise the leader seals the
+//!    active memtable and asks for every sealed one to be flushed, then waits for the
+//!    flushes. So the charged bytes never pass the share, except by a group that alone is
+//!    larger than it, which goes in once every memtable before it is flushed. Sealing
+//!    also asks for the flush at once (not after `memtables_per_flush`) once the
+//!    memtables hold half the share.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -25,6 +33,11 @@ use crate::wal;
 /// How long a held-back writer sleeps between checks of the background state.
 const STALL_WAIT: Duration = Duration::from_millis(50);
 
+/// Charged bytes of the memtables: the active one and those waiting to be flushed.
+pub(crate) fn memtable_bytes(state: &State) -> usize {
+    state.imm.iter().map(|m| m.size()).sum::<usize>() + state.mem.size()
+}
+
 /// Largest number of level-0 tables in any keyspace.
 fn max_l0(state: &State) -> usize {
     state
@@ -35,9 +48,11 @@ fn max_l0(state: &State) -> usize {
         .unwrap_or(0)
 }
 
-/// Makes sure the memtable has room (or, with `force`, switches memtables if the current
-/// one holds anything), slowing the writer while compaction is behind.
-pub(super) fn make_room(inner: &Inner, force: bool) -> Result<()> {
+/// Makes sure the memtable has room for a group that adds at most `incoming` charged
+/// bytes (or, with `force`, switches memtables if the current one holds anything),
+/// slowing the writer while compaction is behind or the memtables fill their share of
+/// the memory budget (invariant 4).
+pub(super) fn make_room(inner: &Inner, force: bool, incoming: usize) -> Result<()> {
     let opts = &inner.options;
     let mut slowed = false;
     let mut stalled = false;
@@ -75,6 +90,29 @@ pub(super) fn make_room(inner: &Inner, force: bool) -> Result<()> {
             slowed = true;
             continue;
         }
+        let held = memtable_bytes(&st);
+        let share = inner.budget.map(|b| b.memtables);
+        if let Some(share) = share.filter(|&s| held > 0 && held.saturating_add(incoming) > s) {
+            // Over the share with this group: seal what is active (a flush can then free
+            // it), and wait for the flushes.
+            if !st.mem.is_empty() && st.imm.len() < opts.max_immutable_memtables {
+                switch_memtable(inner, &mut st, true)?;
+                continue;
+            }
+            if !stalled {
+                stalled = true;
+                tracing::debug!(
+                    memtable_bytes = held,
+                    memtable_share = share,
+                    "write stall: the memtables fill their share of the memory budget"
+                );
+            }
+            inner.stats.stalls.fetch_add(1, Ordering::Relaxed);
+            st.flush_requested = true;
+            inner.bg_cv.notify_all();
+            inner.stall_cv.wait_for(&mut st, STALL_WAIT);
+            continue;
+        }
         let wal_len = inner.log.wal_len.load(Ordering::Relaxed);
         // Separated values count like log bytes: the memtable's blob files are part of
         // its unflushed state (replayed and validated by recovery, invisible to GC).
@@ -102,8 +140,10 @@ pub(super) fn make_room(inner: &Inner, force: bool) -> Result<()> {
             continue;
         }
         // A log-size limit bounds the unflushed log, not just the active file: the
-        // memtables it seals are flushed without waiting for `memtables_per_flush`.
-        return switch_memtable(inner, &mut st, force || log_full);
+        // memtables it seals are flushed without waiting for `memtables_per_flush`; so
+        // are they once they hold half the memory budget's share (invariant 4).
+        let pressed = share.is_some_and(|s| held >= s / 2);
+        return switch_memtable(inner, &mut st, force || log_full || pressed);
     }
 }
 
