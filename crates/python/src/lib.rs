@@ -31,7 +31,6 @@ mod iter;
 mod keyspace;
 mod options;
 mod point;
-mod read_mode;
 mod reports;
 mod retry;
 mod shared;

@@ -1,4 +1,5 @@
-"""Threads sharing one store and one constant-store reader (the GIL is released in calls)."""
+"""Threads sharing one store and one constant-store reader (the GIL is released in calls
+that may do I/O; point reads answered from memory keep it)."""
 
 import threading
 
@@ -6,7 +7,7 @@ import cairn
 from cairn import sparkey
 
 
-def run_threads(n, target):
+def run_threads(n, target, timeout=120):
     errors = []
 
     def wrapped(i):
@@ -19,7 +20,8 @@ def run_threads(n, target):
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(timeout)
+    assert not any(t.is_alive() for t in threads), "a thread is stuck (deadlock?)"
     assert errors == []
 
 
@@ -137,3 +139,53 @@ def test_close_while_threads_use_every_kind_of_handle(path):
         for keys in acked:
             for key in keys:
                 assert key in k
+
+
+def test_readers_share_a_store_with_a_writer_that_flushes_and_stalls(path):
+    # Readers whose keys are in the memtable, in tables whose blocks are cached or not,
+    # and separated into blob files, while a writer fills tiny memtables (flushes, level-0
+    # compactions, write stalls): every read is exact, through the GIL-held path from
+    # memory and the GIL-released path alike, and no thread waits forever.
+    with cairn.Db(path, memtable_size=64 << 10, block_cache_size=256 << 10, block_size=1024,
+                  table_size=64 << 10, durability="buffered") as db:
+        ks = db.keyspace("k")
+        media = db.keyspace("media", blob_threshold=512)
+        fixed = {b"fixed-%05d" % i: b"value-%d" % i for i in range(3000)}
+        ks.update(fixed)
+        for i in range(0, 3000, 100):
+            media[b"blob-%05d" % i] = bytes([i % 251]) * 2000
+        db.flush()
+        ks[b"late"] = b"in the memtable"
+        stop = threading.Event()
+        keys = sorted(fixed)
+
+        def writer():
+            i = 0
+            while not stop.is_set() and i < 200_000:
+                ks[b"churn-%07d" % (i % 20_000)] = b"x" * 100
+                i += 1
+
+        w = threading.Thread(target=writer)
+        w.start()
+        try:
+
+            def reader(t):
+                for rnd in range(4):
+                    for k in keys[t::5]:
+                        assert ks[k] == fixed[k]
+                        assert ks.get(k) == fixed[k]
+                        assert k in ks
+                        assert (k + b"-absent") not in ks
+                    batch = keys[t::37]
+                    assert ks.get_many(batch + [b"late", b"nope"]) == [fixed[k] for k in batch] + [
+                        b"in the memtable", None]
+                    for i in range(0, 3000, 100):
+                        assert media[b"blob-%05d" % i] == bytes([i % 251]) * 2000
+                    assert ks[b"late"] == b"in the memtable"
+
+            run_threads(5, reader)
+        finally:
+            stop.set()
+            w.join(120)
+        assert not w.is_alive(), "the writer is stuck"
+        assert db.stats()["flushes"] > 0
