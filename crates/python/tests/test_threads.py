@@ -3,6 +3,8 @@ that may do I/O; point reads answered from memory keep it)."""
 
 import threading
 
+import pytest
+
 import cairn
 from cairn import sparkey
 
@@ -58,6 +60,28 @@ def test_threads_share_one_reader(tmp_path):
         assert r.get_many(keys) == [b"v" + k for k in keys]
 
     run_threads(6, work)
+
+
+def test_threads_share_a_reader_held_in_memory(tmp_path):
+    # A reader with its index and log loaded into memory looks up with the GIL held; the
+    # answers from many threads are the same as from a mapped reader's.
+    log, index = tmp_path / "x.spl", tmp_path / "x.spi"
+    sparkey.build(log, index, ((b"%d" % i, b"v%d" % i) for i in range(20_000)), compression="snappy")
+    mapped = sparkey.Reader(index, log)
+    loaded = sparkey.Reader(index, log, pin_index=True, load_log=True)
+
+    def work(t):
+        for i in range(t, 20_000, 7):
+            k = b"%d" % i
+            assert loaded[k] == mapped[k] == b"v%d" % i
+            assert k in loaded and (b"x" + k) not in loaded
+        keys = [b"%d" % i for i in range(t, 20_000, 13)] + [b"absent"]
+        assert loaded.get_many(keys) == mapped.get_many(keys) == [b"v" + k for k in keys[:-1]] + [None]
+
+    run_threads(6, work)
+    loaded.close()
+    with pytest.raises(cairn.ClosedError):
+        loaded.get(b"1")
 
 
 def test_reader_closed_while_threads_read(tmp_path):
