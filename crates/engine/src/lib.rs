@@ -118,6 +118,7 @@ mod mmap;
 mod options;
 pub mod pack;
 mod rangedel;
+mod reach;
 mod snapshot;
 mod table;
 // Crash-test hooks (`testing::open_simulating_power_loss`, for `tests/kill9.rs`). Public
@@ -146,3 +147,4 @@ pub use db::{
 pub use error::{Corruption, Error, FileKind, Reason, Result};
 pub use merge::{builtin_merge_operator, AddI64, Append, MergeOperator};
 pub use options::{Compression, Durability, KeyspaceOptions, Options};
+pub use reach::InMemory;

@@ -905,7 +905,29 @@ impl Harness {
             Get(i, key) => {
                 if let Some((h, map)) = self.existing(*i, step)? {
                     let want = map.get(&key.0).map(|e| e.value.clone());
+                    // The read that may not do I/O, before and after the full read (which
+                    // may cache the blocks it reads): it agrees whenever it answers.
+                    let early = ok!(h.get_with_in_memory(&key.0, <[u8]>::to_vec), step);
+                    prop_assert!(
+                        early.answer().is_none_or(|v| v == want),
+                        "{:?}: in memory",
+                        step
+                    );
                     prop_assert_eq!(ok!(h.get(&key.0), step), want.clone());
+                    let late = ok!(h.get_with_in_memory(&key.0, <[u8]>::to_vec), step);
+                    prop_assert!(
+                        late.answer().is_none_or(|v| v == want),
+                        "{:?}: in memory",
+                        step
+                    );
+                    let present = ok!(h.contains_key_in_memory(&key.0), step);
+                    prop_assert!(
+                        present
+                            .answer()
+                            .is_none_or(|p| p == map.contains_key(&key.0)),
+                        "{:?}: contains in memory",
+                        step
+                    );
                     prop_assert_eq!(ok!(h.contains_key(&key.0), step), map.contains_key(&key.0));
                     // The same read into a buffer holding another value.
                     let mut buf = b"stale".to_vec();
@@ -950,9 +972,29 @@ impl Harness {
                 if let (Some((h, _)), Some((snap, then))) =
                     (self.existing(*i, step)?, self.snap(*s, *i))
                 {
-                    let got = ok!(snap.get(&h, &key.0), step);
                     let want = then.get(&key.0).map(|e| e.value.clone());
+                    let early = ok!(snap.get_with_in_memory(&h, &key.0, <[u8]>::to_vec), step);
+                    prop_assert!(
+                        early.answer().is_none_or(|v| v == want),
+                        "{:?}: in memory",
+                        step
+                    );
+                    let got = ok!(snap.get(&h, &key.0), step);
                     prop_assert_eq!(got, want.clone(), "{:?}", step);
+                    let late = ok!(snap.get_with_in_memory(&h, &key.0, <[u8]>::to_vec), step);
+                    prop_assert!(
+                        late.answer().is_none_or(|v| v == want),
+                        "{:?}: in memory",
+                        step
+                    );
+                    let present = ok!(snap.contains_key_in_memory(&h, &key.0), step);
+                    prop_assert!(
+                        present
+                            .answer()
+                            .is_none_or(|p| p == then.contains_key(&key.0)),
+                        "{:?}: contains in memory",
+                        step
+                    );
                     let mut buf = b"stale".to_vec();
                     let found = ok!(snap.get_into(&h, &key.0, &mut buf), step);
                     prop_assert_eq!(found.then_some(buf), want.clone(), "{:?}", step);

@@ -4,7 +4,8 @@
 //! Robin Hood insertion, so an entry that passed a richer slot was stored where lookups
 //! stop probing and its key became unreachable. The reference vectors (fixed seeds, few
 //! collisions) did not expose it; this test looks up every key of logs built with random
-//! seeds in every layout, with and without the block cache.
+//! seeds in every layout, with and without the block cache, with the files mapped or
+//! loaded into memory.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -34,9 +35,21 @@ fn check(compression: Compression, block_size: u32, n: u64) {
     }
     w.close().unwrap();
     write_index(&idx, &log, &IndexOptions::default()).unwrap();
-    for cache in [0usize, 1 << 20] {
-        let r = Reader::open_with(&idx, &log, &ReadOptions::default().block_cache_bytes(cache))
-            .unwrap();
+    // Only a reader with both files loaded into memory reads memory only.
+    let opened = [
+        (0usize, false, false),
+        (1 << 20, false, false),
+        (0, true, false),
+        (0, false, true),
+        (1 << 20, true, true),
+    ];
+    for (cache, pin, load) in opened {
+        let options = ReadOptions::default()
+            .block_cache_bytes(cache)
+            .pin_index(pin)
+            .load_log(load);
+        let r = Reader::open_with(&idx, &log, &options).unwrap();
+        assert_eq!(r.reads_memory_only(), pin && load, "pin {pin}, load {load}");
         let mut out = Vec::new();
         for i in 0..n {
             let found = r.get_into(format!("key_{i}").as_bytes(), &mut out).unwrap();

@@ -5,7 +5,7 @@
 //! A `Keyspace` holds its store's [`Shared`] state and the index of its engine handle there
 //! (never the handle itself), so closing the store leaves nothing open, and every method
 //! raises `cairn.ClosedError` afterwards. Every method that reads or writes releases the
-//! GIL for the engine call, except point reads that find their key in memory (`point.rs`). Reads through the keyspace see the latest state; `len()` and
+//! GIL for the engine call, except point reads the engine answers from memory (`point.rs`). Reads through the keyspace see the latest state; `len()` and
 //! iteration each read at one point in time (a scan), so they are consistent, and `len()`
 //! costs a walk over the keys.
 
@@ -188,7 +188,7 @@ impl Keyspace {
     }
 
     /// The values of `keys` (None for an absent key), in order: one call for the whole
-    /// list, with the GIL released once.
+    /// list; the keys that need I/O are read with the GIL released once.
     fn get_many<'py>(
         &self,
         py: Python<'py>,

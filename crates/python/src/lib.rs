@@ -13,8 +13,9 @@
 //!    becomes an exception of `cairn.errors`, every bad argument a `TypeError` or
 //!    `InvalidArgumentError`.
 //! 2. Every call that does I/O or may take long releases the GIL (`allow_threads`), so
-//!    threads sharing a store or a reader run in parallel. Locks of this crate are never
-//!    held while waiting for the GIL.
+//!    threads sharing a store or a reader run in parallel; point reads answered from
+//!    memory keep it (`point.rs`). Locks of this crate are never held while waiting for
+//!    the GIL.
 //! 3. Values come back as `bytes`; keys and values go in as `bytes`, `bytearray` or
 //!    `memoryview`.
 //! 4. A closed store, reader, writer, snapshot, batch or iterator raises
@@ -31,7 +32,6 @@ mod iter;
 mod keyspace;
 mod options;
 mod point;
-mod read_mode;
 mod reports;
 mod retry;
 mod shared;

@@ -25,7 +25,6 @@ use std::sync::{Arc, Weak};
 use parking_lot::{Mutex, RwLock};
 
 use crate::errors::{Fail, Res};
-use crate::read_mode::ReadMode;
 
 /// An engine object owned by a Python object and dropped when the store closes.
 pub(crate) trait Release: Send + Sync {
@@ -103,8 +102,6 @@ impl Open {
 pub(crate) struct Shared {
     state: RwLock<Option<Open>>,
     handles: Mutex<Vec<Weak<dyn Release>>>,
-    /// Whether point reads release the GIL (`point.rs`).
-    read_mode: ReadMode,
 }
 
 impl Shared {
@@ -117,13 +114,7 @@ impl Shared {
                 by_name: HashMap::new(),
             })),
             handles: Mutex::new(Vec::new()),
-            read_mode: ReadMode::default(),
         })
-    }
-
-    /// Whether point reads of the store release the GIL now.
-    pub(crate) fn read_mode(&self) -> &ReadMode {
-        &self.read_mode
     }
 
     /// Runs `f` on the open store (read lock held throughout).

@@ -2,7 +2,9 @@
 //!
 //! Files written here are byte-compatible with every Sparkey implementation (the engine's
 //! `hash` module guarantees the format). Every call that reads or writes files releases
-//! the GIL; `LogWriter.put_many` and `Reader.get_many` take whole lists, so loading and
+//! the GIL, except the point lookups of a `Reader` whose index and log were loaded into
+//! memory at open (`pin_index=True, load_log=True`: `hash::Reader::reads_memory_only`),
+//! which keep it; `LogWriter.put_many` and `Reader.get_many` take whole lists, so loading and
 //! batched lookups cross into Rust once per chunk instead of once per key.
 //!
 //! Thread-safety: a `Reader` serves any number of threads at once (lookups share it
@@ -258,9 +260,29 @@ impl Reader {
         py.allow_threads(|| f(&r)).or_raise(py)
     }
 
+    /// Runs the point lookup `f` with the GIL held if the reader reads memory only
+    /// (opened with `pin_index=True, load_log=True`: handing the GIL over would cost more
+    /// than the lookup), else with the GIL released (a lookup may fault in pages of the
+    /// mapped files).
+    fn point<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&hash::Reader) -> cairn::Result<T> + Send,
+    ) -> PyResult<T> {
+        let r = self.handle(py)?;
+        if r.reads_memory_only() {
+            return f(&r).or_raise(py);
+        }
+        py.allow_threads(|| f(&r)).or_raise(py)
+    }
+
     fn lookup<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let r = self.handle(py)?;
         let mut scratch = Vec::new();
+        if r.reads_memory_only() {
+            let found = r.get_ref(key, &mut scratch).or_raise(py)?;
+            return Ok(found.map(|v| PyBytes::new(py, v)));
+        }
         let scratch_ref = &mut scratch;
         // The value is copied once, from the mapped log (or the scratch buffer of a
         // compressed log) into the new bytes object, after the GIL is taken back.
@@ -331,7 +353,7 @@ impl Reader {
     }
 
     fn __contains__(&self, py: Python<'_>, key: Bytes) -> PyResult<bool> {
-        self.with(py, |r| r.contains(&key))
+        self.point(py, |r| r.contains(&key))
     }
 
     /// The number of live keys.
@@ -354,7 +376,7 @@ impl Reader {
         // The values found are appended to one buffer (one allocation per batch, not per
         // value), with each key's (start, length) in `spans`; the bytes objects are cut
         // from it once the GIL is back.
-        let (buf, spans) = self.with(py, |r| {
+        let (buf, spans) = self.point(py, |r| {
             let mut buf: Vec<u8> = Vec::new();
             let mut spans: Vec<Option<(usize, usize)>> = vec![None; owned.len()];
             r.get_many(&owned, |i, v| {

@@ -1,12 +1,15 @@
-"""Threads sharing one store and one constant-store reader (the GIL is released in calls)."""
+"""Threads sharing one store and one constant-store reader (the GIL is released in calls
+that may do I/O; point reads answered from memory keep it)."""
 
 import threading
+
+import pytest
 
 import cairn
 from cairn import sparkey
 
 
-def run_threads(n, target):
+def run_threads(n, target, timeout=120):
     errors = []
 
     def wrapped(i):
@@ -19,7 +22,8 @@ def run_threads(n, target):
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(timeout)
+    assert not any(t.is_alive() for t in threads), "a thread is stuck (deadlock?)"
     assert errors == []
 
 
@@ -56,6 +60,28 @@ def test_threads_share_one_reader(tmp_path):
         assert r.get_many(keys) == [b"v" + k for k in keys]
 
     run_threads(6, work)
+
+
+def test_threads_share_a_reader_held_in_memory(tmp_path):
+    # A reader with its index and log loaded into memory looks up with the GIL held; the
+    # answers from many threads are the same as from a mapped reader's.
+    log, index = tmp_path / "x.spl", tmp_path / "x.spi"
+    sparkey.build(log, index, ((b"%d" % i, b"v%d" % i) for i in range(20_000)), compression="snappy")
+    mapped = sparkey.Reader(index, log)
+    loaded = sparkey.Reader(index, log, pin_index=True, load_log=True)
+
+    def work(t):
+        for i in range(t, 20_000, 7):
+            k = b"%d" % i
+            assert loaded[k] == mapped[k] == b"v%d" % i
+            assert k in loaded and (b"x" + k) not in loaded
+        keys = [b"%d" % i for i in range(t, 20_000, 13)] + [b"absent"]
+        assert loaded.get_many(keys) == mapped.get_many(keys) == [b"v" + k for k in keys[:-1]] + [None]
+
+    run_threads(6, work)
+    loaded.close()
+    with pytest.raises(cairn.ClosedError):
+        loaded.get(b"1")
 
 
 def test_reader_closed_while_threads_read(tmp_path):
@@ -137,3 +163,53 @@ def test_close_while_threads_use_every_kind_of_handle(path):
         for keys in acked:
             for key in keys:
                 assert key in k
+
+
+def test_readers_share_a_store_with_a_writer_that_flushes_and_stalls(path):
+    # Readers whose keys are in the memtable, in tables whose blocks are cached or not,
+    # and separated into blob files, while a writer fills tiny memtables (flushes, level-0
+    # compactions, write stalls): every read is exact, through the GIL-held path from
+    # memory and the GIL-released path alike, and no thread waits forever.
+    with cairn.Db(path, memtable_size=64 << 10, block_cache_size=256 << 10, block_size=1024,
+                  table_size=64 << 10, durability="buffered") as db:
+        ks = db.keyspace("k")
+        media = db.keyspace("media", blob_threshold=512)
+        fixed = {b"fixed-%05d" % i: b"value-%d" % i for i in range(3000)}
+        ks.update(fixed)
+        for i in range(0, 3000, 100):
+            media[b"blob-%05d" % i] = bytes([i % 251]) * 2000
+        db.flush()
+        ks[b"late"] = b"in the memtable"
+        stop = threading.Event()
+        keys = sorted(fixed)
+
+        def writer():
+            i = 0
+            while not stop.is_set() and i < 200_000:
+                ks[b"churn-%07d" % (i % 20_000)] = b"x" * 100
+                i += 1
+
+        w = threading.Thread(target=writer)
+        w.start()
+        try:
+
+            def reader(t):
+                for rnd in range(4):
+                    for k in keys[t::5]:
+                        assert ks[k] == fixed[k]
+                        assert ks.get(k) == fixed[k]
+                        assert k in ks
+                        assert (k + b"-absent") not in ks
+                    batch = keys[t::37]
+                    assert ks.get_many(batch + [b"late", b"nope"]) == [fixed[k] for k in batch] + [
+                        b"in the memtable", None]
+                    for i in range(0, 3000, 100):
+                        assert media[b"blob-%05d" % i] == bytes([i % 251]) * 2000
+                    assert ks[b"late"] == b"in the memtable"
+
+            run_threads(5, reader)
+        finally:
+            stop.set()
+            w.join(120)
+        assert not w.is_alive(), "the writer is stuck"
+        assert db.stats()["flushes"] > 0

@@ -401,6 +401,18 @@ impl<K: CacheKey, V: Clone + Weigh> BlockCache<K, V> {
         }
     }
 
+    /// The cached block of `key`, counting a hit but not a miss: for a read that may not
+    /// do I/O (`crate::reach`), whose miss the read from the file that follows counts.
+    pub(crate) fn get_if_cached(&self, key: K) -> Option<V> {
+        let shard = self.shard(key.mix())?;
+        let mut shard = shard.lock();
+        let slot = shard.map.get_mut(&key)?;
+        slot.referenced = true;
+        let value = slot.value.clone();
+        shard.counts.hits += 1;
+        Some(value)
+    }
+
     /// The cached block of `key`, or on a miss whether the cache takes it: yes if its
     /// shard has room for a block of the typical size or the doorkeeper saw it refused
     /// within its window, else no (and the refusal is marked and counted). Counts a hit

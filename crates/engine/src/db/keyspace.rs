@@ -20,6 +20,7 @@ use crate::iter::visible::Bounds;
 use crate::key::KeyspaceId;
 use crate::options::Durability;
 use crate::rangedel;
+use crate::reach::{InMemory, Reach};
 
 /// A named keyspace of a [`Db`]: an ordered map from byte keys to byte values.
 ///
@@ -570,6 +571,48 @@ impl Keyspace {
         Ok(self.head(key)?.is_some())
     }
 
+    /// As [`Keyspace::get_with`], but without waiting for the disk: answers from the
+    /// memtables, the open tables and the blocks in the block cache, and gives
+    /// [`InMemory::NeedsIo`] (with `f` not called) where the read would open a table, read
+    /// a block or a separated value, or merge operands (see [`InMemory`]). Whenever it
+    /// answers, the answer is the one [`Keyspace::get_with`] gives at the same point.
+    /// [`Readable::get_with_in_memory`](crate::Readable::get_with_in_memory) reads as of
+    /// a snapshot.
+    ///
+    /// ```
+    /// # fn main() -> cairn::Result<()> {
+    /// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+    /// # let db = cairn::Db::open(dir.path(), cairn::Options::default())?;
+    /// use cairn::InMemory;
+    /// let ks = db.keyspace("k")?;
+    /// ks.insert("a", "12345")?;
+    /// assert_eq!(ks.get_with_in_memory("a", |v| v.len())?, InMemory::Answer(Some(5)));
+    /// assert_eq!(ks.get_with_in_memory("b", |v| v.len())?, InMemory::Answer(None));
+    /// # db.close()
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Keyspace::get`] (`InvalidArgument` for a dropped keyspace, `Corruption` of a
+    /// memtable or a cached block); `f` is then not called.
+    pub fn get_with_in_memory<R>(
+        &self,
+        key: impl AsRef<[u8]>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<InMemory<Option<R>>> {
+        self.get_with_in_memory_in(key.as_ref(), Ok(None), f)
+    }
+
+    /// As [`Keyspace::contains_key`], but without waiting for the disk, as
+    /// [`Keyspace::get_with_in_memory`] (a separated value is never read, so it does not
+    /// give [`InMemory::NeedsIo`] here).
+    ///
+    /// # Errors
+    /// As [`Keyspace::get_with_in_memory`].
+    pub fn contains_key_in_memory(&self, key: impl AsRef<[u8]>) -> Result<InMemory<bool>> {
+        self.contains_key_in_memory_in(key.as_ref(), Ok(None))
+    }
+
     /// The pairs with keys in `range`, ascending (or descending with `.rev()`). A scan of a
     /// dropped keyspace yields one `InvalidArgument` error.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> scan::Iter {
@@ -711,6 +754,39 @@ impl Keyspace {
             at?.as_ref(),
             |v| f(v.as_slice()),
         )
+    }
+
+    pub(crate) fn get_with_in_memory_in<R>(
+        &self,
+        key: &[u8],
+        at: Result<Option<ReadAt>>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<InMemory<Option<R>>> {
+        read::get_within(
+            &self.db.inner.reads,
+            self.id,
+            &self.name,
+            key,
+            at?.as_ref(),
+            Reach::Memory,
+            |v| f(v.as_slice()),
+        )
+    }
+
+    pub(crate) fn contains_key_in_memory_in(
+        &self,
+        key: &[u8],
+        at: Result<Option<ReadAt>>,
+    ) -> Result<InMemory<bool>> {
+        self.check_live()?;
+        let head = read::head_within(
+            &self.db.inner.reads,
+            self.id,
+            key,
+            at?.as_ref(),
+            Reach::Memory,
+        )?;
+        Ok(head.map(|h| h.is_some()))
     }
 
     pub(crate) fn head_in(&self, key: &[u8], at: Result<Option<ReadAt>>) -> Result<Option<Head>> {

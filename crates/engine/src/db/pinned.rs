@@ -43,6 +43,7 @@ use std::sync::{Arc, OnceLock};
 use super::table_cache::TableCache;
 use crate::error::Result;
 use crate::key::KeyspaceId;
+use crate::reach::{InMemory, Reach};
 use crate::table::{Reader, TableMeta};
 use crate::version::{TablePos, Version, NUM_LEVELS};
 
@@ -142,6 +143,45 @@ impl Pins {
         // Another thread may have filled the slot meanwhile: keep the reader stored first.
         let pinned = slot.get_or_init(|| opened);
         Ok(TableReader::Pinned(pinned))
+    }
+
+    /// As [`Pins::reader`], looking only as far as `reach` allows: with [`Reach::Memory`],
+    /// a table the cache does not hold open gives [`InMemory::NeedsIo`] (nothing is
+    /// opened); one it holds open is pinned as [`Pins::reader`] would.
+    ///
+    /// Requires: as [`Pins::reader`].
+    ///
+    /// # Errors
+    /// As [`Pins::reader`].
+    pub(crate) fn reader_within<'a>(
+        &'a self,
+        tables: &TableCache,
+        keyspace: KeyspaceId,
+        pos: TablePos,
+        meta: &TableMeta,
+        reach: Reach,
+    ) -> Result<InMemory<TableReader<'a>>> {
+        if reach == Reach::Disk {
+            return self
+                .reader(tables, keyspace, pos, meta)
+                .map(InMemory::Answer);
+        }
+        let slot = if self.table_count <= tables.capacity() {
+            self.slot(keyspace, pos)
+        } else {
+            None
+        };
+        if let Some(r) = slot.and_then(|slot| slot.get()) {
+            debug_assert_eq!(r.meta().id, meta.id);
+            return Ok(InMemory::Answer(TableReader::Pinned(r)));
+        }
+        let Some(opened) = tables.get_open(meta.id) else {
+            return Ok(InMemory::NeedsIo);
+        };
+        Ok(InMemory::Answer(match slot {
+            Some(slot) => TableReader::Pinned(slot.get_or_init(|| opened)),
+            None => TableReader::Cached(opened),
+        }))
     }
 
     fn slot(&self, keyspace: KeyspaceId, pos: TablePos) -> Option<&OnceLock<Arc<Reader>>> {

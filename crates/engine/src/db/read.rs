@@ -22,6 +22,7 @@ use crate::iter::merge::MergingCursor;
 use crate::iter::operands::{merge_forward, Merged};
 use crate::iter::visible::{Bounds, Extract, Visible};
 use crate::key::{parse_encoded, seek_key, KeyspaceId, Kind, SeqNo};
+use crate::reach::{InMemory, Reach};
 use crate::table::TableMeta;
 use crate::version::{KeyspaceTables, TablePos};
 
@@ -54,7 +55,35 @@ pub(crate) fn find_at<T: Extract>(
     key: &[u8],
     seqno: SeqNo,
 ) -> Result<Option<T>> {
-    find_with(reads, sv, keyspace, key, seqno, T::extract)
+    find_with(reads, sv, keyspace, key, seqno, Reach::Disk, T::extract)?.answered()
+}
+
+/// The [`Head`] of `key` in `keyspace` at `at` (or now), looking only as far as `reach`
+/// allows (`crate::reach`): with [`Reach::Memory`], `NeedsIo` where the read would open a
+/// table, read a block or merge operands.
+///
+/// # Errors
+/// `Corruption` from the memtables or the tables read; with [`Reach::Disk`], as
+/// [`lookup`].
+pub(crate) fn head_within(
+    reads: &ReadPath,
+    keyspace: KeyspaceId,
+    key: &[u8],
+    at: Option<&ReadAt>,
+    reach: Reach,
+) -> Result<InMemory<Option<Head>>> {
+    let (sv, seqno) = reads.acquire(at);
+    // A head never reads a separated value: its `resolve` does no I/O.
+    let found = find_with(reads, &sv, keyspace, key, seqno, reach, Head::extract)?;
+    let out = match found {
+        InMemory::Answer(head) => head
+            .map(|h| h.resolve(&reads.blobs))
+            .transpose()
+            .map(InMemory::Answer),
+        InMemory::NeedsIo => Ok(InMemory::NeedsIo),
+    };
+    drop(sv);
+    out
 }
 
 /// As [`find_at`], with the item built by `extract` from the newest live version (called
@@ -66,8 +95,9 @@ fn find_with<T>(
     keyspace: KeyspaceId,
     key: &[u8],
     seqno: SeqNo,
+    reach: Reach,
     mut extract: impl FnMut(SeqNo, &EntryView<'_>) -> T,
-) -> Result<Option<T>> {
+) -> Result<InMemory<Option<T>>> {
     let tables = sv.version.keyspace(keyspace);
     let mut operand = false;
     let newest = newest_live(
@@ -77,21 +107,37 @@ fn find_with<T>(
         keyspace,
         key,
         seqno,
+        reach,
         &mut operand,
         &mut extract,
     )?;
+    let InMemory::Answer(newest) = newest else {
+        return Ok(InMemory::NeedsIo);
+    };
     let Some((found, item)) = newest else {
         if operand {
+            // Merging walks every source of the key and may read separated values.
+            if reach == Reach::Memory {
+                return Ok(InMemory::NeedsIo);
+            }
             let merged = merge_at(reads, sv, keyspace, key, seqno)?;
-            return Ok(merged.map(|m| extract(m.seqno, &m.view())));
+            return Ok(InMemory::Answer(
+                merged.map(|m| extract(m.seqno, &m.view())),
+            ));
         }
-        return Ok(None);
+        return Ok(InMemory::Answer(None));
     };
     // Range tombstones are checked apart from the point lookup (a table's filter speaks
     // only for its own point entries). A live newest version they cover is hidden, and
     // so is every older one (a separated value among them is never read).
-    let range_dels = sv.range_tombstones(&reads.tables, keyspace)?;
-    Ok((!range_dels.deletes(key, found, seqno)).then_some(item))
+    let InMemory::Answer(range_dels) =
+        sv.range_tombstones_within(&reads.tables, keyspace, reach)?
+    else {
+        return Ok(InMemory::NeedsIo);
+    };
+    Ok(InMemory::Answer(
+        (!range_dels.deletes(key, found, seqno)).then_some(item),
+    ))
 }
 
 /// The newest version of `key` with seqno `<= seqno` among the point entries of `sv`,
@@ -109,9 +155,10 @@ fn newest_live<T>(
     keyspace: KeyspaceId,
     key: &[u8],
     seqno: SeqNo,
+    reach: Reach,
     operand: &mut bool,
     mut extract: impl FnMut(SeqNo, &EntryView<'_>) -> T,
-) -> Result<Option<(SeqNo, T)>> {
+) -> Result<InMemory<Option<(SeqNo, T)>>> {
     let mut decide = |s: SeqNo, kind: Kind, stored: &[u8]| -> Result<Option<(SeqNo, T)>, Reason> {
         if kind == Kind::Merge {
             *operand = true;
@@ -124,18 +171,31 @@ fn newest_live<T>(
         .memtables()
         .find_map(|m| m.get_with(keyspace, key, seqno, &mut decide));
     if let Some(found) = found {
-        return found.map_err(|r| Error::corruption(FileKind::Wal, Path::new("<memtable>"), 0, r));
+        return found
+            .map(InMemory::Answer)
+            .map_err(|r| Error::corruption(FileKind::Wal, Path::new("<memtable>"), 0, r));
     }
     let Some(tables) = tables else {
-        return Ok(None);
+        return Ok(InMemory::Answer(None));
     };
     for (pos, meta) in tables.tables_for_key(key) {
-        let reader = sv.pins.reader(&reads.tables, keyspace, pos, meta)?;
-        if let Some(found) = reader.get_with(key, seqno, &mut decide)? {
-            return found.map_err(|r| Error::corruption(FileKind::Table, reader.path(), 0, r));
+        let InMemory::Answer(reader) =
+            sv.pins
+                .reader_within(&reads.tables, keyspace, pos, meta, reach)?
+        else {
+            return Ok(InMemory::NeedsIo);
+        };
+        match reader.get_within(key, seqno, reach, &mut decide)? {
+            InMemory::NeedsIo => return Ok(InMemory::NeedsIo),
+            InMemory::Answer(Some(found)) => {
+                return found
+                    .map(InMemory::Answer)
+                    .map_err(|r| Error::corruption(FileKind::Table, reader.path(), 0, r))
+            }
+            InMemory::Answer(None) => {}
         }
     }
-    Ok(None)
+    Ok(InMemory::Answer(None))
 }
 
 /// The merged value of `key` at `seqno` in `sv`, whose newest version there is a merge
@@ -230,6 +290,21 @@ pub(crate) fn get_with<R>(
     at: Option<&ReadAt>,
     f: impl FnOnce(Value<'_>) -> R,
 ) -> Result<Option<R>> {
+    get_within(reads, keyspace, name, key, at, Reach::Disk, f)?.answered()
+}
+
+/// As [`get_with`], looking only as far as `reach` allows (`crate::reach`): with
+/// [`Reach::Memory`], `NeedsIo` (and `f` not called) where the read would open a table,
+/// read a block, read a separated value or merge operands.
+pub(crate) fn get_within<R>(
+    reads: &ReadPath,
+    keyspace: KeyspaceId,
+    name: &str,
+    key: &[u8],
+    at: Option<&ReadAt>,
+    reach: Reach,
+    f: impl FnOnce(Value<'_>) -> R,
+) -> Result<InMemory<Option<R>>> {
     /// What the lookup left to do.
     enum Found<R> {
         /// `f` ran on the value in place.
@@ -240,6 +315,8 @@ pub(crate) fn get_with<R>(
         Hidden,
         /// The range tombstones could not be read.
         Failed(Error),
+        /// The answer needs a file read that `reach` does not allow.
+        NeedsIo,
     }
     // Held until a separated value is read, as in `lookup`.
     let (sv, seqno) = reads.acquire(at);
@@ -258,16 +335,21 @@ pub(crate) fn get_with<R>(
         keyspace,
         key,
         seqno,
+        reach,
         &mut operand,
         |found, view| {
             // Range tombstones are checked before the value is handed out (see `find_with`);
             // a read that finds no live version never builds them.
-            match sv.range_tombstones(&reads.tables, keyspace) {
-                Ok(dels) if dels.deletes(key, found, seqno) => return Found::Hidden,
-                Ok(_) => {}
+            match sv.range_tombstones_within(&reads.tables, keyspace, reach) {
+                Ok(InMemory::Answer(dels)) if dels.deletes(key, found, seqno) => {
+                    return Found::Hidden
+                }
+                Ok(InMemory::Answer(_)) => {}
+                Ok(InMemory::NeedsIo) => return Found::NeedsIo,
                 Err(e) => return Found::Failed(e),
             }
             match view.body {
+                Body::Handle(_) if reach == Reach::Memory => Found::NeedsIo,
                 Body::Handle(h) => Found::Handle(h),
                 Body::Inline(v) => match f.take() {
                     Some(f) => Found::Done(f(Value::Borrowed(v))),
@@ -277,17 +359,25 @@ pub(crate) fn get_with<R>(
             }
         },
     )?;
+    let InMemory::Answer(found) = found else {
+        return Ok(InMemory::NeedsIo);
+    };
     let out = match found.map(|(_, found)| found) {
+        None if operand && reach == Reach::Memory => Ok(InMemory::NeedsIo),
         None if operand => match (merge_at(reads, &sv, keyspace, key, seqno)?, f.take()) {
-            (Some(merged), Some(f)) => Ok(Some(f(Value::Owned(merged.value)))),
-            _ => Ok(None),
+            (Some(merged), Some(f)) => Ok(InMemory::Answer(Some(f(Value::Owned(merged.value))))),
+            _ => Ok(InMemory::Answer(None)),
         },
-        None | Some(Found::Hidden) => Ok(None),
-        Some(Found::Done(r)) => Ok(Some(r)),
+        None | Some(Found::Hidden) => Ok(InMemory::Answer(None)),
+        Some(Found::NeedsIo) => Ok(InMemory::NeedsIo),
+        Some(Found::Done(r)) => Ok(InMemory::Answer(Some(r))),
         Some(Found::Failed(e)) => Err(e),
         Some(Found::Handle(h)) => match f.take() {
-            Some(f) => reads.blobs.read(&h).map(|v| Some(f(Value::Owned(v)))),
-            None => Ok(None),
+            Some(f) => reads
+                .blobs
+                .read(&h)
+                .map(|v| InMemory::Answer(Some(f(Value::Owned(v))))),
+            None => Ok(InMemory::Answer(None)),
         },
     };
     drop(sv);

@@ -19,6 +19,7 @@ use super::keyspace::{bounds, prefix_bounds};
 use super::{scan, Db, Keyspace, Snapshot};
 use crate::attrs::Head;
 use crate::error::Result;
+use crate::reach::InMemory;
 
 /// Reads of any keyspace at one point: a [`Snapshot`]'s, or the latest state ([`Db`]).
 /// Each method reads as the [`Keyspace`] method of the same name does, at that point.
@@ -92,6 +93,30 @@ pub trait Readable: sealed::Sealed {
     fn contains_key(&self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<bool> {
         Ok(self.head(keyspace, key)?.is_some())
     }
+
+    /// As [`Readable::get_with`], without waiting for the disk
+    /// ([`Keyspace::get_with_in_memory`]): [`InMemory::NeedsIo`] where the read would do
+    /// file I/O; whenever it answers, the answer is the one [`Readable::get_with`] gives.
+    ///
+    /// # Errors
+    /// As [`Readable::get`]; `f` is then not called.
+    fn get_with_in_memory<R>(
+        &self,
+        keyspace: &Keyspace,
+        key: impl AsRef<[u8]>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<InMemory<Option<R>>>;
+
+    /// As [`Readable::contains_key`], without waiting for the disk
+    /// ([`Keyspace::contains_key_in_memory`]).
+    ///
+    /// # Errors
+    /// As [`Readable::get`].
+    fn contains_key_in_memory(
+        &self,
+        keyspace: &Keyspace,
+        key: impl AsRef<[u8]>,
+    ) -> Result<InMemory<bool>>;
 
     /// The pairs with keys in `range`, ascending (`.rev()` for descending).
     fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, keyspace: &Keyspace, range: R)
@@ -180,6 +205,23 @@ macro_rules! readable_at {
             f: impl FnOnce(&[u8]) -> R,
         ) -> Result<Option<R>> {
             keyspace.get_with_in(key.as_ref(), $point(self, keyspace), f)
+        }
+
+        fn get_with_in_memory<R>(
+            &self,
+            keyspace: &Keyspace,
+            key: impl AsRef<[u8]>,
+            f: impl FnOnce(&[u8]) -> R,
+        ) -> Result<InMemory<Option<R>>> {
+            keyspace.get_with_in_memory_in(key.as_ref(), $point(self, keyspace), f)
+        }
+
+        fn contains_key_in_memory(
+            &self,
+            keyspace: &Keyspace,
+            key: impl AsRef<[u8]>,
+        ) -> Result<InMemory<bool>> {
+            keyspace.contains_key_in_memory_in(key.as_ref(), $point(self, keyspace))
         }
 
         fn head(&self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<Head>> {

@@ -22,6 +22,7 @@ use crate::error::Result;
 use crate::key::{KeyspaceId, SeqNo};
 use crate::memtable::Memtable;
 use crate::rangedel::{Fragments, RangeTombstone, ReadTombstones};
+use crate::reach::{InMemory, Reach};
 use crate::version::Version;
 
 /// The memtables and tables a reader consults, captured together.
@@ -70,9 +71,26 @@ impl SuperVersion {
         tables: &TableCache,
         keyspace: KeyspaceId,
     ) -> Result<ReadTombstones> {
+        self.range_tombstones_within(tables, keyspace, Reach::Disk)?
+            .answered()
+    }
+
+    /// As [`SuperVersion::range_tombstones`], looking only as far as `reach` allows: with
+    /// [`Reach::Memory`], a table holding tombstones that is not open gives
+    /// [`InMemory::NeedsIo`] (nothing is opened) unless this super version has already
+    /// gathered the keyspace's tombstones.
+    ///
+    /// # Errors
+    /// As [`SuperVersion::range_tombstones`].
+    pub(crate) fn range_tombstones_within(
+        &self,
+        tables: &TableCache,
+        keyspace: KeyspaceId,
+        reach: Reach,
+    ) -> Result<InMemory<ReadTombstones>> {
         let mut sets = Vec::new();
         if self.range_dels.any() {
-            sets.push(self.range_dels.get_or_build(keyspace, || {
+            let built = self.range_dels.get_or_build(keyspace, || {
                 let mut all: Vec<RangeTombstone> = Vec::new();
                 for m in &self.imm {
                     all.extend(m.range_tombstones(keyspace));
@@ -80,19 +98,29 @@ impl SuperVersion {
                 if let Some(ks) = self.version.keyspace(keyspace) {
                     for meta in ks.levels.iter().flatten() {
                         if meta.has_range_tombstones() {
-                            let reader = tables.get(meta.id)?;
+                            let reader = match reach {
+                                Reach::Disk => tables.get(meta.id)?,
+                                Reach::Memory => match tables.get_open(meta.id) {
+                                    Some(reader) => reader,
+                                    None => return Ok(InMemory::NeedsIo),
+                                },
+                            };
                             all.extend_from_slice(reader.range_tombstones());
                         }
                     }
                 }
-                Ok(all)
-            })?);
+                Ok(InMemory::Answer(all))
+            })?;
+            let InMemory::Answer(built) = built else {
+                return Ok(InMemory::NeedsIo);
+            };
+            sets.push(built);
         }
         if self.mem.has_range_tombstones() {
             let mem = self.mem.range_tombstones(keyspace);
             sets.push(Arc::new(Fragments::build(&mem)));
         }
-        Ok(ReadTombstones::new(sets))
+        Ok(InMemory::Answer(ReadTombstones::new(sets)))
     }
 }
 

@@ -148,6 +148,11 @@ impl TableCache {
         Ok(reader)
     }
 
+    /// The reader of table `id` if it is open, without opening it (`crate::reach`).
+    pub(crate) fn get_open(&self, id: TableId) -> Option<Arc<table::Reader>> {
+        self.open.lock().get(&id).map(|r| Arc::clone(r))
+    }
+
     /// The earliest expiry of table `id` if it is known (the table was opened since the
     /// store was): `Some(None)` if no entry of it expires.
     pub(crate) fn cached_expiry(&self, id: TableId) -> Option<Option<u64>> {

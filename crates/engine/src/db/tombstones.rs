@@ -24,6 +24,7 @@ use crate::error::Result;
 use crate::key::KeyspaceId;
 use crate::memtable::Memtable;
 use crate::rangedel::{Fragments, RangeTombstone};
+use crate::reach::InMemory;
 use crate::version::Version;
 
 /// Per-keyspace fragments of the immutable sources of one super version.
@@ -53,21 +54,25 @@ impl Cache {
     }
 
     /// The fragments of `keyspace`, from `gather` (its immutable sources' tombstones) on
-    /// first use.
+    /// first use. A `gather` that gives [`InMemory::NeedsIo`] (a read that may not open
+    /// the tables holding them, `crate::reach`) leaves nothing built.
     ///
     /// # Errors
     /// `gather`'s.
     pub(crate) fn get_or_build(
         &self,
         keyspace: KeyspaceId,
-        gather: impl FnOnce() -> Result<Vec<RangeTombstone>>,
-    ) -> Result<Arc<Fragments>> {
+        gather: impl FnOnce() -> Result<InMemory<Vec<RangeTombstone>>>,
+    ) -> Result<InMemory<Arc<Fragments>>> {
         if let Some(f) = self.built.read().get(&keyspace) {
-            return Ok(Arc::clone(f));
+            return Ok(InMemory::Answer(Arc::clone(f)));
         }
-        let built = Arc::new(Fragments::build(&gather()?));
-        Ok(Arc::clone(
+        let InMemory::Answer(gathered) = gather()? else {
+            return Ok(InMemory::NeedsIo);
+        };
+        let built = Arc::new(Fragments::build(&gathered));
+        Ok(InMemory::Answer(Arc::clone(
             self.built.write().entry(keyspace).or_insert(built),
-        ))
+        )))
     }
 }

@@ -57,6 +57,8 @@ pub(crate) struct LogInner {
     pub(crate) header: LogHeader,
     pub(crate) map: Map,
     pub(crate) cache: BlockCache,
+    /// True if the log was copied into memory at open (`load`), not mapped.
+    pub(crate) loaded: bool,
 }
 
 /// Reads the header of the log at `path` without mapping it.
@@ -121,6 +123,7 @@ impl LogReader {
                 header,
                 map,
                 cache,
+                loaded: load,
             }),
         })
     }

@@ -282,6 +282,15 @@ impl Reader {
         self.inner.residency
     }
 
+    /// True if every lookup reads memory only, never a file: the index was loaded at open
+    /// ([`ReadOptions::pin_index`]) and so was the log ([`ReadOptions::load_log`]). A
+    /// caller that must not wait for the disk (a language binding holding its interpreter
+    /// lock) can then look up in place; otherwise a lookup may fault in pages of the
+    /// mapped files.
+    pub fn reads_memory_only(&self) -> bool {
+        self.inner.residency != Residency::OnDemand && self.inner.log.inner.loaded
+    }
+
     /// Looks `key` up; returns a copy of its value.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let mut scratch = Vec::new();

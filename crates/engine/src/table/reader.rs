@@ -42,6 +42,7 @@ use crate::files::TableId;
 use crate::fs::{read_exact_at, FileSystem, ReadableFile};
 use crate::key::{compare_encoded, split_encoded, Kind, SeqNo, MAX_KEY_LEN};
 use crate::rangedel::RangeTombstone;
+use crate::reach::{InMemory, Reach};
 
 /// An open, validated table; see the module documentation.
 pub(crate) struct Reader {
@@ -397,8 +398,25 @@ impl Reader {
         snapshot: SeqNo,
         f: impl FnOnce(SeqNo, Kind, &[u8]) -> R,
     ) -> Result<Option<R>> {
+        self.get_within(user_key, snapshot, Reach::Disk, f)?
+            .answered()
+    }
+
+    /// As [`Reader::get_with`], looking only as far as `reach` allows: with
+    /// [`Reach::Memory`], a data block that is not in the block cache gives
+    /// [`InMemory::NeedsIo`] (nothing is read, nothing is cached, no miss is counted).
+    ///
+    /// # Errors
+    /// As [`Reader::get`].
+    pub(crate) fn get_within<R>(
+        &self,
+        user_key: &[u8],
+        snapshot: SeqNo,
+        reach: Reach,
+        f: impl FnOnce(SeqNo, Kind, &[u8]) -> R,
+    ) -> Result<InMemory<Option<R>>> {
         if !self.may_contain(user_key) {
-            return Ok(None);
+            return Ok(InMemory::Answer(None));
         }
         // Sorts before every version with seqno <= snapshot and after every newer one: no
         // stored kind is 0xff.
@@ -413,25 +431,35 @@ impl Reader {
         // The block the index points at, then (if it ends before the target) the next one.
         for _ in 0..2 {
             if !index.valid() {
-                return Ok(None);
+                return Ok(InMemory::Answer(None));
             }
             let handle = self.handle(&index)?;
-            let (block, _) = self.data_block_ahead(handle, true, None)?;
+            let block = match reach {
+                Reach::Disk => self.data_block_ahead(handle, true, None)?.0,
+                Reach::Memory => match self.cache.get_if_cached((self.id.0, handle.offset)) {
+                    Some(block) => block,
+                    None => return Ok(InMemory::NeedsIo),
+                },
+            };
             let mut data = BlockCursor::new(block, &*self.path, handle.offset);
             data.seek(&target)?;
             if data.valid() {
                 let found = split_encoded(data.key()).filter(|(u, _)| *u == user_key);
                 let Some((_, trailer)) = found else {
-                    return Ok(None);
+                    return Ok(InMemory::Answer(None));
                 };
                 let tag = trailer as u8;
                 let kind = Kind::from_u8(tag)
                     .ok_or_else(|| corrupt(&self.path, data.file_offset(), Reason::BadTag(tag)))?;
-                return Ok(Some(f(SeqNo(trailer >> 8), kind, data.value())));
+                return Ok(InMemory::Answer(Some(f(
+                    SeqNo(trailer >> 8),
+                    kind,
+                    data.value(),
+                ))));
             }
             index.next()?;
         }
-        Ok(None)
+        Ok(InMemory::Answer(None))
     }
 
     /// Reads every data block from the file (not the cache), checks its checksum and

@@ -89,8 +89,8 @@ class Keyspace:
     @overload
     def get(self, key: Buffer, default: _T) -> Union[bytes, _T]: ...
     def get_many(self, keys: Iterable[Buffer]) -> List[Optional[bytes]]:
-        """The values of ``keys`` (``None`` for an absent key), in order, read with the GIL
-        released once for the whole list."""
+        """The values of ``keys`` (``None`` for an absent key), in order: those in memory
+        read with the GIL held, the rest with the GIL released once for all of them."""
     def insert(
         self,
         key: Buffer,
