@@ -217,7 +217,11 @@ fn open_once(
         Opened {
             lock: None,
             manifest: None,
-            mem: Arc::new(Memtable::new(0, options.memtable_size)),
+            mem: Arc::new(Memtable::with_huge_pages(
+                0,
+                options.memtable_size,
+                options.memtable_huge_pages,
+            )),
             imm: view.memtables,
             version: Arc::clone(&view.version),
             log: Log::new(Arc::clone(fs), None, blob_writer, last.0, last.0),

@@ -242,7 +242,11 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, given: Options) -> Resul
         Opened {
             lock: Some(lock),
             manifest: Some(manifest),
-            mem: Arc::new(Memtable::new(wal_id, options.memtable_size)),
+            mem: Arc::new(Memtable::with_huge_pages(
+                wal_id,
+                options.memtable_size,
+                options.memtable_huge_pages,
+            )),
             imm: std::mem::take(&mut replay.memtables),
             version: Arc::new(version),
             log,
@@ -686,7 +690,11 @@ pub(super) fn replay(
                 .last()
                 .is_none_or(|m| m.size() >= options.memtable_size);
             if needs_new {
-                memtables.push(Arc::new(Memtable::new(id, options.memtable_size)));
+                memtables.push(Arc::new(Memtable::with_huge_pages(
+                    id,
+                    options.memtable_size,
+                    options.memtable_huge_pages,
+                )));
             }
             let Some(mem) = memtables.last() else {
                 continue;

@@ -126,8 +126,14 @@ impl Memtable {
     /// An empty memtable whose writes are logged from WAL file `wal_id` on, with a filter
     /// sized for `budget` bytes of entries (the store's `memtable_size`).
     pub(crate) fn new(wal_id: u64, budget: usize) -> Memtable {
+        Memtable::with_huge_pages(wal_id, budget, false)
+    }
+
+    /// As [`Memtable::new`], on transparent huge pages if `huge_pages`
+    /// (`Options::memtable_huge_pages`).
+    pub(crate) fn with_huge_pages(wal_id: u64, budget: usize, huge_pages: bool) -> Memtable {
         Memtable {
-            list: Arc::new(SkipList::new()),
+            list: Arc::new(SkipList::with_huge_pages(huge_pages)),
             filter: MemFilter::new(budget, TRAILER_LEN + ENTRY_OVERHEAD),
             range_tombstones: Mutex::new(Vec::new()),
             range_count: AtomicUsize::new(0),

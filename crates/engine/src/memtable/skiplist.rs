@@ -5,9 +5,10 @@
 //! links (one per level the node is on), the encoded key (user key, then the 8-byte
 //! little-endian trailer), then the value. Inserting copies key and value into the node, so
 //! an insert costs no allocator call except when a chunk fills (every [`CHUNK_SIZE`] bytes),
-//! and dropping the list frees its chunks, not its entries one by one. Shared chunks are
-//! one 2 MiB huge page each, aligned to it and advised for transparent huge pages, so the
-//! random node visits of a search miss the TLB far less often. Nodes sort by
+//! and dropping the list frees its chunks, not its entries one by one. With
+//! `Options::memtable_huge_pages`, shared chunks are aligned to their 2 MiB and advised for
+//! transparent huge pages, so each can be one huge page and the random node visits of a
+//! search miss the TLB far less often. Nodes sort by
 //! keyspace, then user key ascending, then trailer descending (the memtable's order).
 //!
 //! This module contains the memtable's `unsafe` code (listed in `UNSAFE.md`); everything it
@@ -53,8 +54,8 @@ pub(crate) const MAX_HEIGHT: usize = 12;
 /// One node in `BRANCHING` on a level is also on the level above.
 const BRANCHING: u64 = 4;
 
-/// Bytes per arena chunk: one huge page, so that a chunk can be backed by one (see
-/// [`Arena::chunk`]).
+/// Bytes per arena chunk: one huge page, so that a chunk can be backed by one when huge
+/// pages are asked for (see [`Arena::chunk`]).
 pub(crate) const CHUNK_SIZE: usize = 2 << 20;
 
 /// Nodes larger than this get a chunk of their own, so a large value never wastes the
@@ -211,6 +212,8 @@ struct Arena {
     current: Option<NonNull<u8>>,
     used: usize,
     rng: u64,
+    /// Align shared chunks to their size and advise them for transparent huge pages.
+    huge_pages: bool,
 }
 
 // SAFETY: the arena owns its chunks exclusively (nothing else frees them), and the raw
@@ -219,16 +222,13 @@ struct Arena {
 unsafe impl Send for Arena {}
 
 impl Arena {
-    /// A chunk of `size` bytes (`size > 0`), recorded for freeing. A shared chunk
-    /// ([`CHUNK_SIZE`]) is aligned to its size and the kernel is asked to back it with a
-    /// transparent huge page: lookups and inserts visit nodes spread over the whole
-    /// memtable, and with 4 KiB pages most of those visits also miss the TLB.
+    /// A chunk of `size` bytes (`size > 0`), recorded for freeing. With `huge_pages`, a
+    /// shared chunk ([`CHUNK_SIZE`]) is aligned to its size and the kernel is asked to back
+    /// it with a transparent huge page: lookups and inserts visit nodes spread over the
+    /// whole memtable, and with 4 KiB pages most of those visits also miss the TLB.
     fn chunk(&mut self, size: usize) -> NonNull<u8> {
-        let align = if size == CHUNK_SIZE {
-            CHUNK_SIZE
-        } else {
-            ALIGN
-        };
+        let huge = self.huge_pages && size == CHUNK_SIZE;
+        let align = if huge { CHUNK_SIZE } else { ALIGN };
         // A size `Layout` refuses (above `isize::MAX`) fails as a failed allocation does
         // (see `node_size`).
         let layout = match Layout::from_size_align(size, align) {
@@ -242,7 +242,7 @@ impl Arena {
         };
         // Miri cannot run the `madvise` call; the hint changes nothing it checks.
         #[cfg(not(miri))]
-        if size == CHUNK_SIZE {
+        if huge {
             // SAFETY: `ptr` starts `size` bytes this arena owns and has not written yet.
             let region = unsafe {
                 std::slice::from_raw_parts_mut(
@@ -323,7 +323,13 @@ impl Default for SkipList {
 }
 
 impl SkipList {
+    /// An empty list on ordinary pages.
     pub(crate) fn new() -> SkipList {
+        SkipList::with_huge_pages(false)
+    }
+
+    /// An empty list whose shared chunks ask for transparent huge pages if `huge_pages`.
+    pub(crate) fn with_huge_pages(huge_pages: bool) -> SkipList {
         SkipList {
             head: std::array::from_fn(|_| Link::new(ptr::null_mut())),
             height: AtomicUsize::new(1),
@@ -333,6 +339,7 @@ impl SkipList {
                 current: None,
                 used: 0,
                 rng: 0x2545_f491_4f6c_dd1d,
+                huge_pages,
             }),
         }
     }
@@ -673,6 +680,31 @@ mod tests {
             list.seek_le(&probe(u32::MAX, b"", 0)).unwrap().keyspace(),
             2
         );
+    }
+
+    #[test]
+    fn a_list_on_huge_pages_keeps_every_entry_in_order() {
+        // 1,200 nodes of over 4 KiB fill more than two shared chunks, so several aligned,
+        // advised chunks are used (few nodes, so the test stays quick under Miri).
+        let list = SkipList::with_huge_pages(true);
+        let n = 1_200u32;
+        let value = vec![b'v'; 4096];
+        for i in (0..n).rev() {
+            list.insert(0, format!("key{i:06}").as_bytes(), 1, &value);
+        }
+        {
+            let arena = list.arena.lock();
+            assert!(arena.chunks.len() >= 3, "{}", arena.chunks.len());
+            for c in &arena.chunks {
+                assert_eq!(c.ptr.as_ptr() as usize % CHUNK_SIZE, 0);
+            }
+        }
+        let all = walk(&list, false);
+        assert_eq!(all.len(), n as usize);
+        for (i, (_, key, v)) in all.iter().enumerate() {
+            assert_eq!(key, &encoded(format!("key{i:06}").as_bytes(), 1));
+            assert_eq!(v, &value);
+        }
     }
 
     #[test]

@@ -191,7 +191,11 @@ fn switch_memtable(inner: &Inner, st: &mut State, flush_now: bool) -> Result<()>
     }
     let old = std::mem::replace(
         &mut st.mem,
-        Arc::new(Memtable::new(id, inner.options.memtable_size)),
+        Arc::new(Memtable::with_huge_pages(
+            id,
+            inner.options.memtable_size,
+            inner.options.memtable_huge_pages,
+        )),
     );
     st.imm.push(old);
     st.flush_requested |= flush_now;
