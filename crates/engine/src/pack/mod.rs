@@ -9,7 +9,7 @@
 //!   offset, name and checksum) before it writes anything, then restores it to a new
 //!   store directory through a temporary sibling renamed into place;
 //! - [`crate::Db::open_pack`] opens a pack in place, read-only, as one file: a read-only
-//!   open over [`fs::PackFs`], which shows the members as a directory.
+//!   open over `fs::PackFs` (a private type), which shows the members as a directory.
 //!
 //! Writing: the pack is written to a temporary sibling (`<file>.tmp-<pid>-<n>`), fsynced,
 //! renamed to `file` and the directory fsynced, so `file` appears complete or not at all.
