@@ -221,6 +221,46 @@ pub extern "C" fn cairn_options_set_background_threads(
     }
 }
 
+/// Sets the share of the entries a compaction rewrites, in percent, that its tombstones
+/// must be estimated to free for a compaction to run for them alone when no level is over
+/// its trigger (`Options::tombstone_compaction_percent`, default 50; 0 turns it off). Above
+/// 100 makes the open fail with `CAIRN_INVALID_ARGUMENT`.
+#[no_mangle]
+pub extern "C" fn cairn_options_set_tombstone_compaction_percent(
+    options: Option<&mut cairn_options_t>,
+    percent: u8,
+) {
+    if let Some(o) = options {
+        o.options.tombstone_compaction_percent = percent;
+    }
+}
+
+/// Sets the size of level 0, in percent of the level-1 bytes it overlaps, at which a
+/// keyspace's level 0 is merged into level 1 once writes pause, dropping versions that
+/// overwrites replaced (`Options::idle_compaction_percent`, default 25; 0 turns it off).
+#[no_mangle]
+pub extern "C" fn cairn_options_set_idle_compaction_percent(
+    options: Option<&mut cairn_options_t>,
+    percent: u8,
+) {
+    if let Some(o) = options {
+        o.options.idle_compaction_percent = percent;
+    }
+}
+
+/// Sets whether memtable memory asks for transparent huge pages (Linux;
+/// `Options::memtable_huge_pages`, default 0): faster memtable searches, but the write
+/// that first touches a 2 MiB chunk may stall while the kernel compacts memory.
+#[no_mangle]
+pub extern "C" fn cairn_options_set_memtable_huge_pages(
+    options: Option<&mut cairn_options_t>,
+    value: u8,
+) {
+    if let Some(o) = options {
+        o.options.memtable_huge_pages = value != 0;
+    }
+}
+
 /// Sets whether recovery skips damaged log ranges instead of failing (default 0).
 #[no_mangle]
 pub extern "C" fn cairn_options_set_salvage_wal(options: Option<&mut cairn_options_t>, value: u8) {

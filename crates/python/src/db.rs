@@ -85,7 +85,9 @@ impl Db {
     #[pyo3(signature = (path, *, durability=None, create_if_missing=None, memtable_size=None,
         max_wal_size=None, block_cache_size=None, max_open_tables=None, block_size=None,
         compression=None, bloom_bits_per_key=None, table_size=None, blob_threshold=None,
-        background_threads=None, salvage_wal=None, memory_budget=None))]
+        background_threads=None, salvage_wal=None, memory_budget=None,
+        tombstone_compaction_percent=None, idle_compaction_percent=None,
+        memtable_huge_pages=None))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
         py: Python<'_>,
@@ -104,6 +106,9 @@ impl Db {
         background_threads: Option<usize>,
         salvage_wal: Option<bool>,
         memory_budget: Option<usize>,
+        tombstone_compaction_percent: Option<u8>,
+        idle_compaction_percent: Option<u8>,
+        memtable_huge_pages: Option<bool>,
     ) -> PyResult<Db> {
         let options = DbOptions {
             durability,
@@ -121,6 +126,9 @@ impl Db {
             salvage_wal,
             refresh_interval: None,
             memory_budget,
+            tombstone_compaction_percent,
+            idle_compaction_percent,
+            memtable_huge_pages,
         }
         .build(py)?;
         Db::open(py, path, options, Mode::ReadWrite)

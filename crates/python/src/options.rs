@@ -25,6 +25,9 @@ pub(crate) struct DbOptions<'a> {
     pub(crate) salvage_wal: Option<bool>,
     pub(crate) refresh_interval: Option<f64>,
     pub(crate) memory_budget: Option<usize>,
+    pub(crate) tombstone_compaction_percent: Option<u8>,
+    pub(crate) idle_compaction_percent: Option<u8>,
+    pub(crate) memtable_huge_pages: Option<bool>,
 }
 
 impl DbOptions<'_> {
@@ -72,6 +75,15 @@ impl DbOptions<'_> {
         }
         if let Some(v) = self.memory_budget {
             o = o.memory_budget(Some(v));
+        }
+        if let Some(v) = self.tombstone_compaction_percent {
+            o = o.tombstone_compaction_percent(v);
+        }
+        if let Some(v) = self.idle_compaction_percent {
+            o = o.idle_compaction_percent(v);
+        }
+        if let Some(v) = self.memtable_huge_pages {
+            o = o.memtable_huge_pages(v);
         }
         if let Some(secs) = self.refresh_interval {
             o = o.refresh_interval(Some(seconds(py, "refresh_interval", secs)?));

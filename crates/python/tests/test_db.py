@@ -73,6 +73,35 @@ def test_memory_budget(path):
             cairn.Db(path, memory_budget=small)
 
 
+def _level0_empties_within(db, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if db.stats()["tables_per_level"][0] == 0:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_compaction_options(path):
+    with pytest.raises(cairn.InvalidArgumentError, match="tombstone_compaction_percent"):
+        cairn.Db(path, tombstone_compaction_percent=101)
+    # With the idle merge off, a flushed table stays in level 0 (under the count trigger).
+    with cairn.Db(
+        path, durability="buffered", idle_compaction_percent=0, tombstone_compaction_percent=0
+    ) as db:
+        ks = db.keyspace("k")
+        ks.update((b"%06d" % i, b"a" * 100) for i in range(20000))
+        db.flush()
+        assert not _level0_empties_within(db, 2.5)
+        assert db.stats()["tables_per_level"][0] == 1
+    # With the default, it moves down once writes pause; huge-page memtables read back.
+    with cairn.Db(path, durability="buffered", memtable_huge_pages=True) as db:
+        ks = db.keyspace("k")
+        assert _level0_empties_within(db, 30)
+        ks.update((b"%06d" % i, b"b" * 100) for i in range(0, 20000, 3))
+        assert all(ks[b"%06d" % i] == (b"b" if i % 3 == 0 else b"a") * 100 for i in range(20000))
+
+
 def test_store_locked_while_open(db, path):
     with pytest.raises(cairn.IOError) as e:
         cairn.Db(path)

@@ -189,6 +189,9 @@ static void test_options(void) {
     cairn_options_set_max_wal_size(NULL, 1);
     cairn_options_set_block_cache_size(NULL, 1);
     cairn_options_set_memory_budget(NULL, 1);
+    cairn_options_set_tombstone_compaction_percent(NULL, 1);
+    cairn_options_set_idle_compaction_percent(NULL, 1);
+    cairn_options_set_memtable_huge_pages(NULL, 1);
     cairn_options_set_blob_threshold(NULL, 1);
     cairn_options_set_background_threads(NULL, 1);
     cairn_options_set_salvage_wal(NULL, 1);
@@ -411,6 +414,45 @@ static void test_memory_budget(void) {
         CHECK(v == 4u << 20);
         EXPECT(CAIRN_OK, cairn_db_property_int(db, "stats.index_filter_limit", &v, &err));
         CHECK(v == 0);
+        cairn_db_destroy(db);
+    }
+    cairn_options_destroy(o);
+}
+
+/* The compaction percentages and huge-page memtables reach the engine: an out-of-range
+ * percentage is refused at open, and a store on huge-page memtables with both triggers
+ * set writes, reopens and reads. */
+static void test_compaction_options(void) {
+    cairn_db_t *db = NULL;
+    cairn_options_t *o = cairn_options_create();
+    EXPECT(CAIRN_OK, cairn_options_set_durability(o, CAIRN_DURABILITY_BUFFERED, 0, &err));
+    cairn_options_set_tombstone_compaction_percent(o, 101);
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_db_open(o, path_in("compaction-options"), &db, &err));
+    CHECK(db == NULL);
+    cairn_options_set_tombstone_compaction_percent(o, 0);
+    cairn_options_set_idle_compaction_percent(o, 0);
+    cairn_options_set_memtable_huge_pages(o, 1);
+    for (int round = 0; round < 2; round++) {
+        db = NULL;
+        EXPECT(CAIRN_OK, cairn_db_open(o, path_in("compaction-options"), &db, &err));
+        if (db == NULL) break;
+        cairn_keyspace_t *ks = NULL;
+        EXPECT(CAIRN_OK, cairn_keyspace_open(db, "k", &ks, &err));
+        char key[32], val[64];
+        memset(val, 'a' + round, sizeof val);
+        for (int i = 0; i < 5000; i++) {
+            int kl = snprintf(key, sizeof key, "key%08d", i);
+            EXPECT(CAIRN_OK, cairn_put(ks, NULL, key, kl, val, sizeof val, &err));
+        }
+        for (int i = 0; i < 5000; i += 97) {
+            int kl = snprintf(key, sizeof key, "key%08d", i);
+            char buf[64];
+            size_t len = 0;
+            EXPECT(CAIRN_OK, cairn_get_into(ks, NULL, key, kl, buf, sizeof buf, &len, &err));
+            CHECK(len == sizeof val && memcmp(buf, val, sizeof val) == 0);
+        }
+        cairn_keyspace_destroy(ks);
+        EXPECT(CAIRN_OK, cairn_db_close(db, &err));
         cairn_db_destroy(db);
     }
     cairn_options_destroy(o);
@@ -1659,6 +1701,7 @@ int main(int argc, char **argv) {
     test_null_arguments();
     test_bad_options();
     test_memory_budget();
+    test_compaction_options();
     test_ordered_store();
     test_recovery_report();
     test_streaming();

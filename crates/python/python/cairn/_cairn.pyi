@@ -278,6 +278,11 @@ class Db:
     replaces ``block_cache_size`` and caps ``memtable_size``. ``stats()`` reports each
     share (``block_cache_capacity``, ``memtable_limit``, ``index_filter_limit``) and its use
     (``block_cache_bytes``, ``memtable_bytes``, ``index_filter_bytes``).
+    ``tombstone_compaction_percent`` (default 50) and ``idle_compaction_percent`` (default
+    25; 0 turns either off) set when deleted and overwritten data is reclaimed without a
+    manual compaction; ``memtable_huge_pages`` (default False) backs memtables with
+    transparent huge pages (faster searches; the first write into each 2 MiB chunk may
+    stall while the kernel finds a huge page).
     """
 
     def __init__(
@@ -298,6 +303,9 @@ class Db:
         background_threads: Optional[int] = None,
         salvage_wal: Optional[bool] = None,
         memory_budget: Optional[int] = None,
+        tombstone_compaction_percent: Optional[int] = None,
+        idle_compaction_percent: Optional[int] = None,
+        memtable_huge_pages: Optional[bool] = None,
     ) -> None: ...
     @classmethod
     def open_read_only(
