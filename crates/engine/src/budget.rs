@@ -23,11 +23,7 @@
 //!    memtables of 1 MiB.
 
 use crate::error::{Error, Result};
-use crate::options::Options;
-
-/// The smallest `Options::memory_budget`: 16 MiB (a 4 MiB memtable share, four memtables
-/// of 1 MiB, a 2 MiB index and filter share, a 10 MiB block cache).
-pub const MIN_MEMORY_BUDGET: usize = 16 << 20;
+use crate::options::{Options, MIN_MEMORY_BUDGET};
 
 /// Memtables the memtable share is sized for: `memtable_size` is capped at the share
 /// divided by this.

@@ -136,7 +136,6 @@ mod vlog;
 mod wal;
 
 pub use attrs::{EntryOptions, Head, Meta, MAX_META_LEN};
-pub use budget::MIN_MEMORY_BUDGET;
 pub use clock::Clock;
 pub use db::{
     verify, verify_report, BackupInfo, Batch, BlobFileSpace, Committed, CompareAndSwapError, Db,
@@ -146,5 +145,5 @@ pub use db::{
 };
 pub use error::{Corruption, Error, FileKind, Reason, Result};
 pub use merge::{builtin_merge_operator, AddI64, Append, MergeOperator};
-pub use options::{Compression, Durability, KeyspaceOptions, Options};
+pub use options::{Compression, Durability, KeyspaceOptions, Options, MIN_MEMORY_BUDGET};
 pub use reach::InMemory;

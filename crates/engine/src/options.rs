@@ -441,6 +441,10 @@ impl KeyspaceOptions {
     }
 }
 
+/// The smallest `Options::memory_budget`: 16 MiB (a 4 MiB memtable share, four memtables
+/// of 1 MiB, a 2 MiB index and filter share, a 10 MiB block cache; see `budget.rs`).
+pub const MIN_MEMORY_BUDGET: usize = 16 << 20;
+
 impl Default for Options {
     fn default() -> Options {
         Options {
@@ -794,7 +798,9 @@ impl Options {
         if self.background_threads == 0 {
             return bad("background_threads must be at least 1");
         }
-        crate::budget::Budget::of(self)?;
+        if self.memory_budget.is_some_and(|b| b < MIN_MEMORY_BUDGET) {
+            return bad("memory_budget must be at least 16 MiB (MIN_MEMORY_BUDGET)");
+        }
         Ok(())
     }
 }
