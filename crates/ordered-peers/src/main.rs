@@ -28,6 +28,7 @@ mod noise;
 mod plot;
 mod processes;
 mod report;
+mod resources;
 mod row;
 mod stores;
 mod txn;
@@ -163,6 +164,11 @@ struct Args {
     /// only when the workload ends).
     #[arg(long, default_value_t = 3)]
     settle_seconds: u64,
+    /// Close and reopen every store after its write workloads and before its reads (a
+    /// `reopen` row: the time the open took, WAL replay included); the reads then run on
+    /// the reopened store. Not for the Go stores.
+    #[arg(long)]
+    reopen: bool,
     /// Only measure the machine's latency floor (`--noise-seconds`) and print it.
     #[arg(long)]
     noise_only: bool,
@@ -313,7 +319,12 @@ fn worker(args: &Args, store: &str) -> anyhow::Result<()> {
                 settle: Duration::from_secs(args.settle_seconds),
             };
             let workloads = selected_workloads(args)?;
-            ordered(kind, &plan, args.value_size, &workloads, config, &scratch)?
+            let run = OrderedRun {
+                value_size: args.value_size,
+                workloads: &workloads,
+                reopen: args.reopen,
+            };
+            ordered(kind, &plan, &run, config, &scratch)?
         }
     };
     let mut out = std::io::stdout().lock();
@@ -347,6 +358,9 @@ fn in_worker(
         .arg(format!("--settle-seconds={}", args.settle_seconds))
         .arg(format!("--large-bytes={}", args.large_bytes))
         .arg(format!("--dir={}", dir.display()));
+    if args.reopen {
+        cmd.arg("--reopen");
+    }
     if let Some(reads) = args.reads {
         cmd.arg(format!("--reads={reads}"));
     }
@@ -510,26 +524,37 @@ fn bar(label: String, total: u64) -> ProgressBar {
     bar
 }
 
+/// What one store's ordered run does, besides its [`Plan`].
+struct OrderedRun<'a> {
+    value_size: usize,
+    workloads: &'a [Workload],
+    /// Close and reopen the store (timed) before its first read workload.
+    reopen: bool,
+}
+
 /// Runs the ordered workloads on one store: `fillseq` on a fresh store of its own, the
 /// rest on one store that `fillrandom` fills first (run even when not asked for, unrecorded,
-/// when a later workload needs the keys).
+/// when a later workload needs the keys). Every row carries the process's peak resident
+/// memory so far; a write workload's row also the bytes it sent toward storage, its idle
+/// time after it included (see [`resources`]).
 fn ordered(
     kind: Kind,
     plan: &Plan,
-    value_size: usize,
-    workloads: &[Workload],
+    run: &OrderedRun<'_>,
     config: Config,
     scratch: &Path,
 ) -> anyhow::Result<Vec<Row>> {
+    let value_size = run.value_size;
+    let workloads = run.workloads;
     let values = ValueSource::new(value_size, plan.seed);
     let mut rows = Vec::new();
     let config_label = kind.config_label(&config);
-    let labels = |w: Workload| Labels {
+    let labels = |w: String| Labels {
         suite: "ordered",
         store: kind.name(),
         config: &config_label,
         durability: kind.durability(),
-        workload: w.name(),
+        workload: w,
         threads: plan.threads,
         num: plan.num,
         value_size,
@@ -538,13 +563,15 @@ fn ordered(
     if workloads.contains(&Workload::FillSeq) {
         let dir = fresh_dir(scratch, kind.name())?;
         let store = kind.open(&dir, config)?;
+        let written = resources::bytes_written();
         let outcome = timed(&*store, Workload::FillSeq, plan, &values, 0, kind)?;
         store.settle()?;
-        rows.push(with_space(
-            Row::new(labels(Workload::FillSeq), &outcome, None),
+        let row = with_space(
+            Row::new(labels(Workload::FillSeq.name()), &outcome, None),
             &dir,
             plan,
-        ));
+        );
+        rows.push(with_resources(row, written));
         drop(store);
         std::fs::remove_dir_all(&dir)?;
     }
@@ -557,14 +584,34 @@ fn ordered(
         return Ok(rows);
     }
     let dir = fresh_dir(scratch, kind.name())?;
-    let store = kind.open(&dir, config)?;
+    let mut store = kind.open(&dir, config)?;
     let mut filled = false;
+    let mut reopened = !(run.reopen && kind.reopens_in_process());
     for &w in Workload::ORDERED.iter() {
         let wanted = rest.contains(&w);
         let needed = w == Workload::FillRandom && !filled;
         if !wanted && !needed {
             continue;
         }
+        if !w.writes() && !reopened {
+            drop(store);
+            flush_os();
+            let started = std::time::Instant::now();
+            store = kind.open(&dir, config)?;
+            let open = started.elapsed();
+            eprintln!(
+                "  {:<14} {:<13} {:>12.1} ms",
+                kind.name(),
+                "reopen",
+                open.as_secs_f64() * 1e3
+            );
+            rows.push(with_resources(
+                reopen_row(labels("reopen".into()), open)?,
+                None,
+            ));
+            reopened = true;
+        }
+        let written = resources::bytes_written();
         let outcome = timed(&*store, w, plan, &values, w.seed_index(), kind)
             .map_err(|e| e.context(format!("{} failed", w.name())))?;
         if w.writes() {
@@ -574,20 +621,52 @@ fn ordered(
             filled = true;
         }
         if wanted {
-            let row = Row::new(labels(w), &outcome, None);
-            rows.push(if w.writes() {
-                with_space(row, &dir, plan)
+            let row = Row::new(labels(w.name()), &outcome, None);
+            let row = if w.writes() {
+                with_resources(with_space(row, &dir, plan), written)
             } else {
-                Row {
-                    disk_bytes: Some(dir_size(&dir)),
-                    ..row
-                }
-            });
+                with_resources(
+                    Row {
+                        disk_bytes: Some(dir_size(&dir)),
+                        ..row
+                    },
+                    None,
+                )
+            };
+            rows.push(row);
         }
     }
     drop(store);
     std::fs::remove_dir_all(&dir)?;
     Ok(rows)
+}
+
+/// The row of a timed reopen: one operation that took `open`.
+fn reopen_row(labels: Labels<'_>, open: Duration) -> anyhow::Result<Row> {
+    let mut latency = cairn_harness::histogram().context("creating a histogram")?;
+    latency.saturating_record(u64::try_from(open.as_nanos()).unwrap_or(u64::MAX));
+    let outcome = workload::Outcome {
+        ops: 1,
+        elapsed: open,
+        latency,
+        write_latency: None,
+        found: None,
+    };
+    Ok(Row::new(labels, &outcome, None))
+}
+
+/// `row` with the process's peak resident memory so far and, when `written_before` is the
+/// byte count of [`resources::bytes_written`] from before the workload, what it wrote
+/// since (its idle time included).
+fn with_resources(row: Row, written_before: Option<u64>) -> Row {
+    let disk_write_bytes = written_before
+        .zip(resources::bytes_written())
+        .map(|(before, now)| now.saturating_sub(before));
+    Row {
+        peak_rss_bytes: resources::peak_resident_bytes(),
+        disk_write_bytes,
+        ..row
+    }
 }
 
 fn timed(

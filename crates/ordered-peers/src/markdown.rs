@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use cairn_harness::report::thousands;
 
+use crate::data::KEY_LEN;
 use crate::report::{find, human_size, large_by_size, select, stores, workloads, Report, Target};
 use crate::row::Row;
 
@@ -116,7 +117,7 @@ fn ordered_tables(md: &mut String, report: &Report) {
         );
         let _ = writeln!(md, "Operations per second (scans: entries per second).\n");
         table_header(md, &["workload"], &names, &[("Cairn ÷ best peer", "---")]);
-        for w in workloads(&rows) {
+        for w in workloads(&rows).into_iter().filter(|w| w != "reopen") {
             let _ = write!(md, "| {w} |");
             for n in &names {
                 let cell =
@@ -135,7 +136,7 @@ fn ordered_tables(md: &mut String, report: &Report) {
             "Latency in µs, p50 / p99 / p99.9 (a batch of writes is one operation; scans: time per entry).\n"
         );
         table_header(md, &["workload"], &names, &[]);
-        for w in workloads(&rows) {
+        for w in workloads(&rows).into_iter().filter(|w| w != "reopen") {
             let _ = write!(md, "| {w} |");
             for n in &names {
                 let cell = find(&rows, n, &w).map_or("–".to_owned(), |r| {
@@ -164,7 +165,92 @@ fn ordered_tables(md: &mut String, report: &Report) {
                 |r| r.settled_disk_bytes,
             );
         }
+        resources_table(md, &rows, &names);
     }
+}
+
+/// Open time, peak memory and write amplification, where the rows have them (the Rust
+/// stores' workers measure them; see `resources.rs`).
+fn resources_table(md: &mut String, rows: &[&Row], names: &[String]) {
+    let measured = rows
+        .iter()
+        .any(|r| r.peak_rss_bytes.is_some() || r.disk_write_bytes.is_some());
+    if !measured {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "Reopen and resources: the time to close-and-open the store before its reads \
+         (`--reopen`), the worker process's peak resident memory (`VmHWM`; mapped file pages \
+         count once touched), and per write workload the bytes the process wrote to files \
+         during it and its idle time (`/proc/self/io` `write_bytes`: a page counts each time \
+         it is dirtied anew, so rewrites of a page not yet written back count once), MB, \
+         with the write amplification (those bytes over the keys and values written).\n"
+    );
+    table_header(md, &["what"], names, &[]);
+    if rows.iter().any(|r| r.workload == "reopen") {
+        let _ = write!(md, "| reopen, ms |");
+        for n in names {
+            let cell = find(rows, n, "reopen")
+                .map_or("–".to_owned(), |r| format!("{:.1}", r.seconds * 1e3));
+            let _ = write!(md, " {cell} |");
+        }
+        let _ = writeln!(md);
+    }
+    let _ = write!(md, "| peak RSS, MB |");
+    for n in names {
+        let peak = rows
+            .iter()
+            .filter(|r| &r.store == n)
+            .filter_map(|r| r.peak_rss_bytes)
+            .max();
+        let cell = peak.map_or("–".to_owned(), |b| format!("{:.0}", b as f64 / 1e6));
+        let _ = write!(md, " {cell} |");
+    }
+    let _ = writeln!(md);
+    for w in WRITE_WORKLOADS {
+        if !rows
+            .iter()
+            .any(|r| r.workload == w && r.disk_write_bytes.is_some())
+        {
+            continue;
+        }
+        let _ = write!(md, "| written during {w}, MB (amplification) |");
+        for n in names {
+            let cell = find(rows, n, w)
+                .and_then(|r| Some((r.disk_write_bytes?, user_bytes(r))))
+                .map_or("–".to_owned(), |(disk, user)| {
+                    let amp = if user > 0 {
+                        disk as f64 / user as f64
+                    } else {
+                        0.0
+                    };
+                    format!("{:.0} ({amp:.2}×)", disk as f64 / 1e6)
+                });
+            let _ = write!(md, " {cell} |");
+        }
+        let _ = writeln!(md);
+    }
+    let _ = writeln!(md);
+}
+
+/// The write workloads, in the order they run.
+const WRITE_WORKLOADS: [&str; 5] = [
+    "fillseq",
+    "fillrandom",
+    "overwrite",
+    "putrandom",
+    "deleterandom",
+];
+
+/// Bytes of keys and values a write workload's row wrote: keys alone for deletes.
+fn user_bytes(r: &Row) -> u64 {
+    let per_op = if r.workload == "deleterandom" {
+        KEY_LEN
+    } else {
+        KEY_LEN + r.value_size
+    };
+    r.ops * per_op as u64
 }
 
 /// One row per write workload of `rows`, one column per store of `names`: `bytes` of each
@@ -178,13 +264,7 @@ fn space_table(
 ) {
     let _ = writeln!(md, "{title}\n");
     table_header(md, &["after"], names, &[]);
-    for w in [
-        "fillseq",
-        "fillrandom",
-        "overwrite",
-        "putrandom",
-        "deleterandom",
-    ] {
+    for w in WRITE_WORKLOADS {
         if !rows.iter().any(|r| r.workload == w) {
             continue;
         }
@@ -708,6 +788,38 @@ mod tests {
         let json = serde_json::to_string(&report).unwrap();
         let back: Report = serde_json::from_str(&json).unwrap();
         assert_eq!(markdown(&back), md);
+    }
+
+    #[test]
+    fn reopen_memory_and_write_amplification_get_a_table() {
+        let mut report = Report::new("cmd".into(), 1000, 64, "go".into());
+        for (store, open_us, peak, written) in [
+            ("cairn", 20_000, 300_000_000u64, 348_000u64),
+            ("lmdb", 50, 900_000_000, 116_000),
+        ] {
+            let mut fill = row("ordered", store, "fillrandom", 1, 1000, 1);
+            fill.disk_write_bytes = Some(written);
+            fill.peak_rss_bytes = Some(peak / 2);
+            report.rows.push(fill);
+            let mut reopen = row("ordered", store, "reopen", 1, 1, open_us);
+            reopen.seconds = open_us as f64 / 1e6;
+            report.rows.push(reopen);
+            let mut read = row("ordered", store, "readrandom", 1, 1000, 1);
+            read.peak_rss_bytes = Some(peak);
+            report.rows.push(read);
+        }
+        let md = markdown(&report);
+        assert!(md.contains("| reopen, ms | 20.0 | 0.1 |"), "{md}");
+        assert!(md.contains("| peak RSS, MB | 300 | 900 |"), "{md}");
+        // 1,000 keys of 16 + 100 bytes: 116,000 bytes written by the user.
+        assert!(
+            md.contains(
+                "| written during fillrandom, MB (amplification) | 0 (3.00×) | 0 (1.00×) |"
+            ),
+            "{md}"
+        );
+        // The reopen is not a throughput row.
+        assert!(!md.contains("| reopen | "), "{md}");
     }
 
     #[test]

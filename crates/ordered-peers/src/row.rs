@@ -61,6 +61,16 @@ pub struct Row {
     /// same wait for every store.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled_disk_bytes: Option<u64>,
+    /// Ordered workloads of the Rust stores: bytes the worker process sent toward storage
+    /// during a write workload and its idle time after it (`/proc/self/io`, see
+    /// `resources.rs`); over the bytes of keys and values written it is the write
+    /// amplification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_write_bytes: Option<u64>,
+    /// Ordered workloads of the Rust stores: the worker process's peak resident memory
+    /// when the row ended (`VmHWM`), bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_bytes: Option<u64>,
     /// Reader processes (`mp-readers`): the writer process's puts per second in the same
     /// window as the readers'.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -164,6 +174,8 @@ impl Row {
             write_p999_us: writes.map(|w| us(w.p999_ns)),
             disk_bytes,
             settled_disk_bytes: None,
+            disk_write_bytes: None,
+            peak_rss_bytes: None,
             writer_ops_per_sec: None,
             first_get_us: None,
             open_us: None,

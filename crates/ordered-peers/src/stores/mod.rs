@@ -171,6 +171,14 @@ impl Kind {
         Kind::ALL.into_iter().find(|k| k.name() == name)
     }
 
+    /// Whether the store can be closed and opened again within one process (`--reopen`).
+    /// The LMDB binding keeps each environment for the life of the process (heed refuses
+    /// a second open of a path), so its reopen is not measured here; `open-ro` measures
+    /// its opens in fresh processes.
+    pub fn reopens_in_process(self) -> bool {
+        !matches!(self, Kind::Lmdb)
+    }
+
     /// How the store is configured, for the report.
     pub fn config(self) -> &'static str {
         match self {
