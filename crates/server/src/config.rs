@@ -28,7 +28,8 @@ pub struct Config {
     /// Named users (`AUTH user password`), from a users file ([`Users`]); with users,
     /// every connection must authenticate.
     pub users: Option<Users>,
-    /// Most clients connected at once; one more is told so and disconnected.
+    /// Most clients connected at once; one more is told so (`-ERR max number of clients
+    /// reached`; over TLS after its handshake) and disconnected.
     pub max_clients: usize,
     /// A client idle this long is disconnected (`None`: never).
     pub idle_timeout: Option<Duration>,

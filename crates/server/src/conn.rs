@@ -22,7 +22,8 @@
 //!    replies wait unread for the write timeout ([`Conn::tick`]).
 //! 5. A connection closes only with nothing in flight: not parked, no operation in the
 //!    batch; then after its last reply is written (QUIT, a protocol error, end of input,
-//!    shutdown), or at once if its socket failed.
+//!    shutdown), or at once if its socket failed or the shutdown's grace is over
+//!    ([`Conn::abandon`]).
 
 use std::io::ErrorKind;
 use std::sync::mpsc::{SendError, Sender};
@@ -372,6 +373,12 @@ impl Conn {
         } else {
             self.blocked_since = None;
         }
+    }
+
+    /// The shutdown's grace is over: the connection runs, reads and writes nothing more,
+    /// and closes as soon as nothing of it is in flight, with its replies unwritten.
+    pub(crate) fn abandon(&mut self) {
+        self.broken = true;
     }
 
     /// True if the connection has work that needs no new event: a held request, buffered

@@ -18,8 +18,11 @@
 //! (a worker holds only its session, while it is parked); a connection's slot is freed
 //! only when it closes, which it does only with nothing in flight (`conn.rs`), so a
 //! worker's answer and a batched reply always reach the connection they belong to. At
-//! shutdown the loop reads no more input, finishes what it holds, writes the replies and
-//! exits once it has no connection left and the acceptor has stopped.
+//! shutdown the loop reads no more input, finishes what it holds and writes the replies
+//! for [`SHUTDOWN_GRACE`] at most; then it closes every connection as soon as nothing of
+//! it is in flight (a parked one once its worker answers), whatever it has left unwritten,
+//! so a client that does not read holds the shutdown up that long only. It exits once it
+//! has no connection left and the acceptor has stopped.
 
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::Arc;
@@ -38,6 +41,9 @@ pub(crate) const WAKER: Token = Token(usize::MAX);
 
 /// How often timeouts are checked, and the longest a loop sleeps.
 const TICK: Duration = Duration::from_millis(100);
+/// How long after a shutdown began the replies already made may take to be written;
+/// then every connection closes (module docs).
+pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
 /// A connection the acceptor admitted, on its way to a loop.
 pub(crate) struct Incoming {
@@ -125,6 +131,8 @@ pub(crate) fn run(shared: &Arc<Shared>, lp: Loop) {
     let mut work: Vec<usize> = Vec::new();
     let mut iteration: u64 = 0;
     let mut stopping = false;
+    // When the shutdown's grace ends (set when the loop sees the shutdown).
+    let mut grace_end: Option<Instant> = None;
     let mut acceptor_gone = false;
     let mut last_tick = Instant::now();
     loop {
@@ -196,6 +204,7 @@ pub(crate) fn run(shared: &Arc<Shared>, lp: Loop) {
         }
         if !stopping && shared.stopping() {
             stopping = true;
+            grace_end = Some(Instant::now() + SHUTDOWN_GRACE);
             for i in 0..slots.conns.len() {
                 if let Some(c) = slots.get(i) {
                     c.input_closed = true;
@@ -210,6 +219,14 @@ pub(crate) fn run(shared: &Arc<Shared>, lp: Loop) {
                 if slots.get(i).is_some_and(|c| c.tick(shared, now)) {
                     take_in(&mut slots, i, iteration, &mut work);
                 }
+            }
+        }
+        if grace_end.is_some_and(|end| now >= end) {
+            for i in 0..slots.conns.len() {
+                if let Some(c) = slots.get(i) {
+                    c.abandon();
+                }
+                take_in(&mut slots, i, iteration, &mut work);
             }
         }
 

@@ -8,7 +8,8 @@
 //! request, writes the replies), `event_loop` drives many connections on one thread and
 //! commits their plain writes together, `worker` runs the requests a loop must not wait
 //! for, `command` maps a request onto the store (one module per command group),
-//! `accept` admits clients and hands them to the loops, and `server` starts all of them
+//! `accept` admits clients and hands them to the loops (`refusal` tells a refused TLS
+//! client why, after its handshake), and `server` starts all of them
 //! and shuts down in order, and `metrics` serves the counters to Prometheus (`--metrics-addr`).
 //! [`Config`] holds what an operator chooses, with [`Users`] (who may connect, and
 //! whether they may write) and [`Tls`] (a TLS listener's certificate and key).
@@ -49,6 +50,7 @@ mod event_loop;
 mod glob;
 mod limits;
 mod metrics;
+mod refusal;
 pub mod resp;
 mod server;
 mod session;

@@ -29,12 +29,16 @@
 //! 2. the acceptor and every loop are woken (`mio::Waker`); the acceptor stops;
 //! 3. each loop reads no more input, runs the complete requests it has read (waiting
 //!    for its workers' answers), commits, writes the replies and closes each client,
-//!    then stops once it has none left;
+//!    then stops once it has none left; replies still unwritten after
+//!    `event_loop::SHUTDOWN_GRACE` (1 s in all; a client that does not read) are
+//!    dropped with their connection;
 //! 4. [`Server::wait`] joins the loops and the workers, syncs the log and closes the
 //!    store.
 //!
 //! So every reply a client received stands for a write as durable as the mode promises,
-//! and a write that was running when shutdown began completes before the store closes.
+//! a write that was running when shutdown began completes before the store closes, and
+//! no client holds the shutdown up longer than the grace (a request already on a worker
+//! still finishes first).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};

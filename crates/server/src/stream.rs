@@ -29,7 +29,7 @@ pub(crate) struct TlsStream {
 
 impl TlsStream {
     /// Pushes the records rustls holds to the socket; `Ok(false)` if the socket is full.
-    fn push(&mut self) -> io::Result<bool> {
+    pub(crate) fn push(&mut self) -> io::Result<bool> {
         while self.tls.wants_write() {
             match self.tls.write_tls(&mut self.sock) {
                 Ok(0) => return Err(ErrorKind::WriteZero.into()),

@@ -302,3 +302,57 @@ fn a_pipeline_mixing_batched_worker_and_inline_requests_keeps_its_order() {
     }
     srv.shutdown();
 }
+
+/// A client that pipelines big replies, never reads them and stays connected holds a
+/// shutdown up only for its short grace: the server's threads end within seconds, the
+/// client's connection is closed (its writes fail), and so is an idle client's.
+#[test]
+fn a_client_that_does_not_read_does_not_hold_up_shutdown() {
+    let mut srv = start(|c| c.threads = 1);
+    let mut setup = Client::connect(srv.addr);
+    let big = "x".repeat(64 << 10);
+    assert_eq!(setup.call(&["SET", "big", &big]), "+OK");
+    let hog = std::net::TcpStream::connect(srv.addr).unwrap();
+    let mut hog_writer = hog.try_clone().unwrap();
+    let request = encode(&[b"GET", b"big"]).repeat(100_000);
+    // `true` once a write failed: the server closed the connection.
+    let writing =
+        std::thread::spawn(move || (0..10).any(|_| hog_writer.write_all(&request).is_err()));
+    // Let the hog's replies fill the sockets, so the server stops reading it.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(setup.call(&["PING"]), "+PONG");
+    assert!(!writing.is_finished());
+    let began = Instant::now();
+    srv.stop.shutdown();
+    srv.waiter.take().unwrap().join().unwrap().unwrap();
+    let took = began.elapsed();
+    assert!(took < Duration::from_secs(5), "shutdown took {took:?}");
+    assert!(writing.join().unwrap(), "the hog's connection stayed open");
+    assert!(setup.closed());
+    drop(hog);
+}
+
+/// A client pipelining requests with big replies and SHUTDOWN last, reading as it goes,
+/// gets every reply and then the end of input: the replies queued when the shutdown
+/// begins are still written.
+#[test]
+fn replies_queued_at_shutdown_reach_a_client_that_reads() {
+    let srv = start(|c| c.threads = 1);
+    let mut c = Client::connect(srv.addr);
+    let big: String = (0..64 << 10)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    assert_eq!(c.call(&["SET", "big", &big]), "+OK");
+    const GETS: usize = 40;
+    let mut pipeline = encode(&[b"GET", b"big"]).repeat(GETS);
+    pipeline.extend(encode(&[b"SHUTDOWN"]));
+    let mut writer = c.writer.try_clone().unwrap();
+    let sending = std::thread::spawn(move || writer.write_all(&pipeline).is_ok());
+    let want = format!("${big}");
+    for i in 0..GETS {
+        assert!(c.reply() == want, "reply {i} differs");
+    }
+    assert!(c.closed(), "SHUTDOWN closes after the replies before it");
+    assert!(sending.join().unwrap());
+    srv.shutdown();
+}

@@ -143,3 +143,172 @@ fn tls_pipelined_large_replies_arrive_whole() {
     assert_eq!(plain.call(&["GET", "tls-n"]), "$40");
     srv.shutdown();
 }
+
+/// Reads one RESP bulk string (`$<len>\r\n<bytes>\r\n`) from a TLS stream.
+fn read_bulk(r: &mut impl Read) -> String {
+    let mut header = Vec::new();
+    let mut byte = [0u8; 1];
+    while !header.ends_with(b"\r\n") {
+        assert_eq!(r.read(&mut byte).unwrap(), 1, "end of input in {header:?}");
+        header.push(byte[0]);
+    }
+    let header = String::from_utf8(header).unwrap();
+    let len: usize = header.trim_end()[1..].parse().unwrap();
+    let body = read_n(r, len + 2);
+    String::from_utf8(body[..len].to_vec()).unwrap()
+}
+
+/// The value of `field` in an INFO reply.
+fn info_field(info: &str, field: &str) -> String {
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in {info}"))
+        .to_string()
+}
+
+fn info(tls: &mut (impl Read + Write)) -> String {
+    tls.write_all(&common::encode(&[b"INFO"])).unwrap();
+    tls.flush().unwrap();
+    read_bulk(tls)
+}
+
+/// A TLS client over `max_clients` is told so over TLS, as a plain client is: it reads
+/// exactly the error and then the end of the session (close_notify). The refusal is
+/// counted, is not a client, and the admitted client goes on being served.
+#[test]
+fn a_tls_client_over_max_clients_reads_the_error_over_tls() {
+    let (srv, certified, _files) = start_tls(|c| {
+        c.max_clients = 1;
+        c.threads = 1;
+    });
+    let tls_addr = srv.tls_addr.unwrap();
+    let mut first = connect_tls(&certified, tls_addr);
+    first.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
+    first.flush().unwrap();
+    assert_eq!(read_n(&mut first, 7), b"+PONG\r\n");
+
+    let mut second = connect_tls(&certified, tls_addr);
+    let mut got = Vec::new();
+    // Ok only if the server ended the session with close_notify after the message.
+    second.read_to_end(&mut got).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        "-ERR max number of clients reached\r\n"
+    );
+
+    // A client that sends a request at once, before reading, is told the same.
+    let mut eager = connect_tls(&certified, tls_addr);
+    eager.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
+    eager.flush().unwrap();
+    let mut got = Vec::new();
+    eager.read_to_end(&mut got).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        "-ERR max number of clients reached\r\n"
+    );
+
+    let info = info(&mut first);
+    assert_eq!(info_field(&info, "rejected_connections"), "2");
+    assert_eq!(info_field(&info, "connected_clients"), "1");
+    first
+        .write_all(&common::encode(&[b"CLIENT", b"LIST"]))
+        .unwrap();
+    first.flush().unwrap();
+    assert_eq!(read_bulk(&mut first).lines().count(), 1);
+    first.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
+    first.flush().unwrap();
+    assert_eq!(read_n(&mut first, 7), b"+PONG\r\n");
+    srv.shutdown();
+}
+
+/// Refused TLS clients that connect and never handshake are held only in a small number
+/// and only for a while: the ones beyond it are closed at once, the held ones later, and
+/// meanwhile the admitted client is served and a client admitted after it is too.
+#[test]
+fn refused_tls_clients_that_never_handshake_are_bounded() {
+    let (srv, certified, _files) = start_tls(|c| {
+        c.max_clients = 1;
+        c.threads = 1;
+    });
+    let tls_addr = srv.tls_addr.unwrap();
+    let mut first = connect_tls(&certified, tls_addr);
+    first.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
+    first.flush().unwrap();
+    assert_eq!(read_n(&mut first, 7), b"+PONG\r\n");
+
+    const SILENT: usize = 200;
+    let silent: Vec<TcpStream> = (0..SILENT)
+        .map(|_| {
+            let s = TcpStream::connect(tls_addr).unwrap();
+            s.set_nonblocking(true).unwrap();
+            s
+        })
+        .collect();
+    // The admitted client is served meanwhile.
+    first.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
+    first.flush().unwrap();
+    assert_eq!(read_n(&mut first, 7), b"+PONG\r\n");
+
+    // Which silent clients the server has closed (end of input, nothing sent to them).
+    let closed = |socks: &[TcpStream]| -> usize {
+        socks
+            .iter()
+            .filter(|s| {
+                let mut buf = [0u8; 16];
+                match (&mut &**s).read(&mut buf) {
+                    Ok(0) => true,
+                    Ok(n) => panic!("a client that sent nothing got {n} bytes"),
+                    Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+                }
+            })
+            .count()
+    };
+    // Those beyond the bound on refusals in flight (64) are closed at accept.
+    let began = std::time::Instant::now();
+    let mut early = closed(&silent);
+    while early < SILENT - 64 && began.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(20));
+        early = closed(&silent);
+    }
+    assert!(early >= SILENT - 64, "only {early} closed at once");
+    assert!(early < SILENT, "no refusal waited for its handshake");
+
+    let info = info(&mut first);
+    assert_eq!(
+        info_field(&info, "rejected_connections"),
+        SILENT.to_string()
+    );
+    assert_eq!(info_field(&info, "connected_clients"), "1");
+
+    // The acceptor is not held up by the waiting refusals: once the first client
+    // leaves, a new one is admitted and served.
+    drop(first);
+    let admitted = std::time::Instant::now();
+    let ping = || -> Option<()> {
+        let mut c = connect_tls(&certified, tls_addr);
+        c.write_all(b"*1\r\n$4\r\nPING\r\n").ok()?;
+        c.flush().ok()?;
+        let mut got = [0u8; 7];
+        c.read_exact(&mut got).ok()?;
+        (&got == b"+PONG\r\n").then_some(())
+    };
+    // Until the loop has seen the first client leave, a new one is still refused.
+    while ping().is_none() {
+        assert!(admitted.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        admitted.elapsed() < Duration::from_secs(4),
+        "admission took {:?}",
+        admitted.elapsed()
+    );
+
+    // The held ones are dropped at their deadline.
+    let mut all = closed(&silent);
+    while all < SILENT && began.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+        all = closed(&silent);
+    }
+    assert_eq!(all, SILENT);
+    srv.shutdown();
+}
