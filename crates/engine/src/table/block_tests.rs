@@ -211,13 +211,12 @@ fn entries_strategy() -> impl Strategy<Value = Vec<(Vec<u8>, Vec<u8>)>> {
 }
 
 fn op_strategy(prefix_len_hint: usize) -> impl Strategy<Value = Op> {
-    let target = (proptest::collection::vec(0u8..5, 0..7), 0u64..5).prop_map(
-        move |(suffix, seqno)| {
+    let target =
+        (proptest::collection::vec(0u8..5, 0..7), 0u64..5).prop_map(move |(suffix, seqno)| {
             let mut user = vec![b'p'; prefix_len_hint];
             user.extend_from_slice(&suffix);
             ik(&user, seqno)
-        },
-    );
+        });
     prop_oneof![
         1 => Just(Op::First),
         1 => Just(Op::Last),
@@ -332,8 +331,10 @@ fn damaged_entries_are_found_walking_backward() {
     let tail = |k: &[u8]| (2usize, k[2..].to_vec());
     // Entries of 1-byte varints and the value "v"; restarts are given as entry numbers.
     let enc = |parts: &[(usize, Vec<u8>)], restarts: &[usize]| {
-        let entries: Vec<(usize, &[u8], &[u8])> =
-            parts.iter().map(|(s, dk)| (*s, &dk[..], &b"v"[..])).collect();
+        let entries: Vec<(usize, &[u8], &[u8])> = parts
+            .iter()
+            .map(|(s, dk)| (*s, &dk[..], &b"v"[..]))
+            .collect();
         let mut offsets = vec![0u32];
         for (_, dk) in parts {
             let last = *offsets.last().unwrap();
@@ -345,11 +346,17 @@ fn damaged_entries_are_found_walking_backward() {
 
     // Sound: restarts at entries 0 and 2.
     let good = enc(&[full(&a), tail(&b), full(&d)], &[0, 2]);
-    assert_eq!(walk_back(&mut cursor(good)).unwrap(), vec![d.clone(), b.clone(), a.clone()]);
+    assert_eq!(
+        walk_back(&mut cursor(good)).unwrap(),
+        vec![d.clone(), b.clone(), a.clone()]
+    );
 
     // The restart entry 2 shares a prefix: found by the first step, seek_to_last.
     let raw = enc(&[full(&a), tail(&b), tail(&d)], &[0, 2]);
-    assert!(matches!(bad_entry(walk_back(&mut cursor(raw))), Reason::BadEntry(_)));
+    assert!(matches!(
+        bad_entry(walk_back(&mut cursor(raw))),
+        Reason::BadEntry(_)
+    ));
 
     // Entry 1 shares more than entry 0's key has: found stepping back into interval 0.
     let short = ik(b"a", 1); // 9 bytes; entry 1 claims 10 shared bytes
@@ -371,7 +378,10 @@ fn damaged_entries_are_found_walking_backward() {
 
     // A key shorter than its trailer, reached by a backward step.
     let raw = enc(&[(0, b"abc".to_vec()), full(&d)], &[0, 1]);
-    assert!(matches!(bad_entry(walk_back(&mut cursor(raw))), Reason::BadEntry(_)));
+    assert!(matches!(
+        bad_entry(walk_back(&mut cursor(raw))),
+        Reason::BadEntry(_)
+    ));
 }
 
 #[test]
@@ -412,7 +422,10 @@ fn damaged_blocks_walk_backward_like_forward_or_fail() {
                 }
                 if fwd.is_ok() && back.is_ok() {
                     backward.reverse();
-                    assert_eq!(forward, backward, "byte {i} ^ {mask:#x}, interval {interval}");
+                    assert_eq!(
+                        forward, backward,
+                        "byte {i} ^ {mask:#x}, interval {interval}"
+                    );
                 }
             }
         }
