@@ -15,6 +15,16 @@
 //! key, and its offset is listed in the restart array, so a seek can binary-search the
 //! restart keys and a backward step can re-decode from the previous restart point.
 //!
+//! Backward steps: entries can only be decoded forward from a restart point, so the first
+//! backward step into a restart interval decodes the interval's entries once and remembers
+//! each one passed (offset, value range and full key, in two buffers the cursor reuses);
+//! further steps back take the remembered entries, last first, without decoding. A walk
+//! backward therefore decodes each entry about once, like a walk forward. `seek_to_last`
+//! and `seek_for_prev` remember the entries they pass too, since a backward walk usually
+//! follows them. Any other move forgets them. The remembered entries always form a run of
+//! the cursor's restart interval ending just before the current entry, so the step back
+//! from the current entry is the last of them (or, with none, a decode from the restart).
+//!
 //! Invariants checked by [`Block::decode`]: `n >= 1`, the restart array fits, the first
 //! restart is offset 0, restarts strictly increase and lie inside the entries. Checked by
 //! the cursor as it decodes: every length stays inside the entries, `shared` never exceeds
@@ -245,6 +255,16 @@ struct Entry {
     next: usize,
 }
 
+/// An entry a backward step can return to without decoding (see the module documentation):
+/// its offset, where its key starts in `BlockCursor::behind_keys` (it ends where the next
+/// remembered key starts, or at the buffer's end) and its value's range.
+#[derive(Debug, Clone, Copy)]
+struct Behind {
+    offset: usize,
+    key_start: usize,
+    value: (usize, usize),
+}
+
 /// A [`Cursor`] over one block. Errors name `path` and `file_offset` (the block's offset in
 /// its table file, since offsets inside a compressed block mean nothing on disk).
 ///
@@ -264,6 +284,14 @@ pub(crate) struct BlockCursor<B = Arc<Block>, P = Arc<Path>> {
     key: Vec<u8>,
     value: (usize, usize),
     valid: bool,
+    /// The entries of `restart_index`'s interval just before the current one, in block
+    /// order (possibly none): what the next backward steps return.
+    behind: Vec<Behind>,
+    /// Their keys, one after another.
+    behind_keys: Vec<u8>,
+    /// Entries decoded so far (tests check that walks decode each entry about once).
+    #[cfg(test)]
+    pub(super) decoded: usize,
 }
 
 impl<B: Deref<Target = Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
@@ -279,7 +307,23 @@ impl<B: Deref<Target = Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
             key: Vec::new(),
             value: (0, 0),
             valid: false,
+            behind: Vec::new(),
+            behind_keys: Vec::new(),
+            #[cfg(test)]
+            decoded: 0,
         }
+    }
+
+    /// Takes over the buffers of `old`, a cursor this one replaces (its position is lost),
+    /// so a walk across many blocks does not allocate key buffers for each.
+    pub(crate) fn reuse_buffers(&mut self, old: &mut Self) {
+        old.valid = false;
+        self.valid = false;
+        self.key = std::mem::take(&mut old.key);
+        self.behind = std::mem::take(&mut old.behind);
+        self.behind_keys = std::mem::take(&mut old.behind_keys);
+        self.key.clear();
+        self.forget_behind();
     }
 
     /// The table-file offset of the block (for error messages of callers).
@@ -289,11 +333,18 @@ impl<B: Deref<Target = Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
 
     fn corrupt(&mut self, reason: Reason) -> Error {
         self.valid = false;
+        self.forget_behind();
         Error::corruption(FileKind::Table, &self.path, self.file_offset, reason)
+    }
+
+    fn forget_behind(&mut self) {
+        self.behind.clear();
+        self.behind_keys.clear();
     }
 
     /// Positions before restart point `i`: the next `parse_next` decodes it.
     fn seek_restart(&mut self, i: usize) {
+        self.forget_behind();
         self.key.clear();
         self.restart_index = i;
         self.next = self.block.restart(i);
@@ -341,7 +392,30 @@ impl<B: Deref<Target = Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
         self.current = self.next;
         self.next = entry.next;
         self.valid = true;
+        #[cfg(test)]
+        {
+            self.decoded += 1;
+        }
         Ok(true)
+    }
+
+    /// As `parse_next`, first remembering the current entry (if any) for backward steps;
+    /// entries of an interval the cursor leaves are forgotten.
+    fn parse_next_remembering(&mut self) -> Result<bool> {
+        if self.valid {
+            self.behind.push(Behind {
+                offset: self.current,
+                key_start: self.behind_keys.len(),
+                value: self.value,
+            });
+            self.behind_keys.extend_from_slice(&self.key);
+        }
+        let interval = self.restart_index;
+        let more = self.parse_next()?;
+        if !more || self.restart_index != interval {
+            self.forget_behind();
+        }
+        Ok(more)
     }
 
     /// Whether the key at restart point `i` sorts before `target`.
@@ -353,8 +427,15 @@ impl<B: Deref<Target = Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
     }
 
     /// Seeks to the first entry `>= target`, given that the last restart point whose key
-    /// is `< target` (or restart 0 if none is) lies in `lo..=hi`.
-    fn seek_between(&mut self, target: &[u8], mut lo: usize, mut hi: usize) -> Result<()> {
+    /// is `< target` (or restart 0 if none is) lies in `lo..=hi`; with `remember`, keeps the
+    /// entries it passes for backward steps.
+    fn seek_between(
+        &mut self,
+        target: &[u8],
+        mut lo: usize,
+        mut hi: usize,
+        remember: bool,
+    ) -> Result<()> {
         while lo < hi {
             let mid = lo + (hi - lo).div_ceil(2);
             if self.restart_below(mid, target)? {
@@ -364,12 +445,16 @@ impl<B: Deref<Target = Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
             }
         }
         self.seek_restart(lo);
-        while self.parse_next()? {
-            if compare_encoded(&self.key, target) != Ordering::Less {
-                break;
+        loop {
+            let more = if remember {
+                self.parse_next_remembering()?
+            } else {
+                self.parse_next()?
+            };
+            if !more || compare_encoded(&self.key, target) != Ordering::Less {
+                return Ok(());
             }
         }
-        Ok(())
     }
 
     /// As [`Cursor::seek`], searching only the restart points `candidates` (inclusive;
@@ -377,7 +462,7 @@ impl<B: Deref<Target = Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
     pub(crate) fn seek_in(&mut self, target: &[u8], candidates: (usize, usize)) -> Result<()> {
         let (lo, hi) = candidates;
         let last = self.block.restart_count.saturating_sub(1);
-        self.seek_between(target, lo.min(last), hi.min(last))
+        self.seek_between(target, lo.min(last), hi.min(last), false)
     }
 }
 
@@ -409,18 +494,19 @@ impl<B: Deref<Target = Block> + Send, P: Deref<Target = Path> + Send> Cursor for
 
     fn seek_to_last(&mut self) -> Result<()> {
         self.seek_restart(self.block.restart_count.saturating_sub(1));
-        while self.parse_next()? && self.next < self.block.restarts_offset {}
+        while self.parse_next_remembering()? && self.next < self.block.restarts_offset {}
         Ok(())
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         // The last restart point whose key is < target; the answer is at or after it.
         let last = self.block.restart_count.saturating_sub(1);
-        self.seek_between(target, 0, last)
+        self.seek_between(target, 0, last, false)
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
-        self.seek(target)?;
+        let last = self.block.restart_count.saturating_sub(1);
+        self.seek_between(target, 0, last, true)?;
         if !self.valid {
             self.seek_to_last()
         } else if compare_encoded(&self.key, target) == Ordering::Greater {
@@ -432,6 +518,7 @@ impl<B: Deref<Target = Block> + Send, P: Deref<Target = Path> + Send> Cursor for
 
     fn next(&mut self) -> Result<()> {
         if self.valid {
+            self.forget_behind();
             self.parse_next()?;
         }
         Ok(())
@@ -441,6 +528,18 @@ impl<B: Deref<Target = Block> + Send, P: Deref<Target = Path> + Send> Cursor for
         if !self.valid {
             return Ok(());
         }
+        if let Some(entry) = self.behind.pop() {
+            // Its successor is the current entry (checked when it was decoded).
+            self.next = self.current;
+            self.current = entry.offset;
+            self.value = entry.value;
+            self.key.clear();
+            self.key
+                .extend_from_slice(self.behind_keys.get(entry.key_start..).unwrap_or(&[]));
+            self.behind_keys.truncate(entry.key_start);
+            return Ok(());
+        }
+        // Decode the interval before the current entry, remembering all but its last entry.
         let original = self.current;
         let mut r = self
             .restart_index
@@ -448,12 +547,13 @@ impl<B: Deref<Target = Block> + Send, P: Deref<Target = Path> + Send> Cursor for
         while self.block.restart(r) >= original {
             if r == 0 {
                 self.valid = false;
+                self.forget_behind();
                 return Ok(());
             }
             r -= 1;
         }
         self.seek_restart(r);
-        while self.parse_next()? {
+        while self.parse_next_remembering()? {
             match self.next.cmp(&original) {
                 Ordering::Less => continue,
                 Ordering::Equal => return Ok(()),

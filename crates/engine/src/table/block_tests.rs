@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::key::{InternalKey, Kind, SeqNo};
+use proptest::prelude::*;
 
 fn ik(user: &[u8], seqno: u64) -> Vec<u8> {
     InternalKey::new(user, SeqNo(seqno), Kind::Put)
@@ -129,6 +130,303 @@ fn entry_damage_is_corruption_never_a_panic() {
             if let Err(e) = walk() {
                 let c = e.as_corruption().unwrap();
                 assert_eq!((c.file, c.offset), (FileKind::Table, 7));
+            }
+        }
+    }
+}
+
+/// A sorted `Vec` standing in for a block: the position a cursor should be at.
+struct Model {
+    entries: Vec<(Vec<u8>, Vec<u8>)>,
+    at: Option<usize>,
+}
+
+impl Model {
+    fn apply(&mut self, op: &Op) {
+        let n = self.entries.len();
+        let keys = || self.entries.iter().map(|e| &e.0[..]);
+        self.at = match op {
+            Op::First => (n > 0).then_some(0),
+            Op::Last => n.checked_sub(1),
+            Op::Seek(t) => keys().position(|k| compare_encoded(k, t) != Ordering::Less),
+            Op::SeekForPrev(t) => keys().rposition(|k| compare_encoded(k, t) != Ordering::Greater),
+            Op::Next => self.at.map(|i| i + 1).filter(|&i| i < n),
+            Op::Prev => self.at.and_then(|i| i.checked_sub(1)),
+        };
+    }
+
+    fn current(&self) -> Option<(&[u8], &[u8])> {
+        let (k, v) = self.entries.get(self.at?)?;
+        Some((k, v))
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    First,
+    Last,
+    Seek(Vec<u8>),
+    SeekForPrev(Vec<u8>),
+    Next,
+    Prev,
+}
+
+fn apply(c: &mut BlockCursor, op: &Op) -> Result<()> {
+    match op {
+        Op::First => c.seek_to_first(),
+        Op::Last => c.seek_to_last(),
+        Op::Seek(t) => c.seek(t),
+        Op::SeekForPrev(t) => c.seek_for_prev(t),
+        Op::Next => c.next(),
+        Op::Prev => c.prev(),
+    }
+}
+
+/// Sorted, distinct internal keys sharing a prefix of `prefix_len` bytes (long prefixes
+/// make the entry lengths multi-byte varints), with values of up to 200 bytes.
+fn entries_strategy() -> impl Strategy<Value = Vec<(Vec<u8>, Vec<u8>)>> {
+    (
+        0usize..140,
+        proptest::collection::btree_map(
+            (proptest::collection::vec(0u8..4, 0..6), 0u64..4),
+            prop_oneof![
+                4 => proptest::collection::vec(any::<u8>(), 0..8),
+                1 => proptest::collection::vec(any::<u8>(), 120..200),
+            ],
+            1..90,
+        ),
+    )
+        .prop_map(|(prefix_len, map)| {
+            let mut entries: Vec<(Vec<u8>, Vec<u8>)> = map
+                .into_iter()
+                .map(|((suffix, seqno), value)| {
+                    let mut user = vec![b'p'; prefix_len];
+                    user.extend_from_slice(&suffix);
+                    (ik(&user, seqno), value)
+                })
+                .collect();
+            entries.sort_by(|a, b| compare_encoded(&a.0, &b.0));
+            entries
+        })
+}
+
+fn op_strategy(prefix_len_hint: usize) -> impl Strategy<Value = Op> {
+    let target =
+        (proptest::collection::vec(0u8..5, 0..7), 0u64..5).prop_map(move |(suffix, seqno)| {
+            let mut user = vec![b'p'; prefix_len_hint];
+            user.extend_from_slice(&suffix);
+            ik(&user, seqno)
+        });
+    prop_oneof![
+        1 => Just(Op::First),
+        1 => Just(Op::Last),
+        2 => target.clone().prop_map(Op::Seek),
+        2 => target.prop_map(Op::SeekForPrev),
+        4 => Just(Op::Next),
+        6 => Just(Op::Prev),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+    /// Any sequence of moves over a block, at any restart interval, lands where the same
+    /// moves over a sorted `Vec` land, in both directions and across direction changes.
+    #[test]
+    fn random_moves_agree_with_the_model(
+        (entries, ops) in entries_strategy().prop_flat_map(|entries| {
+            // Targets share the keys' prefix (no user key byte or kind byte is a `p`).
+            let prefix_len = entries[0].0.iter().take_while(|&&b| b == b'p').count();
+            let ops = proptest::collection::vec(op_strategy(prefix_len), 1..120);
+            (Just(entries), ops)
+        }),
+        interval in prop_oneof![Just(1usize), Just(2), 3usize..20, Just(16), Just(1000)],
+    ) {
+        let mut c = cursor(build(&entries, interval));
+        let mut model = Model { entries, at: None };
+        for op in &ops {
+            apply(&mut c, op).unwrap();
+            model.apply(op);
+            let got = c.valid().then(|| (c.key(), c.value()));
+            prop_assert_eq!(got, model.current(), "after {:?}", op);
+        }
+    }
+}
+
+#[test]
+fn a_backward_walk_decodes_each_entry_about_once() {
+    let entries: Vec<_> = (0..200u32)
+        .map(|i| (ik(format!("key{i:05}").as_bytes(), 1), vec![i as u8]))
+        .collect();
+    for interval in [1, 2, 16, 1000] {
+        let mut c = cursor(build(&entries, interval));
+        c.seek_to_last().unwrap();
+        let mut seen = 1;
+        while c.valid() {
+            c.prev().unwrap();
+            seen += usize::from(c.valid());
+        }
+        assert_eq!(seen, entries.len());
+        // seek_to_last decodes the last interval once; every other interval is decoded once
+        // by the step that enters it.
+        assert!(
+            c.decoded <= entries.len() + interval.min(entries.len()),
+            "interval {interval}: {} decodes for {} entries",
+            c.decoded,
+            entries.len()
+        );
+        // Mid-block: a seek_for_prev then a backward walk, also about once per entry.
+        let before = c.decoded;
+        c.seek_for_prev(&ik(b"key00150", 0)).unwrap();
+        let mut steps = 0;
+        while c.valid() {
+            c.prev().unwrap();
+            steps += 1;
+        }
+        assert_eq!(steps, 151);
+        assert!(c.decoded - before <= 151 + 2 * interval.min(entries.len()));
+    }
+}
+
+/// Encodes entries with the given framing as is, for blocks no builder would write.
+fn raw_block(entries: &[(usize, &[u8], &[u8])], restarts: &[u32]) -> Vec<u8> {
+    let mut raw = Vec::new();
+    for (shared, delta, value) in entries {
+        put_vlq(&mut raw, *shared as u64);
+        put_vlq(&mut raw, delta.len() as u64);
+        put_vlq(&mut raw, value.len() as u64);
+        raw.extend_from_slice(delta);
+        raw.extend_from_slice(value);
+    }
+    for r in restarts {
+        raw.extend_from_slice(&r.to_le_bytes());
+    }
+    raw.extend_from_slice(&(restarts.len() as u32).to_le_bytes());
+    raw
+}
+
+/// Walks backward from the last entry; the keys seen, or the error.
+fn walk_back(c: &mut BlockCursor) -> Result<Vec<Vec<u8>>> {
+    let mut keys = Vec::new();
+    c.seek_to_last()?;
+    while c.valid() {
+        keys.push(c.key().to_vec());
+        c.prev()?;
+    }
+    Ok(keys)
+}
+
+fn bad_entry(result: Result<Vec<Vec<u8>>>) -> Reason {
+    let e = result.unwrap_err();
+    let c = e.as_corruption().unwrap();
+    assert_eq!((c.file, c.offset), (FileKind::Table, 7));
+    c.reason.clone()
+}
+
+#[test]
+fn damaged_entries_are_found_walking_backward() {
+    let a = ik(b"aaa", 1);
+    let b = ik(b"aab", 1);
+    let d = ik(b"aad", 1);
+    let full = |k: &[u8]| (0usize, k.to_vec());
+    let tail = |k: &[u8]| (2usize, k[2..].to_vec());
+    // Entries of 1-byte varints and the value "v"; restarts are given as entry numbers.
+    let enc = |parts: &[(usize, Vec<u8>)], restarts: &[usize]| {
+        let entries: Vec<(usize, &[u8], &[u8])> = parts
+            .iter()
+            .map(|(s, dk)| (*s, &dk[..], &b"v"[..]))
+            .collect();
+        let mut offsets = vec![0u32];
+        for (_, dk) in parts {
+            let last = *offsets.last().unwrap();
+            offsets.push(last + 3 + dk.len() as u32 + 1);
+        }
+        let restarts: Vec<u32> = restarts.iter().map(|&i| offsets[i]).collect();
+        raw_block(&entries, &restarts)
+    };
+
+    // Sound: restarts at entries 0 and 2.
+    let good = enc(&[full(&a), tail(&b), full(&d)], &[0, 2]);
+    assert_eq!(
+        walk_back(&mut cursor(good)).unwrap(),
+        vec![d.clone(), b.clone(), a.clone()]
+    );
+
+    // The restart entry 2 shares a prefix: found by the first step, seek_to_last.
+    let raw = enc(&[full(&a), tail(&b), tail(&d)], &[0, 2]);
+    assert!(matches!(
+        bad_entry(walk_back(&mut cursor(raw))),
+        Reason::BadEntry(_)
+    ));
+
+    // Entry 1 shares more than entry 0's key has: found stepping back into interval 0.
+    let short = ik(b"a", 1); // 9 bytes; entry 1 claims 10 shared bytes
+    let raw = enc(&[(0, short), (10, b[10..].to_vec()), full(&d)], &[0, 2]);
+    let mut c = cursor(raw);
+    c.seek_to_last().unwrap();
+    assert_eq!(c.key(), &d[..]);
+    assert!(matches!(bad_entry(walk_back(&mut c)), Reason::BadEntry(_)));
+
+    // Entry 1 runs past restart 2 (it claims a longer value): the chain from restart 0
+    // never reaches the entry at restart 2.
+    let mut raw = enc(&[full(&a), tail(&b), full(&d)], &[0, 2]);
+    let second = 3 + a.len() + 1;
+    raw[second + 2] = 2; // value_len 1 -> 2
+    let mut c = cursor(raw);
+    c.seek_to_last().unwrap();
+    assert_eq!(c.key(), &d[..]);
+    assert!(matches!(bad_entry(walk_back(&mut c)), Reason::BadEntry(_)));
+
+    // A key shorter than its trailer, reached by a backward step.
+    let raw = enc(&[(0, b"abc".to_vec()), full(&d)], &[0, 1]);
+    assert!(matches!(
+        bad_entry(walk_back(&mut cursor(raw))),
+        Reason::BadEntry(_)
+    ));
+}
+
+#[test]
+fn damaged_blocks_walk_backward_like_forward_or_fail() {
+    let entries = sample();
+    for interval in [1, 3, 16] {
+        let raw = build(&entries, interval);
+        let restarts = entries.len().div_ceil(interval);
+        let entries_end = raw.len() - 4 - 4 * restarts;
+        for i in 0..entries_end {
+            for mask in [0x01u8, 0x10, 0x80] {
+                let mut bad = raw.clone();
+                bad[i] ^= mask;
+                let mut c = cursor(bad);
+                let mut forward = Vec::new();
+                let fwd = (|| -> Result<()> {
+                    c.seek_to_first()?;
+                    while c.valid() {
+                        forward.push((c.key().to_vec(), c.value().to_vec()));
+                        c.next()?;
+                    }
+                    Ok(())
+                })();
+                let mut backward = Vec::new();
+                let back = (|| -> Result<()> {
+                    c.seek_to_last()?;
+                    while c.valid() {
+                        backward.push((c.key().to_vec(), c.value().to_vec()));
+                        c.prev()?;
+                    }
+                    Ok(())
+                })();
+                for r in [&fwd, &back] {
+                    if let Err(e) = r {
+                        let c = e.as_corruption().unwrap();
+                        assert_eq!((c.file, c.offset), (FileKind::Table, 7));
+                    }
+                }
+                if fwd.is_ok() && back.is_ok() {
+                    backward.reverse();
+                    assert_eq!(
+                        forward, backward,
+                        "byte {i} ^ {mask:#x}, interval {interval}"
+                    );
+                }
             }
         }
     }

@@ -51,11 +51,14 @@ impl TableIter {
         let handle = self.reader.handle(&self.index)?;
         if self.data.as_ref().map(BlockCursor::file_offset) != Some(handle.offset) {
             let fill = self.fill_budget > 0;
-            let (cursor, from_file) =
+            let (mut cursor, from_file) =
                 self.reader
                     .data_cursor_counted(&self.index, fill, Some(&mut self.readahead))?;
             if from_file {
                 self.fill_budget = self.fill_budget.saturating_sub(1);
+            }
+            if let Some(old) = self.data.as_mut() {
+                cursor.reuse_buffers(old);
             }
             self.data = Some(cursor);
         }
