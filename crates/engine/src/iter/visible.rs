@@ -109,8 +109,8 @@ fn parse(key: &[u8]) -> Result<(&[u8], SeqNo, Kind)> {
 
 /// What a scan yields for each visible entry, built from the entry's seqno and view
 /// without copying more than it needs (a value scan copies the value, a head scan only
-/// the metadata), in two steps: [`Extract::extract`] while the scan decides visibility
-/// (no blob read: a separated value stays a handle), then [`Extract::resolve`] only for
+/// the metadata), in two steps: [`Extract::extract`] from the version a step decided
+/// ([`Visible::owned`]; no blob read: a separated value stays a handle), then [`Extract::resolve`] only for
 /// the items actually returned to the caller (reading the blob of a separated value).
 pub(crate) trait Extract: Sized {
     /// What the caller receives.
