@@ -140,8 +140,8 @@ pub use clock::Clock;
 pub use db::{
     verify, verify_report, BackupInfo, Batch, BlobFileSpace, Committed, CompareAndSwapError, Db,
     EntryIter, HeadIter, Isolation, Iter, Keyspace, Loss, LossCause, Readable, RecoveryReport,
-    Snapshot, SpaceStats, Stats, Transaction, TransactionIter, TransactionOptions, ValueReader,
-    VerifiedFile, VerifyReport, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN,
+    ScanCursor, Snapshot, SpaceStats, Stats, Transaction, TransactionIter, TransactionOptions,
+    ValueReader, VerifiedFile, VerifyReport, DEFAULT_KEYSPACE, MAX_KEYSPACE_NAME_LEN,
 };
 pub use error::{Corruption, Error, FileKind, Reason, Result};
 pub use merge::{builtin_merge_operator, AddI64, Append, MergeOperator};

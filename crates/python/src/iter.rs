@@ -5,7 +5,10 @@
 //!    writes made meanwhile are not seen, and it never blocks writers.
 //! 2. Items are fetched in chunks (16, doubling up to 512) with the GIL released, then
 //!    handed out one by one with it held: the cost of releasing the GIL is paid once per
-//!    chunk, and a scan stopped early reads at most one chunk ahead.
+//!    chunk, and a scan stopped early reads at most one chunk ahead. Pairs come from the
+//!    engine's borrowing cursor (`cairn::ScanCursor`) and are copied back to back into one
+//!    buffer reused from chunk to chunk, and from there into Python `bytes`: nothing is
+//!    allocated per pair but the Python objects.
 //! 3. An iterator registers its engine scan with its store: once the store is closed, the
 //!    scan is dropped and the next call raises `cairn.ClosedError` (items already fetched
 //!    are dropped too). An error of the scan is raised after the items before it.
@@ -33,10 +36,10 @@ const MAX_CHUNK: usize = 512;
 
 /// Where the items come from.
 pub(crate) enum Source {
-    /// Keys and values.
-    Pairs(cairn::Iter),
+    /// Keys and values, lent by the cursor.
+    Pairs(Box<cairn::ScanCursor>),
     /// Keys and heads (values never read).
-    Heads(cairn::HeadIter),
+    Heads(Box<cairn::HeadIter>),
 }
 
 /// What the iterator yields.
@@ -52,15 +55,25 @@ pub(crate) enum Yield {
     Heads,
 }
 
-enum Item {
-    Pair(Vec<u8>, Vec<u8>),
-    Head(Vec<u8>, cairn::Head),
+/// A pair's key and value as Python `bytes`, each `None` where not asked for.
+type PyPair<'py> = (Option<Bound<'py, PyBytes>>, Option<Bound<'py, PyBytes>>);
+
+/// A fetched pair, in [`State::bytes`]: its key at `at`, its value right after.
+struct Pair {
+    at: usize,
+    key_len: usize,
+    value_len: usize,
 }
 
 struct State {
     source: Source,
     reverse: bool,
-    buf: VecDeque<Item>,
+    /// The keys and values of the fetched pairs, back to back.
+    bytes: Vec<u8>,
+    /// Pairs fetched and not handed out yet.
+    pairs: VecDeque<Pair>,
+    /// Heads fetched and not handed out yet.
+    heads: VecDeque<(Vec<u8>, cairn::Head)>,
     chunk: usize,
     done: bool,
     pending: Option<cairn::Error>,
@@ -69,15 +82,22 @@ struct State {
 }
 
 impl State {
-    fn step(&mut self) -> Option<cairn::Result<Item>> {
+    /// Fetches the next item into `pairs` or `heads`: false at the end.
+    fn step(&mut self) -> cairn::Result<bool> {
         match &mut self.source {
-            Source::Pairs(it) => {
-                let next = if self.reverse {
-                    it.next_back()
-                } else {
-                    it.next()
+            Source::Pairs(cursor) => {
+                let Some((k, v)) = cursor.next()? else {
+                    return Ok(false);
                 };
-                next.map(|r| r.map(|(k, v)| Item::Pair(k, v)))
+                let at = self.bytes.len();
+                self.bytes.extend_from_slice(k);
+                self.bytes.extend_from_slice(v);
+                self.pairs.push_back(Pair {
+                    at,
+                    key_len: k.len(),
+                    value_len: v.len(),
+                });
+                Ok(true)
             }
             Source::Heads(it) => {
                 let next = if self.reverse {
@@ -85,27 +105,60 @@ impl State {
                 } else {
                     it.next()
                 };
-                next.map(|r| r.map(|(k, h)| Item::Head(k, h)))
+                match next {
+                    Some(head) => {
+                        self.heads.push_back(head?);
+                        Ok(true)
+                    }
+                    None => Ok(false),
+                }
             }
         }
     }
 
     fn refill(&mut self) {
+        if self.pairs.is_empty() {
+            self.bytes.clear();
+        }
         for _ in 0..self.chunk {
             match self.step() {
-                Some(Ok(item)) => self.buf.push_back(item),
-                Some(Err(e)) => {
-                    self.pending = Some(e);
+                Ok(true) => {}
+                Ok(false) => {
                     self.done = true;
                     break;
                 }
-                None => {
+                Err(e) => {
+                    self.pending = Some(e);
                     self.done = true;
                     break;
                 }
             }
         }
         self.chunk = (self.chunk * 2).min(MAX_CHUNK);
+    }
+
+    /// Drops what was fetched ahead.
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.pairs.clear();
+        self.heads.clear();
+    }
+
+    /// The next fetched pair's key and value as Python `bytes` (one of them, for
+    /// `Yield::Keys`/`Yield::Values`). Making `bytes` runs no Python code, so it is done
+    /// with the state locked (a tuple, which may start a garbage collection, is made
+    /// after the lock is let go).
+    fn pop_pair<'py>(&mut self, py: Python<'py>, yields: Yield) -> Option<PyPair<'py>> {
+        let p = self.pairs.pop_front()?;
+        let key_end = p.at + p.key_len;
+        let key = self.bytes.get(p.at..key_end).unwrap_or_default();
+        let value = self
+            .bytes
+            .get(key_end..key_end + p.value_len)
+            .unwrap_or_default();
+        let key = (yields != Yield::Values).then(|| PyBytes::new(py, key));
+        let value = (yields != Yield::Keys).then(|| PyBytes::new(py, value));
+        Some((key, value))
     }
 }
 
@@ -141,15 +194,17 @@ fn lower(hi: &KeyBound<Vec<u8>>, key: &[u8]) -> KeyBound<Vec<u8>> {
     }
 }
 
-/// Opens the engine scan of keyspace `slot` over `range`, at `snapshot` if given.
+/// Opens the engine scan of keyspace `slot` over `range`, at `snapshot` if given,
+/// descending if `reverse`.
 fn open_source(
     shared: &Shared,
     slot: usize,
     snapshot: Option<&cairn::Snapshot>,
     range: Range,
+    reverse: bool,
     yields: Yield,
 ) -> Res<Source> {
-    shared.read(|open| source_in(open, slot, snapshot, range, yields))
+    shared.read(|open| source_in(open, slot, snapshot, range, reverse, yields))
 }
 
 fn source_in(
@@ -157,16 +212,19 @@ fn source_in(
     slot: usize,
     snapshot: Option<&cairn::Snapshot>,
     range: Range,
+    reverse: bool,
     yields: Yield,
 ) -> Res<Source> {
     use cairn::Readable;
     let ks = open.keyspace(slot)?;
     let heads = matches!(yields, Yield::Keys | Yield::Heads);
     Ok(match (snapshot, heads) {
-        (None, true) => Source::Heads(ks.range_heads(range)),
-        (None, false) => Source::Pairs(ks.range(range)),
-        (Some(s), true) => Source::Heads(s.range_heads(ks, range)),
-        (Some(s), false) => Source::Pairs(s.range(ks, range)),
+        (None, true) => Source::Heads(Box::new(ks.range_heads(range))),
+        (None, false) if reverse => Source::Pairs(Box::new(ks.cursor_rev(range))),
+        (None, false) => Source::Pairs(Box::new(ks.cursor(range))),
+        (Some(s), true) => Source::Heads(Box::new(s.range_heads(ks, range))),
+        (Some(s), false) if reverse => Source::Pairs(Box::new(s.cursor_rev(ks, range))),
+        (Some(s), false) => Source::Pairs(Box::new(s.cursor(ks, range))),
     })
 }
 
@@ -196,12 +254,14 @@ impl Scan {
     ) -> PyResult<Scan> {
         let r = range.clone();
         let source = py
-            .allow_threads(|| open_source(shared, slot, snapshot.as_ref(), r, yields))
+            .allow_threads(|| open_source(shared, slot, snapshot.as_ref(), r, reverse, yields))
             .or_raise(py)?;
         let state = Arc::new(Slot::new(Some(State {
             source,
             reverse,
-            buf: VecDeque::new(),
+            bytes: Vec::new(),
+            pairs: VecDeque::new(),
+            heads: VecDeque::new(),
             chunk: FIRST_CHUNK,
             done: false,
             pending: None,
@@ -219,24 +279,29 @@ impl Scan {
         })
     }
 
-    fn convert(&self, py: Python<'_>, item: Item) -> PyResult<PyObject> {
-        Ok(match (self.yields, item) {
-            (Yield::Keys, Item::Pair(k, _)) | (Yield::Keys, Item::Head(k, _)) => {
-                PyBytes::new(py, &k).into_any().unbind()
-            }
-            (Yield::Values, Item::Pair(_, v)) => PyBytes::new(py, &v).into_any().unbind(),
-            (Yield::Heads, Item::Head(k, h)) => {
-                let head = Bound::new(py, Head::from(h))?;
-                PyTuple::new(py, [PyBytes::new(py, &k).into_any(), head.into_any()])?
+    /// What a fetched pair yields: a `(key, value)` tuple, or the one of them asked for.
+    fn pair(
+        py: Python<'_>,
+        key: Option<Bound<'_, PyBytes>>,
+        value: Option<Bound<'_, PyBytes>>,
+    ) -> PyResult<PyObject> {
+        Ok(match (key, value) {
+            (Some(k), Some(v)) => PyTuple::new(py, [k, v])?.into_any().unbind(),
+            (Some(one), None) | (None, Some(one)) => one.into_any().unbind(),
+            (None, None) => py.None(),
+        })
+    }
+
+    fn head(&self, py: Python<'_>, key: &[u8], head: cairn::Head) -> PyResult<PyObject> {
+        let key = PyBytes::new(py, key);
+        Ok(match self.yields {
+            Yield::Heads => {
+                let head = Bound::new(py, Head::from(head))?;
+                PyTuple::new(py, [key.into_any(), head.into_any()])?
                     .into_any()
                     .unbind()
             }
-            (_, Item::Pair(k, v)) => {
-                PyTuple::new(py, [PyBytes::new(py, &k), PyBytes::new(py, &v)])?
-                    .into_any()
-                    .unbind()
-            }
-            (_, Item::Head(k, _)) => PyBytes::new(py, &k).into_any().unbind(),
+            _ => key.into_any().unbind(),
         })
     }
 }
@@ -261,9 +326,13 @@ impl Scan {
                 let Some(st) = guard.as_mut() else {
                     return Err(closed(py, "the iterator"));
                 };
-                if let Some(item) = st.buf.pop_front() {
+                if let Some((key, value)) = st.pop_pair(py, self.yields) {
                     drop(guard);
-                    return self.convert(py, item).map(Some);
+                    return Self::pair(py, key, value).map(Some);
+                }
+                if let Some((key, head)) = st.heads.pop_front() {
+                    drop(guard);
+                    return self.head(py, &key, head).map(Some);
                 }
                 if let Some(e) = st.pending.take() {
                     drop(guard);
@@ -293,8 +362,8 @@ impl Scan {
             self.shared.read(|open| {
                 let mut guard = state.lock();
                 let st = guard.as_mut().ok_or(Fail::Closed("the iterator"))?;
-                st.source = source_in(open, slot, st.snapshot.as_ref(), range, yields)?;
-                st.buf.clear();
+                st.source = source_in(open, slot, st.snapshot.as_ref(), range, st.reverse, yields)?;
+                st.clear();
                 st.pending = None;
                 st.done = false;
                 st.chunk = FIRST_CHUNK;

@@ -234,15 +234,13 @@ fn scan_loop(w: &Workload<'_>, t: usize, reverse: bool) -> CliResult<Tally> {
     } else {
         Bound::Excluded(w.keys.key(w.slice_start(t + 1)))
     };
-    let mut iter = w.ks.range((lo, hi));
+    let mut cursor = if reverse {
+        w.ks.cursor_rev((lo, hi))
+    } else {
+        w.ks.cursor((lo, hi))
+    };
     while tally.ops < limit {
-        let item = if reverse {
-            iter.next_back()
-        } else {
-            iter.next()
-        };
-        let Some(item) = item else { break };
-        let (k, v) = item?;
+        let Some((k, v)) = cursor.next()? else { break };
         tally.bytes += (k.len() + v.len()) as u64;
         tally.ops += 1;
         tally.record();
@@ -261,8 +259,8 @@ fn seek_random_loop(w: &Workload<'_>, t: usize) -> CliResult<Tally> {
     let n = w.share(w.reads, t);
     for _ in 0..n {
         w.keys.write(rng.below(w.num), &mut key);
-        if let Some(item) = w.ks.range(key.as_slice()..).next() {
-            if item?.0 == key {
+        if let Some((k, _)) = w.ks.cursor(key.as_slice()..).next()? {
+            if k == key.as_slice() {
                 tally.found += 1;
             }
         }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::commit_queue::Increment;
+use super::scan_cursor::ScanCursor;
 use super::snapshot::Snapshot;
 use super::super_version::ReadAt;
 use super::{read, scan, write, Db};
@@ -629,6 +630,18 @@ impl Keyspace {
         self.range::<&[u8], _>(..)
     }
 
+    /// A cursor over the pairs with keys in `range`, ascending, that lends each pair
+    /// instead of allocating it: the slices [`ScanCursor::next`] returns stay valid until
+    /// its next call. It yields what [`Keyspace::range`] yields.
+    pub fn cursor<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> ScanCursor {
+        self.cursor_in(bounds(range), Ok(None), false)
+    }
+
+    /// As [`Keyspace::cursor`], descending: it yields what `range(range).rev()` yields.
+    pub fn cursor_rev<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> ScanCursor {
+        self.cursor_in(bounds(range), Ok(None), true)
+    }
+
     /// The [`Head`]s of the entries with keys in `range`, ascending (or descending with
     /// `.rev()`), without reading values into memory.
     pub fn range_heads<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> scan::HeadIter {
@@ -805,6 +818,15 @@ impl Keyspace {
         at: Result<Option<ReadAt>>,
     ) -> scan::Iter {
         scan::Iter::new(&self.db.inner.reads, self.id, lo, hi, at)
+    }
+
+    pub(crate) fn cursor_in(
+        &self,
+        range: (Bound<Vec<u8>>, Bound<Vec<u8>>),
+        at: Result<Option<ReadAt>>,
+        reverse: bool,
+    ) -> ScanCursor {
+        ScanCursor::new(&self.db.inner.reads, self.id, range, at, reverse)
     }
 
     pub(crate) fn heads_in(

@@ -53,6 +53,7 @@ mod readable;
 mod recover;
 mod recovery;
 mod scan;
+mod scan_cursor;
 mod snapshot;
 mod space;
 mod stats;
@@ -83,6 +84,7 @@ pub use catalog::DEFAULT_KEYSPACE;
 use inner::Inner;
 pub use recovery::{Loss, LossCause, RecoveryReport};
 pub use scan::{EntryIter, HeadIter, Iter};
+pub use scan_cursor::ScanCursor;
 pub use snapshot::Snapshot;
 pub use stats::Stats;
 pub use transaction::{

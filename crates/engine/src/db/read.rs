@@ -447,7 +447,7 @@ pub(crate) fn count(reads: &ReadPath, keyspace: KeyspaceId, at: Option<&ReadAt>)
         hi: Bound::Unbounded,
     };
     let range_dels = sv.range_tombstones(&reads.tables, keyspace)?;
-    Visible::<Head>::new(Box::new(cursor), seqno, reads.now_ms(), all)
+    Visible::new(Box::new(cursor), seqno, reads.now_ms(), all)
         .with_range_tombstones(range_dels)
         .count_forward()
 }

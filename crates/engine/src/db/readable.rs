@@ -16,6 +16,7 @@
 use std::ops::RangeBounds;
 
 use super::keyspace::{bounds, prefix_bounds};
+use super::scan_cursor::ScanCursor;
 use super::{scan, Db, Keyspace, Snapshot};
 use crate::attrs::Head;
 use crate::error::Result;
@@ -130,6 +131,21 @@ pub trait Readable: sealed::Sealed {
         self.range::<&[u8], _>(keyspace, ..)
     }
 
+    /// A cursor lending the pairs with keys in `range`, ascending ([`Keyspace::cursor`]):
+    /// each pair is valid until the cursor's next call.
+    fn cursor<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        keyspace: &Keyspace,
+        range: R,
+    ) -> ScanCursor;
+
+    /// As [`Readable::cursor`], descending ([`Keyspace::cursor_rev`]).
+    fn cursor_rev<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        keyspace: &Keyspace,
+        range: R,
+    ) -> ScanCursor;
+
     /// The [`Head`]s of the entries with keys in `range` ([`Keyspace::range_heads`]).
     fn range_heads<K: AsRef<[u8]>, R: RangeBounds<K>>(
         &self,
@@ -238,6 +254,22 @@ macro_rules! readable_at {
 
         fn prefix(&self, keyspace: &Keyspace, prefix: impl AsRef<[u8]>) -> scan::Iter {
             keyspace.iter_in(prefix_bounds(prefix.as_ref()), $point(self, keyspace))
+        }
+
+        fn cursor<K: AsRef<[u8]>, R: RangeBounds<K>>(
+            &self,
+            keyspace: &Keyspace,
+            range: R,
+        ) -> ScanCursor {
+            keyspace.cursor_in(bounds(range), $point(self, keyspace), false)
+        }
+
+        fn cursor_rev<K: AsRef<[u8]>, R: RangeBounds<K>>(
+            &self,
+            keyspace: &Keyspace,
+            range: R,
+        ) -> ScanCursor {
+            keyspace.cursor_in(bounds(range), $point(self, keyspace), true)
         }
 
         fn range_heads<K: AsRef<[u8]>, R: RangeBounds<K>>(

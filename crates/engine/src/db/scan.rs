@@ -4,10 +4,15 @@
 //! Invariants:
 //! 1. A scan holds its super version for its whole life, so every table and blob file it
 //!    may read stays on disk, and it reads at one seqno, so it never sees part of a batch.
-//! 2. The front and the back never cross or repeat a key: each side remembers the last
+//! 2. The front and the back never cross or repeat a key: each side stands on the last
 //!    key it yielded, and a side that reaches the other's last key ends the scan.
 //! 3. A separated value is read only for an item that is returned (`Extract::resolve`).
+//! 4. After an error (the first call's, a source's, a blob read's) nothing more.
+//!
+//! [`ScanAt`] (what a scan reads) is shared with the borrowing
+//! [`super::scan_cursor::ScanCursor`]; both walk it through `Visible`.
 
+use std::marker::PhantomData;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -19,36 +24,28 @@ use crate::error::Result;
 use crate::iter::visible::{Bounds, Extract, Lazy, Visible};
 use crate::key::{KeyspaceId, SeqNo};
 
-/// One scan (both directions) of a keyspace at one snapshot and one expiry instant,
-/// yielding `(key, T)`; [`Iter`] and [`HeadIter`] wrap it. A snapshot refused by the
-/// caller (`Err`, e.g. one of another store) or a dropped keyspace is the scan's first
-/// and only item.
-struct Scan<T> {
-    reads: Arc<ReadPath>,
+/// What a scan reads: one keyspace in a key range, at one super version, seqno and
+/// expiry instant. [`Scan`] and [`super::scan_cursor::ScanCursor`] walk it.
+pub(super) struct ScanAt {
+    pub(super) reads: Arc<ReadPath>,
     sv: Arc<SuperVersion>,
-    keyspace: KeyspaceId,
-    seqno: SeqNo,
+    pub(super) keyspace: KeyspaceId,
+    pub(super) seqno: SeqNo,
     now_ms: u64,
     bounds: Bounds,
-    front: Option<Visible<T>>,
-    back: Option<Visible<T>>,
-    /// The last key each side yielded (buffers reused; valid once that side started), so
-    /// the two sides never cross.
-    front_last: Vec<u8>,
-    back_last: Vec<u8>,
-    done: bool,
-    /// Reported by the first call (the keyspace was dropped before the scan began).
+    /// Reported by the first call: the caller refused the snapshot (`Err`, e.g. one of
+    /// another store), or the keyspace was dropped before the scan began.
     error: Option<crate::Error>,
 }
 
-impl<T: Extract> Scan<T> {
-    fn new(
+impl ScanAt {
+    pub(super) fn new(
         reads: &Arc<ReadPath>,
         keyspace: KeyspaceId,
         lo: Bound<Vec<u8>>,
         hi: Bound<Vec<u8>>,
         snapshot: Result<Option<ReadAt>>,
-    ) -> Scan<T> {
+    ) -> ScanAt {
         let (snapshot, refused) = match snapshot {
             Ok(at) => (at, None),
             Err(e) => (None, Some(e)),
@@ -60,101 +57,126 @@ impl<T: Extract> Scan<T> {
                 .is_none()
                 .then(|| crate::Error::invalid("the keyspace has been dropped"))
         });
-        Scan {
+        ScanAt {
             reads: Arc::clone(reads),
             sv,
             keyspace,
             seqno,
             now_ms: reads.now_ms(),
             bounds: Bounds { lo, hi },
-            front: None,
-            back: None,
-            front_last: Vec::new(),
-            back_last: Vec::new(),
-            done: false,
             error,
         }
     }
 
-    fn side(&mut self, front: bool) -> Result<&mut Visible<T>> {
-        let slot = if front {
-            &mut self.front
-        } else {
-            &mut self.back
-        };
-        if slot.is_none() {
-            let cursor = merged(&self.reads, &self.sv, self.keyspace, false)?;
-            let range_dels = self
-                .sv
-                .range_tombstones(&self.reads.tables, self.keyspace)?;
-            *slot = Some(
-                Visible::new(
-                    Box::new(cursor),
-                    self.seqno,
-                    self.now_ms,
-                    self.bounds.clone(),
-                )
-                .with_range_tombstones(range_dels)
-                .with_merge(self.reads.resolver(self.keyspace)),
-            );
-        }
-        match slot {
-            Some(v) => Ok(v),
-            None => Err(crate::Error::invalid("scan side not initialised")),
+    /// The error the scan must report first, once.
+    pub(super) fn take_error(&mut self) -> Option<crate::Error> {
+        self.error.take()
+    }
+
+    /// A new walk of the range in one direction (nothing read until its first step).
+    ///
+    /// # Errors
+    /// `Corruption`, `Io` from opening the sources or reading range tombstones.
+    pub(super) fn side(&self) -> Result<Visible> {
+        let cursor = merged(&self.reads, &self.sv, self.keyspace, false)?;
+        let range_dels = self
+            .sv
+            .range_tombstones(&self.reads.tables, self.keyspace)?;
+        Ok(Visible::new(
+            Box::new(cursor),
+            self.seqno,
+            self.now_ms,
+            self.bounds.clone(),
+        )
+        .with_range_tombstones(range_dels)
+        .with_merge(self.reads.resolver(self.keyspace)))
+    }
+}
+
+/// One scan (both directions) of a keyspace at one snapshot and one expiry instant,
+/// yielding `(key, T)`; [`Iter`] and [`HeadIter`] wrap it. A snapshot refused by the
+/// caller (`Err`, e.g. one of another store) or a dropped keyspace is the scan's first
+/// and only item.
+struct Scan<T> {
+    at: ScanAt,
+    /// The two sides, each started by its first step. While the scan goes on, a started
+    /// side stands on the last key it yielded (`Visible::key`), so the other side can
+    /// check it does not cross it.
+    front: Option<Visible>,
+    back: Option<Visible>,
+    done: bool,
+    _item: PhantomData<fn() -> T>,
+}
+
+impl<T: Extract> Scan<T> {
+    fn new(
+        reads: &Arc<ReadPath>,
+        keyspace: KeyspaceId,
+        lo: Bound<Vec<u8>>,
+        hi: Bound<Vec<u8>>,
+        snapshot: Result<Option<ReadAt>>,
+    ) -> Scan<T> {
+        Scan {
+            at: ScanAt::new(reads, keyspace, lo, hi, snapshot),
+            front: None,
+            back: None,
+            done: false,
+            _item: PhantomData,
         }
     }
 
     /// The next item of one side, its value resolved (a separated value is read only
-    /// here, for an item that is returned).
+    /// here, for an item that is returned). After an error, nothing more.
     fn step(&mut self, front: bool) -> Option<Result<(Vec<u8>, T::Out)>> {
-        self.step_lazy(front)
-            .map(|r| r.and_then(|(k, item)| Ok((k, item.resolve(&self.reads.blobs)?))))
-    }
-
-    fn step_lazy(&mut self, front: bool) -> Option<Result<(Vec<u8>, T)>> {
         if self.done {
             return None;
         }
-        if let Some(e) = self.error.take() {
-            self.done = true;
-            return Some(Err(e));
-        }
-        let next = self.side(front).and_then(|v| {
-            if front {
-                v.next_forward()
-            } else {
-                v.next_backward()
-            }
-        });
-        match next {
-            Ok(Some((k, v))) => {
-                let crossed = if front {
-                    self.back.is_some() && k >= self.back_last
-                } else {
-                    self.front.is_some() && k <= self.front_last
-                };
-                if crossed {
-                    self.done = true;
-                    return None;
-                }
-                let last = if front {
-                    &mut self.front_last
-                } else {
-                    &mut self.back_last
-                };
-                last.clear();
-                last.extend_from_slice(&k);
-                Some(Ok((k, v)))
-            }
+        let out = match self.advance(front) {
+            Ok(Some(side)) => side
+                .owned::<T>()
+                .and_then(|(k, item)| Ok((k, item.resolve(&self.at.reads.blobs)?))),
             Ok(None) => {
                 self.done = true;
-                None
+                return None;
             }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
+            Err(e) => Err(e),
+        };
+        if out.is_err() {
+            self.done = true;
         }
+        Some(out)
+    }
+
+    /// Moves one side to its next key; `None` once the scan is over (that side ran out,
+    /// or met the key the other side last yielded: invariant 2).
+    fn advance(&mut self, front: bool) -> Result<Option<&Visible>> {
+        if let Some(e) = self.at.take_error() {
+            return Err(e);
+        }
+        let (mine, other) = if front {
+            (&mut self.front, &self.back)
+        } else {
+            (&mut self.back, &self.front)
+        };
+        if mine.is_none() {
+            *mine = Some(self.at.side()?);
+        }
+        let Some(side) = mine.as_mut() else {
+            return Ok(None);
+        };
+        let found = if front {
+            side.advance_forward()?
+        } else {
+            side.advance_backward()?
+        };
+        let crossed = other.as_ref().is_some_and(|o| {
+            if front {
+                side.key() >= o.key()
+            } else {
+                side.key() <= o.key()
+            }
+        });
+        Ok((found && !crossed).then_some(&*side))
     }
 }
 
@@ -171,8 +193,8 @@ macro_rules! scan_iter {
         impl std::fmt::Debug for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.debug_struct(stringify!($name))
-                    .field("keyspace", &self.scan.keyspace)
-                    .field("seqno", &self.scan.seqno)
+                    .field("keyspace", &self.scan.at.keyspace)
+                    .field("seqno", &self.scan.at.seqno)
                     .field("done", &self.scan.done)
                     .finish()
             }

@@ -46,11 +46,6 @@ impl Resolver {
         Resolver { operator, blobs }
     }
 
-    /// True if the keyspace has an operator (reverse scans keep base values only then).
-    pub(crate) fn has_operator(&self) -> bool {
-        self.operator.is_ok()
-    }
-
     /// The merged value of `key` from `chain` on `base` (a version's kind and stored
     /// bytes, live at `now_ms`; `None`: no base), with `seqno` the newest operand's.
     ///

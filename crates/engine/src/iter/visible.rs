@@ -11,7 +11,7 @@
 //! 2. Keys come strictly increasing (forward) or strictly decreasing (backward), all
 //!    within the bounds.
 //! 3. After an error (from a child cursor, or an undecodable key) every later call
-//!    returns `Ok(None)`: an iterator stops for good after one error.
+//!    returns `Ok(None)` (`Ok(false)`): an iterator stops for good after one error.
 //! 4. A version a range tombstone deletes at the snapshot (`rangedel.rs` invariant 2) is
 //!    treated exactly like a point tombstone at that version, in scans and in counts.
 //!    Expiry and range tombstones combine: the newest version hides the key if it is a
@@ -20,15 +20,22 @@
 //!    (`operands.rs`): forward, the walk over its older versions merges them; backward,
 //!    the versions met oldest first are kept from the last base on (a value, tombstone,
 //!    expired or range-deleted version) and merged when the key is left.
+//! 6. A step that finds a key leaves it in a reused buffer ([`Visible::key`]) and its
+//!    deciding version where it lies ([`Visible::entry`]), valid until the next step:
+//!    forward, the cursor stays on that version (its bytes are read in place, and its
+//!    older versions are passed at the start of the next step); backward, the cursor has
+//!    already moved to the key before, so the version's stored bytes are copied into a
+//!    reused buffer; a merged value is held as built. Nothing is allocated per key but
+//!    a merge. Owned items ([`Visible::next_forward`], for `Iter`) are built from the same
+//!    step, so one place decides visibility.
 
-use std::marker::PhantomData;
 use std::ops::Bound;
 use std::path::Path;
 
 use crate::cursor::Cursor;
 use crate::entry::{self, Body, EntryView};
 use crate::error::{Error, FileKind, Reason, Result};
-use crate::iter::operands::{merge_forward, Resolver};
+use crate::iter::operands::{merge_forward, Merged, Resolver};
 use crate::key::{after_key, parse_encoded, seek_key, Kind, SeqNo};
 use crate::merge::Chain;
 use crate::rangedel::ReadTombstones;
@@ -102,8 +109,8 @@ fn parse(key: &[u8]) -> Result<(&[u8], SeqNo, Kind)> {
 
 /// What a scan yields for each visible entry, built from the entry's seqno and view
 /// without copying more than it needs (a value scan copies the value, a head scan only
-/// the metadata), in two steps: [`Extract::extract`] while the scan decides visibility
-/// (no blob read: a separated value stays a handle), then [`Extract::resolve`] only for
+/// the metadata), in two steps: [`Extract::extract`] from the version a step decided
+/// ([`Visible::owned`]; no blob read: a separated value stays a handle), then [`Extract::resolve`] only for
 /// the items actually returned to the caller (reading the blob of a separated value).
 pub(crate) trait Extract: Sized {
     /// What the caller receives.
@@ -145,22 +152,33 @@ impl Extract for Lazy {
     }
 }
 
-/// The item for the version `(seqno, kind, stored)`, or `None` if it hides its key (a
-/// tombstone, or an entry expired at `now_ms`).
-fn decide<T: Extract>(seqno: SeqNo, kind: Kind, stored: &[u8], now_ms: u64) -> Result<Option<T>> {
-    match entry::live(kind, stored, now_ms) {
-        Ok(found) => Ok(found.map(|view| T::extract(seqno, &view))),
-        Err(reason) => Err(Error::corruption(
-            FileKind::Table,
-            Path::new("<merged read>"),
-            0,
-            reason,
-        )),
-    }
+fn corrupt(reason: Reason) -> Error {
+    Error::corruption(FileKind::Table, Path::new("<merged read>"), 0, reason)
+}
+
+/// True if the version `(kind, stored)` is live at `now_ms`: a value that is neither a
+/// tombstone nor expired.
+fn is_live(kind: Kind, stored: &[u8], now_ms: u64) -> Result<bool> {
+    Ok(entry::live(kind, stored, now_ms)
+        .map_err(corrupt)?
+        .is_some())
+}
+
+/// Where the version that decided the current key lies (invariant 6).
+enum Held {
+    /// No key decided: before the first step, after the last, or after an error.
+    Nothing,
+    /// At the cursor, which stands on it (a forward step); the next forward step first
+    /// passes its older versions.
+    AtCursor { seqno: SeqNo, kind: Kind },
+    /// Copied into `held` (a backward step, whose cursor has moved past it).
+    Copied { seqno: SeqNo, kind: Kind },
+    /// Built by merging operands.
+    Merged(Merged),
 }
 
 /// One direction of a user-facing scan; see the module documentation.
-pub(crate) struct Visible<T> {
+pub(crate) struct Visible {
     cursor: Box<dyn Cursor>,
     snapshot: SeqNo,
     /// Entries with `expires_at <= now_ms` are tombstones for this scan.
@@ -168,9 +186,13 @@ pub(crate) struct Visible<T> {
     bounds: Bounds,
     started: bool,
     done: bool,
-    /// A reused buffer for the user key whose versions are being skipped.
+    /// A reused buffer for the user key being decided; after a step that found a key, that
+    /// key (invariant 6).
     scratch: Vec<u8>,
-    _item: PhantomData<fn() -> T>,
+    /// Where the current key's deciding version lies.
+    current: Held,
+    /// A reused buffer for the stored bytes of a version a backward step keeps.
+    held: Vec<u8>,
     /// Range tombstones applied on top of the versions (invariant 4).
     range_dels: ReadTombstones,
     /// Merges operands (invariant 5); `None`: an operand is an error.
@@ -184,13 +206,13 @@ struct Backward {
     chain: Chain,
     /// The newest operand's seqno.
     newest: Option<SeqNo>,
-    /// The base: a live value's kind and stored bytes (kept only for a keyspace with a
-    /// merge operator), or `None` for a tombstone, an expired or range-deleted version,
-    /// or nothing.
-    base: Option<(Kind, Vec<u8>)>,
+    /// The kind of the live version under the operands, whose stored bytes are in
+    /// `Visible::held`; `None` for a tombstone, an expired or range-deleted version, or
+    /// nothing.
+    base: Option<(SeqNo, Kind)>,
 }
 
-impl<T: Extract> Visible<T> {
+impl Visible {
     /// A scan of `cursor` at `snapshot` within `bounds`, with expiry judged at `now_ms`;
     /// nothing is read until the first call.
     pub(crate) fn new(
@@ -198,7 +220,7 @@ impl<T: Extract> Visible<T> {
         snapshot: SeqNo,
         now_ms: u64,
         bounds: Bounds,
-    ) -> Visible<T> {
+    ) -> Visible {
         Visible {
             cursor,
             snapshot,
@@ -207,14 +229,15 @@ impl<T: Extract> Visible<T> {
             started: false,
             done: false,
             scratch: Vec::new(),
-            _item: PhantomData,
+            current: Held::Nothing,
+            held: Vec::new(),
             range_dels: ReadTombstones::default(),
             merge: None,
         }
     }
 
     /// Merges operands with `resolver` (invariant 5).
-    pub(crate) fn with_merge(mut self, resolver: Resolver) -> Visible<T> {
+    pub(crate) fn with_merge(mut self, resolver: Resolver) -> Visible {
         self.merge = Some(resolver);
         self
     }
@@ -226,43 +249,99 @@ impl<T: Extract> Visible<T> {
     }
 
     /// Applies `range_dels` too (invariant 4).
-    pub(crate) fn with_range_tombstones(mut self, range_dels: ReadTombstones) -> Visible<T> {
+    pub(crate) fn with_range_tombstones(mut self, range_dels: ReadTombstones) -> Visible {
         self.range_dels = range_dels;
         self
     }
 
-    /// The item for the version `(user, seqno, kind, stored)`, or `None` if it hides its
-    /// key: a tombstone, an entry expired at `now_ms` (invariant 1), or a version a range
-    /// tombstone deletes at the snapshot (invariant 4).
-    fn item(&self, user: &[u8], seqno: SeqNo, kind: Kind, stored: &[u8]) -> Result<Option<T>> {
+    /// True if the version `(user, seqno, kind, stored)` shows its key: it is not a
+    /// tombstone, not expired at `now_ms` (invariant 1), and no range tombstone deletes it
+    /// at the snapshot (invariant 4).
+    fn shows(&self, user: &[u8], seqno: SeqNo, kind: Kind, stored: &[u8]) -> Result<bool> {
         if self.range_dels.deletes(user, seqno, self.snapshot) {
-            return Ok(None);
+            return Ok(false);
         }
-        decide::<T>(seqno, kind, stored, self.now_ms)
+        is_live(kind, stored, self.now_ms)
     }
 
-    /// The next pair in ascending order.
-    pub(crate) fn next_forward(&mut self) -> Result<Option<(Vec<u8>, T)>> {
+    /// Moves to the next key in ascending order: true if there is one, which
+    /// [`Visible::key`] and [`Visible::entry`] then show (invariant 6).
+    pub(crate) fn advance_forward(&mut self) -> Result<bool> {
+        self.advance(true)
+    }
+
+    /// Moves to the next key in descending order, as [`Visible::advance_forward`].
+    pub(crate) fn advance_backward(&mut self) -> Result<bool> {
+        self.advance(false)
+    }
+
+    fn advance(&mut self, forward: bool) -> Result<bool> {
         if self.done {
-            return Ok(None);
+            return Ok(false);
         }
-        let out = self.step_forward();
-        if !matches!(out, Ok(Some(_))) {
+        let out = if forward {
+            self.step_forward()
+        } else {
+            self.step_backward()
+        };
+        if !matches!(out, Ok(true)) {
             self.done = true;
+            self.current = Held::Nothing;
         }
         out
     }
 
-    /// The next pair in descending order.
-    pub(crate) fn next_backward(&mut self) -> Result<Option<(Vec<u8>, T)>> {
-        if self.done {
+    /// The key the last successful step found (empty before one).
+    pub(crate) fn key(&self) -> &[u8] {
+        &self.scratch
+    }
+
+    /// The version that decides the key the last successful step found: its seqno and
+    /// view (for a merged key, the newest operand's seqno and the merged value).
+    ///
+    /// # Errors
+    /// `InvalidArgument` if no step found a key (a caller's mistake); `Corruption` if the
+    /// version's bytes no longer decode (they were decoded when the key was decided).
+    pub(crate) fn entry(&self) -> Result<(SeqNo, EntryView<'_>)> {
+        let (seqno, kind, stored) = match &self.current {
+            Held::Nothing => return Err(Error::invalid("the scan is not on a key")),
+            Held::Merged(m) => return Ok((m.seqno, m.view())),
+            Held::AtCursor { seqno, kind } => (*seqno, *kind, self.cursor.value()),
+            Held::Copied { seqno, kind } => (*seqno, *kind, self.held.as_slice()),
+        };
+        match entry::view(kind, stored).map_err(corrupt)? {
+            Some(view) => Ok((seqno, view)),
+            None => Err(corrupt(Reason::BadEntry(
+                "a version decided live reads as a tombstone",
+            ))),
+        }
+    }
+
+    /// The next pair in ascending order, its item built by `T` (owned copies).
+    #[cfg(test)]
+    pub(crate) fn next_forward<T: Extract>(&mut self) -> Result<Option<(Vec<u8>, T)>> {
+        if !self.advance_forward()? {
             return Ok(None);
         }
-        let out = self.step_backward();
-        if !matches!(out, Ok(Some(_))) {
-            self.done = true;
+        self.owned().map(Some)
+    }
+
+    /// The next pair in descending order, its item built by `T` (owned copies).
+    #[cfg(test)]
+    pub(crate) fn next_backward<T: Extract>(&mut self) -> Result<Option<(Vec<u8>, T)>> {
+        if !self.advance_backward()? {
+            return Ok(None);
         }
-        out
+        self.owned().map(Some)
+    }
+
+    /// The current key and its item built by `T` (owned copies).
+    ///
+    /// # Errors
+    /// As [`Visible::entry`].
+    pub(crate) fn owned<T: Extract>(&self) -> Result<(Vec<u8>, T)> {
+        let (seqno, view) = self.entry()?;
+        Ok((self.scratch.clone(), T::extract(seqno, &view)))
     }
 
     /// Moves the cursor past the remaining (older) versions of `user`.
@@ -300,7 +379,8 @@ impl<T: Extract> Visible<T> {
         self.start_forward()?;
         let mut count = 0u64;
         // `scratch` holds the last user key decided; `decided` says whether there is one.
-        let mut decided = false;
+        let mut decided = matches!(self.current, Held::AtCursor { .. });
+        self.current = Held::Nothing;
         while self.cursor.valid() {
             let (user, seqno, kind) = parse(self.cursor.key())?;
             if seqno <= self.snapshot && !(decided && self.scratch.as_slice() == user) {
@@ -309,16 +389,7 @@ impl<T: Extract> Visible<T> {
                 }
                 let live = match kind {
                     Kind::Put | Kind::Merge => true,
-                    _ => entry::live(kind, self.cursor.value(), self.now_ms)
-                        .map_err(|reason| {
-                            Error::corruption(
-                                FileKind::Table,
-                                Path::new("<merged read>"),
-                                0,
-                                reason,
-                            )
-                        })?
-                        .is_some(),
+                    _ => is_live(kind, self.cursor.value(), self.now_ms)?,
                 };
                 if live && !self.range_dels.deletes(user, seqno, self.snapshot) {
                     count += 1;
@@ -332,8 +403,15 @@ impl<T: Extract> Visible<T> {
         Ok(count)
     }
 
-    fn step_forward(&mut self) -> Result<Option<(Vec<u8>, T)>> {
+    fn step_forward(&mut self) -> Result<bool> {
         self.start_forward()?;
+        // The cursor still stands on the version that decided the previous key.
+        if matches!(
+            std::mem::replace(&mut self.current, Held::Nothing),
+            Held::AtCursor { .. }
+        ) {
+            Self::skip_versions(self.cursor.as_mut(), &self.scratch)?;
+        }
         while self.cursor.valid() {
             let (user, seqno, kind) = parse(self.cursor.key())?;
             if seqno > self.snapshot {
@@ -341,7 +419,7 @@ impl<T: Extract> Visible<T> {
                 continue;
             }
             if !self.bounds.below_hi(user) {
-                return Ok(None);
+                return Ok(false);
             }
             // The newest visible version decides: an item, or a tombstone (or expired
             // entry, or a version a range tombstone covers) that hides the key.
@@ -357,21 +435,21 @@ impl<T: Extract> Visible<T> {
                     &self.range_dels,
                     &resolver,
                 )?;
-                return Ok(Some((
-                    self.scratch.clone(),
-                    T::extract(merged.seqno, &merged.view()),
-                )));
+                self.current = Held::Merged(merged);
+                return Ok(true);
             }
-            let found = self.item(&self.scratch, seqno, kind, self.cursor.value())?;
+            if self.shows(&self.scratch, seqno, kind, self.cursor.value())? {
+                // Left on this version: its value is read in place (invariant 6).
+                self.current = Held::AtCursor { seqno, kind };
+                return Ok(true);
+            }
             Self::skip_versions(self.cursor.as_mut(), &self.scratch)?;
-            if let Some(item) = found {
-                return Ok(Some((self.scratch.clone(), item)));
-            }
         }
-        Ok(None)
+        Ok(false)
     }
 
-    fn step_backward(&mut self) -> Result<Option<(Vec<u8>, T)>> {
+    fn step_backward(&mut self) -> Result<bool> {
+        self.current = Held::Nothing;
         if !self.started {
             self.started = true;
             match &self.bounds.hi {
@@ -381,61 +459,70 @@ impl<T: Extract> Visible<T> {
             }
         }
         // Versions of one user key arrive oldest first; the last visible one decides.
-        // `scratch` holds the candidate's user key; the candidate is `Some(None)` when
-        // that version hides the key. Operands above the candidate's base collect in
-        // `ops` (invariant 5).
-        let mut candidate: Option<Option<T>> = None;
+        // `scratch` holds the candidate's user key (`seen`: there is one). A live
+        // candidate's stored bytes are copied to `held` (`ops.base`); operands above it
+        // collect in `ops` (invariant 5).
+        let mut seen = false;
         let mut ops = Backward::default();
-        let keep_bases = self.merge.as_ref().is_some_and(Resolver::has_operator);
         while self.cursor.valid() {
             let (user, seqno, kind) = parse(self.cursor.key())?;
-            if candidate.is_some() && self.scratch.as_slice() != user {
-                if let Some(item) = self.settle(candidate.take(), &mut ops)? {
-                    return Ok(Some((self.scratch.clone(), item)));
+            if seen && self.scratch.as_slice() != user {
+                let held = self.settle(&mut ops)?;
+                if !matches!(held, Held::Nothing) {
+                    self.current = held;
+                    return Ok(true);
                 }
+                seen = false;
             }
             if !self.bounds.above_lo(user) {
                 break;
             }
             if seqno <= self.snapshot {
-                if candidate.is_none() {
+                if !seen {
                     self.scratch.clear();
                     self.scratch.extend_from_slice(user);
+                    seen = true;
                 }
                 let deleted = self.range_dels.deletes(user, seqno, self.snapshot);
                 if kind == Kind::Merge && !deleted {
                     ops.chain.push_newest(self.cursor.value());
                     ops.newest = Some(seqno);
-                    candidate = Some(None);
                 } else {
                     ops.chain.clear();
                     ops.newest = None;
-                    let item = self.item(user, seqno, kind, self.cursor.value())?;
-                    ops.base = match &item {
-                        Some(_) if keep_bases => Some((kind, self.cursor.value().to_vec())),
-                        _ => None,
-                    };
-                    candidate = Some(item);
+                    ops.base = None;
+                    let stored = self.cursor.value();
+                    if !deleted && is_live(kind, stored, self.now_ms)? {
+                        self.held.clear();
+                        self.held.extend_from_slice(stored);
+                        ops.base = Some((seqno, kind));
+                    }
                 }
             }
             self.cursor.prev()?;
         }
-        let last = self.settle(candidate, &mut ops)?;
-        Ok(last.map(|item| (self.scratch.clone(), item)))
+        if seen {
+            self.current = self.settle(&mut ops)?;
+        }
+        Ok(!matches!(self.current, Held::Nothing))
     }
 
-    /// The item of the key in `scratch` once all its versions were seen backward: the
-    /// candidate, or the merge of the operands above it; resets `ops`.
-    fn settle(&self, candidate: Option<Option<T>>, ops: &mut Backward) -> Result<Option<T>> {
+    /// Decides the key in `scratch` once all its versions were seen backward: its live
+    /// version (copied in `held`), the merge of the operands above it, or nothing; resets
+    /// `ops`.
+    fn settle(&self, ops: &mut Backward) -> Result<Held> {
         let state = std::mem::take(ops);
         let Some(newest) = state.newest else {
-            return Ok(candidate.flatten());
+            return Ok(match state.base {
+                Some((seqno, kind)) => Held::Copied { seqno, kind },
+                None => Held::Nothing,
+            });
         };
-        let base = state.base.as_ref().map(|(k, v)| (*k, v.as_slice()));
+        let base = state.base.map(|(_, kind)| (kind, self.held.as_slice()));
         let merged = self
             .resolver()?
             .merge(&self.scratch, newest, &state.chain, base)?;
-        Ok(Some(T::extract(merged.seqno, &merged.view())))
+        Ok(Held::Merged(merged))
     }
 }
 
@@ -491,18 +578,18 @@ mod tests {
                 .filter(|(k, _)| bounds.above_lo(k) && bounds.below_hi(k))
                 .collect();
 
-            let mut counter = Visible::<Lazy>::new(Box::new(VecCursor::new(entries.clone())), SeqNo(snapshot), 0, bounds.clone());
+            let mut counter = Visible::new(Box::new(VecCursor::new(entries.clone())), SeqNo(snapshot), 0, bounds.clone());
             prop_assert_eq!(counter.count_forward().unwrap(), expected.len() as u64);
             prop_assert_eq!(counter.count_forward().unwrap(), 0);
 
-            let mut fwd = Visible::<Lazy>::new(Box::new(VecCursor::new(entries.clone())), SeqNo(snapshot), 0, bounds.clone());
+            let mut fwd = Visible::new(Box::new(VecCursor::new(entries.clone())), SeqNo(snapshot), 0, bounds.clone());
             let mut got = Vec::new();
-            while let Some(p) = fwd.next_forward().unwrap() { got.push(inline(p)); }
+            while let Some(p) = fwd.next_forward::<Lazy>().unwrap() { got.push(inline(p)); }
             prop_assert_eq!(&got, &expected);
 
-            let mut back = Visible::<Lazy>::new(Box::new(VecCursor::new(entries)), SeqNo(snapshot), 0, bounds);
+            let mut back = Visible::new(Box::new(VecCursor::new(entries)), SeqNo(snapshot), 0, bounds);
             let mut got = Vec::new();
-            while let Some(p) = back.next_backward().unwrap() { got.push(inline(p)); }
+            while let Some(p) = back.next_backward::<Lazy>().unwrap() { got.push(inline(p)); }
             got.reverse();
             prop_assert_eq!(&got, &expected);
         }
@@ -555,17 +642,17 @@ mod tests {
             let fragments = std::sync::Arc::new(crate::rangedel::Fragments::build(&tombstones));
             let all = || Bounds { lo: Bound::Unbounded, hi: Bound::Unbounded };
             let scan = || {
-                Visible::<Lazy>::new(Box::new(VecCursor::new(entries.clone())), SeqNo(snapshot), NOW, all())
+                Visible::new(Box::new(VecCursor::new(entries.clone())), SeqNo(snapshot), NOW, all())
                     .with_range_tombstones(ReadTombstones::new([std::sync::Arc::clone(&fragments)]))
             };
             prop_assert_eq!(scan().count_forward().unwrap(), expected.len() as u64);
             let mut fwd = scan();
             let mut got = Vec::new();
-            while let Some(p) = fwd.next_forward().unwrap() { got.push(inline(p)); }
+            while let Some(p) = fwd.next_forward::<Lazy>().unwrap() { got.push(inline(p)); }
             prop_assert_eq!(&got, &expected);
             let mut back = scan();
             let mut got = Vec::new();
-            while let Some(p) = back.next_backward().unwrap() { got.push(inline(p)); }
+            while let Some(p) = back.next_backward::<Lazy>().unwrap() { got.push(inline(p)); }
             got.reverse();
             prop_assert_eq!(&got, &expected);
         }
@@ -586,7 +673,7 @@ mod tests {
 
     #[test]
     fn an_undecodable_key_is_an_error_then_the_scan_stops() {
-        let mut v = Visible::<Lazy>::new(
+        let mut v = Visible::new(
             Box::new(VecCursor::new(vec![(b"short".to_vec(), vec![])])),
             SeqNo(9),
             0,
@@ -595,7 +682,7 @@ mod tests {
                 hi: Bound::Unbounded,
             },
         );
-        assert!(v.next_forward().unwrap_err().is_corruption());
-        assert!(v.next_forward().unwrap().is_none());
+        assert!(v.next_forward::<Lazy>().unwrap_err().is_corruption());
+        assert!(v.next_forward::<Lazy>().unwrap().is_none());
     }
 }

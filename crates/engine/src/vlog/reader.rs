@@ -219,20 +219,31 @@ impl Reader {
     /// chunk offset) if the file is missing, or the record is short, does not check out,
     /// or is not the one the handle was made for.
     pub(crate) fn read(&self, handle: &ValueHandle) -> Result<Vec<u8>> {
+        let mut value = Vec::new();
+        self.read_into(handle, &mut value)?;
+        Ok(value)
+    }
+
+    /// As [`Reader::read`], into `value` (cleared first, its allocation reused).
+    ///
+    /// # Errors
+    /// As [`Reader::read`]; `value` then holds no complete value.
+    pub(crate) fn read_into(&self, handle: &ValueHandle, value: &mut Vec<u8>) -> Result<()> {
+        value.clear();
         let (file, record) = self
             .locate(handle)
             .map_err(|e| self.referenced(handle, e))?;
         let r = record.map_err(|reason| self.corrupt(handle, handle.offset, reason))?;
         // The record lies within the file (checked by read_record), so this allocation is
         // backed by bytes that exist.
-        let mut value = Vec::with_capacity(r.value_len as usize);
+        value.reserve(r.value_len as usize);
         let mut chunk = Vec::new();
         for index in 0..r.chunk_count() {
             read_chunk(file.as_ref(), &r, index, &mut chunk)?
                 .map_err(|(at, reason)| self.corrupt(handle, at, reason))?;
             value.extend_from_slice(chunk.get(..r.chunk_len(index) as usize).unwrap_or_default());
         }
-        Ok(value)
+        Ok(())
     }
 
     /// A streaming reader of the value `handle` points at: the header is checked now, each

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::Context as _;
 use cairn::{Db, Durability, Isolation, Keyspace, Options, TransactionOptions};
 
-use super::{counter, counter_bytes, walk, Attempt, Config, Decide, Op, Store, TxStore};
+use super::{counter, counter_bytes, Attempt, Config, Decide, Op, Store, TxStore};
 
 /// Configuration, for the report.
 pub const CONFIG: &str = "defaults; block cache --cache-mb; value log for values >= 4 KiB";
@@ -96,11 +96,18 @@ impl Store for CairnStore {
     }
 
     fn scan(&self, reverse: bool, visit: &mut dyn FnMut(&[u8], &[u8])) -> anyhow::Result<u64> {
-        walk(self.ks.iter(), reverse, |item| {
-            let (k, v) = item?;
-            visit(&k, &v);
-            Ok(())
-        })
+        // The borrowing cursor: pairs are read in place, as LMDB's are.
+        let mut cursor = if reverse {
+            self.ks.cursor_rev::<&[u8], _>(..)
+        } else {
+            self.ks.cursor::<&[u8], _>(..)
+        };
+        let mut n = 0;
+        while let Some((k, v)) = cursor.next()? {
+            visit(k, v);
+            n += 1;
+        }
+        Ok(n)
     }
 
     fn seek(
@@ -110,9 +117,10 @@ impl Store for CairnStore {
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> anyhow::Result<usize> {
         let mut n = 0;
-        for item in self.ks.range(key..).take(limit) {
-            let (k, v) = item?;
-            visit(&k, &v);
+        let mut cursor = self.ks.cursor(key..);
+        while n < limit {
+            let Some((k, v)) = cursor.next()? else { break };
+            visit(k, v);
             n += 1;
         }
         Ok(n)
