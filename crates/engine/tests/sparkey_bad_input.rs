@@ -189,6 +189,44 @@ fn index_file(log: &LogHeader, slots: &[(&[u8], u64)]) -> Vec<u8> {
     out
 }
 
+/// As [`index_file`], with 8-byte addresses (slots of a 4-byte hash and an 8-byte address),
+/// so an address can be any 64-bit value.
+fn index_file_wide(log: &LogHeader, slots: &[(&[u8], u64)]) -> Vec<u8> {
+    let capacity = slots.len() as u64 + 1;
+    let mut table = vec![0u8; capacity as usize * 12];
+    for (key, addr) in slots {
+        let h = murmur3_x86_32(key, SEED);
+        let mut s = u64::from(h) % capacity;
+        while table[s as usize * 12 + 4..s as usize * 12 + 12] != [0; 8] {
+            s = (s + 1) % capacity;
+        }
+        table[s as usize * 12..s as usize * 12 + 4].copy_from_slice(&h.to_le_bytes());
+        table[s as usize * 12 + 4..s as usize * 12 + 12].copy_from_slice(&addr.to_le_bytes());
+    }
+    let wide = IndexHeader {
+        major: 1,
+        minor: 1,
+        file_identifier: log.file_identifier,
+        hash_seed: SEED,
+        data_end: log.data_end,
+        max_key_len: log.max_key_len,
+        max_value_len: log.max_value_len,
+        num_puts: log.num_puts.max(slots.len() as u64),
+        garbage_size: 0,
+        num_entries: slots.len() as u64,
+        address_size: 8,
+        hash_size: 4,
+        hash_capacity: capacity,
+        max_displacement: 0,
+        entry_block_bits: log.entry_block_bits(),
+        hash_collisions: 0,
+        total_displacement: 0,
+    };
+    let mut out = wide.encode().to_vec();
+    out.extend_from_slice(&table);
+    out
+}
+
 fn corruption(
     r: Result<impl std::fmt::Debug, Error>,
     path: &Path,
@@ -1088,6 +1126,37 @@ fn a_slot_past_the_index_data_end_is_corruption_even_if_the_log_grew() {
 
 // ---------------------------------------------------------------------------------------
 // Block packing.
+
+/// Regression (found by the `sparkey_index` fuzz target): `get_many` prefetches the log
+/// entry that the slot of a key 16 places ahead points at, and computed the second cache
+/// line of an address near 2^64 from a damaged index as `address + 64`, which overflowed (a
+/// panic where overflow is checked). The prefetch is now a hint that saturates; the lookup
+/// itself refuses the address as corruption.
+#[test]
+fn get_many_over_an_address_near_2_pow_64_is_corruption_not_overflow() {
+    let s = Scratch::new("far-address");
+    let mut body = Vec::new();
+    vlq(&mut body, 2);
+    vlq(&mut body, 1);
+    body.extend_from_slice(b"kv");
+    let mut h = log_header(Compression::None, 0, 0x5A);
+    h.num_puts = 1;
+    let log = log_file(h.clone(), &body);
+    let h = LogHeader {
+        data_end: log.len() as u64,
+        ..h
+    };
+    s.write(&log, &index_file_wide(&h, &[(b"k", u64::MAX - 10)]));
+    let reader = Reader::open_with(&s.index, &s.log, &ReadOptions::default())
+        .expect("the header is valid; slots are checked when read");
+    let keys = vec![b"k".to_vec(); 40];
+    let mut answered = 0;
+    let e = reader
+        .get_many(&keys, |_, _| answered += 1)
+        .expect_err("the slot's address lies past the log");
+    assert!(e.as_corruption().is_some(), "{e:?}");
+    assert_eq!(answered, 0, "nothing is answered before the bad slot");
+}
 
 /// Regression (found by the `sparkey_log_entries` fuzz target): a compressed log in which
 /// an entry starts inside the block that holds the tail of the previous, block-spanning

@@ -393,9 +393,11 @@ impl Reader {
                     let (sh, sa) = inner.slot(inner.modulus.rem(ahead));
                     if sa != 0 && sh == ahead {
                         // The entry header and key usually share a line; the value may
-                        // start in the next one.
-                        prefetch(log_bytes, sa as usize);
-                        prefetch(log_bytes, sa as usize + 64);
+                        // start in the next one. A hint only: the address comes from the
+                        // file and is checked by the lookup, so it must not overflow here.
+                        let at = usize::try_from(sa).unwrap_or(usize::MAX);
+                        prefetch(log_bytes, at);
+                        prefetch(log_bytes, at.saturating_add(64));
                     }
                 }
             }
