@@ -153,17 +153,24 @@ fn log_header(compression: Compression, block_size: u32, id: u32) -> LogHeader {
 /// `slots` (`(key, address)`, placed at their home slot; capacity = slots + 1 so each
 /// lands alone when hashes differ).
 fn index_file(log: &LogHeader, slots: &[(&[u8], u64)]) -> Vec<u8> {
+    index_file_with(log, slots, 4)
+}
+
+/// As [`index_file`], with addresses of `address_size` bytes (4 or 8): with 8, an
+/// address can be any 64-bit value.
+fn index_file_with(log: &LogHeader, slots: &[(&[u8], u64)], address_size: usize) -> Vec<u8> {
     let capacity = slots.len() as u64 + 1;
-    let mut table = vec![0u8; capacity as usize * 8];
+    let slot_len = 4 + address_size;
+    let mut table = vec![0u8; capacity as usize * slot_len];
     for (key, addr) in slots {
         let h = murmur3_x86_32(key, SEED);
-        let mut s = u64::from(h) % capacity;
-        while table[s as usize * 8 + 4..s as usize * 8 + 8] != [0, 0, 0, 0] {
-            s = (s + 1) % capacity;
+        let mut s = (u64::from(h) % capacity) as usize;
+        let address = |s: usize| s * slot_len + 4..(s + 1) * slot_len;
+        while table[address(s)].iter().any(|&b| b != 0) {
+            s = (s + 1) % capacity as usize;
         }
-        table[s as usize * 8..s as usize * 8 + 4].copy_from_slice(&h.to_le_bytes());
-        table[s as usize * 8 + 4..s as usize * 8 + 8]
-            .copy_from_slice(&(*addr as u32).to_le_bytes());
+        table[s * slot_len..s * slot_len + 4].copy_from_slice(&h.to_le_bytes());
+        table[address(s)].copy_from_slice(&addr.to_le_bytes()[..address_size]);
     }
     let h = IndexHeader {
         major: 1,
@@ -176,7 +183,7 @@ fn index_file(log: &LogHeader, slots: &[(&[u8], u64)]) -> Vec<u8> {
         num_puts: log.num_puts.max(slots.len() as u64),
         garbage_size: 0,
         num_entries: slots.len() as u64,
-        address_size: 4,
+        address_size: address_size as u32,
         hash_size: 4,
         hash_capacity: capacity,
         max_displacement: 0,
@@ -185,44 +192,6 @@ fn index_file(log: &LogHeader, slots: &[(&[u8], u64)]) -> Vec<u8> {
         total_displacement: 0,
     };
     let mut out = h.encode().to_vec();
-    out.extend_from_slice(&table);
-    out
-}
-
-/// As [`index_file`], with 8-byte addresses (slots of a 4-byte hash and an 8-byte address),
-/// so an address can be any 64-bit value.
-fn index_file_wide(log: &LogHeader, slots: &[(&[u8], u64)]) -> Vec<u8> {
-    let capacity = slots.len() as u64 + 1;
-    let mut table = vec![0u8; capacity as usize * 12];
-    for (key, addr) in slots {
-        let h = murmur3_x86_32(key, SEED);
-        let mut s = u64::from(h) % capacity;
-        while table[s as usize * 12 + 4..s as usize * 12 + 12] != [0; 8] {
-            s = (s + 1) % capacity;
-        }
-        table[s as usize * 12..s as usize * 12 + 4].copy_from_slice(&h.to_le_bytes());
-        table[s as usize * 12 + 4..s as usize * 12 + 12].copy_from_slice(&addr.to_le_bytes());
-    }
-    let wide = IndexHeader {
-        major: 1,
-        minor: 1,
-        file_identifier: log.file_identifier,
-        hash_seed: SEED,
-        data_end: log.data_end,
-        max_key_len: log.max_key_len,
-        max_value_len: log.max_value_len,
-        num_puts: log.num_puts.max(slots.len() as u64),
-        garbage_size: 0,
-        num_entries: slots.len() as u64,
-        address_size: 8,
-        hash_size: 4,
-        hash_capacity: capacity,
-        max_displacement: 0,
-        entry_block_bits: log.entry_block_bits(),
-        hash_collisions: 0,
-        total_displacement: 0,
-    };
-    let mut out = wide.encode().to_vec();
     out.extend_from_slice(&table);
     out
 }
@@ -1146,7 +1115,7 @@ fn get_many_over_an_address_near_2_pow_64_is_corruption_not_overflow() {
         data_end: log.len() as u64,
         ..h
     };
-    s.write(&log, &index_file_wide(&h, &[(b"k", u64::MAX - 10)]));
+    s.write(&log, &index_file_with(&h, &[(b"k", u64::MAX - 10)], 8));
     let reader = Reader::open_with(&s.index, &s.log, &ReadOptions::default())
         .expect("the header is valid; slots are checked when read");
     let keys = vec![b"k".to_vec(); 40];

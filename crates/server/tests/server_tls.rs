@@ -172,12 +172,15 @@ fn info(tls: &mut (impl Read + Write)) -> String {
     read_bulk(tls)
 }
 
-/// A TLS client over `max_clients` is told so over TLS, as a plain client is: it reads
-/// exactly the error and then the end of the session (close_notify). The refusal is
-/// counted, is not a client, and the admitted client goes on being served.
-#[test]
-fn a_tls_client_over_max_clients_reads_the_error_over_tls() {
-    let (srv, certified, _files) = start_tls(|c| {
+/// A TLS server that admits one client (`max_clients = 1`), with that client connected
+/// and answering PING.
+fn one_client_admitted() -> (
+    common::Running,
+    rcgen::CertifiedKey,
+    tempfile::TempDir,
+    rustls::StreamOwned<rustls::ClientConnection, TcpStream>,
+) {
+    let (srv, certified, files) = start_tls(|c| {
         c.max_clients = 1;
         c.threads = 1;
     });
@@ -186,6 +189,16 @@ fn a_tls_client_over_max_clients_reads_the_error_over_tls() {
     first.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
     first.flush().unwrap();
     assert_eq!(read_n(&mut first, 7), b"+PONG\r\n");
+    (srv, certified, files, first)
+}
+
+/// A TLS client over `max_clients` is told so over TLS, as a plain client is: it reads
+/// exactly the error and then the end of the session (close_notify). The refusal is
+/// counted, is not a client, and the admitted client goes on being served.
+#[test]
+fn a_tls_client_over_max_clients_reads_the_error_over_tls() {
+    let (srv, certified, _files, mut first) = one_client_admitted();
+    let tls_addr = srv.tls_addr.unwrap();
 
     let mut second = connect_tls(&certified, tls_addr);
     let mut got = Vec::new();
@@ -226,15 +239,8 @@ fn a_tls_client_over_max_clients_reads_the_error_over_tls() {
 /// meanwhile the admitted client is served and a client admitted after it is too.
 #[test]
 fn refused_tls_clients_that_never_handshake_are_bounded() {
-    let (srv, certified, _files) = start_tls(|c| {
-        c.max_clients = 1;
-        c.threads = 1;
-    });
+    let (srv, certified, _files, mut first) = one_client_admitted();
     let tls_addr = srv.tls_addr.unwrap();
-    let mut first = connect_tls(&certified, tls_addr);
-    first.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
-    first.flush().unwrap();
-    assert_eq!(read_n(&mut first, 7), b"+PONG\r\n");
 
     const SILENT: usize = 200;
     let silent: Vec<TcpStream> = (0..SILENT)
