@@ -124,6 +124,7 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> CliResult<u8> {
         let users = cairn_server::Users::load(path)
             .map_err(|e| CliError::msg(format!("cairn serve: users file: {e}")))?;
         config.users = Some(users);
+        config.users_file = Some(path.clone());
     }
     if let (Some(port), Some(cert), Some(key)) = (args.tls_port, &args.tls_cert, &args.tls_key) {
         config.tls = Some(cairn_server::Tls::new(port, cert, key));

@@ -61,7 +61,7 @@ use crate::error::{Error, Result};
 use crate::event_loop::{self, Loop};
 use crate::shared::Shared;
 use crate::stats::Stats;
-use crate::users::User;
+use crate::users::Registry;
 
 /// Workers started per event loop (`worker.rs`): enough that a few slow requests do not
 /// queue behind each other, few enough to stay a small pool.
@@ -194,12 +194,9 @@ impl Server {
         }
         drop(jobs_tx);
 
-        let mut users = config.users.clone().unwrap_or_default();
-        if let Some(password) = &config.requirepass {
-            if users.find("default").is_none() {
-                users.insert(User::new("default", password, false));
-            }
-        }
+        let open = config.users.is_none();
+        let users = config.users.clone().unwrap_or_default();
+        let users = Registry::new(users.with_default(config.requirepass.as_deref(), open));
         let shared = Arc::new(Shared {
             db,
             keyspaces,
