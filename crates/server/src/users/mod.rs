@@ -161,7 +161,7 @@ impl User {
 
     /// The hashes of the user's passwords, in lower-case hex.
     pub(crate) fn password_hashes(&self) -> impl Iterator<Item = String> + '_ {
-        self.hashes.iter().map(|h| hex(h))
+        self.hashes.iter().map(hex)
     }
 }
 
