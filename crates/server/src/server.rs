@@ -26,7 +26,9 @@
 //!
 //! Shutdown (SIGTERM/SIGINT through [`ShutdownHandle`], or the SHUTDOWN command):
 //! 1. the flag is set under the registry lock, so no client is admitted afterwards;
-//! 2. the acceptor and every loop are woken (`mio::Waker`); the acceptor stops;
+//! 2. the acceptor and every loop are woken (`mio::Waker`); the acceptor refuses what
+//!    the listeners' backlogs hold, closes them, lets the loops go, and tells the TLS
+//!    clients it refused why until the grace of 3. ends at the latest (`accept.rs`);
 //! 3. each loop reads no more input, runs the complete requests it has read (waiting
 //!    for its workers' answers), commits, writes the replies and closes each client,
 //!    then stops once it has none left; replies still unwritten after
@@ -314,7 +316,7 @@ fn start_threads(
     let mut threads = Vec::new();
     let s = Arc::clone(shared);
     threads.push(spawn("cairn-accept", move || {
-        accept::run(&s, accept_poll, &listeners, &doors);
+        accept::run(&s, accept_poll, listeners, doors);
     })?);
     for (i, lp) in loops.into_iter().enumerate() {
         let s = Arc::clone(shared);
