@@ -30,6 +30,7 @@
 //! or the new one, whole.
 
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -111,7 +112,7 @@ pub(crate) fn text(users: &Users) -> String {
 }
 
 /// Replaces the file at `path` with `text`, atomically (module docs). The new file keeps
-/// the old one's permissions.
+/// the old one's permissions (without one: readable by its owner only).
 ///
 /// # Errors
 /// `Io` naming the step that failed; the file at `path` is then unchanged.
@@ -127,7 +128,14 @@ pub(crate) fn save(path: &Path, text: &str) -> Result<()> {
         move |e| Error::io(op, e)
     };
     let written = (|| {
-        let mut f = std::fs::File::create(&tmp).map_err(io("create"))?;
+        // Readable by its owner only, unless the users file it replaces says otherwise.
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(io("create"))?;
         if let Ok(meta) = std::fs::metadata(path) {
             f.set_permissions(meta.permissions())
                 .map_err(io("set the permissions of"))?;
