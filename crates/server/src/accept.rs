@@ -47,7 +47,7 @@ pub(crate) const WAKER: Token = Token(3);
 /// The token of the first refusal's socket; the others follow (`refusal.rs`).
 const FIRST_REFUSAL: Token = Token(4);
 /// Most clients accepted from one listener's backlog at shutdown (module docs, 1).
-pub(crate) const LAST_ACCEPTS: usize = 256;
+const LAST_ACCEPTS: usize = 256;
 
 /// The client listeners, in non-blocking mode.
 #[derive(Default)]

@@ -1,7 +1,7 @@
 //! The state of one connection that commands read and change: its id, name, protocol
-//! version, selected database, its user (kept up to date with ACL changes) and whether it has authenticated, the
-//! transaction it is queuing (MULTI) and the keys it watches (WATCH), and whether it
-//! must close.
+//! version, selected database, its user (kept up to date with ACL changes) and whether
+//! it has authenticated, the transaction it is queuing (MULTI) and the keys it watches
+//! (WATCH), and whether it must close.
 
 use std::sync::Arc;
 
