@@ -51,9 +51,11 @@ pub struct ServeArgs {
     /// <password>).
     #[arg(long, value_name = "PASSWORD")]
     pub requirepass: Option<String>,
-    /// Users file: one "name password [readonly|readwrite]" per line ('#' starts a
-    /// comment line; a password "#<64 hex digits>" is its SHA-256). Clients then AUTH
-    /// <name> <password>; a readonly user is refused every write (NOPERM).
+    /// Users file: one "name password [readonly|readwrite]" per line, or a line of
+    /// Redis's ACL rules ("user NAME on #<sha256> ~* &* +@all"); '#' starts a comment
+    /// line and a password "#<64 hex digits>" is its SHA-256. Clients then AUTH <name>
+    /// <password>; a readonly user is refused every write (NOPERM). ACL SAVE writes the
+    /// users back to it, ACL LOAD reads it again.
     #[arg(long, value_name = "FILE")]
     pub users: Option<PathBuf>,
     /// Also serve TLS on this port (0: any free port, printed as "ready: tls <addr>");
@@ -124,6 +126,7 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> CliResult<u8> {
         let users = cairn_server::Users::load(path)
             .map_err(|e| CliError::msg(format!("cairn serve: users file: {e}")))?;
         config.users = Some(users);
+        config.users_file = Some(path.clone());
     }
     if let (Some(port), Some(cert), Some(key)) = (args.tls_port, &args.tls_cert, &args.tls_key) {
         config.tls = Some(cairn_server::Tls::new(port, cert, key));

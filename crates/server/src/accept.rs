@@ -4,13 +4,26 @@
 //! the client why not and closes: a plain client at once, a TLS client after its
 //! handshake, which the acceptor drives on the same poll (`refusal.rs`).
 //!
+//! At shutdown, once woken, the acceptor:
+//! 1. accepts what the listeners' backlogs hold, at most [`LAST_ACCEPTS`] per listener
+//!    (so a flood of connections cannot hold it), and refuses each: the registry admits
+//!    no one once the server is stopping, so each is told `-ERR Server is shutting down`,
+//!    a TLS client after its handshake, like a client accepted in the same pass as the
+//!    flag was set;
+//! 2. closes the listeners: a client connecting later is refused by the kernel (the
+//!    connection is reset), as is one that reached a backlog after that pass;
+//! 3. drops its channels to the loops and wakes them, so they may stop;
+//! 4. goes on driving the TLS refusals it holds (refused for `max_clients` before, or at
+//!    step 1) until each is told and closed, its own deadline passes, or
+//!    `event_loop::SHUTDOWN_GRACE` has passed since it saw the shutdown; then it closes
+//!    the rest and ends. A refusal thus holds a shutdown up no longer than the grace a
+//!    connected client's replies get, so the shutdown's bound is unchanged.
+//!
 //! Invariants: a client is admitted only while the server is not stopping (the flag is
-//! read under the registry's lock, `Shared::admit`), and the acceptor stops when woken
-//! at shutdown; a loop exits only once the acceptor has stopped, so no admitted client is
-//! lost on its way to a loop. The acceptor never waits on a client's socket: every one
-//! is non-blocking, and a refused TLS client has a deadline. A TLS client refused because
-//! the server is stopping gets only the close: the acceptor ends with the refusals it
-//! holds.
+//! read under the registry's lock, `Shared::admit`); a loop exits only once the
+//! acceptor's channels are gone, which is after its last hand-off, so no admitted
+//! client is lost on its way to a loop. The acceptor never waits on a client's socket:
+//! every one is non-blocking, and a refused TLS client has a deadline.
 
 use std::io::{ErrorKind, Write};
 use std::sync::mpsc::Sender;
@@ -21,7 +34,7 @@ use mio::net::{TcpListener, UnixListener};
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 
 use crate::error::{Error, Result};
-use crate::event_loop::Incoming;
+use crate::event_loop::{Incoming, SHUTDOWN_GRACE};
 use crate::refusal::Refusals;
 use crate::shared::Shared;
 use crate::stream::{Stream, TlsStream};
@@ -33,6 +46,8 @@ const UNIX: Token = Token(2);
 pub(crate) const WAKER: Token = Token(3);
 /// The token of the first refusal's socket; the others follow (`refusal.rs`).
 const FIRST_REFUSAL: Token = Token(4);
+/// Most clients accepted from one listener's backlog at shutdown (module docs, 1).
+const LAST_ACCEPTS: usize = 256;
 
 /// The client listeners, in non-blocking mode.
 #[derive(Default)]
@@ -67,14 +82,14 @@ pub(crate) fn register(poll: &Poll, listeners: &mut Listeners) -> Result<()> {
 /// The acceptor's state between polls.
 struct Acceptor<'a> {
     shared: &'a Shared,
-    loops: &'a [LoopDoor],
+    loops: Vec<LoopDoor>,
     /// The loop the next client goes to (in turn).
     next: usize,
     refusals: Refusals,
 }
 
-/// Accepts clients until the server stops.
-pub(crate) fn run(shared: &Shared, mut poll: Poll, listeners: &Listeners, loops: &[LoopDoor]) {
+/// Accepts clients until the server stops, then ends as the module docs say.
+pub(crate) fn run(shared: &Shared, mut poll: Poll, listeners: Listeners, loops: Vec<LoopDoor>) {
     let mut events = Events::with_capacity(64);
     let mut acceptor = Acceptor {
         shared,
@@ -97,17 +112,55 @@ pub(crate) fn run(shared: &Shared, mut poll: Poll, listeners: &Listeners, loops:
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
-        if shared.stopping() {
-            return; // the refusals in flight are closed with `acceptor`
-        }
+        let stopping = shared.stopping();
         let registry = poll.registry();
         for event in events.iter() {
             acceptor.refusals.ready(registry, event.token());
         }
         acceptor.refusals.expire(registry, Instant::now());
-        retry = false;
+        let limit = if stopping { LAST_ACCEPTS } else { usize::MAX };
+        retry = acceptor.accept_all(registry, &listeners, limit);
+        if stopping {
+            break;
+        }
+    }
+    drop(listeners);
+    for (door, waker) in std::mem::take(&mut acceptor.loops) {
+        drop(door);
+        let _ = waker.wake();
+    }
+    let grace_end = Instant::now() + SHUTDOWN_GRACE;
+    loop {
+        let now = Instant::now();
+        let registry = poll.registry();
+        acceptor.refusals.expire(registry, now);
+        let Some(deadline) = acceptor.refusals.next_deadline() else {
+            return; // every refusal is over
+        };
+        if now >= grace_end {
+            return; // the refusals left are closed with `acceptor`
+        }
+        let timeout = deadline.min(grace_end).saturating_duration_since(now);
+        if let Err(e) = poll.poll(&mut events, Some(timeout)) {
+            if e.kind() != ErrorKind::Interrupted {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        let registry = poll.registry();
+        for event in events.iter() {
+            acceptor.refusals.ready(registry, event.token());
+        }
+    }
+}
+
+impl Acceptor<'_> {
+    /// Accepts what every listener has, at most `limit` clients from each; `true` if one
+    /// must be tried again after an error.
+    fn accept_all(&mut self, registry: &Registry, listeners: &Listeners, limit: usize) -> bool {
+        let mut retry = false;
         if let Some(l) = &listeners.tcp {
-            retry |= acceptor.drain(registry, || l.accept(), |sock| Some(Stream::Tcp(sock)));
+            let wrap = |sock| Some(Stream::Tcp(sock));
+            retry |= self.drain(registry, || l.accept(), wrap, limit);
         }
         if let Some((l, config)) = &listeners.tls {
             let tls = |sock| {
@@ -115,23 +168,25 @@ pub(crate) fn run(shared: &Shared, mut poll: Poll, listeners: &Listeners, loops:
                     .ok()
                     .map(|tls| Stream::Tls(Box::new(TlsStream { tls, sock })))
             };
-            retry |= acceptor.drain(registry, || l.accept(), tls);
+            retry |= self.drain(registry, || l.accept(), tls, limit);
         }
         if let Some(l) = &listeners.unix {
-            retry |= acceptor.drain(registry, || l.accept(), |sock| Some(Stream::Unix(sock)));
+            let wrap = |sock| Some(Stream::Unix(sock));
+            retry |= self.drain(registry, || l.accept(), wrap, limit);
         }
+        retry
     }
-}
 
-impl Acceptor<'_> {
-    /// Accepts what one listener has; `true` if it must be tried again after an error.
+    /// Accepts what one listener has, at most `limit` clients; `true` if it must be
+    /// tried again after an error.
     fn drain<S, A>(
         &mut self,
         registry: &Registry,
         mut accept: impl FnMut() -> std::io::Result<(S, A)>,
         wrap: impl Fn(S) -> Option<Stream>,
+        limit: usize,
     ) -> bool {
-        loop {
+        for _ in 0..limit {
             match accept() {
                 Ok((sock, _)) => {
                     if let Some(stream) = wrap(sock) {
@@ -143,6 +198,7 @@ impl Acceptor<'_> {
                 Err(_) => return true,
             }
         }
+        false
     }
 
     /// Admits a client and gives it to the next loop, or tells it why not and closes.

@@ -26,8 +26,12 @@ pub struct Config {
     /// password`), if any.
     pub requirepass: Option<String>,
     /// Named users (`AUTH user password`), from a users file ([`Users`]); with users,
-    /// every connection must authenticate.
+    /// every connection must authenticate (unless the file makes `default` on and
+    /// `nopass`).
     pub users: Option<Users>,
+    /// The file `users` was read from: ACL SAVE writes the users to it and ACL LOAD
+    /// reads it again (`None`: both are refused).
+    pub users_file: Option<PathBuf>,
     /// Most clients connected at once; one more is told so (`-ERR max number of clients
     /// reached`; over TLS after its handshake) and disconnected.
     pub max_clients: usize,
@@ -56,6 +60,7 @@ impl Default for Config {
             unix_socket: None,
             requirepass: None,
             users: None,
+            users_file: None,
             max_clients: 10_000,
             idle_timeout: None,
             databases: 16,

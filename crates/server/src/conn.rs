@@ -24,6 +24,9 @@
 //!    batch; then after its last reply is written (QUIT, a protocol error, end of input,
 //!    shutdown), or at once if its socket failed or the shutdown's grace is over
 //!    ([`Conn::abandon`]).
+//! 6. A connection whose user was deleted (ACL DELUSER, ACL LOAD) runs nothing more: it
+//!    closes before its next request, or within a tick if idle, after writing the
+//!    replies it already has (`users/registry.rs`).
 
 use std::io::ErrorKind;
 use std::sync::mpsc::{SendError, Sender};
@@ -102,7 +105,7 @@ pub(crate) struct Conn {
 
 impl Conn {
     pub(crate) fn new(shared: &Shared, id: u64, stream: Stream) -> Conn {
-        let session = Session::new(id, shared.default_user(), !shared.auth_required());
+        let session = Session::new(id, shared.default_user());
         Conn {
             id,
             stream,
@@ -206,10 +209,15 @@ impl Conn {
                 self.held = Some(Held::Request(request));
                 return false;
             }
-            let Some(session) = self.session.as_deref() else {
+            let Some(session) = self.session.as_deref_mut() else {
                 self.held = Some(Held::Request(request));
                 return false;
             };
+            if !session.refresh_user(&turn.shared.users) {
+                self.closing = true; // its user was deleted (module docs, 6)
+                return false;
+            }
+            let session = &*session;
             let Some(request) = turn.batch.offer(token, session, request) else {
                 self.uncommitted += 1;
                 *ran += 1;
@@ -404,10 +412,18 @@ impl Conn {
         drained && (self.closing || (self.input_closed && !self.more_input && self.held.is_none()))
     }
 
-    /// Checks the timeouts (module docs, 4); `true` if the connection changed.
+    /// Checks the timeouts (module docs, 4) and that its user still exists (6); `true` if
+    /// the connection changed.
     pub(crate) fn tick(&mut self, shared: &Shared, now: Instant) -> bool {
-        if self.session.is_none() || self.broken || self.closing {
+        if self.broken || self.closing {
             return false;
+        }
+        let Some(session) = self.session.as_deref_mut() else {
+            return false;
+        };
+        if !session.refresh_user(&shared.users) {
+            self.closing = true; // its user was deleted (module docs, 6)
+            return true;
         }
         let idle = shared.config.idle_timeout;
         let write_timeout = idle.unwrap_or(WRITE_TIMEOUT).max(Duration::from_secs(1));

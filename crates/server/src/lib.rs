@@ -12,7 +12,7 @@
 //! client why, after its handshake), and `server` starts all of them
 //! and shuts down in order, and `metrics` serves the counters to Prometheus (`--metrics-addr`).
 //! [`Config`] holds what an operator chooses, with [`Users`] (who may connect, and
-//! whether they may write) and [`Tls`] (a TLS listener's certificate and key).
+//! what they may run; ACL SETUSER changes them at runtime) and [`Tls`] (a TLS listener's certificate and key).
 //!
 //! ## Contract
 //!

@@ -1,5 +1,6 @@
-//! Refusals: TLS clients the acceptor turns away (too many clients), kept just long
-//! enough to be told why over TLS, as a plain TCP or Unix client is told on its socket.
+//! Refusals: TLS clients the acceptor turns away (too many clients, or the server
+//! stopping), kept just long enough to be told why over TLS, as a plain TCP or Unix
+//! client is told on its socket.
 //!
 //! A plain client's message is one write on its fresh socket (`accept.rs`). A TLS client
 //! can be told only after its handshake, which takes round trips, so the acceptor keeps
@@ -20,8 +21,9 @@
 //!    long.
 //! 4. Nothing waits: every socket operation is non-blocking, a refusal moves on only when
 //!    the acceptor's poll reports its socket, and one report reads at most
-//!    [`READS_PER_EVENT`] times. When the server stops, the acceptor ends and every
-//!    refusal is closed where it stands.
+//!    [`READS_PER_EVENT`] times. When the server stops, the acceptor goes on driving the
+//!    refusals it holds for the shutdown's grace at most, then closes every one where it
+//!    stands (`accept.rs`).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::Shutdown;

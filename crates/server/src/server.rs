@@ -26,7 +26,9 @@
 //!
 //! Shutdown (SIGTERM/SIGINT through [`ShutdownHandle`], or the SHUTDOWN command):
 //! 1. the flag is set under the registry lock, so no client is admitted afterwards;
-//! 2. the acceptor and every loop are woken (`mio::Waker`); the acceptor stops;
+//! 2. the acceptor and every loop are woken (`mio::Waker`); the acceptor refuses what
+//!    the listeners' backlogs hold, closes them, lets the loops go, and tells the TLS
+//!    clients it refused why until the grace of 3. ends at the latest (`accept.rs`);
 //! 3. each loop reads no more input, runs the complete requests it has read (waiting
 //!    for its workers' answers), commits, writes the replies and closes each client,
 //!    then stops once it has none left; replies still unwritten after
@@ -61,7 +63,7 @@ use crate::error::{Error, Result};
 use crate::event_loop::{self, Loop};
 use crate::shared::Shared;
 use crate::stats::Stats;
-use crate::users::User;
+use crate::users::Registry;
 
 /// Workers started per event loop (`worker.rs`): enough that a few slow requests do not
 /// queue behind each other, few enough to stay a small pool.
@@ -194,12 +196,9 @@ impl Server {
         }
         drop(jobs_tx);
 
-        let mut users = config.users.clone().unwrap_or_default();
-        if let Some(password) = &config.requirepass {
-            if users.find("default").is_none() {
-                users.insert(User::new("default", password, false));
-            }
-        }
+        let open = config.users.is_none();
+        let users = config.users.clone().unwrap_or_default();
+        let users = Registry::new(users.with_default(config.requirepass.as_deref(), open));
         let shared = Arc::new(Shared {
             db,
             keyspaces,
@@ -317,7 +316,7 @@ fn start_threads(
     let mut threads = Vec::new();
     let s = Arc::clone(shared);
     threads.push(spawn("cairn-accept", move || {
-        accept::run(&s, accept_poll, &listeners, &doors);
+        accept::run(&s, accept_poll, listeners, doors);
     })?);
     for (i, lp) in loops.into_iter().enumerate() {
         let s = Arc::clone(shared);

@@ -1,14 +1,14 @@
 //! The state of one connection that commands read and change: its id, name, protocol
-//! version, selected database, its user and whether it has authenticated, the
-//! transaction it is queuing (MULTI) and the keys it watches (WATCH), and whether it
-//! must close.
+//! version, selected database, its user (kept up to date with ACL changes) and whether
+//! it has authenticated, the transaction it is queuing (MULTI) and the keys it watches
+//! (WATCH), and whether it must close.
 
 use std::sync::Arc;
 
 use cairn::Transaction;
 
 use crate::resp::{Protocol, Request};
-use crate::users::User;
+use crate::users::{Registry, User};
 
 /// One client's connection state. Owned by its connection's event loop, or by the worker
 /// running one of its requests meanwhile (`worker.rs`); never shared.
@@ -19,8 +19,11 @@ pub(crate) struct Session {
     pub(crate) lib_ver: Option<Vec<u8>>,
     pub(crate) protocol: Protocol,
     pub(crate) db: usize,
-    /// The user the connection acts as (before AUTH: `default`).
+    /// The user the connection acts as (before AUTH: `default`), as it was at
+    /// `users_version` ([`Session::refresh_user`]).
     pub(crate) user: Arc<User>,
+    /// The version of the server's users `user` was read at.
+    pub(crate) users_version: u64,
     pub(crate) authenticated: bool,
     /// Commands queued since MULTI (`None`: not in a transaction).
     pub(crate) multi: Option<Multi>,
@@ -54,7 +57,10 @@ pub(crate) struct Watch {
 }
 
 impl Session {
-    pub(crate) fn new(id: u64, user: Arc<User>, authenticated: bool) -> Session {
+    /// A new connection's session: the `default` user, read at `users_version`;
+    /// authenticated if that user needs no AUTH.
+    pub(crate) fn new(id: u64, (user, users_version): (Arc<User>, u64)) -> Session {
+        let authenticated = user.open();
         Session {
             id,
             name: None,
@@ -63,6 +69,7 @@ impl Session {
             protocol: Protocol::Resp2,
             db: 0,
             user,
+            users_version,
             authenticated,
             multi: None,
             watch: None,
@@ -71,8 +78,25 @@ impl Session {
         }
     }
 
-    /// True if the connection's user may run commands that write.
-    pub(crate) fn can_write(&self) -> bool {
-        !self.user.readonly
+    /// Acts as `user`, read at `users_version` (AUTH, RESET).
+    pub(crate) fn act_as(&mut self, (user, users_version): (Arc<User>, u64)) {
+        self.user = user;
+        self.users_version = users_version;
+    }
+
+    /// Takes the connection's user again if the users changed since it was read, so a
+    /// change of its permissions applies from the next command on (`users/registry.rs`).
+    /// `false` if the user was deleted: the connection must close.
+    pub(crate) fn refresh_user(&mut self, users: &Registry) -> bool {
+        if users.version() == self.users_version {
+            return true;
+        }
+        match users.current(self.user.id) {
+            (Some(user), version) => {
+                self.act_as((user, version));
+                true
+            }
+            (None, _) => false,
+        }
     }
 }

@@ -20,7 +20,7 @@ use crate::config::Config;
 use crate::cursor::Cursors;
 use crate::session::Session;
 use crate::stats::Stats;
-use crate::users::{User, Users};
+use crate::users::{Registry, User};
 
 /// A connected client as the registry knows it.
 pub(crate) struct Client {
@@ -30,8 +30,9 @@ pub(crate) struct Client {
 
 /// What all connections share.
 pub(crate) struct Shared {
-    /// Every user: the users file's, and `default` (`--requirepass`, or no password).
-    pub(crate) users: Users,
+    /// Every user: the users file's, and `default` (`--requirepass`, or no password);
+    /// ACL SETUSER, DELUSER and LOAD change them.
+    pub(crate) users: Registry,
     pub(crate) db: Db,
     /// Database `i` is `keyspaces[i]`.
     pub(crate) keyspaces: Vec<Keyspace>,
@@ -56,18 +57,11 @@ pub(crate) struct Shared {
 const DISK_SIZE_TTL: Duration = Duration::from_secs(10);
 
 impl Shared {
-    /// True if a connection must authenticate before running commands: a password is
-    /// configured (`--requirepass` or a users file).
-    pub(crate) fn auth_required(&self) -> bool {
-        self.config.requirepass.is_some() || self.config.users.is_some()
-    }
-
-    /// The user a connection acts as before AUTH.
-    pub(crate) fn default_user(&self) -> Arc<User> {
-        self.users
-            .find("default")
-            .cloned()
-            .unwrap_or_else(|| Arc::new(User::open_default()))
+    /// The user a connection acts as before AUTH, and the version of the users read
+    /// with it. A connection is authenticated from the start if that user is on and
+    /// needs no password (Redis's rule, so it follows ACL SETUSER default ...).
+    pub(crate) fn default_user(&self) -> (Arc<User>, u64) {
+        self.users.default_user()
     }
 
     /// Starts a graceful shutdown (idempotent); see the module docs.

@@ -52,6 +52,15 @@ fn connect_tls(
     certified: &rcgen::CertifiedKey,
     addr: std::net::SocketAddr,
 ) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+    tls_over(certified, TcpStream::connect(addr).unwrap())
+}
+
+/// A rustls client trusting `certified`, over `sock` (the handshake starts at the first
+/// read or write).
+fn tls_over(
+    certified: &rcgen::CertifiedKey,
+    sock: TcpStream,
+) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(certified.cert.der().clone()).unwrap();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -62,7 +71,6 @@ fn connect_tls(
         .with_no_client_auth();
     let name = "localhost".try_into().unwrap();
     let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
-    let sock = TcpStream::connect(addr).unwrap();
     sock.set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
     rustls::StreamOwned::new(conn, sock)
@@ -317,4 +325,63 @@ fn refused_tls_clients_that_never_handshake_are_bounded() {
     }
     assert_eq!(all, SILENT);
     srv.shutdown();
+}
+
+/// Waits until the server has refused `count` clients in all (INFO, asked by `first`).
+fn wait_rejected(first: &mut (impl Read + Write), count: usize) {
+    let began = std::time::Instant::now();
+    while info_field(&info(first), "rejected_connections") != count.to_string() {
+        assert!(began.elapsed() < Duration::from_secs(10), "never refused");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Regression: a TLS client refused (max_clients) whose handshake was still under way
+/// when a shutdown began was closed with the acceptor, without its error; a TLS client
+/// accepted in the acceptor's last pass (refused because the server is stopping) would
+/// have been too. The acceptor now stops accepting but goes on telling the refusals it
+/// holds, within the shutdown's grace: the client reads its error over TLS.
+#[test]
+fn a_refused_tls_client_still_handshaking_at_shutdown_reads_the_error() {
+    let (srv, certified, _files, mut first) = one_client_admitted();
+    let tls_addr = srv.tls_addr.unwrap();
+    // Refused at accept; its handshake has not begun.
+    let waiting = TcpStream::connect(tls_addr).unwrap();
+    wait_rejected(&mut first, 1);
+
+    let common::Running { stop, waiter, .. } = srv;
+    stop.shutdown();
+    let mut late = tls_over(&certified, waiting);
+    let mut got = Vec::new();
+    late.read_to_end(&mut got).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        "-ERR max number of clients reached\r\n"
+    );
+    waiter.unwrap().join().unwrap().unwrap();
+}
+
+/// A refused TLS client that never handshakes holds a shutdown up no longer than the
+/// shutdown's grace for replies (1 s), and is then closed.
+#[test]
+fn a_silent_refused_tls_client_does_not_hold_shutdown_up() {
+    let (srv, _certified, _files, mut first) = one_client_admitted();
+    let tls_addr = srv.tls_addr.unwrap();
+    let mut silent = TcpStream::connect(tls_addr).unwrap();
+    silent
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    wait_rejected(&mut first, 1);
+    let began = std::time::Instant::now();
+    srv.shutdown();
+    assert!(
+        began.elapsed() < Duration::from_secs(3),
+        "shutdown took {:?}",
+        began.elapsed()
+    );
+    let mut buf = [0u8; 16];
+    assert!(
+        matches!(silent.read(&mut buf), Ok(0) | Err(_)),
+        "still open"
+    );
 }

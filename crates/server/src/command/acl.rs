@@ -1,54 +1,133 @@
-//! ACL WHOAMI, ACL LIST and ACL USERS: the users a server knows (`crate::users`).
-//! Users come from the users file and `--requirepass`; ACL SETUSER and the other
-//! changing subcommands are not served. ACL LIST shows each user's rules, never a
-//! password or its hash, and like every `admin` command is refused to read-only users.
+//! ACL: the server's users (`crate::users`). WHOAMI, LIST, USERS, GETUSER, SETUSER,
+//! DELUSER, SAVE and LOAD, with Redis's replies and error texts.
+//!
+//! * SETUSER applies Redis's rules that map onto Cairn's user model (`users/rules.rs`
+//!   lists them) and refuses every other rule; it is atomic (a refused rule changes
+//!   nothing), and a new user starts off, with no password and no permission.
+//! * DELUSER deletes users (never `default`); their connections are closed.
+//! * A change of a user's permissions applies to its connections from their next
+//!   command (`users/registry.rs`).
+//! * SAVE writes the users to the users file (`--users`), hashed passwords only, and
+//!   LOAD reads it again, atomically; without a users file both are refused as Redis
+//!   refuses them without an ACL file.
+//!
+//! Every subcommand but WHOAMI needs the `admin` permission (as Redis's `@admin`): a
+//! read-only user is refused with NOPERM. LIST and GETUSER show passwords only as their
+//! SHA-256 (`#<hex>`), as Redis does.
 
 use super::args;
 use super::store::arg;
 use super::{errors, Ctx, Outcome};
 use crate::resp::Reply;
+use crate::users::{self, SetError};
+
+/// Redis's refusal of ACL SAVE and ACL LOAD on a server without an ACL file.
+const NO_FILE: &str = "ERR This Redis instance is not configured to use an ACL file. Give cairn serve a users file (--users FILE) to save users to and load them from.";
 
 pub(crate) fn acl(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
     let sub = arg(a, 1)?;
     let name = args::lower(sub);
     let rest = a.get(2..).unwrap_or_default();
-    if !rest.is_empty() && ["whoami", "list", "users"].contains(&name.as_str()) {
+    let arity_ok = match name.as_str() {
+        "whoami" | "list" | "users" | "save" | "load" => rest.is_empty(),
+        "getuser" => rest.len() == 1,
+        "setuser" | "deluser" => !rest.is_empty(),
+        _ => return Err(errors::unknown_subcommand(sub, "acl")),
+    };
+    if !arity_ok {
         return Err(Reply::error(format!(
             "ERR wrong number of arguments for 'acl|{name}' command"
         )));
     }
-    let listing = name == "list" || name == "users";
-    if listing && !ctx.session.can_write() {
+    if name != "whoami" && !ctx.session.user.may_run(false, true) {
         return Err(errors::no_permission(
             &ctx.session.user.name,
             &format!("acl|{name}"),
         ));
     }
-    let mut users: Vec<_> = ctx
-        .shared
-        .users
-        .iter()
-        .map(|u| (u.name.clone(), u.acl_line()))
-        .collect();
-    if ctx.shared.users.find("default").is_none() {
-        // The implicit default user: open without passwords, else unusable (the users
-        // file names no `default` and there is no --requirepass).
-        let line = if ctx.shared.auth_required() {
-            "user default off nopass ~* &* +@all"
-        } else {
-            "user default on nopass ~* &* +@all"
-        };
-        users.push(("default".into(), line.into()));
-    }
-    users.sort();
+    let registry = &ctx.shared.users;
     match name.as_str() {
         "whoami" => Ok(Reply::Bulk(ctx.session.user.name.clone().into_bytes())),
         "list" => Ok(Reply::Array(
-            users.iter().map(|(_, line)| Reply::text(line)).collect(),
+            registry
+                .read()
+                .sorted()
+                .into_iter()
+                .map(|u| Reply::text(users::describe(u)))
+                .collect(),
         )),
         "users" => Ok(Reply::Array(
-            users.iter().map(|(name, _)| Reply::text(name)).collect(),
+            registry
+                .read()
+                .sorted()
+                .into_iter()
+                .map(|u| Reply::text(&u.name))
+                .collect(),
         )),
-        _ => Err(errors::unknown_subcommand(sub, "acl")),
+        "getuser" => Ok(getuser(ctx, arg(a, 2)?)),
+        "setuser" => {
+            let user = arg(a, 2)?;
+            match registry.set_user(user, a.get(3..).unwrap_or_default()) {
+                Ok(()) => Ok(Reply::Ok),
+                Err(SetError::Name(why)) => Err(Reply::error(why)),
+                Err(SetError::Rule(e)) => Err(Reply::error(format!("ERR {e}"))),
+            }
+        }
+        "deluser" => {
+            let deleted = registry.delete(rest).map_err(Reply::error)?;
+            // A client that deleted its own user gets the reply, then is closed.
+            if registry.current(ctx.session.user.id).0.is_none() {
+                ctx.session.close = true;
+            }
+            Ok(Reply::Int(i64::try_from(deleted).unwrap_or(i64::MAX)))
+        }
+        "save" => {
+            let path = ctx.shared.config.users_file.as_deref();
+            let path = path.ok_or_else(|| Reply::error(NO_FILE))?;
+            registry
+                .save(path)
+                .map_err(|e| Reply::error(format!("ERR There was an error trying to save the ACLs. Please check the server logs for more information: {e}")))?;
+            Ok(Reply::Ok)
+        }
+        _ => {
+            let path = ctx.shared.config.users_file.as_deref();
+            let path = path.ok_or_else(|| Reply::error(NO_FILE))?;
+            let requirepass = ctx.shared.config.requirepass.as_deref();
+            registry
+                .load(path, requirepass)
+                .map_err(|e| Reply::error(format!("ERR Error loading ACLs: {e}")))?;
+            Ok(Reply::Ok)
+        }
     }
+}
+
+/// ACL GETUSER's reply, as Redis shapes it (a map: flags, passwords, commands, keys,
+/// channels, selectors), or nil for an unknown user.
+fn getuser(ctx: &Ctx<'_>, name: &[u8]) -> Reply {
+    let users = ctx.shared.users.read();
+    let Some(user) = std::str::from_utf8(name).ok().and_then(|n| users.find(n)) else {
+        return Reply::Nil;
+    };
+    let texts = |items: Vec<String>| Reply::Array(items.iter().map(Reply::text).collect());
+    let flags = users::flags(user).into_iter().map(String::from).collect();
+    Reply::Map(vec![
+        (Reply::text("flags"), texts(flags)),
+        (
+            Reply::text("passwords"),
+            texts(user.password_hashes().collect()),
+        ),
+        (
+            Reply::text("commands"),
+            Reply::text(users::command_rules(user)),
+        ),
+        (
+            Reply::text("keys"),
+            Reply::text(if user.all_keys { "~*" } else { "" }),
+        ),
+        (
+            Reply::text("channels"),
+            Reply::text(if user.all_channels { "&*" } else { "" }),
+        ),
+        (Reply::text("selectors"), Reply::Array(Vec::new())),
+    ])
 }

@@ -109,7 +109,7 @@ impl SetBatch {
         session: &Session,
         request: Request,
     ) -> Option<Request> {
-        if !session.authenticated || session.multi.is_some() || !session.can_write() {
+        if !session.authenticated || session.multi.is_some() || !session.user.may_write_keys() {
             return Some(request);
         }
         let Some(op) = op_of(&request) else {

@@ -1,10 +1,12 @@
 //! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, CLIENT (ID, SETNAME, GETNAME,
 //! SETINFO, INFO, LIST), QUIT, RESET.
 //!
-//! Authentication: with `requirepass` or a users file, a connection starts
-//! unauthenticated as the `default` user, and only AUTH, HELLO (with its AUTH option),
-//! QUIT and RESET run until it authenticates. `AUTH password` is `AUTH default
-//! password`. Passwords are checked against their hashes (`crate::users`).
+//! Authentication: a connection starts as the `default` user, authenticated if that user
+//! is on and needs no password (no `requirepass`, no users file, or ACL SETUSER default
+//! on nopass); otherwise only AUTH, HELLO (with its AUTH option), QUIT and RESET run
+//! until it authenticates. `AUTH password` is `AUTH default password`, refused as in
+//! Redis when `default` needs no password. Passwords are checked against their hashes
+//! (`crate::users`).
 
 use super::args::{self, is};
 use super::store::{arg, int_arg};
@@ -33,8 +35,8 @@ pub(crate) fn reset(ctx: &mut Ctx<'_>, _: &[Vec<u8>]) -> Outcome {
     s.protocol = Protocol::Resp2;
     s.db = 0;
     s.name = None;
-    s.authenticated = !ctx.shared.auth_required();
-    s.user = ctx.shared.default_user();
+    s.act_as(ctx.shared.default_user());
+    s.authenticated = s.user.open();
     s.multi = None;
     s.watch = None;
     Ok(Reply::simple("RESET"))
@@ -54,24 +56,28 @@ pub(crate) fn select(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
 /// Checks `user`/`password` against the users, and makes the connection act as that
 /// user.
 fn check(ctx: &mut Ctx<'_>, user: &[u8], password: &[u8]) -> Result<(), Reply> {
-    if !ctx.shared.auth_required() {
-        return Err(Reply::error(
-            "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
-        ));
-    }
-    let found = ctx
-        .shared
-        .users
-        .check(user, password)
-        .ok_or_else(errors::wrong_pass)?;
-    ctx.session.user = found;
+    let found = {
+        let users = ctx.shared.users.read();
+        let found = users
+            .check(user, password)
+            .map(|u| (u, ctx.shared.users.version()));
+        found.ok_or_else(errors::wrong_pass)?
+    };
+    ctx.session.act_as(found);
     ctx.session.authenticated = true;
     Ok(())
 }
 
 pub(crate) fn auth(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
     let (user, password) = match a.get(1..).unwrap_or_default() {
-        [password] => (&b"default"[..], password.as_slice()),
+        [password] => {
+            if ctx.shared.default_user().0.open() {
+                return Err(Reply::error(
+                    "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+                ));
+            }
+            (&b"default"[..], password.as_slice())
+        }
         [user, password] => (user.as_slice(), password.as_slice()),
         _ => return Err(errors::syntax()),
     };

@@ -36,6 +36,11 @@ pub(crate) fn no_permission(user: &str, name: &str) -> Reply {
     ))
 }
 
+/// A user without key permissions refused a command naming keys.
+pub(crate) fn no_key_permission() -> Reply {
+    Reply::error("NOPERM No permissions to access a key")
+}
+
 pub(crate) fn wrong_pass() -> Reply {
     Reply::error("WRONGPASS invalid username-password pair or user is disabled.")
 }

@@ -7,7 +7,10 @@
 //! write through `Ctx::write`, so the same handler runs alone or inside EXEC.
 //!
 //! Checks run in Redis's order: unknown command, then arity, then authentication, then
-//! the user's permission (a read-only user runs no `write` or `admin` command). While a
+//! the user's permission (`crate::users`: a command flagged `write` or `admin` needs the
+//! user's `write` or `admin` permission, one naming keys needs `~*`; `noauth` commands
+//! are always allowed). The user is taken again before each command if ACL changed the
+//! users, so a change applies at once; a connection whose user was deleted closes. While a
 //! transaction is being queued (MULTI), a command that passes them is queued, and one
 //! that fails them marks the transaction failed. Handlers never panic; engine errors
 //! become `ERR <sentence>` replies.
@@ -113,8 +116,14 @@ fn admit(ctx: &Ctx<'_>, args: &[Vec<u8>]) -> Result<(usize, &'static Spec), Repl
     if !ctx.session.authenticated && !has_flag(spec, "noauth") {
         return Err(errors::no_auth());
     }
-    if !ctx.session.can_write() && (has_flag(spec, "write") || has_flag(spec, "admin")) {
-        return Err(errors::no_permission(&ctx.session.user.name, spec.name));
+    if !has_flag(spec, "noauth") {
+        let user = &ctx.session.user;
+        if !user.may_run(has_flag(spec, "write"), has_flag(spec, "admin")) {
+            return Err(errors::no_permission(&user.name, spec.name));
+        }
+        if spec.first_key != 0 && !user.all_keys {
+            return Err(errors::no_key_permission());
+        }
     }
     Ok((index, spec))
 }
@@ -139,6 +148,14 @@ pub(crate) fn may_block(session: &Session, args: &[Vec<u8>]) -> bool {
 pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     if args.is_empty() {
         return Reply::Ok; // the parser never yields an empty request
+    }
+    // Inside EXEC the queued commands run as the user EXEC was checked for.
+    if ctx.tx.is_none() && !ctx.session.refresh_user(&ctx.shared.users) {
+        // The user was deleted: the connection closes without a reply, as Redis
+        // disconnects its clients.
+        ctx.session.close = true;
+        ctx.session.silent = true;
+        return Reply::Ok;
     }
     let (index, spec) = match admit(ctx, args) {
         Ok(found) => found,

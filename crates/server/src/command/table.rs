@@ -454,7 +454,7 @@ pub(crate) static COMMANDS: &[Spec] = &[
         "",
         NONE,
         "server",
-        "A container for Access List Control commands (WHOAMI, LIST, USERS).",
+        "A container for Access List Control commands (WHOAMI, LIST, USERS, GETUSER, SETUSER, DELUSER, SAVE, LOAD).",
         acl::acl
     ),
     spec!(

@@ -479,6 +479,59 @@ def test_kill9_sync():
     print(f"    kill -9 under sync writes: all {total} acknowledged writes present")
 
 
+def test_acl_changes():
+    """acl_setuser, acl_getuser, acl_deluser, acl_save and acl_load, as redis-py calls them."""
+    path = os.path.join(WORK, "acl-users.txt")
+    with open(path, "w") as f:
+        f.write("root rootpw\n")
+    s = Server("acl", "--users", path)
+    try:
+        root = s.client(username="root", password="rootpw", decode_responses=True)
+        assert root.acl_setuser("bob") is True
+        bob = root.acl_getuser("bob")
+        assert bob["enabled"] is False and bob["flags"] == ["off"], bob
+        assert bob["passwords"] == [] and bob["keys"] == [] and bob["channels"] == [], bob
+        assert bob["categories"] == ["-@all"] and bob["commands"] == [], bob
+        assert root.acl_getuser("nobody") is None
+        assert root.acl_setuser("bob", enabled=True, passwords=["+one", "+two"],
+                                categories=["+@all", "-@write"], keys=["*"], channels=["*"]) is True
+        bob = root.acl_getuser("bob")
+        assert bob["enabled"] is True and bob["keys"] == ["~*"] and bob["channels"] == ["&*"], bob
+        assert bob["categories"] == ["+@all", "-@write"], bob
+        assert len(bob["passwords"]) == 2 and all(len(p) == 64 for p in bob["passwords"]), bob
+        assert not any("one" in l or "two" in l for l in root.acl_list())
+        b = s.client(username="bob", password="two", decode_responses=True)
+        assert b.acl_whoami() == "bob"
+        root.set("k", "v")
+        assert b.get("k") == "v"
+        try:
+            b.set("k", "w")
+            raise AssertionError("a user without @write wrote")
+        except redis.exceptions.NoPermissionError as e:
+            assert str(e) == "User bob has no permissions to run the 'set' command", e
+        # The change applies to the connection already authenticated.
+        assert root.acl_setuser("bob", enabled=True, categories=["+@write"]) is True
+        assert b.set("k", "w") is True
+        assert "Cairn cannot honour" in error_of(root.acl_setuser, "bob", enabled=True, keys=["user:*"])
+        assert root.acl_getuser("bob")["keys"] == ["~*"], "a refused SETUSER changed the user"
+        assert root.acl_save() is True
+        with open(path) as f:
+            saved = f.read()
+        assert "one" not in saved.split("\n", 2)[2] and "user bob on #" in saved, saved
+        assert root.acl_deluser("bob", "nobody") == 1
+        assert "cannot be removed" in error_of(root.acl_deluser, "default")
+        try:
+            b.get("k")
+            raise AssertionError("a deleted user's connection ran a command")
+        except redis.ConnectionError:
+            pass
+        assert root.acl_load() is True
+        assert root.acl_getuser("bob")["enabled"] is True, "ACL LOAD brought bob back"
+        assert s.client(username="bob", password="one").ping()
+    finally:
+        s.stop()
+
+
 def test_graceful_shutdown():
     s = Server("graceful", "--durability", "buffered")
     r = s.client()
@@ -507,6 +560,7 @@ def main():
         ("atomic INCR and APPEND across clients", lambda: test_atomic_incr(server)),
         ("MULTI/EXEC/WATCH/DISCARD", lambda: test_transactions(server)),
         ("users file and ACL", test_users_and_acl),
+        ("ACL SETUSER, GETUSER, DELUSER, SAVE, LOAD", test_acl_changes),
         ("TLS", test_tls),
         ("protocol errors and hostile clients", lambda: test_protocol_errors_and_hostile_clients(server)),
         ("auth", test_auth),
