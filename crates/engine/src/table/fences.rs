@@ -80,6 +80,24 @@ impl Fences {
     pub(crate) fn candidates(&self, target: &[u8]) -> (usize, usize) {
         candidates_in(&self.common, &self.fences, fence_of, target)
     }
+
+    /// For a block with a restart at every entry (an index block): the position of the
+    /// first entry `>=` `target` (the entry count if none is), when the fences alone
+    /// decide it, i.e. when no fence equals the target's; `None` otherwise, and the
+    /// caller searches the keys. By invariant 2 every entry before the position has a user
+    /// key below `target`'s and the entry at it one above, whatever their trailers.
+    pub(crate) fn first_at_or_after(&self, target: &[u8]) -> Option<usize> {
+        let user = user_part(target);
+        match user.strip_prefix(self.common.as_slice()) {
+            Some(_) => {
+                let t = fence_of(user, self.common.len());
+                let below = self.fences.partition_point(|&f| f < t);
+                (self.fences.get(below) != Some(&t)).then_some(below)
+            }
+            None if user < self.common.as_slice() => Some(0),
+            None => Some(self.fences.len()),
+        }
+    }
 }
 
 /// Restart points a [`Guide`] covers at most.

@@ -196,6 +196,64 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Where the fences alone place a target among an index-like block's entries (one
+    /// restart each), it is the number of entries below the target; ties give no answer.
+    #[test]
+    fn first_at_or_after_counts_the_entries_below_the_target(
+        prefix_len in 0usize..12,
+        mut suffixes in prop::collection::vec(prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(b'a'), Just(0xffu8)], 0..10), 1..120),
+        targets in prop::collection::vec((prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(b'a'), Just(0xffu8)], 0..11), 0u64..300, any::<bool>()), 1..40),
+    ) {
+        let prefix = vec![b'p'; prefix_len];
+        suffixes.sort();
+        suffixes.dedup();
+        let keys: Vec<Vec<u8>> = suffixes.iter().map(|s| [&prefix[..], s].concat()).collect();
+        let block = block_of(&keys, 1);
+        let fences = Fences::build(&block).unwrap();
+        for (suffix, seq, prefixed) in &targets {
+            let user = if *prefixed { [&prefix[..], suffix].concat() } else { suffix.clone() };
+            let t = seek_key(&user, SeqNo(*seq));
+            let below = keys
+                .iter()
+                .filter(|k| crate::key::compare_encoded(&ik(k, 100), &t) == std::cmp::Ordering::Less)
+                .count();
+            if let Some(i) = fences.first_at_or_after(&t) {
+                prop_assert_eq!(i, below, "target {:?}", user);
+            } else {
+                // Undecided only when a key's fence equals the target's.
+                prop_assert!(keys.iter().any(|k| k.starts_with(&fences.common)
+                    && user.starts_with(&fences.common)
+                    && fence_of(k, fences.common.len()) == fence_of(&user, fences.common.len())));
+            }
+        }
+    }
+}
+
+#[test]
+fn first_at_or_after_decides_distinct_keys_without_reading_them() {
+    let keys: Vec<Vec<u8>> = (0..1000u64)
+        .map(|i| (i * 1000).to_be_bytes().to_vec())
+        .collect();
+    let fences = Fences::build(&block_of(&keys, 1)).unwrap();
+    assert_eq!(
+        fences.first_at_or_after(&seek_key(&500_500u64.to_be_bytes(), SeqNo(1))),
+        Some(501)
+    );
+    assert_eq!(fences.first_at_or_after(&seek_key(b"", SeqNo(1))), Some(0));
+    assert_eq!(
+        fences.first_at_or_after(&seek_key(&[0xff; 9], SeqNo(1))),
+        Some(1000)
+    );
+    // A target whose user key is a key of the block ties with its fence.
+    assert_eq!(
+        fences.first_at_or_after(&seek_key(&500_000u64.to_be_bytes(), SeqNo(1))),
+        None
+    );
+}
+
 #[test]
 fn small_blocks_have_guides_and_large_or_long_prefixed_ones_do_not() {
     let numbered = |n: u32, prefix: &str| -> Vec<Vec<u8>> {
