@@ -103,6 +103,14 @@ pub struct Args {
     /// Block cache size in bytes (replaced by the cache's share under --memory-budget).
     #[arg(long, default_value_t = 64 << 20)]
     cache_size: usize,
+    /// Target size of a table's data block before compression, in bytes (db_bench's
+    /// --block_size) [default: the engine's, Options::block_size].
+    #[arg(long, value_name = "BYTES")]
+    block_size: Option<usize>,
+    /// Entries between the full keys a data block stores for its binary search (db_bench's
+    /// --block_restart_interval) [default: the engine's, Options::restart_interval].
+    #[arg(long, value_name = "ENTRIES")]
+    restart_interval: Option<usize>,
     /// One bound, in bytes, on the block cache, the memtables and the open tables' index
     /// and filter blocks together (Options::memory_budget: 5/8 cache, 1/4 memtables, 1/8
     /// index and filter; at least 16 MiB) [default: none].
@@ -298,6 +306,11 @@ fn header(args: &Args, reads: u64, place: &Place) -> String {
         ),
         format!("Durability:  {}", durability_name(args.durability)),
         format!("Compression: {}", args.compression.name()),
+        format!(
+            "Blocks:      {} bytes, a full key every {} entries",
+            block_size(args),
+            restart_interval(args)
+        ),
         match args.memory_budget {
             Some(b) => format!(
                 "Memory:      budget {} (5/8 block cache, 1/4 memtables, 1/8 index and filter)",
@@ -319,7 +332,19 @@ fn header(args: &Args, reads: u64, place: &Place) -> String {
 }
 
 /// The run's settings, added to every JSON object.
-fn settings_json(args: &Args, reads: u64) -> [(&'static str, Value); 11] {
+/// `--block-size`, or the engine's default.
+fn block_size(args: &Args) -> usize {
+    args.block_size
+        .unwrap_or_else(|| Options::default().block_size)
+}
+
+/// `--restart-interval`, or the engine's default.
+fn restart_interval(args: &Args) -> usize {
+    args.restart_interval
+        .unwrap_or_else(|| Options::default().restart_interval)
+}
+
+fn settings_json(args: &Args, reads: u64) -> [(&'static str, Value); 13] {
     [
         ("num", json!(args.num)),
         ("reads_requested", json!(reads)),
@@ -329,6 +354,8 @@ fn settings_json(args: &Args, reads: u64) -> [(&'static str, Value); 11] {
         ("durability", json!(durability_name(args.durability))),
         ("compression", json!(args.compression.name())),
         ("cache_size", json!(args.cache_size)),
+        ("block_size", json!(block_size(args))),
+        ("restart_interval", json!(restart_interval(args))),
         ("memory_budget", json!(args.memory_budget)),
         ("blob_threshold", json!(args.blob_threshold)),
         ("seed", json!(args.seed)),
@@ -366,6 +393,14 @@ pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
         .memory_budget(args.memory_budget)
         .compression(args.compression.engine())
         .blob_threshold(args.blob_threshold);
+    let options = match args.block_size {
+        Some(n) => options.block_size(n),
+        None => options,
+    };
+    let options = match args.restart_interval {
+        Some(n) => options.restart_interval(n),
+        None => options,
+    };
     let values = ValueSource::new(args.value_size as usize, args.seed);
     let show_bar = !args.json && std::io::stdout().is_terminal();
     if !args.json {

@@ -25,6 +25,13 @@
 //! the cursor's restart interval ending just before the current entry, so the step back
 //! from the current entry is the last of them (or, with none, a decode from the restart).
 //!
+//! Seeks: a block with at most `GUIDE_MAX` restart points (data blocks of the usual
+//! sizes) keeps a fence of each restart key in its header (`fences::Guide`), built once
+//! by [`Block::decode`]; a seek narrows the restart points to search from it, so it
+//! usually reads neither the restart array nor a restart key before walking the one
+//! interval that holds its target (whose cache lines it prefetches first). Other blocks
+//! (index blocks; their readers keep `Fences` apart) are binary-searched by restart keys.
+//!
 //! Invariants checked by [`Block::decode`]: `n >= 1`, the restart array fits, the first
 //! restart is offset 0, restarts strictly increase and lie inside the entries. Checked by
 //! the cursor as it decodes: every length stays inside the entries, `shared` never exceeds
@@ -39,6 +46,7 @@ use std::ops::Deref;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::fences::Guide;
 use crate::coding::{get_u32_le, put_vlq, Cursor as ByteCursor};
 use crate::cursor::Cursor;
 use crate::error::{Error, FileKind, Reason, Result};
@@ -122,6 +130,12 @@ impl BlockBuilder {
     }
 }
 
+/// Bytes of a cache line.
+const CACHE_LINE: usize = 64;
+
+/// Most bytes of a restart interval a seek prefetches before walking it.
+const PREFETCH_MAX: usize = 2048;
+
 /// A decoded block whose restart array has been validated.
 #[derive(Debug)]
 pub(crate) struct Block {
@@ -129,6 +143,9 @@ pub(crate) struct Block {
     /// Where the restart array starts (= end of the entries).
     restarts_offset: usize,
     restart_count: usize,
+    /// The restart keys' fences, for blocks small enough to have them (data blocks of the
+    /// usual sizes): seeks start from them.
+    guide: Option<Guide>,
 }
 
 impl Block {
@@ -161,11 +178,24 @@ impl Block {
             }
             prev = Some(r);
         }
-        Ok(Block {
+        let mut block = Block {
             data,
             restarts_offset,
             restart_count: count,
-        })
+            guide: None,
+        };
+        // A restart entry that does not decode leaves the block without a guide; seeks
+        // then meet the damage themselves and report it, as they would without guides.
+        block.guide = Guide::build(&block).ok().flatten();
+        Ok(block)
+    }
+
+    /// The restart points a seek for `target` must search (see `Fences::candidates`).
+    fn seek_candidates(&self, target: &[u8]) -> (usize, usize) {
+        match &self.guide {
+            Some(guide) => guide.candidates(target),
+            None => (0, self.restart_count.saturating_sub(1)),
+        }
     }
 
     /// Bytes held (what the block cache charges, before its per-entry overhead).
@@ -176,6 +206,25 @@ impl Block {
     fn restart(&self, i: usize) -> usize {
         get_u32_le(&self.data, self.restarts_offset + 4 * i)
             .map_or(self.restarts_offset, |r| r as usize)
+    }
+
+    /// Hints the CPU to fetch the cache lines of restart interval `i` (up to
+    /// [`PREFETCH_MAX`] bytes of it), which a seek then walks entry by entry: their misses
+    /// overlap instead of coming one entry at a time.
+    fn prefetch_interval(&self, i: usize) {
+        let start = self.restart(i);
+        let end = if i + 1 < self.restart_count {
+            self.restart(i + 1)
+        } else {
+            self.restarts_offset
+        };
+        let end = end.min(start.saturating_add(PREFETCH_MAX));
+        // From the line after the first: the seek's first decode touches that one at once.
+        let mut at = (start | (CACHE_LINE - 1)) + 1;
+        while at < end {
+            crate::mmap::prefetch(&self.data, at);
+            at += CACHE_LINE;
+        }
     }
 
     /// Restart points in the block (at least 1).
@@ -243,7 +292,8 @@ impl Block {
 
 impl crate::cache::Weigh for Block {
     fn weight(&self) -> usize {
-        self.len()
+        // The guide is the one part of the header that grows with what a block holds.
+        self.len() + self.guide.map_or(0, |_| std::mem::size_of::<Guide>())
     }
 }
 
@@ -445,6 +495,7 @@ impl<B: Deref<Target = Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
             }
         }
         self.seek_restart(lo);
+        self.block.prefetch_interval(lo);
         loop {
             let more = if remember {
                 self.parse_next_remembering()?
@@ -500,13 +551,13 @@ impl<B: Deref<Target = Block> + Send, P: Deref<Target = Path> + Send> Cursor for
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         // The last restart point whose key is < target; the answer is at or after it.
-        let last = self.block.restart_count.saturating_sub(1);
-        self.seek_between(target, 0, last, false)
+        let (lo, hi) = self.block.seek_candidates(target);
+        self.seek_between(target, lo, hi, false)
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
-        let last = self.block.restart_count.saturating_sub(1);
-        self.seek_between(target, 0, last, true)?;
+        let (lo, hi) = self.block.seek_candidates(target);
+        self.seek_between(target, lo, hi, true)?;
         if !self.valid {
             self.seek_to_last()
         } else if compare_encoded(&self.key, target) == Ordering::Greater {

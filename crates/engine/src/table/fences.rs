@@ -78,28 +78,130 @@ impl Fences {
     /// restart before `lo` has a user key below `target`'s, and every one after `hi` a user
     /// key above it.
     pub(crate) fn candidates(&self, target: &[u8]) -> (usize, usize) {
-        let last = self.fences.len().saturating_sub(1);
+        candidates_in(&self.common, &self.fences, fence_of, target)
+    }
+
+    /// For a block with a restart at every entry (an index block): the position of the
+    /// first entry `>=` `target` (the entry count if none is), when the fences alone
+    /// decide it, i.e. when no fence equals the target's; `None` otherwise, and the
+    /// caller searches the keys. By invariant 2 every entry before the position has a user
+    /// key below `target`'s and the entry at it one above, whatever their trailers.
+    pub(crate) fn first_at_or_after(&self, target: &[u8]) -> Option<usize> {
         let user = user_part(target);
-        let (below, not_above) = match user.strip_prefix(self.common.as_slice()) {
+        match user.strip_prefix(self.common.as_slice()) {
             Some(_) => {
                 let t = fence_of(user, self.common.len());
                 let below = self.fences.partition_point(|&f| f < t);
-                // A second search only when some fence equals the target's.
-                let not_above = if self.fences.get(below) == Some(&t) {
-                    self.fences.partition_point(|&f| f <= t)
-                } else {
-                    below
-                };
-                (below, not_above)
+                (self.fences.get(below) != Some(&t)).then_some(below)
             }
-            // Not starting with `common`: below every key of the block, or above all.
-            None if user < self.common.as_slice() => (0, 0),
-            None => (self.fences.len(), self.fences.len()),
-        };
-        let lo = below.saturating_sub(1).min(last);
-        let hi = not_above.saturating_sub(1).clamp(lo, last);
-        (lo, hi)
+            None if user < self.common.as_slice() => Some(0),
+            None => Some(self.fences.len()),
+        }
     }
+}
+
+/// Restart points a [`Guide`] covers at most.
+pub(crate) const GUIDE_MAX: usize = 16;
+
+/// Longest common prefix a [`Guide`] keeps.
+const GUIDE_COMMON: usize = 22;
+
+/// The fences of a small block, kept inline in the block's header: a seek in a data block
+/// picks its restart interval from the header it has just touched, instead of reading the
+/// restart array and then restart keys, each a dependent cache miss.
+///
+/// Each fence is the first 4 bytes of [`fence_of`]'s 8 (a prefix of a big-endian integer
+/// orders the same way, more coarsely), so the invariants of [`Fences`] hold as they are:
+/// only equal fences need full comparisons. Blocks with more than [`GUIDE_MAX`] restart
+/// points, or whose first and last keys share more than 22 bytes, have no guide and are
+/// searched by their restart keys.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Guide {
+    len: u8,
+    common_len: u8,
+    common: [u8; GUIDE_COMMON],
+    fences: [u32; GUIDE_MAX],
+}
+
+/// The first 4 bytes of [`fence_of`].
+fn short_fence(user: &[u8], skip: usize) -> u32 {
+    (fence_of(user, skip) >> 32) as u32
+}
+
+impl Guide {
+    /// The guide of `block`, or `None` if the block is too large for one (see above).
+    ///
+    /// # Errors
+    /// The block's own decoding errors, for a restart entry that does not decode.
+    pub(crate) fn build(block: &Block) -> Result<Option<Guide>, Reason> {
+        let count = block.restart_count();
+        if count > GUIDE_MAX {
+            return Ok(None);
+        }
+        let first = user_part(block.restart_key_at(0)?);
+        let last = user_part(block.restart_key_at(count.saturating_sub(1))?);
+        let shared = first.iter().zip(last).take_while(|(a, b)| a == b).count();
+        if shared > GUIDE_COMMON {
+            return Ok(None);
+        }
+        let mut guide = Guide {
+            len: count as u8,
+            common_len: shared as u8,
+            common: [0; GUIDE_COMMON],
+            fences: [0; GUIDE_MAX],
+        };
+        for (dst, src) in guide.common.iter_mut().zip(first.iter().take(shared)) {
+            *dst = *src;
+        }
+        for i in 0..count {
+            let user = user_part(block.restart_key_at(i)?);
+            if let Some(f) = guide.fences.get_mut(i) {
+                *f = short_fence(user, shared);
+            }
+        }
+        Ok(Some(guide))
+    }
+
+    /// As [`Fences::candidates`].
+    pub(crate) fn candidates(&self, target: &[u8]) -> (usize, usize) {
+        let common = self
+            .common
+            .get(..usize::from(self.common_len))
+            .unwrap_or(&[]);
+        let fences = self.fences.get(..usize::from(self.len)).unwrap_or(&[]);
+        candidates_in(common, fences, short_fence, target)
+    }
+}
+
+/// [`Fences::candidates`] over `fences` (one per restart point, made by `fence` from a
+/// user key and the length of `common`).
+fn candidates_in<F: Ord + Copy>(
+    common: &[u8],
+    fences: &[F],
+    fence: impl Fn(&[u8], usize) -> F,
+    target: &[u8],
+) -> (usize, usize) {
+    let last = fences.len().saturating_sub(1);
+    let user = user_part(target);
+    let (below, not_above) = match user.strip_prefix(common) {
+        Some(_) => {
+            let t = fence(user, common.len());
+            let below = fences.partition_point(|&f| f < t);
+            // A second search only when some fence equals the target's.
+            let not_above = if fences.get(below) == Some(&t) {
+                fences.partition_point(|&f| f <= t)
+            } else {
+                below
+            };
+            (below, not_above)
+        }
+        // Not starting with `common`: below every key of the block, or above all.
+        None if user < common => (0, 0),
+        None => (fences.len(), fences.len()),
+    };
+    let lo = below.saturating_sub(1).min(last);
+    let hi = not_above.saturating_sub(1).clamp(lo, last);
+    (lo, hi)
 }
 
 #[cfg(test)]

@@ -29,17 +29,46 @@ fn block_of(keys: &[Vec<u8>], interval: usize) -> Block {
     Block::decode(b.finish()).unwrap()
 }
 
-/// Where a plain seek and a fenced seek land, as `(valid, key)`.
+/// Where a plain seek (a binary search of every restart key, no fences, no guide) and a
+/// fenced seek land, as `(valid, key)`.
 fn both_seeks(block: &Block, fences: &Fences, target: &[u8]) -> ((bool, Vec<u8>), (bool, Vec<u8>)) {
     let path: &Path = Path::new("t.sst");
-    let mut plain = BlockCursor::new(block, path, 0);
-    plain.seek(target).unwrap();
     let mut fenced = BlockCursor::new(block, path, 0);
     fenced.seek_in(target, fences.candidates(target)).unwrap();
     (
-        (plain.valid(), plain.key().to_vec()),
+        plain_seek(block, target),
         (fenced.valid(), fenced.key().to_vec()),
     )
+}
+
+/// Where a binary search of every restart key lands, as `(valid, key)`.
+fn plain_seek(block: &Block, target: &[u8]) -> (bool, Vec<u8>) {
+    let mut plain = BlockCursor::new(block, Path::new("t.sst"), 0);
+    plain.seek_in(target, (0, usize::MAX)).unwrap();
+    (plain.valid(), plain.key().to_vec())
+}
+
+/// Where `Cursor::seek` lands (from the block's guide when it has one), as `(valid, key)`.
+fn guided_seek(block: &Block, target: &[u8]) -> (bool, Vec<u8>) {
+    let mut guided = BlockCursor::new(block, Path::new("t.sst"), 0);
+    guided.seek(target).unwrap();
+    (guided.valid(), guided.key().to_vec())
+}
+
+/// Where `Cursor::seek_for_prev` lands, and where the last key `<= target` is.
+fn prev_seeks(
+    block: &Block,
+    keys: &[Vec<u8>],
+    target: &[u8],
+) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+    let mut c = BlockCursor::new(block, Path::new("t.sst"), 0);
+    c.seek_for_prev(target).unwrap();
+    let got = c.valid().then(|| c.key().to_vec());
+    let model = keys
+        .iter()
+        .map(|k| ik(k, 100))
+        .rfind(|k| crate::key::compare_encoded(k, target) != std::cmp::Ordering::Greater);
+    (got, model)
 }
 
 #[test]
@@ -131,10 +160,126 @@ proptest! {
         for (user, seq) in &targets {
             let t = seek_key(user, SeqNo(*seq));
             let (plain, fenced) = both_seeks(&arc, &fences, &t);
-            prop_assert_eq!(plain, fenced);
+            prop_assert_eq!(&plain, &fenced);
+            prop_assert_eq!(&plain, &guided_seek(&arc, &t));
+            let (got, model) = prev_seeks(&arc, &keys, &t);
+            prop_assert_eq!(got, model);
             // Raw probes shorter than a trailer are user keys for compare_encoded.
             let (plain, fenced) = both_seeks(&arc, &fences, user);
-            prop_assert_eq!(plain, fenced);
+            prop_assert_eq!(&plain, &fenced);
+            prop_assert_eq!(&plain, &guided_seek(&arc, user));
         }
     }
+
+    /// Seeks from a block's guide land where a binary search of its restart keys does, for
+    /// blocks with and without a guide (up to 40 restart points; common prefixes from
+    /// none to longer than a guide keeps).
+    #[test]
+    fn guided_seeks_agree_with_plain_seeks(
+        prefix_len in 0usize..30,
+        mut suffixes in prop::collection::vec(prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(b'a'), Just(0xffu8)], 0..8), 1..80),
+        interval in 1usize..6,
+        targets in prop::collection::vec((prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(b'a'), Just(0xffu8)], 0..9), 0u64..300, any::<bool>()), 1..40),
+    ) {
+        let prefix = vec![b'p'; prefix_len];
+        suffixes.sort();
+        suffixes.dedup();
+        let keys: Vec<Vec<u8>> = suffixes.iter().map(|s| [&prefix[..], s].concat()).collect();
+        let block = block_of(&keys, interval);
+        for (suffix, seq, prefixed) in &targets {
+            let user = if *prefixed { [&prefix[..], suffix].concat() } else { suffix.clone() };
+            let t = seek_key(&user, SeqNo(*seq));
+            prop_assert_eq!(plain_seek(&block, &t), guided_seek(&block, &t));
+            let (got, model) = prev_seeks(&block, &keys, &t);
+            prop_assert_eq!(got, model);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Where the fences alone place a target among an index-like block's entries (one
+    /// restart each), it is the number of entries below the target; ties give no answer.
+    #[test]
+    fn first_at_or_after_counts_the_entries_below_the_target(
+        prefix_len in 0usize..12,
+        mut suffixes in prop::collection::vec(prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(b'a'), Just(0xffu8)], 0..10), 1..120),
+        targets in prop::collection::vec((prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(b'a'), Just(0xffu8)], 0..11), 0u64..300, any::<bool>()), 1..40),
+    ) {
+        let prefix = vec![b'p'; prefix_len];
+        suffixes.sort();
+        suffixes.dedup();
+        let keys: Vec<Vec<u8>> = suffixes.iter().map(|s| [&prefix[..], s].concat()).collect();
+        let block = block_of(&keys, 1);
+        let fences = Fences::build(&block).unwrap();
+        for (suffix, seq, prefixed) in &targets {
+            let user = if *prefixed { [&prefix[..], suffix].concat() } else { suffix.clone() };
+            let t = seek_key(&user, SeqNo(*seq));
+            let below = keys
+                .iter()
+                .filter(|k| crate::key::compare_encoded(&ik(k, 100), &t) == std::cmp::Ordering::Less)
+                .count();
+            if let Some(i) = fences.first_at_or_after(&t) {
+                prop_assert_eq!(i, below, "target {:?}", user);
+            } else {
+                // Undecided only when a key's fence equals the target's.
+                prop_assert!(keys.iter().any(|k| k.starts_with(&fences.common)
+                    && user.starts_with(&fences.common)
+                    && fence_of(k, fences.common.len()) == fence_of(&user, fences.common.len())));
+            }
+        }
+    }
+}
+
+#[test]
+fn first_at_or_after_decides_distinct_keys_without_reading_them() {
+    let keys: Vec<Vec<u8>> = (0..1000u64)
+        .map(|i| (i * 1000).to_be_bytes().to_vec())
+        .collect();
+    let fences = Fences::build(&block_of(&keys, 1)).unwrap();
+    assert_eq!(
+        fences.first_at_or_after(&seek_key(&500_500u64.to_be_bytes(), SeqNo(1))),
+        Some(501)
+    );
+    assert_eq!(fences.first_at_or_after(&seek_key(b"", SeqNo(1))), Some(0));
+    assert_eq!(
+        fences.first_at_or_after(&seek_key(&[0xff; 9], SeqNo(1))),
+        Some(1000)
+    );
+    // A target whose user key is a key of the block ties with its fence.
+    assert_eq!(
+        fences.first_at_or_after(&seek_key(&500_000u64.to_be_bytes(), SeqNo(1))),
+        None
+    );
+}
+
+#[test]
+fn small_blocks_have_guides_and_large_or_long_prefixed_ones_do_not() {
+    let numbered = |n: u32, prefix: &str| -> Vec<Vec<u8>> {
+        (0..n)
+            .map(|i| format!("{prefix}{i:06}").into_bytes())
+            .collect()
+    };
+    assert!(Guide::build(&block_of(&numbered(16, "k"), 1))
+        .unwrap()
+        .is_some());
+    assert!(Guide::build(&block_of(&numbered(17, "k"), 1))
+        .unwrap()
+        .is_none());
+    assert!(Guide::build(&block_of(&numbered(257, "k"), 16))
+        .unwrap()
+        .is_none());
+    assert!(Guide::build(&block_of(&numbered(256, "k"), 16))
+        .unwrap()
+        .is_some());
+    // The keys share their prefix and "00000": 23 bytes are more than a guide keeps.
+    let long = "x".repeat(18);
+    assert!(Guide::build(&block_of(&numbered(10, &long), 1))
+        .unwrap()
+        .is_none());
+    let shorter = "x".repeat(17);
+    assert!(Guide::build(&block_of(&numbered(10, &shorter), 1))
+        .unwrap()
+        .is_some());
 }

@@ -56,6 +56,10 @@ pub(crate) struct Reader {
     index: Arc<Block>,
     /// The index block's fences, so seeks search a small array first.
     index_fences: Fences,
+    /// The data blocks' handles in index order, so a point lookup whose block the fences
+    /// decide reads no index entry (empty if the index block is not one restart point per
+    /// entry, as every writer makes it; lookups then search the index block).
+    handles: Vec<BlockHandle>,
     filter: Option<Filter>,
     /// The range-tombstone block's contents (empty without one), read and checked at open.
     range_tombstones: Vec<RangeTombstone>,
@@ -252,7 +256,7 @@ impl Reader {
         };
         let mut meta = properties.meta(id, file_len);
         meta.extend_for_range_tombstones(&range_tombstones);
-        let reader = Reader {
+        let mut reader = Reader {
             id,
             path: Arc::from(path),
             file,
@@ -265,18 +269,24 @@ impl Reader {
             filter,
             range_tombstones,
             data_end,
+            handles: Vec::new(),
             charge: None,
         };
-        reader.check_index()?;
+        let handles = reader.check_index()?;
+        if handles.len() == reader.index.restart_count() {
+            reader.handles = handles;
+        }
         Ok(reader)
     }
 
     /// Walks the index: handles tile `0..data_end` in order, separators strictly increase,
     /// the last is `>=` the largest key, and there are as many as the properties say.
-    fn check_index(&self) -> Result<()> {
+    /// Returns the handles.
+    fn check_index(&self) -> Result<Vec<BlockHandle>> {
         let at = self.footer.index.offset;
         let mut cur = self.index_cursor();
         let (mut expected_offset, mut count) = (0u64, 0u64);
+        let mut handles = Vec::new();
         let mut prev_key: Vec<u8> = Vec::new();
         cur.seek_to_first()?;
         while cur.valid() {
@@ -293,6 +303,7 @@ impl Reader {
                 ));
             }
             expected_offset = handle.end().unwrap_or(u64::MAX);
+            handles.push(handle);
             count += 1;
             prev_key.clear();
             prev_key.extend_from_slice(cur.key());
@@ -308,13 +319,17 @@ impl Reader {
                 Reason::BadEntry("index does not cover the data blocks the properties describe"),
             ));
         }
-        Ok(())
+        handles.shrink_to_fit();
+        Ok(handles)
     }
 
     /// Bytes of the decoded index block (with its fences) and filter this reader holds in
     /// memory for its whole life.
     pub(crate) fn index_filter_len(&self) -> usize {
-        self.index.len() + self.index_fences.len() + self.filter.as_ref().map_or(0, Filter::len)
+        self.index.len()
+            + self.index_fences.len()
+            + self.handles.len() * std::mem::size_of::<BlockHandle>()
+            + self.filter.as_ref().map_or(0, Filter::len)
     }
 
     /// Counts [`Reader::index_filter_len`] in `total` from now until the reader is
@@ -425,41 +440,74 @@ impl Reader {
         target.extend_from_slice(user_key);
         let trailer = (snapshot.min(SeqNo::MAX).0 << 8) | 0xff;
         target.extend_from_slice(&trailer.to_le_bytes());
+        let mut f = Some(f);
+        // The first block whose separator is >= the target, then (if it holds no entry at
+        // or after the target) the next one.
+        if let Some(first) = self
+            .index_fences
+            .first_at_or_after(&target)
+            .filter(|_| !self.handles.is_empty())
+        {
+            // Decided by the fences: no index entry is read.
+            for i in first..first.saturating_add(2) {
+                let Some(&handle) = self.handles.get(i) else {
+                    return Ok(InMemory::Answer(None));
+                };
+                if let Some(answer) = self.get_in_block(handle, reach, user_key, &target, &mut f)? {
+                    return Ok(answer);
+                }
+            }
+            return Ok(InMemory::Answer(None));
+        }
         // Borrowed cursors: a lookup clones no shared reference count but the data block's.
         let mut index = BlockCursor::new(&*self.index, &*self.path, self.footer.index.offset);
         index.seek_in(&target, self.index_fences.candidates(&target))?;
-        // The block the index points at, then (if it ends before the target) the next one.
         for _ in 0..2 {
             if !index.valid() {
                 return Ok(InMemory::Answer(None));
             }
             let handle = self.handle(&index)?;
-            let block = match reach {
-                Reach::Disk => self.data_block_ahead(handle, true, None)?.0,
-                Reach::Memory => match self.cache.get_if_cached((self.id.0, handle.offset)) {
-                    Some(block) => block,
-                    None => return Ok(InMemory::NeedsIo),
-                },
-            };
-            let mut data = BlockCursor::new(block, &*self.path, handle.offset);
-            data.seek(&target)?;
-            if data.valid() {
-                let found = split_encoded(data.key()).filter(|(u, _)| *u == user_key);
-                let Some((_, trailer)) = found else {
-                    return Ok(InMemory::Answer(None));
-                };
-                let tag = trailer as u8;
-                let kind = Kind::from_u8(tag)
-                    .ok_or_else(|| corrupt(&self.path, data.file_offset(), Reason::BadTag(tag)))?;
-                return Ok(InMemory::Answer(Some(f(
-                    SeqNo(trailer >> 8),
-                    kind,
-                    data.value(),
-                ))));
+            if let Some(answer) = self.get_in_block(handle, reach, user_key, &target, &mut f)? {
+                return Ok(answer);
             }
             index.next()?;
         }
         Ok(InMemory::Answer(None))
+    }
+
+    /// The answer of [`Reader::get_within`] from the data block at `handle`, or `None` if
+    /// the block holds no entry at or after `target` (the answer is then in the next
+    /// block). `f` is taken when it is called.
+    fn get_in_block<R, F: FnOnce(SeqNo, Kind, &[u8]) -> R>(
+        &self,
+        handle: BlockHandle,
+        reach: Reach,
+        user_key: &[u8],
+        target: &[u8],
+        f: &mut Option<F>,
+    ) -> Result<Option<InMemory<Option<R>>>> {
+        let block = match reach {
+            Reach::Disk => self.data_block_ahead(handle, true, None)?.0,
+            Reach::Memory => match self.cache.get_if_cached((self.id.0, handle.offset)) {
+                Some(block) => block,
+                None => return Ok(Some(InMemory::NeedsIo)),
+            },
+        };
+        let mut data = BlockCursor::new(block, &*self.path, handle.offset);
+        data.seek(target)?;
+        if !data.valid() {
+            return Ok(None);
+        }
+        let found = split_encoded(data.key()).filter(|(u, _)| *u == user_key);
+        let Some((_, trailer)) = found else {
+            return Ok(Some(InMemory::Answer(None)));
+        };
+        let tag = trailer as u8;
+        let kind = Kind::from_u8(tag)
+            .ok_or_else(|| corrupt(&self.path, data.file_offset(), Reason::BadTag(tag)))?;
+        Ok(Some(InMemory::Answer(
+            f.take().map(|f| f(SeqNo(trailer >> 8), kind, data.value())),
+        )))
     }
 
     /// Reads every data block from the file (not the cache), checks its checksum and
