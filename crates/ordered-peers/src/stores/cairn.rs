@@ -86,13 +86,8 @@ impl Store for CairnStore {
     }
 
     fn get(&self, key: &[u8], out: &mut Vec<u8>) -> anyhow::Result<bool> {
-        match self.ks.get(key)? {
-            Some(v) => {
-                *out = v;
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        // Into the caller's buffer, as the other stores copy into it.
+        Ok(self.ks.get_into(key, out)?)
     }
 
     fn scan(&self, reverse: bool, visit: &mut dyn FnMut(&[u8], &[u8])) -> anyhow::Result<u64> {
