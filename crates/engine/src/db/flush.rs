@@ -48,6 +48,7 @@ pub(crate) fn table_options(options: &Options) -> TableOptions {
         compression,
         zstd_level,
         bloom_bits_per_key: options.bloom_bits_per_key,
+        filter_layout: table::Layout::Local,
     }
 }
 

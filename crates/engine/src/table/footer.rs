@@ -242,11 +242,14 @@ mod tests {
     }
 
     #[test]
-    fn versions_1_and_2_are_read() {
-        let mut v2 = sample();
-        v2.version = FORMAT_VERSION;
-        let f = Footer::decode(&v2.encode(), Path::new("t"), 0).unwrap();
-        assert_eq!(f.version, 2);
+    fn versions_1_2_and_3_are_read() {
+        for version in [2, FORMAT_VERSION] {
+            let mut f = sample();
+            f.version = version;
+            let f = Footer::decode(&f.encode(), Path::new("t"), 0).unwrap();
+            assert_eq!(f.version, version);
+        }
+        assert_eq!(FORMAT_VERSION, 3);
         assert_eq!(
             Footer::decode(&sample().encode(), Path::new("t"), 0)
                 .unwrap()
@@ -258,13 +261,13 @@ mod tests {
     #[test]
     fn unknown_version_is_unsupported_not_corrupt() {
         let mut bytes = sample().encode();
-        bytes[VERSION_AT..VERSION_AT + 4].copy_from_slice(&3u32.to_le_bytes());
+        bytes[VERSION_AT..VERSION_AT + 4].copy_from_slice(&4u32.to_le_bytes());
         let crc = Checksum::of(&bytes[..CRC_AT]).masked();
         bytes[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
         match Footer::decode(&bytes, Path::new("t"), 0) {
             Err(Error::UnsupportedVersion {
                 file: FileKind::Table,
-                major: 3,
+                major: 4,
                 minor: 0,
                 ..
             }) => {}

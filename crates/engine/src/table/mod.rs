@@ -30,6 +30,7 @@ mod block;
 mod compression;
 mod fences;
 mod filter;
+pub(crate) use filter::Layout;
 mod footer;
 mod iter;
 mod meta;
@@ -59,13 +60,27 @@ pub(crate) type BlockCache = crate::cache::BlockCache<(u64, u64), std::sync::Arc
 
 use crate::error::{Error, Result};
 
-/// The newest format version this build writes and reads (footer and properties):
-/// version 2 adds the range-tombstone block. A table without range tombstones is written
-/// as [`FORMAT_VERSION_PLAIN`], so it stays readable by builds that only know version 1.
-pub(crate) const FORMAT_VERSION: u32 = 2;
+/// The newest format version, which this build writes (footer and properties): version 3
+/// lays the filter out in cache lines (FORMAT.md §4.4), with or without a range-tombstone
+/// block. Versions 1 and 2 are read as they were written.
+pub(crate) const FORMAT_VERSION: u32 = 3;
 
-/// The format version of a table without range tombstones (version 1).
+/// The format version of a table with a range-tombstone block and a spread filter
+/// (version 2; written only with [`Layout::Spread`]).
+pub(crate) const FORMAT_VERSION_RANGES: u32 = 2;
+
+/// The format version of a table without range tombstones and with a spread filter
+/// (version 1; written only with [`Layout::Spread`]).
 pub(crate) const FORMAT_VERSION_PLAIN: u32 = 1;
+
+/// The filter layout of a table of format `version`.
+pub(crate) fn filter_layout(version: u32) -> Layout {
+    if version >= FORMAT_VERSION {
+        Layout::Local
+    } else {
+        Layout::Spread
+    }
+}
 
 /// The last 8 bytes of every table file.
 pub(crate) const MAGIC: [u8; 8] = *b"CAIRNSST";
@@ -111,6 +126,10 @@ pub(crate) struct TableOptions {
     /// Bloom filter bits per distinct user key (default 10, about 1% false positives;
     /// 0 writes no filter; at most [`MAX_BLOOM_BITS_PER_KEY`]).
     pub(crate) bloom_bits_per_key: u32,
+    /// How the filter is laid out, and so the format version written (default
+    /// [`Layout::Local`], version 3; [`Layout::Spread`] writes versions 1 and 2 as earlier
+    /// builds did).
+    pub(crate) filter_layout: Layout,
 }
 
 impl Default for TableOptions {
@@ -121,6 +140,7 @@ impl Default for TableOptions {
             compression: Compression::None,
             zstd_level: 3,
             bloom_bits_per_key: 10,
+            filter_layout: Layout::Local,
         }
     }
 }

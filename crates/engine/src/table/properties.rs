@@ -27,7 +27,7 @@ use std::cmp::Ordering;
 
 use super::blob_refs::BlobRefs;
 use super::footer::BlockHandle;
-use super::{Compression, TableMeta, FORMAT_VERSION, FORMAT_VERSION_PLAIN};
+use super::{Compression, TableMeta, FORMAT_VERSION, FORMAT_VERSION_PLAIN, FORMAT_VERSION_RANGES};
 use crate::coding::{put_vlq, Cursor};
 use crate::error::Reason;
 use crate::files::TableId;
@@ -222,8 +222,12 @@ impl Properties {
         }
         InternalKey::decode(&self.smallest)?;
         InternalKey::decode(&self.largest)?;
-        let expected = if self.range_tombstones.is_some() {
+        // Version 3 tables may have a range-tombstone block or not; version 2 tables have
+        // one and version 1 tables none.
+        let expected = if self.format_version == FORMAT_VERSION {
             FORMAT_VERSION
+        } else if self.range_tombstones.is_some() {
+            FORMAT_VERSION_RANGES
         } else {
             FORMAT_VERSION_PLAIN
         };
@@ -280,7 +284,7 @@ mod tests {
     #[test]
     fn a_range_tombstone_handle_means_version_2() {
         let mut p = sample();
-        p.format_version = FORMAT_VERSION;
+        p.format_version = FORMAT_VERSION_RANGES;
         p.range_tombstones = Some(BlockHandle { offset: 7, size: 9 });
         let raw = p.encode();
         assert_eq!(Properties::decode(&raw), Ok(p.clone()));
@@ -296,6 +300,32 @@ mod tests {
         p.blob_refs.add(3, 10);
         let raw = p.encode();
         assert_eq!(Properties::decode(&raw), Ok(p));
+    }
+
+    /// Version 3 allows a range-tombstone block or none; version 2 needs one and version 1
+    /// refuses one.
+    #[test]
+    fn versions_agree_with_the_range_tombstone_block() {
+        let handle = Some(BlockHandle { offset: 7, size: 9 });
+        for (version, ranges, ok) in [
+            (FORMAT_VERSION, None, true),
+            (FORMAT_VERSION, handle, true),
+            (FORMAT_VERSION_RANGES, handle, true),
+            (FORMAT_VERSION_RANGES, None, false),
+            (FORMAT_VERSION_PLAIN, None, true),
+            (FORMAT_VERSION_PLAIN, handle, false),
+        ] {
+            let p = Properties {
+                format_version: version,
+                range_tombstones: ranges,
+                ..sample()
+            };
+            assert_eq!(
+                Properties::decode(&p.encode()).is_ok(),
+                ok,
+                "v{version} {ranges:?}"
+            );
+        }
     }
 
     #[test]
@@ -359,7 +389,7 @@ mod tests {
             |p| std::mem::swap(&mut p.smallest, &mut p.largest),
             |p| p.smallest = vec![1, 2],
             |p| p.format_version = 2,
-            |p| p.format_version = 3,
+            |p| p.format_version = 4,
             |p| p.range_tombstones = Some(BlockHandle::default()),
             |p| {
                 p.format_version = 2;

@@ -22,7 +22,20 @@ fn rt(start: &[u8], end: &[u8], seqno: u64) -> RangeTombstone {
 }
 
 fn write(fs: &MemFs, points: &[(&[u8], u64)], tombstones: &[RangeTombstone]) -> TableMeta {
-    let mut w = Writer::create(fs, &path(), TableId(9), &TableOptions::default()).unwrap();
+    write_as(fs, points, tombstones, Layout::Local)
+}
+
+fn write_as(
+    fs: &MemFs,
+    points: &[(&[u8], u64)],
+    tombstones: &[RangeTombstone],
+    filter_layout: Layout,
+) -> TableMeta {
+    let options = TableOptions {
+        filter_layout,
+        ..TableOptions::default()
+    };
+    let mut w = Writer::create(fs, &path(), TableId(9), &options).unwrap();
     for (k, s) in points {
         let key = InternalKey::new(*k, SeqNo(*s), Kind::Put).encode().unwrap();
         w.add(&key, b"v").unwrap();
@@ -64,12 +77,25 @@ fn tombstones_round_trip_and_widen_the_claimed_range() {
     );
     assert_eq!(version, FORMAT_VERSION);
 
-    // Without tombstones the table stays version 1 and claims only its entries.
+    // Without tombstones the table claims only its entries; it is version 3 all the same.
     let fs = MemFs::new();
     let meta = write(&fs, &[(b"b", 3)], &[]);
     assert!(!meta.has_range_tombstones());
     let bytes = crate::fs::read_all(&fs, &path()).unwrap();
-    assert_eq!(bytes[bytes.len() - 16], 1);
+    assert_eq!(bytes[bytes.len() - 16], 3);
+
+    // With a spread filter, as earlier builds wrote: version 2 with tombstones, 1 without,
+    // and both read back.
+    for (tombstones, version) in [(vec![rt(b"a", b"c", 5)], 2), (vec![], 1)] {
+        let fs = MemFs::new();
+        write_as(&fs, &[(b"b", 3)], &tombstones, Layout::Spread);
+        let bytes = crate::fs::read_all(&fs, &path()).unwrap();
+        assert_eq!(bytes[bytes.len() - 16], version);
+        let reader = open(&fs).unwrap();
+        assert_eq!(reader.verify().unwrap(), 1);
+        assert!(reader.get(b"b", SeqNo(10)).unwrap().is_some());
+        assert!(reader.may_contain(b"b"));
+    }
 }
 
 #[test]

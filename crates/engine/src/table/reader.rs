@@ -252,7 +252,8 @@ impl Reader {
             None
         } else {
             let raw = read_block(file.as_ref(), path, footer.filter)?;
-            Some(Filter::decode(raw).map_err(|r| corrupt(path, footer.filter.offset, r))?)
+            let layout = super::filter_layout(footer.version);
+            Some(Filter::decode(raw, layout).map_err(|r| corrupt(path, footer.filter.offset, r))?)
         };
         let mut meta = properties.meta(id, file_len);
         meta.extend_for_range_tombstones(&range_tombstones);

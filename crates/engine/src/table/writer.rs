@@ -37,8 +37,8 @@ use super::footer::{BlockHandle, Footer};
 use super::properties::Properties;
 use super::range_block;
 use super::{
-    TableMeta, TableOptions, FORMAT_VERSION, FORMAT_VERSION_PLAIN, MAX_BLOCK_LEN,
-    MAX_INLINE_VALUE_LEN,
+    Layout, TableMeta, TableOptions, FORMAT_VERSION, FORMAT_VERSION_PLAIN, FORMAT_VERSION_RANGES,
+    MAX_BLOCK_LEN, MAX_INLINE_VALUE_LEN,
 };
 use crate::error::{Error, Result};
 use crate::files::TableId;
@@ -337,7 +337,7 @@ impl Writer {
             self.add_index_entry(&largest, handle);
         }
         let filter = match self.filter.take() {
-            Some(f) => self.write_block(&f.finish())?,
+            Some(f) => self.write_block(&f.finish(self.options.filter_layout))?,
             None => BlockHandle::default(),
         };
         let index_raw = self.index.finish();
@@ -357,10 +357,10 @@ impl Writer {
             largest,
             data_blocks: self.data_blocks,
             compression: self.options.compression,
-            format_version: if range_tombstones.is_some() {
-                FORMAT_VERSION
-            } else {
-                FORMAT_VERSION_PLAIN
+            format_version: match self.options.filter_layout {
+                Layout::Local => FORMAT_VERSION,
+                Layout::Spread if range_tombstones.is_some() => FORMAT_VERSION_RANGES,
+                Layout::Spread => FORMAT_VERSION_PLAIN,
             },
             expiring: self.expiring,
             earliest_expiry: self.earliest_expiry,
