@@ -182,7 +182,8 @@ fn refresh_tail(
 ///
 /// # Errors
 /// `InvalidArgument` for a store that is not a follower; the errors of a read-only open,
-/// after a few tries (`read_only::ATTEMPTS`). The view is left as it was.
+/// after the tries a read-only open makes (`read_only` invariant 4). The view is left as it
+/// was.
 pub(crate) fn refresh(inner: &Inner) -> Result<bool> {
     if !inner.follower {
         return Err(Error::invalid(
@@ -217,7 +218,7 @@ pub(crate) fn refresh(inner: &Inner) -> Result<bool> {
     // The tables are opened inside the retry, as a read-only open does: one the writer
     // deletes after the view was read (a compaction finishing) means the view is already
     // old, and the next try reads a newer one.
-    let view = retrying(|| {
+    let view = retrying(inner.fs.as_ref(), &inner.dir, || {
         let view = read_view(&inner.fs, &inner.dir, &inner.options, &inner.reads.blobs)?;
         for id in view.version.live_table_ids() {
             inner.reads.tables.get(id)?;

@@ -14,8 +14,11 @@
 //!    outlives its name.
 //! 4. A writer working during the open can make it see files that do not fit together (a
 //!    table or log file deleted after the manifest was read, a manifest replaced): the
-//!    open then starts over, up to [`ATTEMPTS`] times, and reports the last error if the
-//!    store never holds still that long.
+//!    open then starts over. It keeps starting over for up to [`RETRY_WINDOW`] while the
+//!    store is seen to move between tries (the manifest `CURRENT` names, or its length,
+//!    changed: a flush or a compaction ran), and gives up after [`ATTEMPTS`] tries that
+//!    failed on a store that did not move (a damaged store is reported in well under a
+//!    second), reporting the last error.
 //! 5. No background thread runs (but a follower's refresh thread, `db/follower.rs`);
 //!    writes, keyspace changes, flushes and compactions return `Error::ReadOnly`. The view
 //!    moves only by a follower's refresh; a plain read-only open reopens to see later
@@ -46,8 +49,14 @@ use crate::options::Options;
 use crate::version::{self, Manifest, Version};
 use crate::vlog;
 
-/// Opens tried before giving up on a store that keeps changing under the open.
+/// Failed tries on a store that did not move before an open gives up (invariant 4).
 pub(crate) const ATTEMPTS: u32 = 8;
+
+/// How long an open keeps starting over on a store that moves under it (invariant 4).
+pub(crate) const RETRY_WINDOW: Duration = Duration::from_secs(5);
+
+/// The longest pause between two tries.
+const PAUSE_MAX: Duration = Duration::from_millis(16);
 
 /// Opens the store in `dir` read-only; see the module documentation.
 ///
@@ -61,7 +70,7 @@ pub(crate) fn open(
     follower: bool,
 ) -> Result<Arc<Inner>> {
     let options = crate::budget::Budget::effective(options)?;
-    retrying(|| open_once(&fs, dir, &options, follower))
+    retrying(fs.as_ref(), dir, || open_once(&fs, dir, &options, follower))
 }
 
 fn no_store(dir: &Path, why: &str) -> Error {
@@ -239,19 +248,50 @@ fn open_once(
     Ok(inner)
 }
 
-/// Runs `read` until it succeeds, up to [`ATTEMPTS`] times (invariant 4).
-pub(super) fn retrying<T>(mut read: impl FnMut() -> Result<T>) -> Result<T> {
-    let mut attempt = 0;
+/// Runs `read` (a view of the store in `dir`) until it succeeds, as invariant 4 says.
+pub(super) fn retrying<T>(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    read: impl FnMut() -> Result<T>,
+) -> Result<T> {
+    retrying_within(RETRY_WINDOW, || store_mark(fs, dir), read)
+}
+
+/// Where the store stands, as far as a reader's view depends on it: the manifest `CURRENT`
+/// names and its length (`None` if they cannot be read).
+fn store_mark(fs: &dyn FileSystem, dir: &Path) -> Option<(u64, u64)> {
+    let id = current_manifest_id(fs, dir).ok()?;
+    let len = fs.file_len(&dir.join(FileType::Manifest.name(id))).ok()?;
+    Some((id, len))
+}
+
+/// [`retrying`] with its window and its mark of the store given.
+fn retrying_within<T, M: PartialEq>(
+    window: Duration,
+    mut mark: impl FnMut() -> M,
+    mut read: impl FnMut() -> Result<T>,
+) -> Result<T> {
+    let start = std::time::Instant::now();
+    let mut still = 0;
+    let mut pause = Duration::from_millis(1);
     loop {
-        attempt += 1;
+        let before = mark();
         match read() {
             Ok(v) => return Ok(v),
             Err(e @ (Error::InvalidArgument(_) | Error::UnsupportedVersion { .. })) => {
                 return Err(e)
             }
-            Err(e) if attempt >= ATTEMPTS => return Err(e),
-            Err(_) => std::thread::sleep(Duration::from_millis(2 << attempt)),
+            Err(e) => {
+                if mark() == before {
+                    still += 1;
+                }
+                if still >= ATTEMPTS || start.elapsed() >= window {
+                    return Err(e);
+                }
+            }
         }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(PAUSE_MAX);
     }
 }
 
@@ -286,6 +326,92 @@ mod tests {
             blob_file_size: 8 << 10,
             ..Options::default()
         }
+    }
+
+    fn damaged() -> Error {
+        Error::corruption(
+            crate::error::FileKind::Table,
+            Path::new("/db/1.sst"),
+            0,
+            crate::error::Reason::Truncated,
+        )
+    }
+
+    /// A store that moves between tries is tried again for as long as it moves, within
+    /// the window: far more than `ATTEMPTS` tries.
+    #[test]
+    fn a_store_that_keeps_moving_is_tried_until_a_try_succeeds() {
+        let mut moves = 0u64;
+        let mut tries = 0;
+        let got = retrying_within(
+            Duration::from_secs(30),
+            || {
+                moves += 1;
+                moves
+            },
+            || {
+                tries += 1;
+                if tries <= 3 * ATTEMPTS {
+                    Err(damaged())
+                } else {
+                    Ok(tries)
+                }
+            },
+        );
+        assert_eq!(got.unwrap(), 3 * ATTEMPTS + 1);
+    }
+
+    /// A store that does not move fails the same way on every try: the open gives up
+    /// after `ATTEMPTS` tries, quickly, with the error of the last one.
+    #[test]
+    fn a_store_that_holds_still_is_given_up_on_after_its_tries() {
+        let mut tries = 0;
+        let start = std::time::Instant::now();
+        let got: Result<()> = retrying_within(
+            Duration::from_secs(30),
+            || 7,
+            || {
+                tries += 1;
+                Err(damaged())
+            },
+        );
+        assert!(matches!(got, Err(Error::Corruption { .. })), "{got:?}");
+        assert_eq!(tries, ATTEMPTS);
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    /// A store that moves on every try is given up on once the window has passed; a
+    /// store that is not one is refused at once.
+    #[test]
+    fn a_store_that_never_holds_still_is_given_up_on_after_the_window() {
+        let mut moves = 0u64;
+        let start = std::time::Instant::now();
+        let got: Result<()> = retrying_within(
+            Duration::from_millis(100),
+            || {
+                moves += 1;
+                moves
+            },
+            || Err(damaged()),
+        );
+        assert!(matches!(got, Err(Error::Corruption { .. })), "{got:?}");
+        assert!(start.elapsed() >= Duration::from_millis(100));
+        assert!(moves > 2 * u64::from(ATTEMPTS), "{moves} marks taken");
+        let mut tries = 0;
+        let got: Result<()> = retrying_within(
+            Duration::from_secs(30),
+            || 0,
+            || {
+                tries += 1;
+                Err(Error::invalid("no store"))
+            },
+        );
+        assert!(matches!(got, Err(Error::InvalidArgument(_))));
+        assert_eq!(tries, 1);
     }
 
     /// Tables on several levels, blob files listed and unlisted, writes only in the log,
