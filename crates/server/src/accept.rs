@@ -15,7 +15,7 @@
 //! 3. drops its channels to the loops and wakes them, so they may stop;
 //! 4. goes on driving the TLS refusals it holds (refused for `max_clients` before, or at
 //!    step 1) until each is told and closed, its own deadline passes, or
-//!    `event_loop::SHUTDOWN_GRACE` has passed since it saw the shutdown; then it closes
+//!    `Config::shutdown_grace` has passed since it saw the shutdown; then it closes
 //!    the rest and ends. A refusal thus holds a shutdown up no longer than the grace a
 //!    connected client's replies get, so the shutdown's bound is unchanged.
 //!
@@ -34,7 +34,7 @@ use mio::net::{TcpListener, UnixListener};
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 
 use crate::error::{Error, Result};
-use crate::event_loop::{Incoming, SHUTDOWN_GRACE};
+use crate::event_loop::Incoming;
 use crate::refusal::Refusals;
 use crate::shared::Shared;
 use crate::stream::{Stream, TlsStream};
@@ -129,7 +129,7 @@ pub(crate) fn run(shared: &Shared, mut poll: Poll, listeners: Listeners, loops: 
         drop(door);
         let _ = waker.wake();
     }
-    let grace_end = Instant::now() + SHUTDOWN_GRACE;
+    let grace_end = Instant::now() + acceptor.shared.config.shutdown_grace;
     loop {
         let now = Instant::now();
         let registry = poll.registry();

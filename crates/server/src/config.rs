@@ -12,8 +12,8 @@ use crate::users::Users;
 
 /// A server's configuration. [`Config::default`] listens on 127.0.0.1:6379 only, with no
 /// password, 16 databases, 10,000 clients at most and no idle timeout (as Redis), and `sync`
-/// durability.
-#[derive(Debug, Clone)]
+/// durability. Its `Debug` output never shows the password.
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct Config {
     /// Address to listen on (loopback unless told otherwise).
@@ -50,6 +50,34 @@ pub struct Config {
     /// Event-loop threads (0: one per CPU). Each serves its share of the clients and
     /// commits their plain writes together, once per turn.
     pub threads: usize,
+    /// How long a shutdown waits for replies still queued to clients, and tells clients
+    /// it refuses why, before it closes them (default 1 s).
+    pub shutdown_grace: Duration,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("bind", &self.bind)
+            .field("port", &self.port)
+            .field("unix_socket", &self.unix_socket)
+            .field(
+                "requirepass",
+                &self.requirepass.as_ref().map(|_| "<set, not shown>"),
+            )
+            .field("users", &self.users)
+            .field("users_file", &self.users_file)
+            .field("max_clients", &self.max_clients)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("databases", &self.databases)
+            .field("durability", &self.durability)
+            .field("tls", &self.tls)
+            .field("metrics_addr", &self.metrics_addr)
+            .field("limits", &self.limits)
+            .field("threads", &self.threads)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .finish()
+    }
 }
 
 impl Default for Config {
@@ -69,6 +97,7 @@ impl Default for Config {
             metrics_addr: None,
             limits: Limits::default(),
             threads: 0,
+            shutdown_grace: Duration::from_secs(1),
         }
     }
 }
@@ -76,4 +105,23 @@ impl Default for Config {
 /// The keyspace holding database `index`.
 pub(crate) fn keyspace_name(index: usize) -> String {
     format!("db{index}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_never_shows_the_password() {
+        let config = Config {
+            requirepass: Some("hunter2-secret".into()),
+            ..Config::default()
+        };
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("hunter2-secret"), "{shown}");
+        assert!(
+            shown.contains("requirepass: Some(\"<set, not shown>\")"),
+            "{shown}"
+        );
+    }
 }

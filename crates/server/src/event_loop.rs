@@ -19,7 +19,7 @@
 //! only when it closes, which it does only with nothing in flight (`conn.rs`), so a
 //! worker's answer and a batched reply always reach the connection they belong to. At
 //! shutdown the loop reads no more input, finishes what it holds and writes the replies
-//! for [`SHUTDOWN_GRACE`] at most; then it closes every connection as soon as nothing of
+//! for `Config::shutdown_grace` (1 s by default) at most; then it closes every connection as soon as nothing of
 //! it is in flight (a parked one once its worker answers), whatever it has left unwritten,
 //! so a client that does not read holds the shutdown up that long only. It exits once it
 //! has no connection left and the acceptor has stopped.
@@ -41,10 +41,6 @@ pub(crate) const WAKER: Token = Token(usize::MAX);
 
 /// How often timeouts are checked, and the longest a loop sleeps.
 const TICK: Duration = Duration::from_millis(100);
-/// How long after a shutdown began the replies already made may take to be written;
-/// then every connection closes (module docs).
-pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
-
 /// A connection the acceptor admitted, on its way to a loop.
 pub(crate) struct Incoming {
     pub(crate) id: u64,
@@ -204,7 +200,7 @@ pub(crate) fn run(shared: &Arc<Shared>, lp: Loop) {
         }
         if !stopping && shared.stopping() {
             stopping = true;
-            grace_end = Some(Instant::now() + SHUTDOWN_GRACE);
+            grace_end = Some(Instant::now() + shared.config.shutdown_grace);
             for i in 0..slots.conns.len() {
                 if let Some(c) = slots.get(i) {
                     c.input_closed = true;

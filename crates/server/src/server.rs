@@ -32,7 +32,7 @@
 //! 3. each loop reads no more input, runs the complete requests it has read (waiting
 //!    for its workers' answers), commits, writes the replies and closes each client,
 //!    then stops once it has none left; replies still unwritten after
-//!    `event_loop::SHUTDOWN_GRACE` (1 s in all; a client that does not read) are
+//!    `Config::shutdown_grace` (1 s by default, in all; a client that does not read) are
 //!    dropped with their connection;
 //! 4. [`Server::wait`] joins the loops and the workers, syncs the log and closes the
 //!    store.

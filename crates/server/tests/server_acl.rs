@@ -123,8 +123,9 @@ fn password_rules() {
         .contains("$user bob off resetchannels -@all"));
     // No password is ever shown in clear.
     let list = admin.call(&["ACL", "LIST"]);
+    // (None of them can be part of a hex hash: each has a letter past `f`.)
     for secret in ["one", "two", "three", "four", "adminpw"] {
-        assert!(!list.contains(&format!(" {secret}")), "{list}");
+        assert!(!list.contains(secret), "{list}");
     }
     srv.shutdown();
 }
@@ -342,7 +343,18 @@ fn save_then_restart_keeps_the_users_and_load_rereads_the_file() {
     );
     assert_eq!(admin.call(&["ACL", "SETUSER", "ghost"]), "+OK");
     let list = admin.call(&["ACL", "LIST"]);
+    // A stale temporary file, here a link to a file others may read, is replaced, not
+    // written through; the saved file keeps the old one's owner and group bits only.
+    use std::os::unix::fs::PermissionsExt;
+    let dir = path.parent().unwrap();
+    let elsewhere = dir.join("elsewhere");
+    std::fs::write(&elsewhere, "untouched").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, dir.join(".users.acl.tmp")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
     assert_eq!(admin.call(&["ACL", "SAVE"]), "+OK");
+    assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "untouched");
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o640, "{mode:o}");
     let text = std::fs::read_to_string(&path).unwrap();
     let rules: String = text.lines().filter(|l| !l.starts_with('#')).collect();
     for secret in ["one", "two", "letmein", "adminpw"] {
@@ -438,5 +450,55 @@ fn without_a_users_file_save_and_load_are_refused_and_default_can_be_locked() {
     assert!(open
         .call(&["AUTH", "x"])
         .starts_with("-ERR AUTH <password> called without any password configured"));
+    srv.shutdown();
+}
+
+/// ACL changes take effect when they run, and a transaction may run its commands again
+/// (a conflict) or not at all (a watched key changed): ACL is refused inside MULTI, and
+/// the transaction with it is aborted.
+#[test]
+fn acl_is_refused_inside_a_transaction() {
+    let (srv, mut admin, _) = with_users_file("");
+    assert_eq!(admin.call(&["MULTI"]), "+OK");
+    assert_eq!(
+        admin.call(&["ACL", "SETUSER", "bob", "on", ">pw"]),
+        "-ERR Command not allowed inside a transaction"
+    );
+    assert_eq!(admin.call(&["SET", "k", "v"]), "+QUEUED");
+    assert!(admin.call(&["EXEC"]).starts_with("-EXECABORT"));
+    assert_eq!(admin.call(&["ACL", "USERS"]), "*[$admin,$default]");
+    assert_eq!(admin.call(&["GET", "k"]), "$nil");
+    srv.shutdown();
+}
+
+/// `-@admin` covers the admin subcommands of commands that are not admin as a whole
+/// (CONFIG, CLIENT LIST), as in Redis; a client's own connection commands stay allowed.
+#[test]
+fn minus_admin_refuses_config_and_client_list() {
+    let (srv, mut admin, _) = with_users_file("");
+    assert_eq!(
+        admin.call(&["ACL", "SETUSER", "bob", "on", ">pw", "~*", "&*", "+@all", "-@admin"]),
+        "+OK"
+    );
+    let (mut bob, reply) = auth(&srv, "bob", "pw");
+    assert_eq!(reply, "+OK");
+    for cmd in [
+        &["CONFIG", "GET", "save"][..],
+        &["CONFIG", "RESETSTAT"],
+        &["CLIENT", "LIST"],
+        &["ACL", "LIST"],
+    ] {
+        let reply = bob.call(cmd);
+        assert!(reply.starts_with("-NOPERM"), "{cmd:?}: {reply}");
+    }
+    assert!(bob.call(&["CLIENT", "ID"]).starts_with(':'));
+    assert_eq!(bob.call(&["ACL", "WHOAMI"]), "$bob");
+    assert_eq!(bob.call(&["SET", "k", "v"]), "+OK");
+    let config = admin.call(&["CONFIG", "GET", "save"]);
+    assert!(
+        config.starts_with('%') || config.starts_with('*'),
+        "{config}"
+    );
+    assert!(admin.call(&["CLIENT", "LIST"]).starts_with('$'));
     srv.shutdown();
 }

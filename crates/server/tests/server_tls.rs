@@ -188,9 +188,22 @@ fn one_client_admitted() -> (
     tempfile::TempDir,
     rustls::StreamOwned<rustls::ClientConnection, TcpStream>,
 ) {
+    one_client_admitted_with(Duration::from_secs(1))
+}
+
+/// As [`one_client_admitted`], with a shutdown grace of `grace`.
+fn one_client_admitted_with(
+    grace: Duration,
+) -> (
+    common::Running,
+    rcgen::CertifiedKey,
+    tempfile::TempDir,
+    rustls::StreamOwned<rustls::ClientConnection, TcpStream>,
+) {
     let (srv, certified, files) = start_tls(|c| {
         c.max_clients = 1;
         c.threads = 1;
+        c.shutdown_grace = grace;
     });
     let tls_addr = srv.tls_addr.unwrap();
     let mut first = connect_tls(&certified, tls_addr);
@@ -343,7 +356,8 @@ fn wait_rejected(first: &mut (impl Read + Write), count: usize) {
 /// holds, within the shutdown's grace: the client reads its error over TLS.
 #[test]
 fn a_refused_tls_client_still_handshaking_at_shutdown_reads_the_error() {
-    let (srv, certified, _files, mut first) = one_client_admitted();
+    // A long grace, so a slow handshake on a loaded machine still falls within it.
+    let (srv, certified, _files, mut first) = one_client_admitted_with(Duration::from_secs(20));
     let tls_addr = srv.tls_addr.unwrap();
     // Refused at accept; its handshake has not begun.
     let waiting = TcpStream::connect(tls_addr).unwrap();

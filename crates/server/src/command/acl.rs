@@ -39,11 +39,8 @@ pub(crate) fn acl(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
             "ERR wrong number of arguments for 'acl|{name}' command"
         )));
     }
-    if name != "whoami" && !ctx.session.user.may_run(false, true) {
-        return Err(errors::no_permission(
-            &ctx.session.user.name,
-            &format!("acl|{name}"),
-        ));
+    if name != "whoami" {
+        errors::require_admin(ctx, &format!("acl|{name}"))?;
     }
     let registry = &ctx.shared.users;
     match name.as_str() {

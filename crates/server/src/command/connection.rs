@@ -56,10 +56,12 @@ pub(crate) fn select(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
 /// Checks `user`/`password` against the users, and makes the connection act as that
 /// user.
 fn check(ctx: &mut Ctx<'_>, user: &[u8], password: &[u8]) -> Result<(), Reply> {
+    // Hashed before the lock: a password may be as long as a bulk string.
+    let given = crate::users::hash(password);
     let found = {
         let users = ctx.shared.users.read();
         let found = users
-            .check(user, password)
+            .check_hash(user, &given)
             .map(|u| (u, ctx.shared.users.version()));
         found.ok_or_else(errors::wrong_pass)?
     };
@@ -196,9 +198,13 @@ pub(crate) fn client(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
             Ok(Reply::Ok)
         }
         ("info", []) => Ok(Reply::Bulk(describe(ctx).into_bytes())),
-        ("list", _) => Ok(Reply::Bulk(
-            ctx.shared.client_list(ctx.session).into_bytes(),
-        )),
+        ("list", _) => {
+            // `@admin` in Redis: it shows every client's address and name.
+            errors::require_admin(ctx, "client|list")?;
+            Ok(Reply::Bulk(
+                ctx.shared.client_list(ctx.session).into_bytes(),
+            ))
+        }
         ("no-evict" | "no-touch", [_]) => Ok(Reply::Ok),
         ("id" | "getname" | "setname" | "setinfo" | "info", _) => Err(wrong()),
         _ => Err(errors::unknown_subcommand(sub, "client")),

@@ -29,6 +29,16 @@ pub(crate) fn no_auth() -> Reply {
     Reply::error("NOAUTH Authentication required.")
 }
 
+/// Refuses a subcommand in Redis's `@admin` category (`name`: `config|get`, ...) to a user
+/// without admin rights, as the dispatcher refuses whole commands flagged `admin`.
+pub(crate) fn require_admin(ctx: &super::Ctx<'_>, name: &str) -> Result<(), Reply> {
+    if ctx.session.user.may_run(false, true) {
+        Ok(())
+    } else {
+        Err(no_permission(&ctx.session.user.name, name))
+    }
+}
+
 /// A user refused a command (`name`: its lower-case name, `acl|list` for a subcommand).
 pub(crate) fn no_permission(user: &str, name: &str) -> Reply {
     Reply::error(format!(

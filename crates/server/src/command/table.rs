@@ -451,7 +451,7 @@ pub(crate) static COMMANDS: &[Spec] = &[
     spec!(
         "acl",
         -2,
-        "",
+        "no_multi",
         NONE,
         "server",
         "A container for Access List Control commands (WHOAMI, LIST, USERS, GETUSER, SETUSER, DELUSER, SAVE, LOAD).",

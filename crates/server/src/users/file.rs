@@ -30,7 +30,7 @@
 //! or the new one, whole.
 
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -112,10 +112,15 @@ pub(crate) fn text(users: &Users) -> String {
 }
 
 /// Replaces the file at `path` with `text`, atomically (module docs). The new file keeps
-/// the old one's permissions (without one: readable by its owner only).
+/// the old one's owner and group permissions, never any for others (without an old one:
+/// readable by its owner only). The temporary file is made anew (a stale one, or a link
+/// planted in its place, is removed first, and creation refuses to follow one), so its
+/// permissions are the ones set here.
 ///
 /// # Errors
-/// `Io` naming the step that failed; the file at `path` is then unchanged.
+/// `Io` naming the step that failed. A failure before the rename leaves the file at
+/// `path` unchanged; a failed fsync of the directory after it leaves the new file in
+/// place, perhaps not yet durable.
 pub(crate) fn save(path: &Path, text: &str) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -128,18 +133,22 @@ pub(crate) fn save(path: &Path, text: &str) -> Result<()> {
         move |e| Error::io(op, e)
     };
     let written = (|| {
-        // Readable by its owner only, unless the users file it replaces says otherwise.
+        match std::fs::remove_file(&tmp) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io("remove the stale")(e)),
+        }
+        // Owner and group bits of the file it replaces, none for others; without one,
+        // readable by its owner only. O_EXCL: never opened through a link.
+        let mode = std::fs::metadata(path).map_or(0o600, |m| m.permissions().mode() & 0o660);
         let mut f = std::fs::OpenOptions::new()
             .write(true)
-            .create(true)
-            .truncate(true)
+            .create_new(true)
             .mode(0o600)
             .open(&tmp)
             .map_err(io("create"))?;
-        if let Ok(meta) = std::fs::metadata(path) {
-            f.set_permissions(meta.permissions())
-                .map_err(io("set the permissions of"))?;
-        }
+        f.set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(io("set the permissions of"))?;
         f.write_all(text.as_bytes()).map_err(io("write"))?;
         f.sync_all().map_err(io("fsync"))?;
         std::fs::rename(&tmp, path).map_err(io("rename"))

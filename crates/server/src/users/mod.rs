@@ -236,8 +236,15 @@ impl Users {
 
     /// The user `name` if it is on and `password` is one of its passwords (or it is
     /// `nopass`); see the module docs on timing.
+    #[cfg(test)]
     pub(crate) fn check(&self, name: &[u8], password: &[u8]) -> Option<Arc<User>> {
-        let given = hash(password);
+        self.check_hash(name, &hash(password))
+    }
+
+    /// As [`Users::check`], given the password's hash (`hash(password)`): the caller hashes
+    /// before it takes the users' lock, so a long password holds no lock while it hashes.
+    pub(crate) fn check_hash(&self, name: &[u8], given: &Hash) -> Option<Arc<User>> {
+        let given = *given;
         let user = std::str::from_utf8(name).ok().and_then(|n| self.find(n));
         let mut equal = false;
         match user.map(|u| u.hashes.as_slice()) {

@@ -102,20 +102,28 @@ impl Registry {
             return Err(SetError::Name(why));
         }
         let name = String::from_utf8_lossy(name).into_owned();
-        let mut users = self.users.write();
-        let mut user = match users.find(&name) {
-            Some(u) => (**u).clone(),
-            None => User::blank(name),
-        };
-        for rule in rule_list {
-            rules::apply(&mut user, rule).map_err(SetError::Rule)?;
+        loop {
+            // The rules (which hash passwords) apply to a copy, with no lock held; the
+            // result goes in only if no change came in between, else it is made again.
+            let (base, seen) = {
+                let users = self.users.read();
+                (users.find(&name).map(|u| (**u).clone()), self.version())
+            };
+            let mut user = base.unwrap_or_else(|| User::blank(name.clone()));
+            for rule in rule_list {
+                rules::apply(&mut user, rule).map_err(SetError::Rule)?;
+            }
+            let mut users = self.users.write();
+            if self.version() != seen {
+                continue;
+            }
+            if user.id == 0 {
+                user.id = self.next_id();
+            }
+            users.insert(user);
+            self.bump();
+            return Ok(());
         }
-        if user.id == 0 {
-            user.id = self.next_id();
-        }
-        users.insert(user);
-        self.bump();
-        Ok(())
     }
 
     /// ACL DELUSER: deletes the users named (never `default`); the number deleted.
