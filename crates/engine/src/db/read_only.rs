@@ -15,8 +15,8 @@
 //! 4. A writer working during the open can make it see files that do not fit together (a
 //!    table or log file deleted after the manifest was read, a manifest replaced): the
 //!    open then starts over. It keeps starting over for up to [`RETRY_WINDOW`] while the
-//!    store is seen to move between tries (the manifest `CURRENT` names, or its length,
-//!    changed: a flush or a compaction ran), and gives up after [`ATTEMPTS`] tries that
+//!    store is seen to move between failed tries (the manifest `CURRENT` names, or its
+//!    length, changed: a flush or a compaction ran), and gives up after [`ATTEMPTS`] tries that
 //!    failed on a store that did not move (a damaged store is reported in well under a
 //!    second), reporting the last error.
 //! 5. No background thread runs (but a follower's refresh thread, `db/follower.rs`);
@@ -274,17 +274,22 @@ fn retrying_within<T, M: PartialEq>(
     let start = std::time::Instant::now();
     let mut still = 0;
     let mut pause = Duration::from_millis(1);
+    // The mark after the last failed try: taken only once a try fails, so a first try
+    // that succeeds reads nothing more. The first failure counts as one on a store that
+    // did not move.
+    let mut last: Option<M> = None;
     loop {
-        let before = mark();
         match read() {
             Ok(v) => return Ok(v),
             Err(e @ (Error::InvalidArgument(_) | Error::UnsupportedVersion { .. })) => {
                 return Err(e)
             }
             Err(e) => {
-                if mark() == before {
+                let now = mark();
+                if last.as_ref().is_none_or(|l| *l == now) {
                     still += 1;
                 }
+                last = Some(now);
                 if still >= ATTEMPTS || start.elapsed() >= window {
                     return Err(e);
                 }
@@ -391,7 +396,7 @@ mod tests {
         let mut moves = 0u64;
         let start = std::time::Instant::now();
         let got: Result<()> = retrying_within(
-            Duration::from_millis(100),
+            Duration::from_millis(400),
             || {
                 moves += 1;
                 moves
@@ -399,7 +404,7 @@ mod tests {
             || Err(damaged()),
         );
         assert!(matches!(got, Err(Error::Corruption { .. })), "{got:?}");
-        assert!(start.elapsed() >= Duration::from_millis(100));
+        assert!(start.elapsed() >= Duration::from_millis(400));
         assert!(moves > 2 * u64::from(ATTEMPTS), "{moves} marks taken");
         let mut tries = 0;
         let got: Result<()> = retrying_within(

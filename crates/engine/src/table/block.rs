@@ -46,7 +46,7 @@ use std::ops::Deref;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::fences::Guide;
+use super::fences::{Guide, RestartKeys};
 use crate::coding::{get_u32_le, put_vlq, Cursor as ByteCursor};
 use crate::cursor::Cursor;
 use crate::error::{Error, FileKind, Reason, Result};
@@ -287,6 +287,16 @@ impl Block {
 
     fn bytes(&self, (start, len): (usize, usize)) -> &[u8] {
         self.data.get(start..start + len).unwrap_or(&[])
+    }
+}
+
+impl RestartKeys for Block {
+    fn restart_count(&self) -> usize {
+        Block::restart_count(self)
+    }
+
+    fn restart_key_at(&self, i: usize) -> std::result::Result<&[u8], Reason> {
+        Block::restart_key_at(self, i)
     }
 }
 

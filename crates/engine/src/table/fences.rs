@@ -22,9 +22,21 @@
 //!
 //! Thread-safety: immutable after [`Fences::build`]; `Send + Sync`.
 
-use super::block::Block;
 use crate::error::Reason;
 use crate::key::split_encoded;
+
+/// What fences are built from: a block's restart points and the full key at each
+/// (`block::Block` is one), so this module needs nothing else of a block.
+pub(crate) trait RestartKeys {
+    /// Restart points (at least 1).
+    fn restart_count(&self) -> usize;
+
+    /// The full key stored at restart point `i`.
+    ///
+    /// # Errors
+    /// The block's own decoding errors, for a restart entry that does not decode.
+    fn restart_key_at(&self, i: usize) -> Result<&[u8], Reason>;
+}
 
 /// The user-key part of an encoded key, as `compare_encoded` splits it.
 fn user_part(encoded: &[u8]) -> &[u8] {
@@ -53,7 +65,7 @@ impl Fences {
     ///
     /// # Errors
     /// The block's own decoding errors, for a restart entry that does not decode.
-    pub(crate) fn build(block: &Block) -> Result<Fences, Reason> {
+    pub(crate) fn build(block: &impl RestartKeys) -> Result<Fences, Reason> {
         let count = block.restart_count();
         let first = user_part(block.restart_key_at(0)?).to_vec();
         let last = user_part(block.restart_key_at(count.saturating_sub(1))?);
@@ -133,7 +145,7 @@ impl Guide {
     ///
     /// # Errors
     /// The block's own decoding errors, for a restart entry that does not decode.
-    pub(crate) fn build(block: &Block) -> Result<Option<Guide>, Reason> {
+    pub(crate) fn build(block: &impl RestartKeys) -> Result<Option<Guide>, Reason> {
         let count = block.restart_count();
         if count > GUIDE_MAX {
             return Ok(None);

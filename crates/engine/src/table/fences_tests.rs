@@ -12,7 +12,16 @@ use proptest::prelude::*;
 use super::*;
 use crate::cursor::Cursor;
 use crate::key::{seek_key, InternalKey, Kind, SeqNo};
-use crate::table::block::{BlockBuilder, BlockCursor};
+use crate::table::block::{Block, BlockBuilder, BlockCursor};
+
+/// Keys shorter than `max` bytes from a four-letter alphabet that includes the fences'
+/// padding value (0): prefixes of each other and equal fences are common.
+fn tiny_key(max: usize) -> impl Strategy<Value = Vec<u8>> {
+    prop::collection::vec(
+        prop_oneof![Just(0u8), Just(1u8), Just(b'a'), Just(0xffu8)],
+        0..max,
+    )
+}
 
 fn ik(user: &[u8], seqno: u64) -> Vec<u8> {
     InternalKey::new(user, SeqNo(seqno), Kind::Put)
@@ -148,9 +157,9 @@ proptest! {
     /// target (keys drawn from a small alphabet so prefixes and equal fences are common).
     #[test]
     fn fenced_seeks_agree_with_plain_seeks(
-        mut keys in prop::collection::vec(prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(b'a'), Just(0xffu8)], 0..12), 1..200),
+        mut keys in prop::collection::vec(tiny_key(12), 1..200),
         interval in 1usize..20,
-        targets in prop::collection::vec((prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(b'a'), Just(0xffu8)], 0..13), 0u64..300), 1..50),
+        targets in prop::collection::vec((tiny_key(13), 0u64..300), 1..50),
     ) {
         keys.sort();
         keys.dedup();
@@ -177,9 +186,9 @@ proptest! {
     #[test]
     fn guided_seeks_agree_with_plain_seeks(
         prefix_len in 0usize..30,
-        mut suffixes in prop::collection::vec(prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(b'a'), Just(0xffu8)], 0..8), 1..80),
+        mut suffixes in prop::collection::vec(tiny_key(8), 1..80),
         interval in 1usize..6,
-        targets in prop::collection::vec((prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(b'a'), Just(0xffu8)], 0..9), 0u64..300, any::<bool>()), 1..40),
+        targets in prop::collection::vec((tiny_key(9), 0u64..300, any::<bool>()), 1..40),
     ) {
         let prefix = vec![b'p'; prefix_len];
         suffixes.sort();
@@ -204,8 +213,8 @@ proptest! {
     #[test]
     fn first_at_or_after_counts_the_entries_below_the_target(
         prefix_len in 0usize..12,
-        mut suffixes in prop::collection::vec(prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(b'a'), Just(0xffu8)], 0..10), 1..120),
-        targets in prop::collection::vec((prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(b'a'), Just(0xffu8)], 0..11), 0u64..300, any::<bool>()), 1..40),
+        mut suffixes in prop::collection::vec(tiny_key(10), 1..120),
+        targets in prop::collection::vec((tiny_key(11), 0u64..300, any::<bool>()), 1..40),
     ) {
         let prefix = vec![b'p'; prefix_len];
         suffixes.sort();

@@ -247,7 +247,7 @@ impl Reader {
         let index =
             Arc::new(Block::decode(raw).map_err(|r| corrupt(path, footer.index.offset, r))?);
         let index_fences =
-            Fences::build(&index).map_err(|r| corrupt(path, footer.index.offset, r))?;
+            Fences::build(&*index).map_err(|r| corrupt(path, footer.index.offset, r))?;
         let filter = if footer.filter.size == 0 {
             None
         } else {

@@ -107,10 +107,7 @@ fn apply_password(user: &mut User, rule: &[u8]) -> Result<(), RuleError> {
     let (op, password) = rule.split_first().unwrap_or((&b'>', &[]));
     let h = hash(password);
     if *op == b'>' {
-        if !user.hashes.contains(&h) {
-            user.hashes.push(h);
-        }
-        user.nopass = false;
+        add(user, h);
         return Ok(());
     }
     remove(user, &h, rule)
@@ -130,13 +127,18 @@ fn apply_hash(user: &mut User, rule: &[u8]) -> Result<(), RuleError> {
         });
     };
     if *op == b'#' {
-        if !user.hashes.contains(&h) {
-            user.hashes.push(h);
-        }
-        user.nopass = false;
+        add(user, h);
         return Ok(());
     }
     remove(user, &h, rule)
+}
+
+/// Adds a password's hash (once); the user is no longer `nopass`.
+fn add(user: &mut User, h: [u8; 32]) {
+    if !user.hashes.contains(&h) {
+        user.hashes.push(h);
+    }
+    user.nopass = false;
 }
 
 fn remove(user: &mut User, h: &[u8; 32], rule: &[u8]) -> Result<(), RuleError> {
