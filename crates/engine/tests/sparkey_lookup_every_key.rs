@@ -1,4 +1,5 @@
-//! Every key written is found again, for each compression and several block sizes.
+//! Every key written is found again, one at a time and in batches, for each compression
+//! and several block sizes.
 //!
 //! Regression: a refactor of the index builder dropped the displacement increment of
 //! Robin Hood insertion, so an entry that passed a richer slot was stored where lookups
@@ -59,6 +60,36 @@ fn check(compression: Compression, block_size: u32, n: u64) {
             );
             assert_eq!(out, format!("value_{i}").as_bytes());
         }
+        // The batched path, with absent keys between present ones: its prefetching walks
+        // the same probe paths ahead of each lookup.
+        let keys: Vec<Vec<u8>> = (0..n)
+            .flat_map(|i| [format!("key_{i}"), format!("absent_{i}")])
+            .map(String::into_bytes)
+            .collect();
+        let mut seen = 0usize;
+        r.get_many(&keys, |j, v| {
+            assert_eq!(j, seen, "get_many answers in order");
+            seen += 1;
+            let want = (j % 2 == 0).then(|| format!("value_{}", j / 2).into_bytes());
+            assert_eq!(
+                v.map(<[u8]>::to_vec),
+                want,
+                "{compression:?}/{block_size}: key {j}"
+            );
+        })
+        .unwrap();
+        assert_eq!(seen, keys.len());
+        // `get_many_while` stops after the call that returns false.
+        let stop = keys.len() / 3;
+        let mut calls = 0usize;
+        let passed = r
+            .get_many_while(&keys, |j, _| {
+                calls += 1;
+                j != stop
+            })
+            .unwrap();
+        assert_eq!((passed, calls), (stop + 1, stop + 1));
+        assert_eq!(r.get_many_while(&keys, |_, _| true).unwrap(), keys.len());
         assert_eq!(r.iter().count() as u64, n);
     }
 }

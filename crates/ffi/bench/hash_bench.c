@@ -10,6 +10,9 @@
  *                                             cairn_hash_reader_get_many (which overlaps the
  *                                             batch's memory misses; each value is a malloc'ed
  *                                             copy, freed in the loop)
+ *   hash_bench readmanyinto FILE.spl N LOOKUPS  the same batches through
+ *                                             cairn_hash_reader_get_many_into, which packs
+ *                                             the values into one reused buffer
  *
  * Same keys, values, lookup order and output lines as sparkey_bench.c. With
  * CAIRN_BENCH_BLOCK_CACHE=BYTES in the environment, readers open with that cache of decoded
@@ -182,6 +185,46 @@ static int read_many(const char *log, unsigned long long n, unsigned long long l
     return 0;
 }
 
+static int read_many_into(const char *log, unsigned long long n, unsigned long long lookups) {
+    char spi[4096], want[VALUE_LEN];
+    static char keys[BATCH][32];
+    static char packed[BATCH * VALUE_LEN];
+    const char *key_ptrs[BATCH];
+    size_t key_lens[BATCH], offsets[BATCH], value_lens[BATCH];
+    unsigned long long index[BATCH];
+    index_name(spi, sizeof spi, log);
+    cairn_hash_reader_t *r = open_reader(spi, log);
+    unsigned long long x = 88172645463325252ULL, bad = 0;
+    stamp t0 = now();
+    for (unsigned long long q = 0; q < lookups; q += BATCH) {
+        size_t count = lookups - q < BATCH ? (size_t)(lookups - q) : BATCH;
+        for (size_t k = 0; k < count; k++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            index[k] = x % n;
+            key_lens[k] = (size_t)make_key(keys[k], index[k]);
+            key_ptrs[k] = keys[k];
+        }
+        size_t found = 0, done = 0;
+        TRY("get_many_into", cairn_hash_reader_get_many_into(r, key_ptrs, key_lens, count, packed,
+                                                             sizeof packed, offsets, value_lens,
+                                                             &found, &done, &err));
+        bad += count - found;
+        if (offsets[0] != CAIRN_HASH_ABSENT) {
+            make_value(want, index[0]);
+            if (value_lens[0] != VALUE_LEN || memcmp(packed + offsets[0], want, VALUE_LEN) != 0) bad++;
+        }
+    }
+    report("get_many", lookups, t0);
+    cairn_hash_reader_destroy(r);
+    if (bad) {
+        fprintf(stderr, "%llu lookups missed or returned a wrong value\n", bad);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc == 5 && strcmp(argv[1], "write") == 0)
         return write_files(argv[2], strtoull(argv[3], NULL, 10), argv[4]);
@@ -189,7 +232,11 @@ int main(int argc, char **argv) {
         return read_files(argv[2], strtoull(argv[3], NULL, 10), strtoull(argv[4], NULL, 10));
     if (argc == 5 && strcmp(argv[1], "readmany") == 0)
         return read_many(argv[2], strtoull(argv[3], NULL, 10), strtoull(argv[4], NULL, 10));
-    fprintf(stderr, "usage: %s write FILE.spl N none|snappy | read|readmany FILE.spl N LOOKUPS\n",
+    if (argc == 5 && strcmp(argv[1], "readmanyinto") == 0)
+        return read_many_into(argv[2], strtoull(argv[3], NULL, 10), strtoull(argv[4], NULL, 10));
+    fprintf(stderr,
+            "usage: %s write FILE.spl N none|snappy | read|readmany|readmanyinto FILE.spl N "
+            "LOOKUPS\n",
             argv[0]);
     return 2;
 }

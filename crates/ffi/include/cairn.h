@@ -60,6 +60,11 @@
 #define CAIRN_HASH_DELETE 1
 
 /*
+ The `value_offsets[i]` that `cairn_hash_reader_get_many_into` gives an absent key.
+ */
+#define CAIRN_HASH_ABSENT (size_t)~0
+
+/*
  Log compression `CAIRN_HASH_COMPRESSION_NONE` (Sparkey's code 0).
  */
 #define CAIRN_HASH_COMPRESSION_NONE 0
@@ -825,6 +830,39 @@ cairn_status_t cairn_hash_reader_get_many(const cairn_hash_reader_t *r,
                                           size_t *value_lens,
                                           size_t *found,
                                           char **errptr);
+
+/*
+ Looks up `count` keys at once as `cairn_hash_reader_get_many` does, but copies the
+ values one after another into the caller's buffer `buf` of `buf_len` bytes, with no
+ allocation per value: the value of `keys[i]` is the `value_lens[i]` bytes at
+ `buf + value_offsets[i]`, and an absent key gets `value_offsets[i] ==
+ CAIRN_HASH_ABSENT` and `value_lens[i] == 0`.
+
+ `*done` (may be NULL) receives how many leading keys were looked up and `*found` (may
+ be NULL) how many of those were present. If a value does not fit in what is left of
+ `buf`, the call stops there and returns `CAIRN_BUFFER_TOO_SMALL`: the first `*done`
+ keys' outputs are valid, and `value_lens[*done]` holds the full length of the value
+ that did not fit, so the caller can go on from key `*done` with a larger or emptied
+ buffer. On any other failure every output is `CAIRN_HASH_ABSENT` and 0, and `*done`
+ and `*found` are 0.
+
+ # Safety
+ `keys` and `key_lens` must point to `count` elements, each key to its length of
+ readable bytes; `value_offsets` and `value_lens` to `count` writable elements; `buf`
+ to `buf_len` writable bytes (arrays may be NULL if `count` is 0, `buf` if `buf_len` is
+ 0).
+ */
+cairn_status_t cairn_hash_reader_get_many_into(const cairn_hash_reader_t *r,
+                                               const char *const *keys,
+                                               const size_t *key_lens,
+                                               size_t count,
+                                               char *buf,
+                                               size_t buf_len,
+                                               size_t *value_offsets,
+                                               size_t *value_lens,
+                                               size_t *found,
+                                               size_t *done,
+                                               char **errptr);
 
 /*
  Frees the reader (NULL is ignored). Iterators made from it keep their own reference.

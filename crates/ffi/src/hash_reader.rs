@@ -1,9 +1,12 @@
 //! `cairn_hash_reader_t`: lookups in a Sparkey log and its index
 //! ([`engine::hash::Reader`]): single gets into a library buffer or the caller's, and
-//! `get_many` over arrays of keys.
+//! `get_many` and `get_many_into` over arrays of keys.
 //!
-//! Invariant: on any failure of `cairn_hash_reader_get_many` every output slot is NULL
+//! Invariants: on any failure of `cairn_hash_reader_get_many` every output slot is NULL
 //! and 0 (values already copied are freed), so the caller frees nothing.
+//! `cairn_hash_reader_get_many_into` writes values only inside the caller's buffer, each
+//! at an offset past the previous one's end; on `CAIRN_BUFFER_TOO_SMALL` the outputs of
+//! the keys before `*done` stay valid, on any other failure all are reset.
 //!
 //! Thread-safety: thread-safe (`Reader` is `Send + Sync`): any number of threads may look
 //! keys up through one reader at once.
@@ -14,7 +17,7 @@ use engine::hash::{ReadOptions, Reader};
 
 use crate::args;
 use crate::guard::run;
-use crate::status::{cairn_status_t, Failure, CAIRN_NOT_FOUND, CAIRN_OK};
+use crate::status::{cairn_status_t, Failure, CAIRN_BUFFER_TOO_SMALL, CAIRN_NOT_FOUND, CAIRN_OK};
 
 /// An open Sparkey log and index. Thread-safe.
 #[allow(non_camel_case_types)]
@@ -236,6 +239,127 @@ pub unsafe extern "C" fn cairn_hash_reader_get_many(
             *n = hits;
         }
         Ok(CAIRN_OK)
+    })
+}
+
+/// The `value_offsets[i]` that `cairn_hash_reader_get_many_into` gives an absent key.
+// The cast makes cbindgen write `(size_t)~0`, so C compares it as a `size_t`.
+#[allow(clippy::unnecessary_cast)]
+pub const CAIRN_HASH_ABSENT: usize = !0 as usize;
+
+/// Looks up `count` keys at once as `cairn_hash_reader_get_many` does, but copies the
+/// values one after another into the caller's buffer `buf` of `buf_len` bytes, with no
+/// allocation per value: the value of `keys[i]` is the `value_lens[i]` bytes at
+/// `buf + value_offsets[i]`, and an absent key gets `value_offsets[i] ==
+/// CAIRN_HASH_ABSENT` and `value_lens[i] == 0`.
+///
+/// `*done` (may be NULL) receives how many leading keys were looked up and `*found` (may
+/// be NULL) how many of those were present. If a value does not fit in what is left of
+/// `buf`, the call stops there and returns `CAIRN_BUFFER_TOO_SMALL`: the first `*done`
+/// keys' outputs are valid, and `value_lens[*done]` holds the full length of the value
+/// that did not fit, so the caller can go on from key `*done` with a larger or emptied
+/// buffer. On any other failure every output is `CAIRN_HASH_ABSENT` and 0, and `*done`
+/// and `*found` are 0.
+///
+/// # Safety
+/// `keys` and `key_lens` must point to `count` elements, each key to its length of
+/// readable bytes; `value_offsets` and `value_lens` to `count` writable elements; `buf`
+/// to `buf_len` writable bytes (arrays may be NULL if `count` is 0, `buf` if `buf_len` is
+/// 0).
+#[no_mangle]
+pub unsafe extern "C" fn cairn_hash_reader_get_many_into(
+    r: Option<&cairn_hash_reader_t>,
+    keys: *const *const c_char,
+    key_lens: *const usize,
+    count: usize,
+    buf: *mut c_char,
+    buf_len: usize,
+    value_offsets: *mut usize,
+    value_lens: *mut usize,
+    found: Option<&mut usize>,
+    done: Option<&mut usize>,
+    errptr: Option<&mut *mut c_char>,
+) -> cairn_status_t {
+    let mut found = found;
+    let mut done = done;
+    if let Some(n) = found.as_deref_mut() {
+        *n = 0;
+    }
+    if let Some(n) = done.as_deref_mut() {
+        *n = 0;
+    }
+    run(errptr, || {
+        // SAFETY: the caller guarantees `count` writable offsets at `value_offsets`.
+        let offsets = unsafe { args::array_mut(value_offsets, count, "value_offsets") }?;
+        // SAFETY: the caller guarantees `count` writable lengths at `value_lens`.
+        let value_lens = unsafe { args::array_mut(value_lens, count, "value_lens") }?;
+        offsets.fill(CAIRN_HASH_ABSENT);
+        value_lens.fill(0);
+        let reader = reader(r)?;
+        // SAFETY: the caller guarantees `count` key pointers at `keys`.
+        let key_ptrs = unsafe { args::array(keys, count, "keys") }?;
+        // SAFETY: the caller guarantees `count` lengths at `key_lens`.
+        let lens = unsafe { args::array(key_lens, count, "key_lens") }?;
+        // SAFETY: the caller guarantees `buf_len` writable bytes at `buf`, used only here.
+        let buf = unsafe { args::buffer(buf, buf_len, "buf") }?;
+        let mut key_slices = Vec::with_capacity(count);
+        for (&ptr, &len) in key_ptrs.iter().zip(lens) {
+            // SAFETY: the caller guarantees each key points to its length of bytes.
+            key_slices.push(unsafe { args::bytes(ptr, len, "key") }?);
+        }
+        let mut used = 0usize;
+        let mut hits = 0usize;
+        let mut short = None;
+        let looked_up = reader.get_many_while(&key_slices, |i, v| {
+            let Some(v) = v else { return true };
+            let (Some(offset), Some(len)) = (offsets.get_mut(i), value_lens.get_mut(i)) else {
+                return false;
+            };
+            match buf.get_mut(used..).and_then(|rest| rest.get_mut(..v.len())) {
+                Some(dst) => {
+                    dst.copy_from_slice(v);
+                    *offset = used;
+                    *len = v.len();
+                    used += v.len();
+                    hits += 1;
+                    true
+                }
+                None => {
+                    *len = v.len();
+                    short = Some((i, v.len()));
+                    false
+                }
+            }
+        });
+        if let Err(e) = looked_up {
+            offsets.fill(CAIRN_HASH_ABSENT);
+            value_lens.fill(0);
+            return Err(Failure::from(e));
+        }
+        if let Some(n) = found {
+            *n = hits;
+        }
+        match short {
+            None => {
+                if let Some(n) = done {
+                    *n = count;
+                }
+                Ok(CAIRN_OK)
+            }
+            Some((i, len)) => {
+                if let Some(n) = done {
+                    *n = i;
+                }
+                Err(Failure::new(
+                    CAIRN_BUFFER_TOO_SMALL,
+                    format!(
+                        "the value of key {i} ({len} bytes) does not fit in the {} bytes left \
+                         of the buffer",
+                        buf.len() - used
+                    ),
+                ))
+            }
+        }
     })
 }
 

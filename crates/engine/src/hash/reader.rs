@@ -16,7 +16,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::coding::{get_u32_le, get_u64_le};
+use crate::coding::{get_u32_le, get_u64_le, vlq_len};
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::mmap::{prefetch, Map, Residency};
 
@@ -155,7 +155,18 @@ struct Inner {
     slot_len: usize,
     bits: u32,
     plain: bool,
+    /// Bytes of log from a PUT's start that `prefetch_put` brings into cache: the
+    /// longest PUT the log header allows, at most `ENTRY_PREFETCH_MAX`.
+    entry_span: usize,
 }
+
+/// The most log bytes prefetched for one entry by `Reader::get_many` (four cache lines:
+/// the lines of longer values are fetched by the copy that reads them in order).
+const ENTRY_PREFETCH_MAX: u64 = 256;
+
+/// The most slots `Reader::get_many` walks ahead of a lookup to find the entry to
+/// prefetch (a miss past them costs only the overlap).
+const PROBE_PREFETCH_MAX: u64 = 8;
 
 /// The index file name for a log file name: a trailing `.spl` becomes `.spi`.
 pub fn index_path_for(log_path: &Path) -> Option<PathBuf> {
@@ -218,6 +229,13 @@ impl Reader {
             _ => Layout::H8A8,
         };
         let plain = log.header().compression == Compression::None;
+        // The two length varints (key length + 1 and value length, minimal as writers
+        // make them), then the key and the value.
+        let (max_key, max_value) = (log.header().max_key_len, log.header().max_value_len);
+        let entry_span = (vlq_len(max_key.saturating_add(1)) as u64 + vlq_len(max_value) as u64)
+            .saturating_add(max_key)
+            .saturating_add(max_value)
+            .min(ENTRY_PREFETCH_MAX) as usize;
         Ok(Reader {
             inner: Arc::new(Inner {
                 index_path: index_path.to_path_buf(),
@@ -231,6 +249,7 @@ impl Reader {
                 residency,
                 layout,
                 plain,
+                entry_span,
             }),
         })
     }
@@ -337,8 +356,9 @@ impl Reader {
     }
 
     /// Looks up many keys, overlapping their memory misses. A software pipeline runs over
-    /// the keys: the home slot of key `i + 32` is prefetched, the log entry that key
-    /// `i + 16`'s home slot points to is prefetched, and key `i` is resolved, so about
+    /// the keys: the home slot of key `i + 32` is prefetched; for key `i + 16`, whose slots
+    /// have arrived by then, the probe path is walked to the first slot with its hash and
+    /// every cache line its log entry can span is prefetched; key `i` is resolved. About
     /// thirty misses are in flight instead of one. Calls `f(i, value)` for `keys[i]` in
     /// order; `value` is `None` for an absent key.
     ///
@@ -375,36 +395,63 @@ impl Reader {
         keys: &[K],
         mut f: impl FnMut(usize, Option<&[u8]>),
     ) -> Result<()> {
+        self.get_many_while(keys, |i, v| {
+            f(i, v);
+            true
+        })
+        .map(|_| ())
+    }
+
+    /// As [`Reader::get_many`], but stops after the first call of `f` that returns false
+    /// (e.g. when the caller's buffer is full). Returns how many keys were passed to `f`:
+    /// `keys.len()` unless `f` stopped it.
+    ///
+    /// # Errors
+    /// As [`Reader::get_many`].
+    pub fn get_many_while<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        mut f: impl FnMut(usize, Option<&[u8]>) -> bool,
+    ) -> Result<usize> {
         const SLOT_AHEAD: usize = 32;
         const ENTRY_AHEAD: usize = 16;
+        // Hashes of keys `i ..= i + SLOT_AHEAD`, each computed once when its slot is
+        // prefetched, at `ring[j % RING]`.
+        const RING: usize = 64;
         let inner = &*self.inner;
-        let hashes: Vec<u64> = keys.iter().map(|k| inner.hash(k.as_ref())).collect();
-        let log_bytes = inner.log.inner.map.bytes();
-        for h in hashes.iter().take(SLOT_AHEAD) {
-            inner.prefetch_slot(inner.modulus.rem(*h));
+        let mut ring = [0u64; RING];
+        let mut ahead = keys.iter().enumerate();
+        let fetch_slot = |ring: &mut [u64; RING], (j, k): (usize, &K)| {
+            let h = inner.hash(k.as_ref());
+            inner.prefetch_slot(inner.modulus.rem(h));
+            if let Some(r) = ring.get_mut(j % RING) {
+                *r = h;
+            }
+        };
+        for next in ahead.by_ref().take(SLOT_AHEAD) {
+            fetch_slot(&mut ring, next);
         }
         let mut scratch = Vec::new();
-        for (i, (key, &h)) in keys.iter().zip(&hashes).enumerate() {
-            if let Some(&ahead) = hashes.get(i + SLOT_AHEAD) {
-                inner.prefetch_slot(inner.modulus.rem(ahead));
+        for (i, key) in keys.iter().enumerate() {
+            if let Some(next) = ahead.next() {
+                fetch_slot(&mut ring, next);
             }
-            if inner.plain {
-                if let Some(&ahead) = hashes.get(i + ENTRY_AHEAD) {
-                    let (sh, sa) = inner.slot(inner.modulus.rem(ahead));
-                    if sa != 0 && sh == ahead {
-                        // The entry header and key usually share a line; the value may
-                        // start in the next one. A hint only: the address comes from the
-                        // file and is checked by the lookup, so it must not overflow here.
-                        let at = usize::try_from(sa).unwrap_or(usize::MAX);
-                        prefetch(log_bytes, at);
-                        prefetch(log_bytes, at.saturating_add(64));
-                    }
+            if inner.plain && i + ENTRY_AHEAD < keys.len() {
+                if let Some(&h) = ring.get((i + ENTRY_AHEAD) % RING) {
+                    inner.prefetch_entry(h);
                 }
             }
-            let v = inner.lookup(key.as_ref(), h, &mut scratch)?;
-            f(i, v);
+            let key = key.as_ref();
+            let h = match ring.get(i % RING) {
+                Some(&h) => h,
+                None => inner.hash(key),
+            };
+            let v = inner.lookup(key, h, &mut scratch)?;
+            if !f(i, v) {
+                return Ok(i + 1);
+            }
         }
-        Ok(())
+        Ok(keys.len())
     }
 
     /// Iterates live entries as `(key, value)` in the order of their PUTs in the log.
@@ -528,6 +575,47 @@ impl Inner {
     #[inline]
     fn prefetch_slot(&self, i: u64) {
         prefetch(self.map.bytes(), self.slot_offset(i));
+    }
+
+    /// Prefetches the log entry of the first slot on `hash`'s probe path that carries
+    /// `hash` (uncompressed logs): every cache line from its start to the longest PUT the
+    /// log can hold, at most [`ENTRY_PREFETCH_MAX`] bytes. The walk stops where a lookup
+    /// would: an empty slot, or one nearer its home than the probe is to `hash`'s. A hint
+    /// only: the address comes from the file and is checked by the lookup, so nothing here
+    /// may fail or overflow.
+    #[inline]
+    fn prefetch_entry(&self, hash: u64) {
+        let mut slot = self.modulus.rem(hash);
+        for d in 0..PROBE_PREFETCH_MAX.min(self.cap) {
+            let (sh, sa) = self.slot(slot);
+            if sa == 0 {
+                return;
+            }
+            if sh == hash {
+                self.prefetch_put(sa);
+                return;
+            }
+            if d > self.displacement(slot, sh) {
+                return;
+            }
+            slot = if slot + 1 == self.cap { 0 } else { slot + 1 };
+        }
+    }
+
+    /// Prefetches every cache line from `address` to the end of the longest PUT the log
+    /// can hold there (`entry_span` bytes), so that the lines of an entry's head, key and
+    /// value are fetched together rather than one after another as they are read. A hint
+    /// only: `address` comes from the file, so nothing here may fail or overflow.
+    #[inline]
+    fn prefetch_put(&self, address: u64) {
+        let bytes = self.log.inner.map.bytes();
+        let at = usize::try_from(address).unwrap_or(usize::MAX);
+        let end = at.saturating_add(self.entry_span);
+        let mut line = at & !63;
+        while line < end {
+            prefetch(bytes, line.max(at));
+            line = line.saturating_add(64);
+        }
     }
 
     /// Slot `i` (< capacity, so in bounds of the map: checked when opening).

@@ -304,6 +304,8 @@ static void test_null_arguments(void) {
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_hash_reader_get_into(NULL, S("k"), NULL, 0, &len, &err));
     EXPECT(CAIRN_INVALID_ARGUMENT,
            cairn_hash_reader_get_many(NULL, NULL, NULL, 0, NULL, NULL, NULL, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT, cairn_hash_reader_get_many_into(NULL, NULL, NULL, 0, NULL, 0,
+                                                                   NULL, NULL, NULL, NULL, &err));
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_hash_reader_iter(NULL, NULL, &err));
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_hash_log_iter(NULL, NULL, &err));
     EXPECT(CAIRN_INVALID_ARGUMENT, cairn_hash_iter_next(NULL, &err));
@@ -1475,6 +1477,48 @@ static void test_constant_store(void) {
     size_t bad_lens[] = {4, 3};
     EXPECT(CAIRN_INVALID_ARGUMENT,
            cairn_hash_reader_get_many(r, bad_keys, bad_lens, 2, values, value_lens, NULL, &err));
+
+    /* get_many_into: values packed into one caller buffer, absent keys marked. */
+    char packed[64];
+    size_t offsets[4], done = 99;
+    found = 99;
+    EXPECT(CAIRN_OK, cairn_hash_reader_get_many_into(r, keys, key_lens, 4, packed, sizeof packed,
+                                                     offsets, value_lens, &found, &done, &err));
+    CHECK(found == 2 && done == 4);
+    CHECK(equals(packed + offsets[0], value_lens[0], "value3"));
+    CHECK(offsets[1] == CAIRN_HASH_ABSENT && value_lens[1] == 0);
+    CHECK(equals(packed + offsets[2], value_lens[2], "value99") && offsets[2] == 6);
+    CHECK(offsets[3] == CAIRN_HASH_ABSENT && value_lens[3] == 0);
+    /* A buffer that holds the first value only: stops at the key that does not fit, tells
+     * its length, and the caller goes on from there. */
+    CHECK(cairn_hash_reader_get_many_into(r, keys, key_lens, 4, packed, 10, offsets, value_lens,
+                                          &found, &done, &err) == CAIRN_BUFFER_TOO_SMALL);
+    CHECK(err != NULL && strstr(err, "7 bytes") != NULL);
+    cairn_free(err);
+    err = NULL;
+    CHECK(found == 1 && done == 2);
+    CHECK(equals(packed + offsets[0], value_lens[0], "value3") && offsets[1] == CAIRN_HASH_ABSENT);
+    CHECK(offsets[2] == CAIRN_HASH_ABSENT && value_lens[2] == 7);
+    EXPECT(CAIRN_OK, cairn_hash_reader_get_many_into(r, keys + done, key_lens + done, 4 - done,
+                                                     packed, 10, offsets, value_lens, &found,
+                                                     &done, &err));
+    CHECK(found == 1 && done == 2 && equals(packed + offsets[0], value_lens[0], "value99"));
+    /* An empty buffer still answers absent keys and empty values. */
+    const char *none_keys[] = {"missing", ""};
+    size_t none_lens[] = {7, 0};
+    EXPECT(CAIRN_OK, cairn_hash_reader_get_many_into(r, none_keys, none_lens, 2, NULL, 0, offsets,
+                                                     value_lens, &found, &done, &err));
+    CHECK(found == 1 && done == 2 && offsets[0] == CAIRN_HASH_ABSENT && value_lens[1] == 0);
+    CHECK(offsets[1] == 0);
+    EXPECT(CAIRN_OK, cairn_hash_reader_get_many_into(r, NULL, NULL, 0, NULL, 0, NULL, NULL, NULL,
+                                                     NULL, &err));
+    EXPECT(CAIRN_INVALID_ARGUMENT,
+           cairn_hash_reader_get_many_into(r, keys, key_lens, 4, NULL, 8, offsets, value_lens,
+                                           &found, &done, &err));
+    CHECK(found == 0 && done == 0 && offsets[0] == CAIRN_HASH_ABSENT);
+    EXPECT(CAIRN_INVALID_ARGUMENT,
+           cairn_hash_reader_get_many_into(r, bad_keys, bad_lens, 2, packed, sizeof packed,
+                                           offsets, value_lens, NULL, NULL, &err));
 
     /* Live entries through the reader; every entry through the log. */
     cairn_hash_iter_t *it = NULL;
