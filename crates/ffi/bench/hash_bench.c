@@ -54,7 +54,18 @@ static char *err = NULL;
         }                                                                                \
     } while (0)
 
-static int make_key(char *buf, unsigned long long i) { return snprintf(buf, 32, "key-%012llu", i); }
+/* "key-%012llu" written by hand: snprintf took a quarter of a batched lookup's time, a
+ * cost of the benchmark rather than of the library measured. Same bytes as snprintf. */
+static int make_key(char *buf, unsigned long long i) {
+    if (i >= 1000000000000ULL) return snprintf(buf, 32, "key-%012llu", i);
+    memcpy(buf, "key-", 4);
+    for (int d = 15; d >= 4; d--) {
+        buf[d] = (char)('0' + i % 10);
+        i /= 10;
+    }
+    buf[16] = '\0';
+    return 16;
+}
 
 static void make_value(char *buf, unsigned long long i) {
     for (int j = 0; j < VALUE_LEN; j++) buf[j] = (char)('a' + (i * 31 + (unsigned long long)j) % 26);
