@@ -502,3 +502,129 @@ fn minus_admin_refuses_config_and_client_list() {
     assert!(admin.call(&["CLIENT", "LIST"]).starts_with('$'));
     srv.shutdown();
 }
+
+#[test]
+fn cat_lists_redis_categories_and_cairns_commands_in_each() {
+    let (srv, mut admin, _) = with_users_file("user reader on >pw ~* &* +@all -@write -@admin\n");
+    let all = admin.call(&["ACL", "CAT"]);
+    assert!(
+        all.starts_with("*[$keyspace,$read,$write,$set,$sortedset,$list,$hash,$string,")
+            && all.ends_with(",$connection,$transaction,$scripting]"),
+        "{all}"
+    );
+    let strings = admin.call(&["ACL", "CAT", "String"]);
+    for name in ["$get,", "$set,", "$mget,", "$incrby,"] {
+        assert!(strings.contains(name), "{strings}");
+    }
+    assert!(!strings.contains("$del"), "{strings}");
+    assert_eq!(
+        admin.call(&["ACL", "CAT", "transaction"]),
+        "*[$multi,$exec,$discard,$watch,$unwatch]"
+    );
+    assert_eq!(admin.call(&["ACL", "CAT", "stream"]), "*[]");
+    assert_eq!(
+        admin.call(&["ACL", "CAT", "nope"]),
+        "-ERR Unknown category 'nope'"
+    );
+    assert_eq!(
+        admin.call(&["ACL", "CAT", "a", "b"]),
+        "-ERR unknown subcommand or wrong number of arguments for 'CAT'. Try ACL HELP."
+    );
+    // CAT and GENPASS are not `@admin`: a user without admin rights may run them.
+    let (mut reader, _) = auth(&srv, "reader", "pw");
+    assert_eq!(reader.call(&["ACL", "CAT", "admin"]), "*[$shutdown]");
+    assert!(reader.call(&["ACL", "GENPASS"]).starts_with('$'));
+    srv.shutdown();
+}
+
+#[test]
+fn genpass_gives_fresh_hex_of_the_asked_bits() {
+    let (srv, mut admin, _) = with_users_file("");
+    let hex = |reply: String| -> String {
+        let text = reply.strip_prefix('$').expect("a bulk string").to_string();
+        assert!(
+            text.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+            "{text}"
+        );
+        text
+    };
+    let one = hex(admin.call(&["ACL", "GENPASS"]));
+    let two = hex(admin.call(&["ACL", "GENPASS"]));
+    assert_eq!((one.len(), two.len()), (64, 64));
+    assert_ne!(one, two);
+    assert_eq!(hex(admin.call(&["ACL", "GENPASS", "5"])).len(), 2);
+    assert_eq!(hex(admin.call(&["ACL", "GENPASS", "4096"])).len(), 1024);
+    let bad = "-ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096";
+    assert_eq!(admin.call(&["ACL", "GENPASS", "0"]), bad);
+    assert_eq!(admin.call(&["ACL", "GENPASS", "4097"]), bad);
+    assert_eq!(
+        admin.call(&["ACL", "GENPASS", "many"]),
+        "-ERR value is not an integer or out of range"
+    );
+    srv.shutdown();
+}
+
+#[test]
+fn dryrun_answers_as_running_the_command_would() {
+    let (srv, mut admin, _) = with_users_file(
+        "user reader on >pw ~* &* +@all -@write -@admin\nuser nokeys on >pw +@all\nuser nothing on >pw ~* -@all\n",
+    );
+    let dry = |admin: &mut Client, args: &[&str]| {
+        let mut all = vec!["ACL", "DRYRUN"];
+        all.extend_from_slice(args);
+        admin.call(&all)
+    };
+    assert_eq!(dry(&mut admin, &["reader", "get", "k"]), "+OK");
+    assert_eq!(
+        dry(&mut admin, &["reader", "SET", "k", "v"]),
+        "$This user has no permissions to run the 'set' command"
+    );
+    assert_eq!(
+        dry(&mut admin, &["reader", "config", "get", "maxmemory"]),
+        "$This user has no permissions to run the 'config|get' command"
+    );
+    assert_eq!(
+        dry(&mut admin, &["nokeys", "get", "k"]),
+        "$This user has no permissions to access the 'k' key"
+    );
+    assert_eq!(dry(&mut admin, &["nokeys", "ping"]), "+OK");
+    assert_eq!(
+        dry(&mut admin, &["nothing", "ping"]),
+        "$This user has no permissions to run the 'ping' command"
+    );
+    assert_eq!(
+        dry(&mut admin, &["nothing", "acl", "whoami"]),
+        "$This user has no permissions to run the 'acl|whoami' command"
+    );
+    assert_eq!(dry(&mut admin, &["nothing", "auth", "a", "b"]), "+OK");
+    assert_eq!(
+        dry(&mut admin, &["nobody", "get", "k"]),
+        "-ERR User 'nobody' not found"
+    );
+    assert_eq!(
+        dry(&mut admin, &["reader", "NOSUCH"]),
+        "-ERR Command 'NOSUCH' not found"
+    );
+    assert_eq!(
+        dry(&mut admin, &["reader", "get"]),
+        "-ERR wrong number of arguments for 'get' command"
+    );
+    assert_eq!(
+        dry(&mut admin, &["reader"]),
+        "-ERR wrong number of arguments for 'acl|dryrun' command"
+    );
+    // The verdicts are the dispatcher's: the refused user is refused for real.
+    let (mut nothing, _) = auth(&srv, "nothing", "pw");
+    assert_eq!(
+        nothing.call(&["ACL", "WHOAMI"]),
+        "-NOPERM User nothing has no permissions to run the 'acl|whoami' command"
+    );
+    // DRYRUN itself is `@admin`.
+    let (mut reader, _) = auth(&srv, "reader", "pw");
+    assert_eq!(
+        reader.call(&["ACL", "DRYRUN", "reader", "get", "k"]),
+        "-NOPERM User reader has no permissions to run the 'acl|dryrun' command"
+    );
+    srv.shutdown();
+}

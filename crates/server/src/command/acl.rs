@@ -1,5 +1,5 @@
 //! ACL: the server's users (`crate::users`). WHOAMI, LIST, USERS, GETUSER, SETUSER,
-//! DELUSER, SAVE and LOAD, with Redis's replies and error texts.
+//! DELUSER, SAVE, LOAD, CAT, GENPASS and DRYRUN, with Redis's replies and error texts.
 //!
 //! * SETUSER applies Redis's rules that map onto Cairn's user model (`users/rules.rs`
 //!   lists them) and refuses every other rule; it is atomic (a refused rule changes
@@ -11,11 +11,16 @@
 //!   LOAD reads it again, atomically; without a users file both are refused as Redis
 //!   refuses them without an ACL file.
 //!
-//! Every subcommand but WHOAMI needs the `admin` permission (as Redis's `@admin`): a
-//! read-only user is refused with NOPERM. LIST and GETUSER show passwords only as their
+//! * CAT lists Redis's categories and Cairn's commands in each (`categories.rs`);
+//!   GENPASS gives a random password from the operating system (256 bits unless told);
+//!   DRYRUN tells whether a user may run a command, checking as the dispatcher would.
+//!
+//! Every subcommand but WHOAMI, CAT and GENPASS needs the `admin` permission (as Redis's
+//! `@admin`, `errors::admin_subcommand`): a read-only user is refused with NOPERM. LIST and GETUSER show passwords only as their
 //! SHA-256 (`#<hex>`), as Redis does.
 
 use super::args;
+use super::categories::{commands_in, CATEGORIES};
 use super::store::arg;
 use super::{errors, Ctx, Outcome};
 use crate::resp::Reply;
@@ -32,19 +37,45 @@ pub(crate) fn acl(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
         "whoami" | "list" | "users" | "save" | "load" => rest.is_empty(),
         "getuser" => rest.len() == 1,
         "setuser" | "deluser" => !rest.is_empty(),
+        "cat" | "genpass" => rest.len() <= 1,
+        "dryrun" => rest.len() >= 2,
         _ => return Err(errors::unknown_subcommand(sub, "acl")),
     };
     if !arity_ok {
-        return Err(Reply::error(format!(
-            "ERR wrong number of arguments for 'acl|{name}' command"
-        )));
+        return Err(Reply::error(match name.as_str() {
+            // Redis words CAT's and GENPASS's arity errors as unknown subcommands.
+            "cat" | "genpass" => format!(
+                "ERR unknown subcommand or wrong number of arguments for '{}'. Try ACL HELP.",
+                name.to_ascii_uppercase()
+            ),
+            _ => format!("ERR wrong number of arguments for 'acl|{name}' command"),
+        }));
     }
-    if name != "whoami" {
+    if errors::admin_subcommand("acl", &name) {
         errors::require_admin(ctx, &format!("acl|{name}"))?;
     }
     let registry = &ctx.shared.users;
     match name.as_str() {
         "whoami" => Ok(Reply::Bulk(ctx.session.user.name.clone().into_bytes())),
+        "cat" => cat(rest.first()),
+        "genpass" => genpass(rest.first()),
+        "dryrun" => {
+            let Some((user, command)) = rest.split_first() else {
+                return Err(errors::wrong_args("acl|dryrun"));
+            };
+            let users = registry.read();
+            let found = std::str::from_utf8(user).ok().and_then(|n| users.find(n));
+            let Some(found) = found else {
+                return Err(Reply::error(format!(
+                    "ERR User '{}' not found",
+                    String::from_utf8_lossy(user)
+                )));
+            };
+            Ok(match super::dry_run(found, command)? {
+                None => Reply::Ok,
+                Some(why) => Reply::text(why),
+            })
+        }
         "list" => Ok(Reply::Array(
             registry
                 .read()
@@ -96,6 +127,43 @@ pub(crate) fn acl(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
             Ok(Reply::Ok)
         }
     }
+}
+
+/// ACL CAT: every category Redis has, or the commands of one (`super::categories`).
+fn cat(category: Option<&Vec<u8>>) -> Outcome {
+    let texts = |items: &[&str]| Reply::Array(items.iter().map(Reply::text).collect());
+    let Some(category) = category else {
+        return Ok(texts(CATEGORIES));
+    };
+    let name = String::from_utf8_lossy(category);
+    match commands_in(&name) {
+        Some(commands) => Ok(texts(&commands)),
+        None => Err(Reply::error(format!("ERR Unknown category '{name}'"))),
+    }
+}
+
+/// The most bits ACL GENPASS gives (Redis's bound).
+const GENPASS_MAX_BITS: i64 = 4096;
+
+/// ACL GENPASS: `bits` (default 256) of the operating system's randomness, as lower-case
+/// hex, one character per 4 bits rounded up.
+fn genpass(bits: Option<&Vec<u8>>) -> Outcome {
+    let bits = match bits {
+        None => 256,
+        Some(b) => args::int(b).ok_or_else(errors::not_integer)?,
+    };
+    if !(1..=GENPASS_MAX_BITS).contains(&bits) {
+        return Err(Reply::error(
+            "ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096",
+        ));
+    }
+    let chars = usize::try_from(bits).unwrap_or(0).div_ceil(4);
+    let mut random = vec![0u8; chars.div_ceil(2)];
+    getrandom::fill(&mut random)
+        .map_err(|e| Reply::error(format!("ERR no randomness from the operating system: {e}")))?;
+    let mut hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
+    hex.truncate(chars);
+    Ok(Reply::Bulk(hex.into_bytes()))
 }
 
 /// ACL GETUSER's reply, as Redis shapes it (a map: flags, passwords, commands, keys,

@@ -161,7 +161,10 @@ fn rss_bytes() -> u64 {
 pub(crate) fn config(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
     let sub = arg(a, 1)?;
     // Every CONFIG subcommand is `@admin` in Redis.
-    errors::require_admin(ctx, &format!("config|{}", args::lower(sub)))?;
+    let lower = args::lower(sub);
+    if errors::admin_subcommand("config", &lower) {
+        errors::require_admin(ctx, &format!("config|{lower}"))?;
+    }
     if is(sub, "get") {
         if a.len() < 3 {
             return Err(Reply::error(

@@ -29,6 +29,18 @@ pub(crate) fn no_auth() -> Reply {
     Reply::error("NOAUTH Authentication required.")
 }
 
+/// True if subcommand `sub` (lower case) of `command` is in Redis's `@admin` category:
+/// only users with admin rights may run it. The one table of such subcommands, used by
+/// their handlers and by ACL DRYRUN (whole commands carry the `admin` flag instead).
+pub(crate) fn admin_subcommand(command: &str, sub: &str) -> bool {
+    match command {
+        "acl" => !matches!(sub, "whoami" | "cat" | "genpass"),
+        "client" => sub == "list",
+        "config" => true,
+        _ => false,
+    }
+}
+
 /// Refuses a subcommand in Redis's `@admin` category (`name`: `config|get`, ...) to a user
 /// without admin rights, as the dispatcher refuses whole commands flagged `admin`.
 pub(crate) fn require_admin(ctx: &super::Ctx<'_>, name: &str) -> Result<(), Reply> {

@@ -18,6 +18,7 @@
 mod acl;
 mod admin;
 mod args;
+mod categories;
 mod coalesce;
 mod connection;
 mod errors;
@@ -119,13 +120,74 @@ fn admit(ctx: &Ctx<'_>, args: &[Vec<u8>]) -> Result<(usize, &'static Spec), Repl
     if !has_flag(spec, "noauth") {
         let user = &ctx.session.user;
         if !user.may_run(has_flag(spec, "write"), has_flag(spec, "admin")) {
-            return Err(errors::no_permission(&user.name, spec.name));
+            return Err(errors::no_permission(&user.name, &shown_name(spec, args)));
         }
         if spec.first_key != 0 && !user.all_keys {
             return Err(errors::no_key_permission());
         }
     }
     Ok((index, spec))
+}
+
+/// The commands whose first argument names a subcommand.
+const CONTAINERS: &[&str] = &["acl", "client", "config", "command"];
+
+/// How a refusal names the command `args` runs: `name|subcommand` for a command with
+/// subcommands (Redis's `acl|whoami`), else its name.
+fn shown_name(spec: &Spec, args: &[Vec<u8>]) -> String {
+    match args.get(1) {
+        Some(sub) if CONTAINERS.contains(&spec.name) => {
+            format!("{}|{}", spec.name, args::lower(sub))
+        }
+        _ => spec.name.to_string(),
+    }
+}
+
+/// ACL DRYRUN's verdict on `user` running `args` (as [`admit`] would decide, and for the
+/// admin-only subcommands, as their handlers would): `Ok(None)` if permitted,
+/// `Ok(Some(why))` if refused, `Err` for an unknown command or a wrong number of
+/// arguments (Redis's texts).
+pub(crate) fn dry_run(
+    user: &crate::users::User,
+    args: &[Vec<u8>],
+) -> Result<Option<String>, Reply> {
+    let Some(given) = args.first() else {
+        return Err(errors::wrong_args("acl|dryrun"));
+    };
+    let name = args::lower(given);
+    let Some(spec) = by_name().get(name.as_str()).and_then(|&i| COMMANDS.get(i)) else {
+        return Err(Reply::error(format!(
+            "ERR Command '{}' not found",
+            String::from_utf8_lossy(given)
+        )));
+    };
+    let count = i64::try_from(args.len()).unwrap_or(i64::MAX);
+    if (spec.arity > 0 && count != spec.arity) || (spec.arity < 0 && count < -spec.arity) {
+        return Err(errors::wrong_args(spec.name));
+    }
+    if has_flag(spec, "noauth") {
+        return Ok(None);
+    }
+    let refused = |what: &str| format!("This user has no permissions to run the '{what}' command");
+    if !user.may_run(has_flag(spec, "write"), has_flag(spec, "admin")) {
+        return Ok(Some(refused(&shown_name(spec, args))));
+    }
+    if let Some(sub) = args.get(1).map(|s| args::lower(s)) {
+        if errors::admin_subcommand(spec.name, &sub) && !user.may_run(false, true) {
+            return Ok(Some(refused(&shown_name(spec, args))));
+        }
+    }
+    if spec.first_key != 0 && !user.all_keys {
+        let key = usize::try_from(spec.first_key)
+            .ok()
+            .and_then(|i| args.get(i))
+            .map(|k| String::from_utf8_lossy(k).into_owned())
+            .unwrap_or_default();
+        return Ok(Some(format!(
+            "This user has no permissions to access the '{key}' key"
+        )));
+    }
+    Ok(None)
 }
 
 /// True if `args` may keep the thread that runs it waiting: a write that is not batched

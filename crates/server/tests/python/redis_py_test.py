@@ -509,6 +509,11 @@ def test_acl_changes():
             raise AssertionError("a user without @write wrote")
         except redis.exceptions.NoPermissionError as e:
             assert str(e) == "User bob has no permissions to run the 'set' command", e
+        assert root.acl_dryrun("bob", "set", "k", "w") == \
+            "This user has no permissions to run the 'set' command"
+        assert root.acl_dryrun("bob", "get", "k") == "OK"
+        assert "set" in root.acl_cat("write") and "keyspace" in root.acl_cat()
+        assert len(root.acl_genpass()) == 64 and len(b.acl_genpass(128)) == 32
         # The change applies to the connection already authenticated.
         assert root.acl_setuser("bob", enabled=True, categories=["+@write"]) is True
         assert b.set("k", "w") is True
