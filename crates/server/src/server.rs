@@ -63,7 +63,7 @@ use crate::error::{Error, Result};
 use crate::event_loop::{self, Loop};
 use crate::shared::Shared;
 use crate::stats::Stats;
-use crate::users::Registry;
+use crate::users::{AclLog, Registry};
 
 /// Workers started per event loop (`worker.rs`): enough that a few slow requests do not
 /// queue behind each other, few enough to stay a small pool.
@@ -203,6 +203,7 @@ impl Server {
             db,
             keyspaces,
             users,
+            acl_log: AclLog::default(),
             cursors: Cursors::default(),
             stats: Stats::new(COMMANDS.len()),
             started: Instant::now(),

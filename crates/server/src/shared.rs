@@ -20,7 +20,7 @@ use crate::config::Config;
 use crate::cursor::Cursors;
 use crate::session::Session;
 use crate::stats::Stats;
-use crate::users::{Registry, User};
+use crate::users::{AclLog, Registry, User};
 
 /// A connected client as the registry knows it.
 pub(crate) struct Client {
@@ -33,6 +33,8 @@ pub(crate) struct Shared {
     /// Every user: the users file's, and `default` (`--requirepass`, or no password);
     /// ACL SETUSER, DELUSER and LOAD change them.
     pub(crate) users: Registry,
+    /// Refused authentications, commands and keys (ACL LOG).
+    pub(crate) acl_log: AclLog,
     pub(crate) db: Db,
     /// Database `i` is `keyspaces[i]`.
     pub(crate) keyspaces: Vec<Keyspace>,

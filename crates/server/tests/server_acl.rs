@@ -628,3 +628,61 @@ fn dryrun_answers_as_running_the_command_would() {
     );
     srv.shutdown();
 }
+
+#[test]
+fn log_records_refused_auths_commands_and_keys() {
+    let (srv, mut admin, _) = with_users_file(
+        "user reader on >pw ~* &* +@all -@write -@admin\nuser nokeys on >pw +@all\n",
+    );
+    assert_eq!(admin.call(&["ACL", "LOG"]), "*[]");
+    // Two wrong passwords for one user count on one entry.
+    assert_eq!(auth(&srv, "reader", "wrong").1, WRONGPASS);
+    assert_eq!(auth(&srv, "reader", "wrong again").1, WRONGPASS);
+    let (mut reader, _) = auth(&srv, "reader", "pw");
+    assert!(reader.call(&["SET", "k", "v"]).starts_with("-NOPERM"));
+    assert!(reader
+        .call(&["CONFIG", "GET", "maxmemory"])
+        .starts_with("-NOPERM"));
+    let (mut nokeys, _) = auth(&srv, "nokeys", "pw");
+    assert!(nokeys.call(&["GET", "secret"]).starts_with("-NOPERM"));
+    let log = admin.call(&["ACL", "LOG"]);
+    let entries: Vec<&str> = log.split("$count,").skip(1).collect();
+    assert_eq!(entries.len(), 4, "{log}");
+    let expect = [
+        ":1,$reason,$key,$context,$toplevel,$object,$secret,$username,$nokeys,",
+        ":1,$reason,$command,$context,$toplevel,$object,$config|get,$username,$reader,",
+        ":1,$reason,$command,$context,$toplevel,$object,$set,$username,$reader,",
+        ":2,$reason,$auth,$context,$toplevel,$object,$AUTH,$username,$reader,",
+    ];
+    for (entry, want) in entries.iter().zip(expect) {
+        assert!(entry.starts_with(want), "{entry} should start with {want}");
+        assert!(entry.contains("$age-seconds,$0.") && entry.contains("$client-info,$id="));
+        assert!(entry.contains("$entry-id,:") && entry.contains("$timestamp-last-updated,:"));
+    }
+    assert!(!log.contains("wrong"), "a password reached the log: {log}");
+    // A command queued, then refused when EXEC runs it, is in context `multi`.
+    let (mut writer, _) = auth(&srv, "nokeys", "pw");
+    assert_eq!(admin.call(&["ACL", "SETUSER", "nokeys", "~*"]), "+OK");
+    assert_eq!(writer.call(&["MULTI"]), "+OK");
+    assert_eq!(writer.call(&["SET", "k", "1"]), "+QUEUED");
+    assert_eq!(admin.call(&["ACL", "SETUSER", "nokeys", "-@write"]), "+OK");
+    assert!(writer.call(&["EXEC"]).contains("NOPERM"));
+    let newest = admin.call(&["ACL", "LOG", "1"]);
+    assert!(
+        newest.starts_with("*[*[$count,:1,$reason,$command,$context,$multi,$object,$set,"),
+        "{newest}"
+    );
+    assert_eq!(admin.call(&["ACL", "LOG", "-1"]), "*[]");
+    assert_eq!(
+        admin.call(&["ACL", "LOG", "many"]),
+        "-ERR value is not an integer or out of range"
+    );
+    // LOG is `@admin`; its refusal is logged too.
+    assert!(reader.call(&["ACL", "LOG"]).starts_with("-NOPERM"));
+    assert!(admin
+        .call(&["ACL", "LOG", "1"])
+        .contains("$object,$acl|log,"));
+    assert_eq!(admin.call(&["ACL", "LOG", "RESET"]), "+OK");
+    assert_eq!(admin.call(&["ACL", "LOG"]), "*[]");
+    srv.shutdown();
+}

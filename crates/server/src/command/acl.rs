@@ -1,5 +1,6 @@
 //! ACL: the server's users (`crate::users`). WHOAMI, LIST, USERS, GETUSER, SETUSER,
-//! DELUSER, SAVE, LOAD, CAT, GENPASS and DRYRUN, with Redis's replies and error texts.
+//! DELUSER, SAVE, LOAD, LOG, CAT, GENPASS and DRYRUN, with Redis's replies and error
+//! texts.
 //!
 //! * SETUSER applies Redis's rules that map onto Cairn's user model (`users/rules.rs`
 //!   lists them) and refuses every other rule; it is atomic (a refused rule changes
@@ -11,6 +12,8 @@
 //!   LOAD reads it again, atomically; without a users file both are refused as Redis
 //!   refuses them without an ACL file.
 //!
+//! * LOG shows the newest refused authentications, commands and keys (`users/log.rs`),
+//!   10 unless a count is given, in Redis 7.2's shape; LOG RESET empties it.
 //! * CAT lists Redis's categories and Cairn's commands in each (`categories.rs`);
 //!   GENPASS gives a random password from the operating system (256 bits unless told);
 //!   DRYRUN tells whether a user may run a command, checking as the dispatcher would.
@@ -37,14 +40,14 @@ pub(crate) fn acl(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
         "whoami" | "list" | "users" | "save" | "load" => rest.is_empty(),
         "getuser" => rest.len() == 1,
         "setuser" | "deluser" => !rest.is_empty(),
-        "cat" | "genpass" => rest.len() <= 1,
+        "cat" | "genpass" | "log" => rest.len() <= 1,
         "dryrun" => rest.len() >= 2,
         _ => return Err(errors::unknown_subcommand(sub, "acl")),
     };
     if !arity_ok {
         return Err(Reply::error(match name.as_str() {
             // Redis words CAT's and GENPASS's arity errors as unknown subcommands.
-            "cat" | "genpass" => format!(
+            "cat" | "genpass" | "log" => format!(
                 "ERR unknown subcommand or wrong number of arguments for '{}'. Try ACL HELP.",
                 name.to_ascii_uppercase()
             ),
@@ -58,6 +61,7 @@ pub(crate) fn acl(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
     match name.as_str() {
         "whoami" => Ok(Reply::Bulk(ctx.session.user.name.clone().into_bytes())),
         "cat" => cat(rest.first()),
+        "log" => log(ctx, rest.first()),
         "genpass" => genpass(rest.first()),
         "dryrun" => {
             let Some((user, command)) = rest.split_first() else {
@@ -140,6 +144,43 @@ fn cat(category: Option<&Vec<u8>>) -> Outcome {
         Some(commands) => Ok(texts(&commands)),
         None => Err(Reply::error(format!("ERR Unknown category '{name}'"))),
     }
+}
+
+/// ACL LOG: the newest `count` entries (10 unless told), or RESET.
+fn log(ctx: &Ctx<'_>, arg: Option<&Vec<u8>>) -> Outcome {
+    let count = match arg {
+        None => 10,
+        Some(a) if args::lower(a) == "reset" => {
+            ctx.shared.acl_log.reset();
+            return Ok(Reply::Ok);
+        }
+        // A negative count shows nothing, as in Redis.
+        Some(a) => usize::try_from(args::int(a).ok_or_else(errors::not_integer)?).unwrap_or(0),
+    };
+    let now = std::time::Instant::now();
+    let text = |s: &str| Reply::text(s);
+    let int = |n: u64| Reply::Int(i64::try_from(n).unwrap_or(i64::MAX));
+    let entries = ctx.shared.acl_log.newest(count);
+    Ok(Reply::Array(
+        entries
+            .iter()
+            .map(|e| {
+                let age = now.duration_since(e.updated).as_secs_f64();
+                Reply::Map(vec![
+                    (text("count"), int(e.count)),
+                    (text("reason"), text(e.reason.name())),
+                    (text("context"), text(e.context)),
+                    (text("object"), text(&e.object)),
+                    (text("username"), text(&e.username)),
+                    (text("age-seconds"), Reply::Double(age)),
+                    (text("client-info"), text(&e.client_info)),
+                    (text("entry-id"), int(e.id)),
+                    (text("timestamp-created"), int(e.created_ms)),
+                    (text("timestamp-last-updated"), int(e.updated_ms)),
+                ])
+            })
+            .collect(),
+    ))
 }
 
 /// The most bits ACL GENPASS gives (Redis's bound).

@@ -12,6 +12,7 @@ use super::args::{self, is};
 use super::store::{arg, int_arg};
 use super::{errors, Ctx, Outcome};
 use crate::resp::{Protocol, Reply};
+use crate::users::Reason;
 
 pub(crate) fn ping(_: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
     match a.get(1..).unwrap_or_default() {
@@ -58,12 +59,22 @@ pub(crate) fn select(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
 fn check(ctx: &mut Ctx<'_>, user: &[u8], password: &[u8]) -> Result<(), Reply> {
     // Hashed before the lock: a password may be as long as a bulk string.
     let given = crate::users::hash(password);
-    let found = {
-        let users = ctx.shared.users.read();
-        let found = users
-            .check_hash(user, &given)
-            .map(|u| (u, ctx.shared.users.version()));
-        found.ok_or_else(errors::wrong_pass)?
+    let found = ctx
+        .shared
+        .users
+        .read()
+        .check_hash(user, &given)
+        .map(|u| (u, ctx.shared.users.version()));
+    let Some(found) = found else {
+        let info = client_info(ctx, "auth");
+        ctx.shared.acl_log.record(
+            Reason::Auth,
+            "toplevel",
+            "AUTH",
+            &String::from_utf8_lossy(user),
+            info,
+        );
+        return Err(errors::wrong_pass());
     };
     ctx.session.act_as(found);
     ctx.session.authenticated = true;
@@ -197,7 +208,7 @@ pub(crate) fn client(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
             }
             Ok(Reply::Ok)
         }
-        ("info", []) => Ok(Reply::Bulk(describe(ctx).into_bytes())),
+        ("info", []) => Ok(Reply::Bulk(describe(ctx, "client|info").into_bytes())),
         ("list", _) => {
             // `@admin` in Redis: it shows every client's address and name.
             if errors::admin_subcommand("client", "list") {
@@ -213,8 +224,18 @@ pub(crate) fn client(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
     }
 }
 
-/// The `CLIENT INFO` line of this connection.
-fn describe(ctx: &Ctx<'_>) -> String {
+/// This connection as ACL LOG's `client-info` shows it: its CLIENT INFO line, without
+/// the newline, naming `cmd` as the command running.
+pub(crate) fn client_info(ctx: &Ctx<'_>, cmd: &str) -> String {
+    describe(ctx, cmd).trim_end().to_string()
+}
+
+/// This connection as a line of CLIENT INFO, with every field of Redis's, in its order, so
+/// clients that parse the line (redis-py's `client_info`, ACL LOG's `client-info`) find
+/// each one. Fields Cairn does not track (the file descriptor, buffer sizes and memory)
+/// read 0; `sub`, `psub` and `ssub` are 0 as Cairn serves no channels; `idle` is 0 as the
+/// connection is running `cmd`.
+fn describe(ctx: &Ctx<'_>, cmd: &str) -> String {
     let s = &*ctx.session;
     let text = |v: &Option<Vec<u8>>| {
         v.as_deref()
@@ -222,11 +243,26 @@ fn describe(ctx: &Ctx<'_>) -> String {
             .unwrap_or_default()
             .into_owned()
     };
+    let (addr, age) = ctx
+        .shared
+        .clients
+        .lock()
+        .get(&s.id)
+        .map(|c| (c.addr.clone(), c.since.elapsed().as_secs()))
+        .unwrap_or_default();
+    let (flags, multi) = match &s.multi {
+        Some(m) => ("x", i64::try_from(m.queued.len()).unwrap_or(i64::MAX)),
+        None => ("N", -1),
+    };
     format!(
-        "id={} name={} db={} resp={} lib-name={} lib-ver={}\n",
+        "id={} addr={addr} laddr= fd=0 name={} age={age} idle=0 flags={flags} db={} sub=0 \
+         psub=0 ssub=0 multi={multi} qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 \
+         obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={cmd} user={} redir=-1 resp={} \
+         lib-name={} lib-ver={}\n",
         s.id,
         text(&s.name),
         s.db,
+        s.user.name,
         if s.protocol == Protocol::Resp3 { 3 } else { 2 },
         text(&s.lib_name),
         text(&s.lib_ver)

@@ -47,6 +47,7 @@ pub(crate) fn require_admin(ctx: &super::Ctx<'_>, name: &str) -> Result<(), Repl
     if ctx.session.user.may_run(false, true) {
         Ok(())
     } else {
+        super::log_refusal(ctx, crate::users::Reason::Command, name, name);
         Err(no_permission(&ctx.session.user.name, name))
     }
 }

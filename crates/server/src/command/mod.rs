@@ -41,6 +41,7 @@ use crate::resp::Reply;
 use crate::session::Session;
 use crate::shared::Shared;
 use crate::stats::Stats;
+use crate::users::Reason;
 
 /// What a handler works with: the server's shared state, the client's session, and
 /// inside EXEC the transaction the commands read and write.
@@ -120,13 +121,48 @@ fn admit(ctx: &Ctx<'_>, args: &[Vec<u8>]) -> Result<(usize, &'static Spec), Repl
     if !has_flag(spec, "noauth") {
         let user = &ctx.session.user;
         if !user.may_run(has_flag(spec, "write"), has_flag(spec, "admin")) {
-            return Err(errors::no_permission(&user.name, &shown_name(spec, args)));
+            let shown = shown_name(spec, args);
+            log_refusal(ctx, Reason::Command, &shown, &shown);
+            return Err(errors::no_permission(&user.name, &shown));
         }
         if spec.first_key != 0 && !user.all_keys {
+            log_refusal(
+                ctx,
+                Reason::Key,
+                &shown_name(spec, args),
+                &first_key(spec, args),
+            );
             return Err(errors::no_key_permission());
         }
     }
     Ok((index, spec))
+}
+
+/// Records a refused command or key of this connection's user in the ACL log; a
+/// command queued by MULTI and refused as EXEC runs it is in context `multi`. `command`
+/// is the refused command as a refusal names it (`set`, `config|get`).
+pub(crate) fn log_refusal(ctx: &Ctx<'_>, reason: Reason, command: &str, object: &str) {
+    let context = if ctx.tx.is_some() {
+        "multi"
+    } else {
+        "toplevel"
+    };
+    ctx.shared.acl_log.record(
+        reason,
+        context,
+        object,
+        &ctx.session.user.name,
+        connection::client_info(ctx, command),
+    );
+}
+
+/// The first key `args` names (empty if it names none).
+fn first_key(spec: &Spec, args: &[Vec<u8>]) -> String {
+    usize::try_from(spec.first_key)
+        .ok()
+        .and_then(|i| args.get(i))
+        .map(|k| String::from_utf8_lossy(k).into_owned())
+        .unwrap_or_default()
 }
 
 /// The commands whose first argument names a subcommand.
@@ -178,13 +214,9 @@ pub(crate) fn dry_run(
         }
     }
     if spec.first_key != 0 && !user.all_keys {
-        let key = usize::try_from(spec.first_key)
-            .ok()
-            .and_then(|i| args.get(i))
-            .map(|k| String::from_utf8_lossy(k).into_owned())
-            .unwrap_or_default();
         return Ok(Some(format!(
-            "This user has no permissions to access the '{key}' key"
+            "This user has no permissions to access the '{}' key",
+            first_key(spec, args)
         )));
     }
     Ok(None)

@@ -12,7 +12,8 @@
 //!
 //! `rules.rs` reads and writes Redis's rule language over this model (ACL SETUSER, ACL
 //! LIST, the users file), `file.rs` the users file, `registry.rs` the server's mutable
-//! set of users that ACL SETUSER, DELUSER and LOAD change at runtime.
+//! set of users that ACL SETUSER, DELUSER and LOAD change at runtime, `log.rs` the record
+//! of refusals ACL LOG shows.
 //!
 //! Invariants: passwords are kept only as SHA-256 hashes, and neither `Debug` nor any
 //! reply or error shows a password (a rule `>password` is echoed as `>...`). A check
@@ -21,6 +22,7 @@
 //! refusal tells nothing about a password (only the number of the user's passwords).
 
 mod file;
+mod log;
 mod registry;
 mod rules;
 
@@ -30,6 +32,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 
+pub(crate) use log::{AclLog, Reason};
 pub(crate) use registry::{Registry, SetError};
 pub(crate) use rules::{command_rules, describe, flags};
 

@@ -174,6 +174,10 @@ def test_server_commands(r):
     assert got.startswith(b"*2\r\n$3\r\nget\r\n*6\r\n$7\r\nsummary\r\n"), got
     assert r.client_id() > 0
     assert r.client_setname("me") is True and r.client_getname() == "me"
+    # redis-py parses CLIENT INFO's fields, converting the numeric ones.
+    info = r.client_info()
+    assert info["id"] == r.client_id() and info["name"] == "me" and info["multi"] == -1, info
+    assert info["cmd"] == "client|info" and info["user"] == "default", info
     assert r.execute_command("CLIENT", "SETINFO", "LIB-NAME", "x") in (b"OK", "OK", True)
     assert error_of(r.execute_command, "NOSUCH", "a", "b") == "unknown command 'NOSUCH', with args beginning with: 'a' 'b' "
     assert error_of(r.execute_command, "GET") == "wrong number of arguments for 'get' command"
@@ -509,6 +513,10 @@ def test_acl_changes():
             raise AssertionError("a user without @write wrote")
         except redis.exceptions.NoPermissionError as e:
             assert str(e) == "User bob has no permissions to run the 'set' command", e
+        newest = root.acl_log(count=1)
+        assert len(newest) == 1 and newest[0]["reason"] == "command", newest
+        assert newest[0]["object"] == "set" and newest[0]["username"] == "bob", newest
+        assert root.acl_log_reset() is True and root.acl_log() == []
         assert root.acl_dryrun("bob", "set", "k", "w") == \
             "This user has no permissions to run the 'set' command"
         assert root.acl_dryrun("bob", "get", "k") == "OK"
