@@ -36,9 +36,13 @@ const PROBES: u32 = 6;
 /// Largest filter, in words (64 MiB), whatever the budget.
 const MAX_WORDS: usize = 8 << 20;
 
-/// A key's word and the bits to set or test in it.
-fn locate(user_key: &[u8], words: usize) -> (usize, u64) {
-    let h = xxh3_64(user_key);
+/// The hash a key is filed under (and that the memtable's point index starts from).
+pub(crate) fn key_hash(user_key: &[u8]) -> u64 {
+    xxh3_64(user_key)
+}
+
+/// The word and the bits to set or test in it of a key whose [`key_hash`] is `h`.
+fn locate(h: u64, words: usize) -> (usize, u64) {
     let word = ((u128::from(h) * words as u128) >> 64) as usize;
     let mut g = h.rotate_left(32).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let mut mask = 0u64;
@@ -73,8 +77,14 @@ impl MemFilter {
     }
 
     /// Adds `user_key` (invariant 1: before the key enters the skip list).
+    #[cfg(test)]
     pub(crate) fn insert(&self, user_key: &[u8]) {
-        let (i, mask) = locate(user_key, self.words.len());
+        self.insert_hash(key_hash(user_key));
+    }
+
+    /// Adds the key whose [`key_hash`] is `hash`.
+    pub(crate) fn insert_hash(&self, hash: u64) {
+        let (i, mask) = locate(hash, self.words.len());
         if let Some(w) = self.words.get(i) {
             // Skip the locked write when the bits are there (rewrites of a hot key).
             if w.load(Ordering::Relaxed) & mask != mask {
@@ -84,8 +94,14 @@ impl MemFilter {
     }
 
     /// False if no version of `user_key` was inserted.
+    #[cfg(test)]
     pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
-        let (i, mask) = locate(user_key, self.words.len());
+        self.may_contain_hash(key_hash(user_key))
+    }
+
+    /// False if no version of the key whose [`key_hash`] is `hash` was inserted.
+    pub(crate) fn may_contain_hash(&self, hash: u64) -> bool {
+        let (i, mask) = locate(hash, self.words.len());
         self.words
             .get(i)
             .is_none_or(|w| w.load(Ordering::Relaxed) & mask == mask)

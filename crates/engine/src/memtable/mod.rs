@@ -23,9 +23,14 @@
 //! 5. Every user key inserted is first added to the memtable's bloom filter ([`filter`]),
 //!    so a point lookup that the filter rules out skips the skip-list search.
 //!
+//! 6. Every version inserted is entered in the skip list's point index ([`point`]) before
+//!    its insert returns, unless the index is full (it then says so): a point lookup whose
+//!    snapshot sees the newest version takes it from there without a search.
+//!
 //! Thread-safety: `Send + Sync`; shared through `Arc`.
 
 mod filter;
+mod point;
 mod skiplist;
 
 use std::collections::HashMap;
@@ -42,11 +47,19 @@ use crate::rangedel::RangeTombstone;
 use crate::vlog::BlobFileMeta;
 
 use filter::MemFilter;
-use skiplist::{Entry, Position, Probe, SkipList};
+use skiplist::{Entry, Newest, Position, Probe, SkipList};
 
 /// Bytes charged per entry beyond its key and value: an estimate of a node's header and
 /// links, its share of arena chunk slack and of the filter, on the safe side.
 const ENTRY_OVERHEAD: usize = 80;
+
+/// Bytes of memtable budget per key its point index is sized for: `budget / 192` keys,
+/// in slots of 8 bytes for a third more keys rounded up to a power of two (6.25 % of a
+/// power-of-two budget, 16 MiB: 1 MiB). The index takes keys until it is three quarters
+/// full (a 16 MiB memtable: 98,304 keys), so a memtable of entries of about 170 bytes or
+/// more (key, value and [`ENTRY_OVERHEAD`]) is indexed whole; one of smaller entries
+/// indexes its first keys and searches the skip list for the others.
+const POINT_INDEX_BYTES_PER_KEY: usize = 192;
 
 /// The probe for an encoded internal key (or seek target) in `keyspace`. A target shorter
 /// than a trailer is a user key with trailer 0, as `compare_encoded` reads it.
@@ -133,7 +146,10 @@ impl Memtable {
     /// (`Options::memtable_huge_pages`).
     pub(crate) fn with_huge_pages(wal_id: u64, budget: usize, huge_pages: bool) -> Memtable {
         Memtable {
-            list: Arc::new(SkipList::with_huge_pages(huge_pages)),
+            list: Arc::new(SkipList::with_options(
+                huge_pages,
+                budget / POINT_INDEX_BYTES_PER_KEY,
+            )),
             filter: MemFilter::new(budget, TRAILER_LEN + ENTRY_OVERHEAD),
             range_tombstones: Mutex::new(Vec::new()),
             range_count: AtomicUsize::new(0),
@@ -184,12 +200,14 @@ impl Memtable {
         value: &[u8],
     ) {
         let charge = user_key.len() + TRAILER_LEN + value.len() + ENTRY_OVERHEAD;
-        self.filter.insert(user_key);
-        self.list.insert(
+        let hash = filter::key_hash(user_key);
+        self.filter.insert_hash(hash);
+        self.list.insert_hashed(
             keyspace.0,
             user_key,
             (seqno.0 << 8) | u64::from(kind.as_u8()),
             value,
+            hash,
         );
         self.size.fetch_add(charge, AtomicOrdering::Relaxed);
         self.max_seqno.fetch_max(seqno.0, AtomicOrdering::Relaxed);
@@ -277,8 +295,24 @@ impl Memtable {
         // An empty memtable (the usual state of a store that only reads) answers before
         // hashing the key for the filter. A write is counted before its seqno is
         // published, so a reader that may see it never finds the list empty.
-        if self.list.is_empty() || !self.filter.may_contain(user_key) {
+        if self.list.is_empty() {
             return None;
+        }
+        let hash = filter::key_hash(user_key);
+        if !self.filter.may_contain_hash(hash) {
+            return None;
+        }
+        // The point index answers for the newest version when the snapshot sees it
+        // (invariant 6); older snapshots, and keys an incomplete index lacks, search.
+        let found = match self.list.newest(keyspace.0, user_key, hash) {
+            Newest::Absent => return None,
+            Newest::Found(entry) if entry.trailer() >> 8 <= snapshot.0 => Some(entry),
+            Newest::Found(_) | Newest::Unknown => None,
+        };
+        if let Some(entry) = found {
+            let trailer = entry.trailer();
+            let kind = Kind::from_u8((trailer & 0xff) as u8)?;
+            return Some(f(SeqNo(trailer >> 8), kind, entry.value()));
         }
         let entry = self.list.seek_ge(&Probe {
             keyspace: keyspace.0,
@@ -320,9 +354,15 @@ impl Memtable {
         encoded_len.saturating_add(ops.saturating_mul(TRAILER_LEN + ENTRY_OVERHEAD))
     }
 
-    /// Approximate bytes used.
+    /// Approximate bytes the entries take (their charges): what fills a memtable.
     pub(crate) fn size(&self) -> usize {
         self.size.load(AtomicOrdering::Relaxed)
+    }
+
+    /// Approximate bytes of memory held: [`Memtable::size`] and the point index, which
+    /// is allocated whole with the memtable.
+    pub(crate) fn memory(&self) -> usize {
+        self.size() + self.list.point_index_bytes()
     }
 
     /// True if nothing was inserted.

@@ -31,6 +31,10 @@
 //! 4. Chunks are freed only when the list is dropped. An [`Entry`] borrows the list and a
 //!    [`Position`] holds an `Arc` of it, so no reference into a node outlives the node.
 //! 5. Nodes are 8-byte aligned, and so is every header field and link inside one.
+//! 6. The point index (`point.rs`) holds only pointers to nodes of this list, entered by
+//!    [`SkipList::insert_hashed`] after the node is linked and before it returns, under
+//!    the arena lock; so every pointer [`SkipList::newest`] reads from it is a published
+//!    node of a list that is alive.
 //!
 //! Thread-safety: `Send + Sync`; inserts serialize on the arena lock, reads take no lock.
 
@@ -45,6 +49,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::point::PointIndex;
 use crate::key::{split_encoded, TRAILER_LEN};
 
 /// Most levels a node can be on. With [`BRANCHING`] 4, twelve levels index 4^12 (16M)
@@ -304,6 +309,29 @@ pub(crate) struct SkipList {
     height: AtomicUsize,
     len: AtomicUsize,
     arena: Mutex<Arena>,
+    /// The newest node of each `(keyspace, user key)`, as far as it has room (invariant 6).
+    point: PointIndex,
+}
+
+/// What the point index knows of a key's newest version ([`SkipList::newest`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Newest<'a> {
+    /// The newest version inserted.
+    Found(Entry<'a>),
+    /// The list holds no version of the key.
+    Absent,
+    /// The index is incomplete and lacks the key: search the list.
+    Unknown,
+}
+
+/// The point index's hash of `(keyspace, user key)`, from the user key's `key_hash`.
+fn point_hash(keyspace: u32, user_hash: u64) -> u64 {
+    user_hash ^ u64::from(keyspace).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// True if `p` (a node pointer from the point index) is a node of `(keyspace, user)`.
+fn node_is(p: *mut u8, keyspace: u32, user: &[u8]) -> bool {
+    Node::from_link(p).is_some_and(|n| n.keyspace() == keyspace && split(n.key()).0 == user)
 }
 
 impl Drop for SkipList {
@@ -316,21 +344,18 @@ impl Drop for SkipList {
     }
 }
 
-impl Default for SkipList {
-    fn default() -> Self {
-        SkipList::new()
-    }
-}
-
 impl SkipList {
-    /// An empty list on ordinary pages.
+    /// An empty list on ordinary pages, with a point index for 1,024 keys.
+    #[cfg(test)]
     pub(crate) fn new() -> SkipList {
-        SkipList::with_huge_pages(false)
+        SkipList::with_options(false, 1 << 10)
     }
 
-    /// An empty list whose shared chunks ask for transparent huge pages if `huge_pages`.
-    pub(crate) fn with_huge_pages(huge_pages: bool) -> SkipList {
+    /// An empty list whose shared chunks ask for transparent huge pages if `huge_pages`,
+    /// with a point index for up to `point_keys` keys (0: none).
+    pub(crate) fn with_options(huge_pages: bool, point_keys: usize) -> SkipList {
         SkipList {
+            point: PointIndex::new(point_keys),
             head: std::array::from_fn(|_| Link::new(ptr::null_mut())),
             height: AtomicUsize::new(1),
             len: AtomicUsize::new(0),
@@ -438,9 +463,47 @@ impl SkipList {
         Entry::at(node)
     }
 
+    /// Bytes the point index holds.
+    pub(crate) fn point_index_bytes(&self) -> usize {
+        self.point.heap_bytes()
+    }
+
+    /// The newest version of `(keyspace, user)` as the point index knows it; `user_hash`
+    /// is the user key's `filter::key_hash`.
+    pub(crate) fn newest(&self, keyspace: u32, user: &[u8], user_hash: u64) -> Newest<'_> {
+        let hash = point_hash(keyspace, user_hash);
+        match self
+            .point
+            .find(hash, |p| node_is(p, keyspace, user))
+            .and_then(Node::from_link)
+        {
+            Some(node) => Newest::Found(Entry {
+                node,
+                _list: PhantomData,
+            }),
+            None if self.point.complete() => Newest::Absent,
+            None => Newest::Unknown,
+        }
+    }
+
     /// Inserts `(keyspace, user ++ trailer) → value`. An equal key already present stays,
     /// after the new one; the memtable never inserts one (its invariant 2).
+    #[cfg(test)]
     pub(crate) fn insert(&self, keyspace: u32, user: &[u8], trailer: u64, value: &[u8]) {
+        let user_hash = super::filter::key_hash(user);
+        self.insert_hashed(keyspace, user, trailer, value, user_hash);
+    }
+
+    /// As [`SkipList::insert`], given the user key's `filter::key_hash`, and enters the
+    /// node in the point index.
+    pub(crate) fn insert_hashed(
+        &self,
+        keyspace: u32,
+        user: &[u8],
+        trailer: u64,
+        value: &[u8],
+        user_hash: u64,
+    ) {
         let mut arena = self.arena.lock();
         let probe = Probe {
             keyspace,
@@ -494,6 +557,12 @@ impl SkipList {
         if let Some(succ) = succ {
             succ.prev_link().store(node.0.as_ptr(), Mo::Release);
         }
+        self.point.enter(
+            point_hash(keyspace, user_hash),
+            node.0.as_ptr(),
+            |p| node_is(p, keyspace, user),
+            |old| Node::from_link(old).is_some_and(|o| split(o.key()).1 < trailer),
+        );
         self.len.fetch_add(1, Mo::Release);
         drop(arena);
     }
@@ -686,7 +755,7 @@ mod tests {
     fn a_list_on_huge_pages_keeps_every_entry_in_order() {
         // 1,200 nodes of over 4 KiB fill more than two shared chunks, so several aligned,
         // advised chunks are used (few nodes, so the test stays quick under Miri).
-        let list = SkipList::with_huge_pages(true);
+        let list = SkipList::with_options(true, 1 << 10);
         let n = 1_200u32;
         let value = vec![b'v'; 4096];
         for i in (0..n).rev() {
@@ -819,6 +888,76 @@ mod tests {
         });
         drop(list);
         assert_eq!(pos.entry().unwrap().value(), [10]);
+    }
+
+    /// The point index agrees with a search: for every key, `newest` gives the version a
+    /// seek to the key's first version gives, while a writer adds newer versions (in
+    /// scattered order, several keyspaces) and a reader checks every key it has seen
+    /// finished. Keys past the index's room make it incomplete but never wrong.
+    #[test]
+    fn newest_agrees_with_a_search_while_a_writer_inserts() {
+        let list = Arc::new(SkipList::with_options(false, 300));
+        let keys: u32 = if cfg!(miri) { 60 } else { 2_000 };
+        let rounds: u64 = if cfg!(miri) { 2 } else { 4 };
+        let finished = AtomicUsize::new(0);
+        let newest_of = |key: &[u8], ks: u32| {
+            let hash = super::super::filter::key_hash(key);
+            match list.newest(ks, key, hash) {
+                Newest::Found(e) => Some(e.trailer()),
+                Newest::Absent => None,
+                Newest::Unknown => list
+                    .seek_ge(&Probe {
+                        keyspace: ks,
+                        user: key,
+                        trailer: u64::MAX,
+                    })
+                    .filter(|e| e.keyspace() == ks && e.user_key() == key)
+                    .map(|e| e.trailer()),
+            }
+        };
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for round in 1..=rounds {
+                    for i in 0..keys {
+                        let k = (u64::from(i) * 7919 % u64::from(keys)) as u32;
+                        let key = format!("{k:06}");
+                        list.insert(k % 3, key.as_bytes(), round << 8 | 1, b"v");
+                    }
+                    finished.store(round as usize, Mo::Release);
+                }
+            });
+            s.spawn(|| loop {
+                let done = finished.load(Mo::Acquire) as u64;
+                for k in 0..keys {
+                    let key = format!("{k:06}");
+                    let got = newest_of(key.as_bytes(), k % 3);
+                    // Rounds finished before the load are seen; a later one may be too.
+                    let seen = got.map_or(0, |t| t >> 8);
+                    assert!(seen >= done, "key {k}: version {seen} after round {done}");
+                    assert_eq!(newest_of(key.as_bytes(), (k + 1) % 3), None, "key {k}");
+                }
+                if done == rounds {
+                    break;
+                }
+            });
+        });
+        // An index for 300 keys has 512 slots: 2,000 keys overflow it, 60 do not.
+        let indexed = (0..keys)
+            .filter(|k| {
+                let key = format!("{k:06}");
+                let hash = super::super::filter::key_hash(key.as_bytes());
+                matches!(list.newest(k % 3, key.as_bytes(), hash), Newest::Found(_))
+            })
+            .count();
+        if cfg!(miri) {
+            assert!(
+                list.point.complete() && indexed == keys as usize,
+                "{indexed}"
+            );
+        } else {
+            assert!(!list.point.complete(), "2,000 keys overflow 512 slots");
+            assert!((345..=384).contains(&indexed), "{indexed} keys indexed");
+        }
     }
 
     /// Seeks racing inserts right beside their target land on the target: a node linked

@@ -33,9 +33,10 @@ use crate::wal;
 /// How long a held-back writer sleeps between checks of the background state.
 const STALL_WAIT: Duration = Duration::from_millis(50);
 
-/// Charged bytes of the memtables: the active one and those waiting to be flushed.
+/// Memory of the memtables (charges and point indexes): the active one and those
+/// waiting to be flushed.
 pub(crate) fn memtable_bytes(state: &State) -> usize {
-    state.imm.iter().map(|m| m.size()).sum::<usize>() + state.mem.size()
+    state.imm.iter().map(|m| m.memory()).sum::<usize>() + state.mem.memory()
 }
 
 /// Largest number of level-0 tables in any keyspace.
