@@ -34,7 +34,8 @@ pub struct Stats {
     pub table_bytes: u64,
     /// Bytes of the memtables (active and waiting to be flushed), as charged: each entry's
     /// key, value and a fixed per-entry overhead (node, links, its part of the memtable's
-    /// bloom filter and of arena slack).
+    /// bloom filter and of arena slack), plus each non-empty memtable's point index
+    /// (about 1/16 of `memtable_size`).
     pub memtable_bytes: u64,
     /// The memory budget the store was opened with (`Options::memory_budget`), if any.
     /// Its shares are the three limits below.

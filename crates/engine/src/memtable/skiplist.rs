@@ -45,7 +45,7 @@ use std::cmp::Ordering;
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as Mo};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
@@ -309,8 +309,11 @@ pub(crate) struct SkipList {
     height: AtomicUsize,
     len: AtomicUsize,
     arena: Mutex<Arena>,
-    /// The newest node of each `(keyspace, user key)`, as far as it has room (invariant 6).
-    point: PointIndex,
+    /// The newest node of each `(keyspace, user key)`, as far as it has room (invariant
+    /// 6); made by the first insert, so an empty list holds none.
+    point: OnceLock<PointIndex>,
+    /// Keys the point index is sized for.
+    point_keys: usize,
 }
 
 /// What the point index knows of a key's newest version ([`SkipList::newest`]).
@@ -355,7 +358,8 @@ impl SkipList {
     /// with a point index for up to `point_keys` keys (0: none).
     pub(crate) fn with_options(huge_pages: bool, point_keys: usize) -> SkipList {
         SkipList {
-            point: PointIndex::new(point_keys),
+            point: OnceLock::new(),
+            point_keys,
             head: std::array::from_fn(|_| Link::new(ptr::null_mut())),
             height: AtomicUsize::new(1),
             len: AtomicUsize::new(0),
@@ -463,17 +467,20 @@ impl SkipList {
         Entry::at(node)
     }
 
-    /// Bytes the point index holds.
+    /// Bytes the point index holds (none before the first insert).
     pub(crate) fn point_index_bytes(&self) -> usize {
-        self.point.heap_bytes()
+        self.point.get().map_or(0, PointIndex::heap_bytes)
     }
 
     /// The newest version of `(keyspace, user)` as the point index knows it; `user_hash`
     /// is the user key's `filter::key_hash`.
     pub(crate) fn newest(&self, keyspace: u32, user: &[u8], user_hash: u64) -> Newest<'_> {
         let hash = point_hash(keyspace, user_hash);
-        match self
-            .point
+        // No index yet: nothing was inserted, or the first insert is under way.
+        let Some(point) = self.point.get() else {
+            return Newest::Unknown;
+        };
+        match point
             .find(hash, |p| node_is(p, keyspace, user))
             .and_then(Node::from_link)
         {
@@ -481,7 +488,7 @@ impl SkipList {
                 node,
                 _list: PhantomData,
             }),
-            None if self.point.complete() => Newest::Absent,
+            None if point.complete() => Newest::Absent,
             None => Newest::Unknown,
         }
     }
@@ -557,7 +564,8 @@ impl SkipList {
         if let Some(succ) = succ {
             succ.prev_link().store(node.0.as_ptr(), Mo::Release);
         }
-        self.point.enter(
+        let point = self.point.get_or_init(|| PointIndex::new(self.point_keys));
+        point.enter(
             point_hash(keyspace, user_hash),
             node.0.as_ptr(),
             |p| node_is(p, keyspace, user),
@@ -951,11 +959,14 @@ mod tests {
             .count();
         if cfg!(miri) {
             assert!(
-                list.point.complete() && indexed == keys as usize,
+                list.point.get().unwrap().complete() && indexed == keys as usize,
                 "{indexed}"
             );
         } else {
-            assert!(!list.point.complete(), "2,000 keys overflow 512 slots");
+            assert!(
+                !list.point.get().unwrap().complete(),
+                "2,000 keys overflow 512 slots"
+            );
             assert!((345..=384).contains(&indexed), "{indexed} keys indexed");
         }
     }
