@@ -9,6 +9,8 @@
 //!   object and user) updated within [`GROUPING_WINDOW`] counts on that entry instead of
 //!   adding one, so a client retrying a wrong password fills no more than one entry.
 //! * At most [`MAX_ENTRIES`] are kept (Redis's default `acllog-max-len`); the oldest go.
+//!   Objects and user names are cut to [`MAX_FIELD_LEN`] bytes, so the log's size is
+//!   bounded whatever names clients send.
 //!
 //! Nothing here holds a password: an `auth` entry names only the user tried.
 //!
@@ -25,6 +27,18 @@ pub(crate) const MAX_ENTRIES: usize = 128;
 pub(crate) const GROUPING_WINDOW: Duration = Duration::from_secs(60);
 /// How many of the newest entries a refusal is compared with.
 pub(crate) const GROUP_SCAN: usize = 10;
+/// Most bytes kept of an entry's object and user name: a client may send a name as long
+/// as a bulk string, and the log must stay small whatever it sends.
+pub(crate) const MAX_FIELD_LEN: usize = 128;
+
+/// `text` cut to at most [`MAX_FIELD_LEN`] bytes, on a character boundary.
+fn bounded(text: &str) -> &str {
+    let mut end = text.len().min(MAX_FIELD_LEN);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.get(..end).unwrap_or_default()
+}
 
 /// Why a request was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,6 +112,7 @@ impl AclLog {
         username: &str,
         client_info: String,
     ) {
+        let (object, username) = (bounded(object), bounded(username));
         let now = Instant::now();
         let ms = now_ms();
         let mut inner = self.inner.lock();
@@ -153,6 +168,7 @@ impl AclLog {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
 
@@ -199,6 +215,17 @@ mod tests {
         assert!(log.newest(10).is_empty());
         record(&log, Reason::Key, "k", "bob");
         assert_eq!(log.newest(10).first().map(|e| e.id), Some(3));
+    }
+
+    #[test]
+    fn long_names_are_cut_on_a_character_boundary() {
+        let log = AclLog::default();
+        let long = "é".repeat(1000);
+        record(&log, Reason::Auth, "AUTH", &long);
+        record(&log, Reason::Key, &"k".repeat(1 << 20), "bob");
+        let entries = log.newest(2);
+        assert_eq!(entries[1].username, "é".repeat(MAX_FIELD_LEN / 2));
+        assert_eq!(entries[0].object.len(), MAX_FIELD_LEN);
     }
 
     #[test]
