@@ -23,9 +23,10 @@
 //! 5. Every user key inserted is first added to the memtable's bloom filter ([`filter`]),
 //!    so a point lookup that the filter rules out skips the skip-list search.
 //!
-//! 6. Every version inserted is entered in the skip list's point index ([`point`]) before
-//!    its insert returns, unless the index is full (it then says so): a point lookup whose
-//!    snapshot sees the newest version takes it from there without a search.
+//! 6. Every version inserted is entered in the skip list's point index ([`point`], made
+//!    by the first insert) before its insert returns, unless the index is full (it then
+//!    says so): a point lookup whose snapshot sees the newest version takes it from there
+//!    without a search.
 //!
 //! Thread-safety: `Send + Sync`; shared through `Arc`.
 
@@ -360,7 +361,7 @@ impl Memtable {
     }
 
     /// Approximate bytes of memory held: [`Memtable::size`] and the point index, which
-    /// is allocated whole with the memtable.
+    /// the first insert allocates whole.
     pub(crate) fn memory(&self) -> usize {
         self.size() + self.list.point_index_bytes()
     }
