@@ -153,6 +153,21 @@ static int read_files(const char *log, unsigned long long n, unsigned long long 
 
 #define BATCH 1024
 
+/* The next `count` keys of the lookup sequence (the xorshift state `*x`, as read_files
+ * draws them), their lengths and pointers, and their numbers in `index`. */
+static void next_batch(char keys[][32], const char **key_ptrs, size_t *key_lens,
+                       unsigned long long *index, size_t count, unsigned long long *x,
+                       unsigned long long n) {
+    for (size_t k = 0; k < count; k++) {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        index[k] = *x % n;
+        key_lens[k] = (size_t)make_key(keys[k], index[k]);
+        key_ptrs[k] = keys[k];
+    }
+}
+
 static int read_many(const char *log, unsigned long long n, unsigned long long lookups) {
     char spi[4096], want[VALUE_LEN];
     static char keys[BATCH][32];
@@ -166,14 +181,7 @@ static int read_many(const char *log, unsigned long long n, unsigned long long l
     stamp t0 = now();
     for (unsigned long long q = 0; q < lookups; q += BATCH) {
         size_t count = lookups - q < BATCH ? (size_t)(lookups - q) : BATCH;
-        for (size_t k = 0; k < count; k++) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            index[k] = x % n;
-            key_lens[k] = (size_t)make_key(keys[k], index[k]);
-            key_ptrs[k] = keys[k];
-        }
+        next_batch(keys, key_ptrs, key_lens, index, count, &x, n);
         size_t found = 0;
         TRY("get_many", cairn_hash_reader_get_many(r, key_ptrs, key_lens, count, values, value_lens,
                                                    &found, &err));
@@ -209,14 +217,7 @@ static int read_many_into(const char *log, unsigned long long n, unsigned long l
     stamp t0 = now();
     for (unsigned long long q = 0; q < lookups; q += BATCH) {
         size_t count = lookups - q < BATCH ? (size_t)(lookups - q) : BATCH;
-        for (size_t k = 0; k < count; k++) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            index[k] = x % n;
-            key_lens[k] = (size_t)make_key(keys[k], index[k]);
-            key_ptrs[k] = keys[k];
-        }
+        next_batch(keys, key_ptrs, key_lens, index, count, &x, n);
         size_t found = 0, done = 0;
         TRY("get_many_into", cairn_hash_reader_get_many_into(r, key_ptrs, key_lens, count, packed,
                                                              sizeof packed, offsets, value_lens,

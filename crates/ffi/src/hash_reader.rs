@@ -30,6 +30,28 @@ fn reader(r: Option<&cairn_hash_reader_t>) -> Result<&Reader, Failure> {
         .ok_or_else(|| Failure::invalid("reader is NULL"))
 }
 
+/// The `count` keys of a batched lookup: `keys[i]` of `key_lens[i]` bytes.
+///
+/// # Safety
+/// `keys` and `key_lens` must point to `count` elements (or be NULL if `count` is 0), each
+/// key to its length of readable bytes, for as long as the slices are used.
+unsafe fn key_arrays<'a>(
+    keys: *const *const c_char,
+    key_lens: *const usize,
+    count: usize,
+) -> Result<Vec<&'a [u8]>, Failure> {
+    // SAFETY: the caller guarantees `count` key pointers at `keys`.
+    let key_ptrs = unsafe { args::array(keys, count, "keys") }?;
+    // SAFETY: the caller guarantees `count` lengths at `key_lens`.
+    let lens = unsafe { args::array(key_lens, count, "key_lens") }?;
+    key_ptrs
+        .iter()
+        .zip(lens)
+        // SAFETY: the caller guarantees each key points to its length of bytes.
+        .map(|(&ptr, &len)| unsafe { args::bytes(ptr, len, "key") })
+        .collect()
+}
+
 /// Opens the index at `index_path` and its log at `log_path`. `CAIRN_IDENTIFIER_MISMATCH`
 /// if they do not belong together, `CAIRN_CORRUPTION` for damaged headers.
 ///
@@ -192,15 +214,8 @@ pub unsafe extern "C" fn cairn_hash_reader_get_many(
         values.fill(std::ptr::null_mut());
         value_lens.fill(0);
         let reader = reader(r)?;
-        // SAFETY: the caller guarantees `count` key pointers at `keys`.
-        let key_ptrs = unsafe { args::array(keys, count, "keys") }?;
-        // SAFETY: the caller guarantees `count` lengths at `key_lens`.
-        let lens = unsafe { args::array(key_lens, count, "key_lens") }?;
-        let mut key_slices = Vec::with_capacity(count);
-        for (&ptr, &len) in key_ptrs.iter().zip(lens) {
-            // SAFETY: the caller guarantees each key points to its length of bytes.
-            key_slices.push(unsafe { args::bytes(ptr, len, "key") }?);
-        }
+        // SAFETY: the caller guarantees the keys as `key_arrays` requires.
+        let key_slices = unsafe { key_arrays(keys, key_lens, count) }?;
         let mut failure = None;
         let mut hits = 0usize;
         let looked_up = reader.get_many(&key_slices, |i, v| {
@@ -296,17 +311,10 @@ pub unsafe extern "C" fn cairn_hash_reader_get_many_into(
         offsets.fill(CAIRN_HASH_ABSENT);
         value_lens.fill(0);
         let reader = reader(r)?;
-        // SAFETY: the caller guarantees `count` key pointers at `keys`.
-        let key_ptrs = unsafe { args::array(keys, count, "keys") }?;
-        // SAFETY: the caller guarantees `count` lengths at `key_lens`.
-        let lens = unsafe { args::array(key_lens, count, "key_lens") }?;
+        // SAFETY: the caller guarantees the keys as `key_arrays` requires.
+        let key_slices = unsafe { key_arrays(keys, key_lens, count) }?;
         // SAFETY: the caller guarantees `buf_len` writable bytes at `buf`, used only here.
         let buf = unsafe { args::buffer(buf, buf_len, "buf") }?;
-        let mut key_slices = Vec::with_capacity(count);
-        for (&ptr, &len) in key_ptrs.iter().zip(lens) {
-            // SAFETY: the caller guarantees each key points to its length of bytes.
-            key_slices.push(unsafe { args::bytes(ptr, len, "key") }?);
-        }
         let mut used = 0usize;
         let mut hits = 0usize;
         let mut short = None;

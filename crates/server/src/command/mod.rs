@@ -111,31 +111,50 @@ fn admit(ctx: &Ctx<'_>, args: &[Vec<u8>]) -> Result<(usize, &'static Spec), Repl
     else {
         return Err(errors::unknown_command(args));
     };
-    let count = i64::try_from(args.len()).unwrap_or(i64::MAX);
-    if (spec.arity > 0 && count != spec.arity) || (spec.arity < 0 && count < -spec.arity) {
+    if !arity_ok(spec, args) {
         return Err(errors::wrong_args(spec.name));
     }
     if !ctx.session.authenticated && !has_flag(spec, "noauth") {
         return Err(errors::no_auth());
     }
-    if !has_flag(spec, "noauth") {
-        let user = &ctx.session.user;
-        if !user.may_run(has_flag(spec, "write"), has_flag(spec, "admin")) {
-            let shown = shown_name(spec, args);
+    match refusal(&ctx.session.user, spec, args) {
+        None => Ok((index, spec)),
+        Some(Refusal::Command(shown)) => {
             log_refusal(ctx, Reason::Command, &shown, &shown);
-            return Err(errors::no_permission(&user.name, &shown));
+            Err(errors::no_permission(&ctx.session.user.name, &shown))
         }
-        if spec.first_key != 0 && !user.all_keys {
-            log_refusal(
-                ctx,
-                Reason::Key,
-                &shown_name(spec, args),
-                &first_key(spec, args),
-            );
-            return Err(errors::no_key_permission());
+        Some(Refusal::Key(key)) => {
+            log_refusal(ctx, Reason::Key, &shown_name(spec, args), &key);
+            Err(errors::no_key_permission())
         }
     }
-    Ok((index, spec))
+}
+
+/// True if `args` has as many arguments as `spec`'s arity allows.
+fn arity_ok(spec: &Spec, args: &[Vec<u8>]) -> bool {
+    let count = i64::try_from(args.len()).unwrap_or(i64::MAX);
+    (spec.arity <= 0 || count == spec.arity) && (spec.arity >= 0 || count >= -spec.arity)
+}
+
+/// Why a user may not run a command: the command (as a refusal names it), or its key.
+enum Refusal {
+    Command(String),
+    Key(String),
+}
+
+/// Whether `user` may run `args` (a command of `spec`, arity checked) as the dispatcher
+/// decides: commands flagged `noauth` always; else the user's command permissions, then
+/// its key permissions.
+fn refusal(user: &crate::users::User, spec: &Spec, args: &[Vec<u8>]) -> Option<Refusal> {
+    if has_flag(spec, "noauth") {
+        None
+    } else if !user.may_run(has_flag(spec, "write"), has_flag(spec, "admin")) {
+        Some(Refusal::Command(shown_name(spec, args)))
+    } else if spec.first_key != 0 && !user.all_keys {
+        Some(Refusal::Key(first_key(spec, args)))
+    } else {
+        None
+    }
 }
 
 /// Records a refused command or key of this connection's user in the ACL log; a
@@ -197,29 +216,22 @@ pub(crate) fn dry_run(
             String::from_utf8_lossy(given)
         )));
     };
-    let count = i64::try_from(args.len()).unwrap_or(i64::MAX);
-    if (spec.arity > 0 && count != spec.arity) || (spec.arity < 0 && count < -spec.arity) {
+    if !arity_ok(spec, args) {
         return Err(errors::wrong_args(spec.name));
     }
-    if has_flag(spec, "noauth") {
-        return Ok(None);
-    }
     let refused = |what: &str| format!("This user has no permissions to run the '{what}' command");
-    if !user.may_run(has_flag(spec, "write"), has_flag(spec, "admin")) {
-        return Ok(Some(refused(&shown_name(spec, args))));
-    }
-    if let Some(sub) = args.get(1).map(|s| args::lower(s)) {
-        if errors::admin_subcommand(spec.name, &sub) && !user.may_run(false, true) {
-            return Ok(Some(refused(&shown_name(spec, args))));
+    Ok(match refusal(user, spec, args) {
+        Some(Refusal::Command(shown)) => Some(refused(&shown)),
+        Some(Refusal::Key(key)) => Some(format!(
+            "This user has no permissions to access the '{key}' key"
+        )),
+        None => {
+            // What the admin-only subcommands' handlers refuse.
+            let sub = args.get(1).map(|s| args::lower(s));
+            sub.filter(|sub| errors::admin_subcommand(spec.name, sub) && !user.may_run(false, true))
+                .map(|_| refused(&shown_name(spec, args)))
         }
-    }
-    if spec.first_key != 0 && !user.all_keys {
-        return Ok(Some(format!(
-            "This user has no permissions to access the '{}' key",
-            first_key(spec, args)
-        )));
-    }
-    Ok(None)
+    })
 }
 
 /// True if `args` may keep the thread that runs it waiting: a write that is not batched
