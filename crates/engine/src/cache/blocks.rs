@@ -385,12 +385,18 @@ impl<K: CacheKey, V: Clone + Weigh> BlockCache<K, V> {
 
     /// The cached block of `key`, counting a hit or a miss.
     pub(crate) fn get(&self, key: K) -> Option<V> {
+        self.get_map(key, V::clone)
+    }
+
+    /// `f` of the cached block of `key`, called under its shard's lock (so `f` should be
+    /// short: a prefetch and a clone), counting a hit or a miss as [`BlockCache::get`].
+    pub(crate) fn get_map<R>(&self, key: K, f: impl FnOnce(&V) -> R) -> Option<R> {
         let shard = self.shard(key.mix())?;
         let mut shard = shard.lock();
         match shard.map.get_mut(&key) {
             Some(slot) => {
                 slot.referenced = true;
-                let value = slot.value.clone();
+                let value = f(&slot.value);
                 shard.counts.hits += 1;
                 Some(value)
             }
@@ -401,14 +407,15 @@ impl<K: CacheKey, V: Clone + Weigh> BlockCache<K, V> {
         }
     }
 
-    /// The cached block of `key`, counting a hit but not a miss: for a read that may not
-    /// do I/O (`crate::reach`), whose miss the read from the file that follows counts.
-    pub(crate) fn get_if_cached(&self, key: K) -> Option<V> {
+    /// `f` of the cached block of `key`, as [`BlockCache::get_map`] but counting a hit and
+    /// not a miss: for a read that may not do I/O (`crate::reach`), whose miss the read
+    /// from the file that follows counts.
+    pub(crate) fn get_if_cached_map<R>(&self, key: K, f: impl FnOnce(&V) -> R) -> Option<R> {
         let shard = self.shard(key.mix())?;
         let mut shard = shard.lock();
         let slot = shard.map.get_mut(&key)?;
         slot.referenced = true;
-        let value = slot.value.clone();
+        let value = f(&slot.value);
         shard.counts.hits += 1;
         Some(value)
     }

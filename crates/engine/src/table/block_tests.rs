@@ -23,11 +23,7 @@ fn build(entries: &[(Vec<u8>, Vec<u8>)], interval: usize) -> Vec<u8> {
 }
 
 fn cursor(raw: Vec<u8>) -> BlockCursor {
-    BlockCursor::new(
-        Arc::new(Block::decode(raw).unwrap()),
-        Arc::from(Path::new("t")),
-        7,
-    )
+    BlockCursor::new(Block::decode(raw).unwrap(), Arc::from(Path::new("t")), 7)
 }
 
 fn sample() -> Vec<(Vec<u8>, Vec<u8>)> {

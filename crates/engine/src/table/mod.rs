@@ -56,7 +56,7 @@ pub(crate) use writer::Writer;
 /// The decoded data blocks of every table of a store, keyed by table id and block offset:
 /// the engine's one block cache (`crate::cache::BlockCache`), which the constant store's
 /// logs use too.
-pub(crate) type BlockCache = crate::cache::BlockCache<(u64, u64), std::sync::Arc<block::Block>>;
+pub(crate) type BlockCache = crate::cache::BlockCache<(u64, u64), block::Block>;
 
 use crate::error::{Error, Result};
 

@@ -53,7 +53,7 @@ pub(crate) struct Reader {
     meta: TableMeta,
     properties: Properties,
     footer: Footer,
-    index: Arc<Block>,
+    index: Block,
     /// The index block's fences, so seeks search a small array first.
     index_fences: Fences,
     /// The data blocks' handles in index order, so a point lookup whose block the fences
@@ -244,10 +244,9 @@ impl Reader {
             }
         };
         let raw = read_block(file.as_ref(), path, footer.index)?;
-        let index =
-            Arc::new(Block::decode(raw).map_err(|r| corrupt(path, footer.index.offset, r))?);
+        let index = Block::decode(raw).map_err(|r| corrupt(path, footer.index.offset, r))?;
         let index_fences =
-            Fences::build(&*index).map_err(|r| corrupt(path, footer.index.offset, r))?;
+            Fences::build(&index).map_err(|r| corrupt(path, footer.index.offset, r))?;
         let filter = if footer.filter.size == 0 {
             None
         } else {
@@ -461,7 +460,7 @@ impl Reader {
             return Ok(InMemory::Answer(None));
         }
         // Borrowed cursors: a lookup clones no shared reference count but the data block's.
-        let mut index = BlockCursor::new(&*self.index, &*self.path, self.footer.index.offset);
+        let mut index = BlockCursor::new(&self.index, &*self.path, self.footer.index.offset);
         index.seek_in(&target, self.index_fences.candidates(&target))?;
         for _ in 0..2 {
             if !index.valid() {
@@ -487,9 +486,19 @@ impl Reader {
         target: &[u8],
         f: &mut Option<F>,
     ) -> Result<Option<InMemory<Option<R>>>> {
+        // A cached block's header is in the cache's map slot: the interval the seek will
+        // walk is prefetched from it before the clone touches the block's bytes.
+        let key = (self.id.0, handle.offset);
+        let ahead = |b: &Block| {
+            b.prefetch_seek(target);
+            b.clone()
+        };
         let block = match reach {
-            Reach::Disk => self.data_block_ahead(handle, true, None)?.0,
-            Reach::Memory => match self.cache.get_if_cached((self.id.0, handle.offset)) {
+            Reach::Disk => match self.cache.get_map(key, ahead) {
+                Some(block) => block,
+                None => self.block_from_file(handle, true, None)?,
+            },
+            Reach::Memory => match self.cache.get_if_cached_map(key, ahead) {
                 Some(block) => block,
                 None => return Ok(Some(InMemory::NeedsIo)),
             },
@@ -543,7 +552,7 @@ impl Reader {
             let at = handle.offset;
             let raw = read_block(self.file.as_ref(), &self.path, handle)?;
             let block = Block::decode(raw).map_err(|r| corrupt(&self.path, at, r))?;
-            let mut data = BlockCursor::new(Arc::new(block), Arc::clone(&self.path), at);
+            let mut data = BlockCursor::new(block, Arc::clone(&self.path), at);
             data.seek_to_first()?;
             while data.valid() {
                 let key = data.key();
@@ -623,7 +632,7 @@ impl Reader {
 
     pub(super) fn index_cursor(&self) -> BlockCursor {
         BlockCursor::new(
-            Arc::clone(&self.index),
+            self.index.clone(),
             Arc::clone(&self.path),
             self.footer.index.offset,
         )
@@ -638,7 +647,7 @@ impl Reader {
     /// The handle in the current index entry, checked against the data region.
     pub(super) fn handle<B, P>(&self, index: &BlockCursor<B, P>) -> Result<BlockHandle>
     where
-        B: std::ops::Deref<Target = Block> + Send,
+        B: AsRef<Block> + Send,
         P: std::ops::Deref<Target = Path> + Send,
     {
         let at = self.footer.index.offset;
@@ -674,7 +683,7 @@ impl Reader {
         handle: BlockHandle,
         fill_cache: bool,
         readahead: Option<&mut Readahead>,
-    ) -> Result<(Arc<Block>, bool)> {
+    ) -> Result<(Block, bool)> {
         // Noted before the cache is asked, so cached blocks keep a sequential run going.
         let sequential = match (readahead, handle.end()) {
             (Some(ra), Some(end)) => Some((ra.note(handle.offset, end), ra)),
@@ -683,17 +692,27 @@ impl Reader {
         if let Some(block) = self.cache.get((self.id.0, handle.offset)) {
             return Ok((block, false));
         }
+        Ok((self.block_from_file(handle, fill_cache, sequential)?, true))
+    }
+
+    /// The data block at `handle` read from the file (through `sequential`'s readahead
+    /// buffer when given: whether to refill it, and the buffer), offered to the cache if
+    /// `fill_cache`.
+    fn block_from_file(
+        &self,
+        handle: BlockHandle,
+        fill_cache: bool,
+        sequential: Option<(bool, &mut Readahead)>,
+    ) -> Result<Block> {
         let raw = match sequential {
             Some((ahead, ra)) => self.read_block_ahead(handle, ahead, ra)?,
             None => read_block(self.file.as_ref(), &self.path, handle)?,
         };
         let block = Block::decode(raw).map_err(|r| corrupt(&self.path, handle.offset, r))?;
-        let block = Arc::new(block);
         if fill_cache {
-            self.cache
-                .insert((self.id.0, handle.offset), Arc::clone(&block));
+            self.cache.insert((self.id.0, handle.offset), block.clone());
         }
-        Ok((block, true))
+        Ok(block)
     }
 
     /// Reads and unseals the block at `handle` through `ra`: from its buffer if it holds
