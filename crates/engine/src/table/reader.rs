@@ -109,19 +109,34 @@ const READAHEAD_MIN: usize = 32 << 10;
 const READAHEAD_MAX: usize = 256 << 10;
 
 /// The read-ahead state of one table cursor. A cursor that reads data blocks from the
-/// file one after the other (a scan, a compaction) reads the file ahead of the block it
-/// needs, into a buffer it owns, and serves the next blocks from it: one `pread` per
-/// buffer instead of one per block. A block from the buffer is checked and decoded as one
-/// from the file; a read that is not sequential ends the run.
+/// file one after the other (a scan, a compaction), in either direction, reads the file
+/// ahead of the block it needs (after it going forward, before it going backward) into a
+/// buffer it owns, and serves the next blocks from it: one `pread` per buffer instead of
+/// one per block. A block from the buffer is checked and decoded as one from the file; a
+/// read that is not sequential ends the run.
 #[derive(Debug, Default)]
 pub(crate) struct Readahead {
     /// File bytes `start..start + buf.len()`.
     buf: Vec<u8>,
     start: u64,
-    /// Where the last block the cursor needed ends: a block starting there is sequential.
+    /// Where the last block the cursor needed starts and ends: a block starting at its end
+    /// continues a forward run, one ending at its start a backward run.
+    last_start: u64,
     last_end: u64,
-    /// Sequential blocks in a row.
+    /// Sequential blocks in a row, and in which direction.
     run: u32,
+    backward: bool,
+}
+
+/// Whether to refill a [`Readahead`] buffer on a block it does not hold, and which way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ahead {
+    /// Read just the block.
+    No,
+    /// From the block's start on.
+    Forward,
+    /// Up to the block's end.
+    Backward,
 }
 
 impl Readahead {
@@ -132,16 +147,24 @@ impl Readahead {
         self.buf.get(from..from.checked_add(len)?)
     }
 
-    /// Notes that the cursor needs the block `offset..end`; true if it continues a run
-    /// long enough to read ahead.
-    fn note(&mut self, offset: u64, end: u64) -> bool {
-        self.run = if offset == self.last_end && self.run < u32::MAX {
-            self.run + 1
+    /// Notes that the cursor needs the block `offset..end`; whether it continues a run long
+    /// enough to read ahead, and in which direction.
+    pub(crate) fn note(&mut self, offset: u64, end: u64) -> Ahead {
+        let forward = offset == self.last_end;
+        let backward = end == self.last_start && !forward;
+        self.run = if (forward && !self.backward) || (backward && self.backward) {
+            self.run.saturating_add(1)
         } else {
-            0
+            u32::from(forward || backward)
         };
+        self.backward = backward;
+        self.last_start = offset;
         self.last_end = end;
-        self.run >= READAHEAD_AFTER
+        match (self.run >= READAHEAD_AFTER, backward) {
+            (false, _) => Ahead::No,
+            (true, false) => Ahead::Forward,
+            (true, true) => Ahead::Backward,
+        }
     }
 }
 
@@ -702,7 +725,7 @@ impl Reader {
         &self,
         handle: BlockHandle,
         fill_cache: bool,
-        sequential: Option<(bool, &mut Readahead)>,
+        sequential: Option<(Ahead, &mut Readahead)>,
     ) -> Result<Block> {
         let raw = match sequential {
             Some((ahead, ra)) => self.read_block_ahead(handle, ahead, ra)?,
@@ -716,33 +739,39 @@ impl Reader {
     }
 
     /// Reads and unseals the block at `handle` through `ra`: from its buffer if it holds
-    /// the block, else, when `ahead`, after refilling the buffer from the block's start
-    /// (twice the last refill, up to [`READAHEAD_MAX`], never past the data blocks), else
-    /// straight from the file.
+    /// the block, else, unless `ahead` is [`Ahead::No`], after refilling the buffer (twice
+    /// the last refill, up to [`READAHEAD_MAX`], never outside the data blocks) from the
+    /// block's start on or up to its end, else straight from the file.
     fn read_block_ahead(
         &self,
         handle: BlockHandle,
-        ahead: bool,
+        ahead: Ahead,
         ra: &mut Readahead,
     ) -> Result<Vec<u8>> {
         let stored_len = stored_len(&self.path, handle)?;
         if ra.slice(handle.offset, stored_len).is_none() {
-            if !ahead {
-                return read_block(self.file.as_ref(), &self.path, handle);
-            }
-            let rest =
-                usize::try_from(self.data_end.saturating_sub(handle.offset)).unwrap_or(usize::MAX);
-            let len = (ra.buf.len() * 2)
-                .clamp(READAHEAD_MIN, READAHEAD_MAX)
-                .min(rest)
-                .max(stored_len);
+            let want = (ra.buf.len() * 2).clamp(READAHEAD_MIN, READAHEAD_MAX);
+            let start = match ahead {
+                Ahead::No => return read_block(self.file.as_ref(), &self.path, handle),
+                Ahead::Forward => handle.offset,
+                // Back to the first data block (at offset 0) at most.
+                Ahead::Backward => {
+                    let end = handle.offset.saturating_add(stored_len as u64);
+                    end.saturating_sub(want as u64).min(handle.offset)
+                }
+            };
+            let rest = usize::try_from(self.data_end.saturating_sub(start)).unwrap_or(usize::MAX);
+            let reach = usize::try_from(handle.offset.saturating_sub(start))
+                .unwrap_or(usize::MAX)
+                .saturating_add(stored_len);
+            let len = want.min(rest).max(reach);
             ra.buf.clear();
             ra.buf.resize(len, 0);
-            if let Err(e) = read_exact_at(self.file.as_ref(), handle.offset, &mut ra.buf) {
+            if let Err(e) = read_exact_at(self.file.as_ref(), start, &mut ra.buf) {
                 ra.buf.clear();
                 return Err(e);
             }
-            ra.start = handle.offset;
+            ra.start = start;
         }
         let stored = ra
             .slice(handle.offset, stored_len)

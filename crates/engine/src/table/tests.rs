@@ -534,10 +534,28 @@ fn a_long_scan_reads_ahead_and_still_checks_every_block() {
         "{reads} reads for {} blocks",
         blocks.len()
     );
+    // So does a backward scan, reading ahead of it toward the file's start.
+    let before = fs.op_count(Op::Read);
+    let mut it = reader.iter_no_fill();
+    it.seek_to_last().unwrap();
+    let mut backward = Vec::new();
+    while let Some(e) = current(&it) {
+        backward.push(e);
+        it.prev().unwrap();
+    }
+    let reads = fs.op_count(Op::Read) - before;
+    backward.reverse();
+    assert_eq!(backward, model);
+    assert!(
+        reads * 4 < blocks.len() as u64,
+        "{reads} reads for {} blocks backward",
+        blocks.len()
+    );
     // Scans both ways and seeks agree with the model as before.
     assert_eq!(scan(&reader, false).unwrap(), model);
 
-    // A damaged block deep in the read-ahead buffer is still reported, at its offset.
+    // A damaged block deep in the read-ahead buffer is still reported, at its offset,
+    // going either way.
     let bad = blocks[blocks.len() / 2];
     fs.corrupt(&table_path(), bad.offset as usize + 3, 0x40)
         .unwrap();
@@ -553,4 +571,43 @@ fn a_long_scan_reads_ahead_and_still_checks_every_block() {
     let c = err.as_corruption().unwrap();
     assert_eq!(c.offset, bad.offset, "{err}");
     assert!(!it.valid());
+
+    let mut it = reader.iter_no_fill();
+    it.seek_to_last().unwrap();
+    let err = loop {
+        match it.prev() {
+            Ok(()) => assert!(
+                it.valid(),
+                "the backward scan ended without reaching the damage"
+            ),
+            Err(e) => break e,
+        }
+    };
+    let c = err.as_corruption().unwrap();
+    assert_eq!(c.offset, bad.offset, "{err}");
+    assert!(!it.valid());
+}
+
+#[test]
+fn readahead_follows_runs_in_either_direction() {
+    use super::reader::{Ahead, Readahead};
+    let mut ra = Readahead::default();
+    // Forward from the file's start (where a fresh run ends): blocks 0..10, 10..20, ...;
+    // ahead from the second.
+    let got: Vec<Ahead> = (0..4u64).map(|i| ra.note(i * 10, i * 10 + 10)).collect();
+    assert_eq!(
+        got,
+        [Ahead::No, Ahead::Forward, Ahead::Forward, Ahead::Forward]
+    );
+    // A jump ends the run.
+    assert_eq!(ra.note(500, 510), Ahead::No);
+    // Backward from there: 490..500, 480..490, ...; ahead once two follow in a row.
+    let got: Vec<Ahead> = (1..4u64)
+        .map(|i| ra.note(500 - i * 10, 510 - i * 10))
+        .collect();
+    assert_eq!(got, [Ahead::No, Ahead::Backward, Ahead::Backward]);
+    // Turning round starts a new run.
+    assert_eq!(ra.note(480, 490), Ahead::No);
+    // The same block again is neither.
+    assert_eq!(ra.note(480, 490), Ahead::No);
 }
