@@ -29,7 +29,7 @@
 //! [`BlockCache::insert_admitted`] then adds it (the log reader, which skips building a
 //! block's entry table when the block will not be kept).
 //!
-//! Counters: [`BlockCache::hits`] and [`BlockCache::misses`] count lookups (`get` and
+//! Counters: [`BlockCache::hits`] and [`BlockCache::misses`] count lookups (`get_map` and
 //! `lookup`); [`BlockCache::refused`] counts offers a full shard refused. Each shard keeps
 //! its own under its lock, so a lookup writes no cache line other threads share; reading
 //! them sums the shards. The ordered store reports them as `Stats::cache_hits`,
@@ -383,13 +383,15 @@ impl<K: CacheKey, V: Clone + Weigh> BlockCache<K, V> {
         self.shards.get(i as usize)
     }
 
-    /// The cached block of `key`, counting a hit or a miss.
+    /// The cached block of `key`, counting a hit or a miss (the readers use
+    /// [`BlockCache::get_map`], to prefetch before they clone).
+    #[cfg(test)]
     pub(crate) fn get(&self, key: K) -> Option<V> {
         self.get_map(key, V::clone)
     }
 
     /// `f` of the cached block of `key`, called under its shard's lock (so `f` should be
-    /// short: a prefetch and a clone), counting a hit or a miss as [`BlockCache::get`].
+    /// short: a prefetch and a clone), counting a hit or a miss.
     pub(crate) fn get_map<R>(&self, key: K, f: impl FnOnce(&V) -> R) -> Option<R> {
         let shard = self.shard(key.mix())?;
         let mut shard = shard.lock();

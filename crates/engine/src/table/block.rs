@@ -139,6 +139,20 @@ impl BlockBuilder {
 /// Bytes of a cache line.
 const CACHE_LINE: usize = 64;
 
+/// Where a walk over a block starts: what [`Block::prefetch_walk`] fetches.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Walk<'a> {
+    /// At the first entry, going forward (its first [`WALK_AHEAD`] bytes).
+    First,
+    /// At the last entry, going backward (the last restart interval).
+    Last,
+    /// At the first entry at or after a target (its restart interval).
+    To(&'a [u8]),
+}
+
+/// How far ahead of the entry it decodes a forward walk prefetches, in bytes.
+const WALK_AHEAD: usize = 384;
+
 /// Most bytes of a restart interval a seek prefetches before walking it.
 const PREFETCH_MAX: usize = 2048;
 
@@ -256,15 +270,39 @@ impl Block {
         }
     }
 
-    /// Hints the CPU to fetch the cache lines a seek for `target` will walk first, when the
-    /// guide narrows the seek to one restart interval: called on the header a cache lookup
-    /// has just found, before the bytes' reference count is touched, so the misses overlap.
-    pub(crate) fn prefetch_seek(&self, target: &[u8]) {
-        let (lo, hi) = self.seek_candidates(target);
-        if lo == hi {
-            crate::mmap::prefetch(&self.data, self.restart(lo));
-            self.prefetch_interval(lo);
+    /// Hints the CPU to fetch the cache lines `walk` will read first: called on the header
+    /// a cache lookup has just found, before the bytes' reference count is touched, so
+    /// the misses overlap. For a seek, only when the guide narrows it to one interval.
+    pub(crate) fn prefetch_walk(&self, walk: Walk) {
+        let (start, end) = match walk {
+            Walk::First => (0, WALK_AHEAD.min(self.restarts_offset)),
+            Walk::Last => {
+                let last = self.restart(self.restart_count.saturating_sub(1));
+                (
+                    last,
+                    self.restarts_offset.min(last.saturating_add(PREFETCH_MAX)),
+                )
+            }
+            Walk::To(target) => match self.seek_candidates(target) {
+                (lo, hi) if lo == hi => {
+                    let start = self.restart(lo);
+                    let end = if lo + 1 < self.restart_count {
+                        self.restart(lo + 1)
+                    } else {
+                        self.restarts_offset
+                    };
+                    (start, end.min(start.saturating_add(PREFETCH_MAX)))
+                }
+                _ => return,
+            },
+        };
+        let mut at = start;
+        while at < end {
+            crate::mmap::prefetch(&self.data, at);
+            at += CACHE_LINE;
         }
+        // The line holding the range's last byte, when the steps skipped it.
+        crate::mmap::prefetch(&self.data, end.saturating_sub(1).max(start));
     }
 
     /// Restart points in the block (at least 1).
@@ -466,6 +504,9 @@ impl<B: AsRef<Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
             self.current = block.restarts_offset;
             return Ok(false);
         }
+        // A walk forward reads the block line after line: ask for the lines a few entries
+        // ahead, so the next entries' misses overlap this one's work.
+        crate::mmap::prefetch(&block.data, self.next + WALK_AHEAD);
         let entry = match block.entry_at(self.next) {
             Ok(entry) => entry,
             Err(r) => return Err(self.corrupt(r)),

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use super::block::BlockCursor;
+use super::block::{BlockCursor, Walk};
 use super::reader::{Readahead, Reader};
 use crate::cursor::Cursor;
 use crate::error::Result;
@@ -42,8 +42,9 @@ impl TableIter {
         }
     }
 
-    /// Loads the data block of the current index entry (or drops it at the index's end).
-    fn load(&mut self) -> Result<Option<&mut BlockCursor>> {
+    /// Loads the data block of the current index entry (or drops it at the index's end),
+    /// prefetching where `walk` will start in it.
+    fn load(&mut self, walk: Walk) -> Result<Option<&mut BlockCursor>> {
         if !self.index.valid() {
             self.data = None;
             return Ok(None);
@@ -51,9 +52,12 @@ impl TableIter {
         let handle = self.reader.handle(&self.index)?;
         if self.data.as_ref().map(BlockCursor::file_offset) != Some(handle.offset) {
             let fill = self.fill_budget > 0;
-            let (mut cursor, from_file) =
-                self.reader
-                    .data_cursor_counted(&self.index, fill, Some(&mut self.readahead))?;
+            let (mut cursor, from_file) = self.reader.data_cursor_counted(
+                &self.index,
+                fill,
+                Some(&mut self.readahead),
+                walk,
+            )?;
             if from_file {
                 self.fill_budget = self.fill_budget.saturating_sub(1);
             }
@@ -69,7 +73,7 @@ impl TableIter {
     fn skip_forward(&mut self) -> Result<()> {
         while self.data.as_ref().is_some_and(|d| !d.valid()) {
             self.index.next()?;
-            if let Some(d) = self.load()? {
+            if let Some(d) = self.load(Walk::First)? {
                 d.seek_to_first()?;
             }
         }
@@ -80,7 +84,7 @@ impl TableIter {
     fn skip_backward(&mut self) -> Result<()> {
         while self.data.as_ref().is_some_and(|d| !d.valid()) {
             self.index.prev()?;
-            if let Some(d) = self.load()? {
+            if let Some(d) = self.load(Walk::Last)? {
                 d.seek_to_last()?;
             }
         }
@@ -100,7 +104,7 @@ impl TableIter {
         if !self.index.valid() {
             return self.seek_to_last();
         }
-        if let Some(d) = self.load()? {
+        if let Some(d) = self.load(Walk::To(target))? {
             d.seek_for_prev(target)?;
         }
         self.skip_backward()
@@ -123,7 +127,7 @@ impl Cursor for TableIter {
     fn seek_to_first(&mut self) -> Result<()> {
         let r = (|| {
             self.index.seek_to_first()?;
-            if let Some(d) = self.load()? {
+            if let Some(d) = self.load(Walk::First)? {
                 d.seek_to_first()?;
             }
             self.skip_forward()
@@ -134,7 +138,7 @@ impl Cursor for TableIter {
     fn seek_to_last(&mut self) -> Result<()> {
         let r = (|| {
             self.index.seek_to_last()?;
-            if let Some(d) = self.load()? {
+            if let Some(d) = self.load(Walk::Last)? {
                 d.seek_to_last()?;
             }
             self.skip_backward()
@@ -145,7 +149,7 @@ impl Cursor for TableIter {
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         let r = (|| {
             self.reader.seek_index(&mut self.index, target)?;
-            if let Some(d) = self.load()? {
+            if let Some(d) = self.load(Walk::To(target))? {
                 d.seek(target)?;
             }
             self.skip_forward()

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use super::blob_refs::BlobRefs;
-use super::block::{Block, BlockCursor};
+use super::block::{Block, BlockCursor, Walk};
 use super::compression::unseal;
 use super::fences::Fences;
 use super::filter::Filter;
@@ -513,7 +513,7 @@ impl Reader {
         // walk is prefetched from it before the clone touches the block's bytes.
         let key = (self.id.0, handle.offset);
         let ahead = |b: &Block| {
-            b.prefetch_seek(target);
+            b.prefetch_walk(Walk::To(target));
             b.clone()
         };
         let block = match reach {
@@ -683,15 +683,17 @@ impl Reader {
 
     /// A cursor over the data block of the current index entry, from the cache or the
     /// file, and whether the block was read from the file;
-    /// with `readahead`, sequential reads from the file go through it.
+    /// with `readahead`, sequential reads from the file go through it. A cached block's
+    /// lines where `walk` starts are prefetched before its bytes are touched.
     pub(super) fn data_cursor_counted(
         &self,
         index: &BlockCursor,
         fill_cache: bool,
         readahead: Option<&mut Readahead>,
+        walk: Walk,
     ) -> Result<(BlockCursor, bool)> {
         let handle = self.handle(index)?;
-        let (block, from_file) = self.data_block_ahead(handle, fill_cache, readahead)?;
+        let (block, from_file) = self.data_block_ahead(handle, fill_cache, readahead, walk)?;
         Ok((
             BlockCursor::new(block, Arc::clone(&self.path), handle.offset),
             from_file,
@@ -706,13 +708,18 @@ impl Reader {
         handle: BlockHandle,
         fill_cache: bool,
         readahead: Option<&mut Readahead>,
+        walk: Walk,
     ) -> Result<(Block, bool)> {
         // Noted before the cache is asked, so cached blocks keep a sequential run going.
         let sequential = match (readahead, handle.end()) {
             (Some(ra), Some(end)) => Some((ra.note(handle.offset, end), ra)),
             _ => None,
         };
-        if let Some(block) = self.cache.get((self.id.0, handle.offset)) {
+        let ahead = |b: &Block| {
+            b.prefetch_walk(walk);
+            b.clone()
+        };
+        if let Some(block) = self.cache.get_map((self.id.0, handle.offset), ahead) {
             return Ok((block, false));
         }
         Ok((self.block_from_file(handle, fill_cache, sequential)?, true))
