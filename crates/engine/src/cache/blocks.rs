@@ -409,6 +409,16 @@ impl<K: CacheKey, V: Clone + Weigh> BlockCache<K, V> {
         }
     }
 
+    /// `f` of the cached block of `key` if it is cached, counting nothing: for a reader
+    /// that prefetches a block it expects to need next (the lookup that follows counts).
+    pub(crate) fn peek_map(&self, key: K, f: impl FnOnce(&V)) {
+        if let Some(shard) = self.shard(key.mix()) {
+            if let Some(slot) = shard.lock().map.get(&key) {
+                f(&slot.value);
+            }
+        }
+    }
+
     /// `f` of the cached block of `key`, as [`BlockCache::get_map`] but counting a hit and
     /// not a miss: for a read that may not do I/O (`crate::reach`), whose miss the read
     /// from the file that follows counts.

@@ -476,6 +476,13 @@ impl<B: AsRef<Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
         self.file_offset
     }
 
+    /// The restart point the cursor's walk is in: in a block with a restart at every
+    /// entry (an index block), the current entry's position. A hint: callers check what
+    /// they find there.
+    pub(crate) fn restart_hint(&self) -> usize {
+        self.restart_index
+    }
+
     fn corrupt(&mut self, reason: Reason) -> Error {
         self.valid = false;
         self.forget_behind();

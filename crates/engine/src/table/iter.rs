@@ -65,6 +65,11 @@ impl TableIter {
                 cursor.reuse_buffers(old);
             }
             self.data = Some(cursor);
+            // A walk through the blocks: the one after this is fetched while this is read.
+            if !from_file && !matches!(walk, Walk::To(_)) {
+                self.reader
+                    .prefetch_following(handle, self.index.restart_hint(), walk);
+            }
         }
         Ok(self.data.as_mut())
     }

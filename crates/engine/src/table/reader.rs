@@ -700,6 +700,32 @@ impl Reader {
         ))
     }
 
+    /// The handle of the `i`-th data block, from the handles kept for point lookups.
+    #[cfg(test)]
+    pub(crate) fn handle_at(&self, i: usize) -> Option<BlockHandle> {
+        self.handles.get(i).copied()
+    }
+
+    /// Prefetches, when it is cached, the data block a walk over the table's blocks will
+    /// load after the one at `current` (index position `at`, a hint checked against the
+    /// handles): the next block's first lines going forward ([`Walk::First`]), the
+    /// previous block's last interval going backward ([`Walk::Last`]). Its cache slot,
+    /// reference count and first lines then arrive while the walk is still in this block.
+    pub(super) fn prefetch_following(&self, current: BlockHandle, at: usize, walk: Walk) {
+        if self.handles.get(at) != Some(&current) {
+            return;
+        }
+        let following = match walk {
+            Walk::First => at.checked_add(1),
+            Walk::Last => at.checked_sub(1),
+            Walk::To(_) => None,
+        };
+        if let Some(h) = following.and_then(|i| self.handles.get(i)) {
+            self.cache
+                .peek_map((self.id.0, h.offset), |b| b.prefetch_walk(walk));
+        }
+    }
+
     /// The data block at `handle`, from the cache or the file, and whether it came from
     /// the file; a block read from the file is offered to the cache if `fill_cache`. With
     /// `readahead`, sequential reads from the file go through it.

@@ -588,6 +588,38 @@ fn a_long_scan_reads_ahead_and_still_checks_every_block() {
     assert!(!it.valid());
 }
 
+/// A scan prefetches the block after the one it loads by the index cursor's position
+/// (`BlockCursor::restart_hint`): it must name the current entry after every move, or
+/// the prefetch never fires.
+#[test]
+fn the_index_cursor_knows_its_position_both_ways() {
+    let fs = MemFs::new();
+    let options = TableOptions {
+        block_size: 256,
+        ..TableOptions::default()
+    };
+    write(&fs, &table_path(), &options, &sample(2000));
+    let reader = open(&fs, &table_path(), 0).unwrap();
+    let mut index = reader.index_cursor();
+    let mut n = 0;
+    index.seek_to_first().unwrap();
+    while index.valid() {
+        assert_eq!(index.restart_hint(), n);
+        assert_eq!(reader.handle_at(n), Some(reader.handle(&index).unwrap()));
+        index.next().unwrap();
+        n += 1;
+    }
+    assert!(n > 50, "{n} blocks");
+    index.seek_to_last().unwrap();
+    while index.valid() {
+        n -= 1;
+        assert_eq!(index.restart_hint(), n);
+        assert_eq!(reader.handle_at(n), Some(reader.handle(&index).unwrap()));
+        index.prev().unwrap();
+    }
+    assert_eq!(n, 0);
+}
+
 #[test]
 fn readahead_follows_runs_in_either_direction() {
     use super::reader::{Ahead, Readahead};
