@@ -296,6 +296,11 @@ impl Block {
                 _ => return,
             },
         };
+        self.prefetch_range(start, end);
+    }
+
+    /// Hints the CPU to fetch the cache lines of bytes `start..end`.
+    fn prefetch_range(&self, start: usize, end: usize) {
         let mut at = start;
         while at < end {
             crate::mmap::prefetch(&self.data, at);
@@ -710,6 +715,15 @@ impl<B: AsRef<Block> + Send, P: Deref<Target = Path> + Send> Cursor for BlockCur
             r -= 1;
         }
         self.seek_restart(r);
+        // A walk backward goes on to the interval before this one next: fetch it now.
+        if let Some(before) = r.checked_sub(1) {
+            let block = self.block.as_ref();
+            let start = block.restart(before);
+            block.prefetch_range(
+                start,
+                block.restart(r).min(start.saturating_add(PREFETCH_MAX)),
+            );
+        }
         while self.parse_next_remembering()? {
             match self.next.cmp(&original) {
                 Ordering::Less => continue,
