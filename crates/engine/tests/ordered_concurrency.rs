@@ -707,3 +707,52 @@ fn writes_acknowledged_while_the_store_closes_survive_reopening() {
     }
     assert!(lost.is_empty(), "{lost:#?}");
 }
+
+/// Point reads take the current super version and the visible seqno without a lock
+/// (`db/super_version.rs`, invariant 1). While one writer inserts keys in order into a
+/// tiny memtable, so that flushes and compactions publish a new super version every few
+/// writes, readers that learn a write was acknowledged must then find it, and find it
+/// with its value, through every kind of point read.
+#[test]
+fn point_reads_find_every_acknowledged_write_while_super_versions_change() {
+    let dir = mem_tempdir();
+    let db = Db::open(dir.path(), tiny(4 << 10, 512)).unwrap();
+    let ks = db.keyspace(DEFAULT_KEYSPACE).unwrap();
+    const WRITES: u64 = 6000;
+    let acknowledged = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    let key = |i: u64| format!("key{i:08}");
+    thread::scope(|s| {
+        for reader in 0..2u64 {
+            let (ks, acknowledged, done) = (&ks, &acknowledged, &done);
+            s.spawn(move || {
+                let mut buf = Vec::new();
+                let mut checks = 0u64;
+                while !done.load(Ordering::Acquire) {
+                    let n = acknowledged.load(Ordering::Acquire);
+                    let Some(last) = n.checked_sub(1) else {
+                        continue;
+                    };
+                    // The newest acknowledged write, and one older one.
+                    for i in [last, (last * 7 + reader) % n] {
+                        let want = i.to_le_bytes();
+                        let k = key(i);
+                        assert_eq!(ks.get(&k).unwrap().as_deref(), Some(&want[..]), "get {k}");
+                        assert!(ks.get_into(&k, &mut buf).unwrap(), "get_into {k}");
+                        assert_eq!(buf, want, "get_into {k}");
+                        assert!(ks.contains_key(&k).unwrap(), "contains_key {k}");
+                        checks += 1;
+                    }
+                }
+                assert!(checks > 0);
+            });
+        }
+        for i in 0..WRITES {
+            ks.insert(key(i), i.to_le_bytes()).unwrap();
+            acknowledged.store(i + 1, Ordering::Release);
+        }
+        done.store(true, Ordering::Release);
+    });
+    let stats = db.stats();
+    assert!(stats.flushes > 10, "only {} flushes", stats.flushes);
+}

@@ -38,7 +38,7 @@ pub(crate) fn lookup<T: Extract>(
     // The super version stays pinned until the value is read: it keeps listing the blob
     // file the handle names, so GC cannot delete that file between the find and the read
     // (a relocation may move the value meanwhile; the old copy stays readable).
-    let (sv, seqno) = reads.acquire(at);
+    let (sv, seqno) = reads.acquire_current(at);
     let found = find_at::<T>(reads, &sv, keyspace, key, seqno)?;
     let out = found.map(|item| item.resolve(&reads.blobs)).transpose();
     drop(sv);
@@ -72,7 +72,7 @@ pub(crate) fn head_within(
     at: Option<&ReadAt>,
     reach: Reach,
 ) -> Result<InMemory<Option<Head>>> {
-    let (sv, seqno) = reads.acquire(at);
+    let (sv, seqno) = reads.acquire_current(at);
     // A head never reads a separated value: its `resolve` does no I/O.
     let found = find_with(reads, &sv, keyspace, key, seqno, reach, Head::extract)?;
     let out = match found {
@@ -319,7 +319,7 @@ pub(crate) fn get_within<R>(
         NeedsIo,
     }
     // Held until a separated value is read, as in `lookup`.
-    let (sv, seqno) = reads.acquire(at);
+    let (sv, seqno) = reads.acquire_current(at);
     // The keyspace is checked in the state read, not apart from it: one acquisition.
     let Some(tables) = sv.version.keyspace(keyspace) else {
         return Err(Error::invalid(format!(

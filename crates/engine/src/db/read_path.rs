@@ -20,7 +20,7 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use super::super_version::{ReadAt, SuperVersion, SuperVersions};
+use super::super_version::{ReadAt, SuperVersion, SuperVersionGuard, SuperVersions};
 use super::table_cache::TableCache;
 use crate::clock::Clock;
 use crate::error::Result;
@@ -52,6 +52,12 @@ impl ReadPath {
     /// invariant 1.
     pub(crate) fn acquire(&self, at: Option<&ReadAt>) -> (Arc<SuperVersion>, SeqNo) {
         self.supers.acquire(&self.visible_seqno, at)
+    }
+
+    /// As [`ReadPath::acquire`], for a point read that lets go of the super version when
+    /// it returns: no shared reference count is written.
+    pub(crate) fn acquire_current(&self, at: Option<&ReadAt>) -> (SuperVersionGuard, SeqNo) {
+        self.supers.acquire_current(&self.visible_seqno, at)
     }
 
     /// The merge operator of `keyspace`, for a read that met a merge operand.

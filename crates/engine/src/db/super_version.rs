@@ -5,14 +5,22 @@
 //! 1. A reader takes the current super version and the visible seqno under one read lock
 //!    ([`SuperVersions::acquire`]); a writer publishes a new super version under the write
 //!    lock only after its memtables hold every write up to the visible seqno, so the seqno
-//!    never covers a write the super version lacks.
+//!    never covers a write the super version lacks. A point read takes them without the
+//!    lock ([`SuperVersions::acquire_current`]): the super version, then the seqno, then
+//!    the super version again, keeping the pair only if both loads found the same one
+//!    (a super version is never published twice), so it was current when the seqno was
+//!    read.
 //! 2. Every super version handed out is tracked until its last holder drops it. Obsolete
 //!    file deletion (`db/versions.rs`) keeps every table and blob file a tracked super
-//!    version can reach: holding one keeps its files on disk.
+//!    version can reach: holding one keeps its files on disk. A point read's guard on the
+//!    current super version counts as a reference once another is published (`arc_swap`
+//!    turns outstanding guards of the value it replaces into references before `store`
+//!    returns), so it too keeps its files.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use arc_swap::{ArcSwap, Guard};
 use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 use super::pinned::Pins;
@@ -135,8 +143,18 @@ pub(crate) struct ReadAt {
 /// The current super version, and every super version still held by someone.
 pub(crate) struct SuperVersions {
     current: RwLock<Arc<SuperVersion>>,
+    /// The same super version as `current`, stored under its write lock, for point reads
+    /// that load it without writing a shared cache line (invariant 1).
+    fast: ArcSwap<SuperVersion>,
     live: Mutex<Vec<Arc<SuperVersion>>>,
 }
+
+/// A point read's hold on a super version: usually a guard that writes no shared
+/// reference count; derefs to `Arc<SuperVersion>`.
+pub(crate) type SuperVersionGuard = Guard<Arc<SuperVersion>>;
+
+/// Attempts at a lock-free pair before [`SuperVersions::acquire_current`] takes the lock.
+const FAST_ATTEMPTS: usize = 3;
 
 impl SuperVersions {
     /// Starts with `first` as the current super version.
@@ -144,6 +162,7 @@ impl SuperVersions {
         let first = Arc::new(first);
         SuperVersions {
             current: RwLock::new(Arc::clone(&first)),
+            fast: ArcSwap::new(Arc::clone(&first)),
             live: Mutex::new(vec![first]),
         }
     }
@@ -152,7 +171,9 @@ impl SuperVersions {
     /// super versions are published in the order the state changed).
     pub(crate) fn install(&self, sv: SuperVersion) {
         let sv = self.track(sv);
-        *self.current.write() = sv;
+        let mut current = self.current.write();
+        self.fast.store(Arc::clone(&sv));
+        *current = sv;
     }
 
     /// Tracks `sv` without publishing it (a checkpoint's pin of one moment).
@@ -179,6 +200,33 @@ impl SuperVersions {
         let guard = self.current.read();
         let seqno = at.map_or_else(|| SeqNo(visible.load(Ordering::Acquire)), |a| a.seqno);
         (Arc::clone(&guard), seqno)
+    }
+
+    /// As [`SuperVersions::acquire`], for a short read: the super version as a guard that,
+    /// while no other is published, writes no shared cache line (invariant 1).
+    pub(crate) fn acquire_current(
+        &self,
+        visible: &AtomicU64,
+        at: Option<&ReadAt>,
+    ) -> (SuperVersionGuard, SeqNo) {
+        match at {
+            Some(ReadAt {
+                seqno,
+                view: Some(view),
+            }) => return (Guard::from_inner(Arc::clone(view)), *seqno),
+            // A snapshot's seqno stays readable in every later super version.
+            Some(ReadAt { seqno, view: None }) => return (self.fast.load(), *seqno),
+            None => {}
+        }
+        for _ in 0..FAST_ATTEMPTS {
+            let sv = self.fast.load();
+            let seqno = SeqNo(visible.load(Ordering::Acquire));
+            if Arc::ptr_eq(&sv, &self.fast.load()) {
+                return (sv, seqno);
+            }
+        }
+        let (sv, seqno) = self.acquire(visible, None);
+        (Guard::from_inner(sv), seqno)
     }
 
     /// The current super version, read-locked: while the guard lives no new one is
