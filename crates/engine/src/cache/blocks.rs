@@ -525,6 +525,26 @@ mod tests {
 
     type Cache = BlockCache<(u64, u64), TestBlock>;
 
+    /// `get_map` runs its function on the cached block and counts like `get`;
+    /// `get_if_cached_map` counts only hits; `peek_map` (a prefetch of a block a reader
+    /// expects to need) counts nothing and runs its function only on a cached block.
+    #[test]
+    fn the_mapping_lookups_count_as_documented() {
+        let cache = Cache::new(1 << 20);
+        cache.insert((1, 0), block(100));
+        assert_eq!(cache.get_map((1, 0), |b| b.0.len()), Some(100));
+        assert_eq!(cache.get_map((1, 4096), |b| b.0.len()), None);
+        assert_eq!((cache.hits(), cache.misses()), (1, 1));
+        assert_eq!(cache.get_if_cached_map((1, 0), |b| b.0[0]), Some(7));
+        assert_eq!(cache.get_if_cached_map((1, 4096), |b| b.0[0]), None);
+        assert_eq!((cache.hits(), cache.misses()), (2, 1));
+        let mut seen = Vec::new();
+        cache.peek_map((1, 0), |b| seen.push(b.0.len()));
+        cache.peek_map((1, 4096), |b| seen.push(b.0.len()));
+        assert_eq!(seen, [100]);
+        assert_eq!((cache.hits(), cache.misses()), (2, 1));
+    }
+
     #[test]
     fn budget_is_respected_and_hits_are_counted() {
         let cache = Cache::new(64 << 10);
