@@ -392,7 +392,8 @@ impl AsRef<Block> for Block {
 impl crate::cache::Weigh for Block {
     fn weight(&self) -> usize {
         // The header lives in the cache's map slot: charged twice, for the slot and for
-        // the map's empty slots beside it (a map is at least half full).
+        // the empty slots a map keeps beside its full ones (it grows when 7/8 full, to
+        // 7/16, so up to about one empty slot per full one).
         self.len() + 2 * std::mem::size_of::<Block>()
     }
 }
