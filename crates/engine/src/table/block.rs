@@ -251,23 +251,25 @@ impl Block {
             .map_or(self.restarts_offset, |r| r as usize)
     }
 
-    /// Hints the CPU to fetch the cache lines of restart interval `i` (up to
-    /// [`PREFETCH_MAX`] bytes of it), which a seek then walks entry by entry: their misses
-    /// overlap instead of coming one entry at a time.
-    fn prefetch_interval(&self, i: usize) {
+    /// The bytes of restart interval `i` a prefetch covers: from its restart point to the
+    /// next one (or the entries' end), at most [`PREFETCH_MAX`] of them.
+    fn interval_span(&self, i: usize) -> (usize, usize) {
         let start = self.restart(i);
         let end = if i + 1 < self.restart_count {
             self.restart(i + 1)
         } else {
             self.restarts_offset
         };
-        let end = end.min(start.saturating_add(PREFETCH_MAX));
+        (start, end.min(start.saturating_add(PREFETCH_MAX)))
+    }
+
+    /// Hints the CPU to fetch the cache lines of restart interval `i` (up to
+    /// [`PREFETCH_MAX`] bytes of it), which a seek then walks entry by entry: their misses
+    /// overlap instead of coming one entry at a time.
+    fn prefetch_interval(&self, i: usize) {
+        let (start, end) = self.interval_span(i);
         // From the line after the first: the seek's first decode touches that one at once.
-        let mut at = (start | (CACHE_LINE - 1)) + 1;
-        while at < end {
-            crate::mmap::prefetch(&self.data, at);
-            at += CACHE_LINE;
-        }
+        self.prefetch_range(((start | (CACHE_LINE - 1)) + 1).min(end), end);
     }
 
     /// Hints the CPU to fetch the cache lines `walk` will read first: called on the header
@@ -276,23 +278,9 @@ impl Block {
     pub(crate) fn prefetch_walk(&self, walk: Walk) {
         let (start, end) = match walk {
             Walk::First => (0, WALK_AHEAD.min(self.restarts_offset)),
-            Walk::Last => {
-                let last = self.restart(self.restart_count.saturating_sub(1));
-                (
-                    last,
-                    self.restarts_offset.min(last.saturating_add(PREFETCH_MAX)),
-                )
-            }
+            Walk::Last => self.interval_span(self.restart_count.saturating_sub(1)),
             Walk::To(target) => match self.seek_candidates(target) {
-                (lo, hi) if lo == hi => {
-                    let start = self.restart(lo);
-                    let end = if lo + 1 < self.restart_count {
-                        self.restart(lo + 1)
-                    } else {
-                        self.restarts_offset
-                    };
-                    (start, end.min(start.saturating_add(PREFETCH_MAX)))
-                }
+                (lo, hi) if lo == hi => self.interval_span(lo),
                 _ => return,
             },
         };
@@ -719,11 +707,8 @@ impl<B: AsRef<Block> + Send, P: Deref<Target = Path> + Send> Cursor for BlockCur
         // A walk backward goes on to the interval before this one next: fetch it now.
         if let Some(before) = r.checked_sub(1) {
             let block = self.block.as_ref();
-            let start = block.restart(before);
-            block.prefetch_range(
-                start,
-                block.restart(r).min(start.saturating_add(PREFETCH_MAX)),
-            );
+            let (start, end) = block.interval_span(before);
+            block.prefetch_range(start, end);
         }
         while self.parse_next_remembering()? {
             match self.next.cmp(&original) {

@@ -518,39 +518,36 @@ fn a_long_scan_reads_ahead_and_still_checks_every_block() {
     }
     assert!(blocks.len() > 100, "{} blocks", blocks.len());
 
-    // A forward scan returns every entry, with far fewer reads than blocks.
-    let before = fs.op_count(Op::Read);
-    let mut it = reader.iter_no_fill();
-    it.seek_to_first().unwrap();
-    let mut forward = Vec::new();
-    while let Some(e) = current(&it) {
-        forward.push(e);
-        it.next().unwrap();
+    // A scan either way returns every entry, with far fewer reads than blocks: forward it
+    // reads ahead of itself, backward toward the file's start.
+    for backward in [false, true] {
+        let before = fs.op_count(Op::Read);
+        let mut it = reader.iter_no_fill();
+        let mut seen = Vec::new();
+        if backward {
+            it.seek_to_last().unwrap();
+        } else {
+            it.seek_to_first().unwrap();
+        }
+        while let Some(e) = current(&it) {
+            seen.push(e);
+            if backward {
+                it.prev().unwrap();
+            } else {
+                it.next().unwrap();
+            }
+        }
+        let reads = fs.op_count(Op::Read) - before;
+        if backward {
+            seen.reverse();
+        }
+        assert_eq!(seen, model, "backward {backward}");
+        assert!(
+            reads * 4 < blocks.len() as u64,
+            "{reads} reads for {} blocks, backward {backward}",
+            blocks.len()
+        );
     }
-    let reads = fs.op_count(Op::Read) - before;
-    assert_eq!(forward, model);
-    assert!(
-        reads * 4 < blocks.len() as u64,
-        "{reads} reads for {} blocks",
-        blocks.len()
-    );
-    // So does a backward scan, reading ahead of it toward the file's start.
-    let before = fs.op_count(Op::Read);
-    let mut it = reader.iter_no_fill();
-    it.seek_to_last().unwrap();
-    let mut backward = Vec::new();
-    while let Some(e) = current(&it) {
-        backward.push(e);
-        it.prev().unwrap();
-    }
-    let reads = fs.op_count(Op::Read) - before;
-    backward.reverse();
-    assert_eq!(backward, model);
-    assert!(
-        reads * 4 < blocks.len() as u64,
-        "{reads} reads for {} blocks backward",
-        blocks.len()
-    );
     // Scans both ways and seeks agree with the model as before.
     assert_eq!(scan(&reader, false).unwrap(), model);
 
@@ -560,32 +557,27 @@ fn a_long_scan_reads_ahead_and_still_checks_every_block() {
     fs.corrupt(&table_path(), bad.offset as usize + 3, 0x40)
         .unwrap();
     let reader = open(&fs, &table_path(), 0).unwrap();
-    let mut it = reader.iter_no_fill();
-    it.seek_to_first().unwrap();
-    let err = loop {
-        match it.next() {
-            Ok(()) => assert!(it.valid(), "the scan ended without reaching the damage"),
-            Err(e) => break e,
+    for backward in [false, true] {
+        let mut it = reader.iter_no_fill();
+        if backward {
+            it.seek_to_last().unwrap();
+        } else {
+            it.seek_to_first().unwrap();
         }
-    };
-    let c = err.as_corruption().unwrap();
-    assert_eq!(c.offset, bad.offset, "{err}");
-    assert!(!it.valid());
-
-    let mut it = reader.iter_no_fill();
-    it.seek_to_last().unwrap();
-    let err = loop {
-        match it.prev() {
-            Ok(()) => assert!(
-                it.valid(),
-                "the backward scan ended without reaching the damage"
-            ),
-            Err(e) => break e,
-        }
-    };
-    let c = err.as_corruption().unwrap();
-    assert_eq!(c.offset, bad.offset, "{err}");
-    assert!(!it.valid());
+        let err = loop {
+            let step = if backward { it.prev() } else { it.next() };
+            match step {
+                Ok(()) => assert!(
+                    it.valid(),
+                    "the scan (backward {backward}) ended before the damage"
+                ),
+                Err(e) => break e,
+            }
+        };
+        let c = err.as_corruption().unwrap();
+        assert_eq!(c.offset, bad.offset, "{err}");
+        assert!(!it.valid());
+    }
 }
 
 /// A scan prefetches the block after the one it loads by the index cursor's position
