@@ -401,7 +401,7 @@ impl WriteBatch {
     }
 
     /// The ops in the order they were added.
-    pub(crate) fn ops(&self) -> impl ExactSizeIterator<Item = Op<'_>> + '_ {
+    pub(crate) fn ops(&self) -> impl ExactSizeIterator<Item = Op<'_>> + DoubleEndedIterator + '_ {
         self.ops.iter().map(|span| self.op(span))
     }
 

@@ -319,7 +319,9 @@ impl Overlay {
         } else {
             out.put_attrs(inc.keyspace, &inc.key, &attrs, &value)?;
         }
-        if let Some(op) = out.ops().last() {
+        // `next_back`, not `last`: the latter walks every op of the batch, which made
+        // resolving a group of n increments cost n² op decodes.
+        if let Some(op) = out.ops().next_back() {
             self.record_op(&op, now_ms);
         }
         Ok(n)
