@@ -35,6 +35,12 @@
 //!    [`SkipList::insert_hashed`] after the node is linked and before it returns, under
 //!    the arena lock; so every pointer [`SkipList::newest`] reads from it is a published
 //!    node of a list that is alive.
+//! 7. An insert of a key already in the list, newer than its newest version, whose node
+//!    drew a height of 1 (three inserts in four), needs no search: under the arena lock
+//!    the point index names the newest version and its `prev` is exact (invariant 3),
+//!    so the node is linked between the two. Heights stay as random as ever, so searches
+//!    cost what they did; a counter bumped on every write of a key skips the descent's
+//!    cache misses on most of its writes.
 //!
 //! Thread-safety: `Send + Sync`; inserts serialize on the arena lock, reads take no lock.
 
@@ -314,6 +320,9 @@ pub(crate) struct SkipList {
     point: OnceLock<PointIndex>,
     /// Keys the point index is sized for.
     point_keys: usize,
+    /// Inserts linked by invariant 7's shortcut.
+    #[cfg(test)]
+    shortcuts: AtomicUsize,
 }
 
 /// What the point index knows of a key's newest version ([`SkipList::newest`]).
@@ -360,6 +369,8 @@ impl SkipList {
         SkipList {
             point: OnceLock::new(),
             point_keys,
+            #[cfg(test)]
+            shortcuts: AtomicUsize::new(0),
             head: std::array::from_fn(|_| Link::new(ptr::null_mut())),
             height: AtomicUsize::new(1),
             len: AtomicUsize::new(0),
@@ -517,9 +528,24 @@ impl SkipList {
             user,
             trailer,
         };
-        let mut splice = [None; MAX_HEIGHT];
-        let (prev, succ) = self.descend(|n| n.cmp(&probe) == Ordering::Less, Some(&mut splice));
         let height = arena.height();
+        let mut splice = [None; MAX_HEIGHT];
+        let (prev, succ) = match self.newest_older_than(height, keyspace, user, trailer, user_hash)
+        {
+            // Invariant 7: a one-level node newer than the key's newest goes right before
+            // it, and level 0 is all it is linked on.
+            Some(newest) => {
+                let before = Node::from_link(newest.prev_link().load(Mo::Acquire));
+                debug_assert!(before.is_none_or(|b| b.cmp(&probe) == Ordering::Less));
+                if let Some(slot) = splice.first_mut() {
+                    *slot = before;
+                }
+                #[cfg(test)]
+                self.shortcuts.fetch_add(1, Mo::Relaxed);
+                (before, Some(newest))
+            }
+            None => self.descend(|n| n.cmp(&probe) == Ordering::Less, Some(&mut splice)),
+        };
         let key_len = user.len() + TRAILER_LEN;
         let size = node_size(height, user.len(), value.len())
             .unwrap_or_else(|| alloc::handle_alloc_error(Layout::new::<u64>()));
@@ -573,6 +599,31 @@ impl SkipList {
         );
         self.len.fetch_add(1, Mo::Release);
         drop(arena);
+    }
+
+    /// For a node of `height` 1 with `trailer`: the newest version of `(keyspace, user)`
+    /// in the list, if the point index has it and it is older than `trailer` (so the new
+    /// node goes right before it). The caller holds the arena lock, so that version is
+    /// still the newest and its `prev` link is exact (invariant 3).
+    fn newest_older_than(
+        &self,
+        height: usize,
+        keyspace: u32,
+        user: &[u8],
+        trailer: u64,
+        user_hash: u64,
+    ) -> Option<Node> {
+        if height != 1 {
+            return None;
+        }
+        let newest = self
+            .point
+            .get()?
+            .find(point_hash(keyspace, user_hash), |p| {
+                node_is(p, keyspace, user)
+            })
+            .and_then(Node::from_link)?;
+        (split(newest.key()).1 < trailer).then_some(newest)
     }
 }
 
@@ -861,6 +912,77 @@ mod tests {
                 )
             });
             assert_eq!(got, lt);
+        }
+    }
+
+    #[test]
+    fn versions_newer_and_older_than_the_newest_keep_order_and_every_seek_lands() {
+        // Few keys, many versions each, mostly newer than the key's newest (the path that
+        // skips the search, invariant 7) and some older (inserts of interleaved groups).
+        for point_keys in [1 << 10, 0] {
+            let list = SkipList::with_options(false, point_keys);
+            let mut model: BTreeMap<ModelKey, Vec<u8>> = BTreeMap::new();
+            let mut rng = 0x2545_f491_4f6c_dd1du64;
+            let n: u64 = if cfg!(miri) { 400 } else { 6_000 };
+            for i in 0..n {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                let keyspace = (rng % 2) as u32;
+                let user = format!("k{}", rng % 37).into_bytes();
+                let seqno = if rng.is_multiple_of(5) { i / 2 } else { n + i };
+                let trailer = seqno << 8 | (rng >> 62);
+                if model.contains_key(&(keyspace, user.clone(), std::cmp::Reverse(trailer))) {
+                    continue; // the memtable never inserts an equal key
+                }
+                let value = i.to_le_bytes().to_vec();
+                list.insert(keyspace, &user, trailer, &value);
+                model.insert((keyspace, user, std::cmp::Reverse(trailer)), value);
+            }
+            let expect: Vec<(u32, Vec<u8>, Vec<u8>)> = model
+                .iter()
+                .map(|((ks, user, t), v)| (*ks, encoded(user, t.0), v.clone()))
+                .collect();
+            assert_eq!(walk(&list, false), expect);
+            assert_eq!(walk(&list, true), expect);
+            let shortcuts = list.shortcuts.load(Mo::Relaxed);
+            if point_keys > 0 {
+                // About 3/4 of the inserts that were newer than their key's newest.
+                assert!(shortcuts * 2 > n as usize, "{shortcuts} of {n}");
+            } else {
+                // Without an index every insert searches.
+                assert_eq!(shortcuts, 0);
+            }
+            // Every version, and the place just past it, is found by a search.
+            for (ks, user, t) in model.keys() {
+                for trailer in [t.0, t.0 - 1] {
+                    let key: ModelKey = (*ks, user.clone(), std::cmp::Reverse(trailer));
+                    let probe = Probe {
+                        keyspace: *ks,
+                        user,
+                        trailer,
+                    };
+                    let ge = model.range(key.clone()..).next().map(|(k, _)| k.clone());
+                    let got = list.seek_ge(&probe).map(|e| {
+                        (
+                            e.keyspace(),
+                            e.user_key().to_vec(),
+                            std::cmp::Reverse(e.trailer()),
+                        )
+                    });
+                    assert_eq!(got, ge);
+                }
+                let newest = model
+                    .range((*ks, user.clone(), std::cmp::Reverse(u64::MAX))..)
+                    .next()
+                    .map(|(k, _)| k.2 .0);
+                let user_hash = crate::memtable::filter::key_hash(user);
+                match list.newest(*ks, user, user_hash) {
+                    Newest::Found(e) => assert_eq!(Some(e.trailer()), newest),
+                    Newest::Unknown => assert_eq!(point_keys, 0),
+                    Newest::Absent => assert_eq!(newest, None, "a key with versions is absent"),
+                }
+            }
         }
     }
 
