@@ -84,16 +84,52 @@ pub(crate) struct Spec {
     pub(crate) handler: Handler,
 }
 
-/// The index of each command in [`COMMANDS`], by lower-case name.
-fn by_name() -> &'static HashMap<&'static str, usize> {
-    static TABLE: OnceLock<HashMap<&'static str, usize>> = OnceLock::new();
+/// The flags the dispatcher checks on every request, parsed once from a [`Spec`]'s text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Flags {
+    noauth: bool,
+    write: bool,
+    admin: bool,
+    fast: bool,
+    no_multi: bool,
+}
+
+impl Flags {
+    fn of(spec: &Spec) -> Flags {
+        Flags {
+            noauth: has_flag(spec, "noauth"),
+            write: has_flag(spec, "write"),
+            admin: has_flag(spec, "admin"),
+            fast: has_flag(spec, "fast"),
+            no_multi: has_flag(spec, "no_multi"),
+        }
+    }
+}
+
+/// The index and dispatcher flags of each command in [`COMMANDS`], by lower-case name.
+fn by_name() -> &'static HashMap<&'static str, (usize, Flags)> {
+    static TABLE: OnceLock<HashMap<&'static str, (usize, Flags)>> = OnceLock::new();
     TABLE.get_or_init(|| {
         COMMANDS
             .iter()
             .enumerate()
-            .map(|(i, c)| (c.name, i))
+            .map(|(i, c)| (c.name, (i, Flags::of(c))))
             .collect()
     })
+}
+
+/// Longest command name the table holds; a longer name is unknown without a lookup.
+const MAX_NAME_LEN: usize = 32;
+
+/// The command named `name` (any case): its index in [`COMMANDS`], its spec and its
+/// flags. Lower-cases into a buffer on the stack: this runs for every request.
+fn find(name: &[u8]) -> Option<(usize, &'static Spec, Flags)> {
+    let mut buf = [0u8; MAX_NAME_LEN];
+    let lower = buf.get_mut(..name.len())?;
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    let &(index, flags) = by_name().get(std::str::from_utf8(lower).ok()?)?;
+    COMMANDS.get(index).map(|spec| (index, spec, flags))
 }
 
 /// True if `spec` carries `flag`.
@@ -103,22 +139,18 @@ fn has_flag(spec: &Spec, flag: &str) -> bool {
 
 /// The command `args` names and whether this session may run it now; `Err` holds the
 /// refusal (Redis's order of checks).
-fn admit(ctx: &Ctx<'_>, args: &[Vec<u8>]) -> Result<(usize, &'static Spec), Reply> {
-    let name = args.first().map(|n| args::lower(n)).unwrap_or_default();
-    let Some((index, spec)) = by_name()
-        .get(name.as_str())
-        .and_then(|&i| COMMANDS.get(i).map(|s| (i, s)))
-    else {
+fn admit(ctx: &Ctx<'_>, args: &[Vec<u8>]) -> Result<(usize, &'static Spec, Flags), Reply> {
+    let Some((index, spec, flags)) = args.first().and_then(|n| find(n)) else {
         return Err(errors::unknown_command(args));
     };
     if !arity_ok(spec, args) {
         return Err(errors::wrong_args(spec.name));
     }
-    if !ctx.session.authenticated && !has_flag(spec, "noauth") {
+    if !ctx.session.authenticated && !flags.noauth {
         return Err(errors::no_auth());
     }
-    match refusal(&ctx.session.user, spec, args) {
-        None => Ok((index, spec)),
+    match refusal(&ctx.session.user, spec, flags, args) {
+        None => Ok((index, spec, flags)),
         Some(Refusal::Command(shown)) => {
             log_refusal(ctx, Reason::Command, &shown, &shown);
             Err(errors::no_permission(&ctx.session.user.name, &shown))
@@ -145,10 +177,15 @@ enum Refusal {
 /// Whether `user` may run `args` (a command of `spec`, arity checked) as the dispatcher
 /// decides: commands flagged `noauth` always; else the user's command permissions, then
 /// its key permissions.
-fn refusal(user: &crate::users::User, spec: &Spec, args: &[Vec<u8>]) -> Option<Refusal> {
-    if has_flag(spec, "noauth") {
+fn refusal(
+    user: &crate::users::User,
+    spec: &Spec,
+    flags: Flags,
+    args: &[Vec<u8>],
+) -> Option<Refusal> {
+    if flags.noauth {
         None
-    } else if !user.may_run(has_flag(spec, "write"), has_flag(spec, "admin")) {
+    } else if !user.may_run(flags.write, flags.admin) {
         Some(Refusal::Command(shown_name(spec, args)))
     } else if spec.first_key != 0 && !user.all_keys {
         Some(Refusal::Key(first_key(spec, args)))
@@ -209,8 +246,7 @@ pub(crate) fn dry_run(
     let Some(given) = args.first() else {
         return Err(errors::wrong_args("acl|dryrun"));
     };
-    let name = args::lower(given);
-    let Some(spec) = by_name().get(name.as_str()).and_then(|&i| COMMANDS.get(i)) else {
+    let Some((_, spec, flags)) = find(given) else {
         return Err(Reply::error(format!(
             "ERR Command '{}' not found",
             String::from_utf8_lossy(given)
@@ -220,7 +256,7 @@ pub(crate) fn dry_run(
         return Err(errors::wrong_args(spec.name));
     }
     let refused = |what: &str| format!("This user has no permissions to run the '{what}' command");
-    Ok(match refusal(user, spec, args) {
+    Ok(match refusal(user, spec, flags, args) {
         Some(Refusal::Command(shown)) => Some(refused(&shown)),
         Some(Refusal::Key(key)) => Some(format!(
             "This user has no permissions to access the '{key}' key"
@@ -240,14 +276,13 @@ pub(crate) fn dry_run(
 /// worker (`worker.rs`) and runs the others itself. Between MULTI and EXEC a command is
 /// only queued, which is cheap; an unknown command is only refused.
 pub(crate) fn may_block(session: &Session, args: &[Vec<u8>]) -> bool {
-    let name = args.first().map(|n| args::lower(n)).unwrap_or_default();
-    let Some(spec) = by_name().get(name.as_str()).and_then(|&i| COMMANDS.get(i)) else {
+    let Some((_, spec, flags)) = args.first().and_then(|n| find(n)) else {
         return false;
     };
     if session.multi.is_some() && !multi::NOT_QUEUED.contains(&spec.name) {
         return false;
     }
-    has_flag(spec, "write") || !has_flag(spec, "fast")
+    flags.write || !flags.fast
 }
 
 /// Runs one request (or queues it, between MULTI and EXEC) and returns its reply.
@@ -263,7 +298,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         ctx.session.silent = true;
         return Reply::Ok;
     }
-    let (index, spec) = match admit(ctx, args) {
+    let (index, spec, flags) = match admit(ctx, args) {
         Ok(found) => found,
         Err(refusal) => {
             if let Some(m) = &mut ctx.session.multi {
@@ -274,7 +309,7 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
     };
     if let Some(m) = &mut ctx.session.multi {
         if !multi::NOT_QUEUED.contains(&spec.name) {
-            if has_flag(spec, "no_multi") {
+            if flags.no_multi {
                 m.failed = true;
                 return Reply::error("ERR Command not allowed inside a transaction");
             }
@@ -299,4 +334,35 @@ pub(crate) fn run(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Reply {
         c.record(usec, reply.is_error());
     }
     reply
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn find_knows_every_command_in_any_case_with_the_flags_of_its_text() {
+        for (i, spec) in COMMANDS.iter().enumerate() {
+            assert!(spec.name.len() <= MAX_NAME_LEN, "{}", spec.name);
+            for name in [spec.name.to_string(), spec.name.to_ascii_uppercase()] {
+                let (index, found, flags) = find(name.as_bytes()).unwrap();
+                assert_eq!(index, i);
+                assert!(std::ptr::eq(found, spec));
+                assert_eq!(flags.noauth, has_flag(spec, "noauth"));
+                assert_eq!(flags.write, has_flag(spec, "write"));
+                assert_eq!(flags.admin, has_flag(spec, "admin"));
+                assert_eq!(flags.fast, has_flag(spec, "fast"));
+                assert_eq!(flags.no_multi, has_flag(spec, "no_multi"));
+            }
+        }
+        let (_, get, flags) = find(b"GeT").unwrap();
+        assert_eq!(get.name, "get");
+        assert!(flags.fast && !flags.write && !flags.noauth);
+        assert!(find(b"set").unwrap().2.write);
+        assert!(find(b"auth").unwrap().2.noauth);
+        for unknown in [&b""[..], b"nosuch", b"g\xffet", &[b'g'; MAX_NAME_LEN + 1]] {
+            assert!(find(unknown).is_none(), "{unknown:?}");
+        }
+    }
 }
