@@ -94,7 +94,8 @@ pub struct ServeArgs {
     /// Serve Prometheus metrics over HTTP at this address (e.g. 127.0.0.1:9121).
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<std::net::SocketAddr>,
-    /// Event-loop threads serving the clients (0: one per CPU). Each commits the plain
+    /// Event-loop threads serving the clients (0: one per CPU but one, at least one, so a
+    /// CPU is left to flushes and compactions). Each commits the plain
     /// writes of all its ready clients together, once per turn.
     #[arg(long, value_name = "COUNT", default_value_t = 0)]
     pub threads: usize,

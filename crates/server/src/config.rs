@@ -47,7 +47,8 @@ pub struct Config {
     pub metrics_addr: Option<SocketAddr>,
     /// Per-connection limits.
     pub limits: Limits,
-    /// Event-loop threads (0: one per CPU). Each serves its share of the clients and
+    /// Event-loop threads (0: one per CPU but one, at least one; see
+    /// `server::default_loops`). Each serves its share of the clients and
     /// commits their plain writes together, once per turn.
     pub threads: usize,
     /// How long a shutdown waits for replies still queued to clients, and tells clients

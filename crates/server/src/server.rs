@@ -3,7 +3,7 @@
 //!
 //! Threading model: one acceptor thread (`accept.rs`) over every client listener hands
 //! each admitted client to one of N event loops (`event_loop.rs`, N = `Config::threads`,
-//! one per CPU by default) in turn. A loop serves its clients as non-blocking state
+//! one per CPU but one by default) in turn. A loop serves its clients as non-blocking state
 //! machines (`conn.rs`) with one `mio::Poll`, and in each iteration gathers the plain SETs
 //! and counter updates of all its ready clients into one engine batch, committed once
 //! (one fsync under `sync`, as Redis's `beforeSleep` AOF fsync) before their replies are
@@ -169,7 +169,7 @@ impl Server {
         let metrics_addr = metrics.as_ref().map(|(_, a)| *a);
 
         let threads = match config.threads {
-            0 => std::thread::available_parallelism().map_or(1, usize::from),
+            0 => default_loops(std::thread::available_parallelism().map_or(1, usize::from)),
             n => n,
         };
         let poll_err = |e| Error::io("create an event loop", e);
@@ -353,4 +353,25 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>
         .name(name.into())
         .spawn(f)
         .map_err(|e| Error::io(format!("start thread {name}"), e))
+}
+
+/// Event loops when `Config::threads` is 0: one per CPU but one, at least one. The spare
+/// CPU runs the engine's flushes and compactions (and, often, clients on the same host):
+/// with a loop on every CPU, a loop preempted while it leads a write group stalls the
+/// writes of every other loop until it runs again, a scheduler slice of milliseconds.
+pub(crate) fn default_loops(cpus: usize) -> usize {
+    cpus.saturating_sub(1).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_loops;
+
+    #[test]
+    fn the_default_leaves_one_cpu_to_the_engine_and_keeps_one_loop() {
+        assert_eq!(default_loops(0), 1);
+        assert_eq!(default_loops(1), 1);
+        assert_eq!(default_loops(2), 1);
+        assert_eq!(default_loops(8), 7);
+    }
 }
