@@ -99,6 +99,12 @@ pub struct ServeArgs {
     /// writes of all its ready clients together, once per turn.
     #[arg(long, value_name = "COUNT", default_value_t = 0)]
     pub threads: usize,
+    /// Ask for transparent huge pages for the memtables' memory (the store option
+    /// `memtable_huge_pages`): fewer TLB misses on each read and write of a key held in
+    /// memory, at the cost of at least 2 MiB per memtable and, where the kernel's THP
+    /// defrag setting makes a fault compact memory, an occasional slow write.
+    #[arg(long)]
+    pub memtable_huge_pages: bool,
     /// Replies a pipelining client may have pending before they are written out.
     #[arg(long, value_name = "COUNT", default_value_t = Limits::default().max_pending_replies)]
     pub max_pending: usize,
@@ -140,7 +146,9 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> CliResult<u8> {
     config.metrics_addr = args.metrics_addr;
     config.threads = args.threads;
 
-    let db = store::open(&args.dir, true)?;
+    let db = store::open_tuned(&args.dir, true, |o| {
+        o.memtable_huge_pages = args.memtable_huge_pages;
+    })?;
     let server =
         Server::start(db, config).map_err(|e| CliError::msg(format!("cairn serve: {e}")))?;
     let mut signals = Signals::new([SIGTERM, SIGINT])

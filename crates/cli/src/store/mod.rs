@@ -151,6 +151,12 @@ pub fn check_creatable(path: &Path) -> CliResult<()> {
 /// files as its application recorded them (`Options::from_store`), so the tables and
 /// blob files the command writes match the application's.
 pub fn open(path: &Path, create: bool) -> CliResult<Db> {
+    open_tuned(path, create, |_| {})
+}
+
+/// As [`open`], with `tune` applied to the options first (the settings that are not
+/// recorded in the store, such as `memtable_huge_pages`).
+pub fn open_tuned(path: &Path, create: bool, tune: impl FnOnce(&mut Options)) -> CliResult<Db> {
     let exists = path.join("CURRENT").exists();
     if create && !exists {
         check_creatable(path)?;
@@ -159,6 +165,7 @@ pub fn open(path: &Path, create: bool) -> CliResult<Db> {
     }
     let mut options = stored_options(path)?;
     options.create_if_missing = create;
+    tune(&mut options);
     Db::open(path, options).map_err(|e| open_error(path, e))
 }
 
