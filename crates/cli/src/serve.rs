@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use cairn::Durability;
-use cairn_server::{Config, Limits, Server};
+use cairn_server::{ClientCerts, Config, Limits, Server};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
@@ -25,7 +25,7 @@ use crate::store;
 /// "dbN". A reply to a write is sent once the write is as durable as --durability
 /// promises. MULTI/EXEC runs as one serializable transaction of the store; WATCH is
 /// honoured. Users: --requirepass and --users; TLS: --tls-port with --tls-cert and
-/// --tls-key. The store's events (flushes, compactions, stalls, errors) are logged to
+/// --tls-key (and --tls-ca-cert to ask clients for certificates). The store's events (flushes, compactions, stalls, errors) are logged to
 /// standard error. SIGTERM, SIGINT and the SHUTDOWN command stop it gracefully.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
@@ -68,6 +68,14 @@ pub struct ServeArgs {
     /// The TLS private key (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, value_name = "FILE", requires = "tls_port")]
     pub tls_key: Option<PathBuf>,
+    /// CA certificates (PEM) that TLS clients' certificates must chain to: clients are
+    /// then asked for a certificate (see --tls-auth-clients).
+    #[arg(long, value_name = "FILE", requires = "tls_port")]
+    pub tls_ca_cert: Option<PathBuf>,
+    /// With --tls-ca-cert: "yes" refuses a TLS client without a valid certificate,
+    /// "optional" admits one that presents none (one it presents must be valid).
+    #[arg(long, value_name = "yes|optional", default_value = "yes", value_parser = ["yes", "optional"], requires = "tls_ca_cert")]
+    pub tls_auth_clients: String,
     /// Log level of the store's events (flushes, compactions, write stalls, background
     /// errors, recovery losses), written to standard error: error, warn, info, debug,
     /// trace or off.
@@ -136,7 +144,12 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> CliResult<u8> {
         config.users_file = Some(path.clone());
     }
     if let (Some(port), Some(cert), Some(key)) = (args.tls_port, &args.tls_cert, &args.tls_key) {
-        config.tls = Some(cairn_server::Tls::new(port, cert, key));
+        let client_certs = match (&args.tls_ca_cert, args.tls_auth_clients.as_str()) {
+            (None, _) => ClientCerts::NotAsked,
+            (Some(ca), "optional") => ClientCerts::Optional(ca.clone()),
+            (Some(ca), _) => ClientCerts::Required(ca.clone()),
+        };
+        config.tls = Some(cairn_server::Tls::new(port, cert, key).with_client_certs(client_certs));
     }
     config.max_clients = args.maxclients.max(1);
     config.idle_timeout = (args.timeout > 0).then(|| Duration::from_secs(args.timeout));

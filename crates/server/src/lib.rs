@@ -65,5 +65,5 @@ pub use config::Config;
 pub use error::{Error, Result};
 pub use limits::Limits;
 pub use server::{Server, ShutdownHandle, WORKERS_PER_LOOP};
-pub use tls::Tls;
+pub use tls::{ClientCerts, Tls};
 pub use users::{User, Users};

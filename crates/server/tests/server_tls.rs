@@ -399,3 +399,172 @@ fn a_silent_refused_tls_client_does_not_hold_shutdown_up() {
         "still open"
     );
 }
+
+/// A CA, and a client certificate it signed.
+struct ClientPki {
+    ca: rcgen::Certificate,
+    client: rcgen::Certificate,
+    client_key: rcgen::KeyPair,
+}
+
+fn client_pki() -> ClientPki {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "cairn test client CA");
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![
+        rcgen::KeyUsagePurpose::KeyCertSign,
+        rcgen::KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let client_key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(vec!["client".to_string()]).unwrap();
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let client = params.signed_by(&client_key, &ca, &ca_key).unwrap();
+    ClientPki {
+        ca,
+        client,
+        client_key,
+    }
+}
+
+/// A server whose TLS listener asks for client certificates (`optional` or required)
+/// chaining to `pki`'s CA, and the server's own certificate.
+fn start_mtls(
+    pki: &ClientPki,
+    optional: bool,
+) -> (common::Running, rcgen::CertifiedKey, tempfile::TempDir) {
+    let ca_files = tempfile::tempdir().unwrap();
+    let ca_path = ca_files.path().join("clients-ca.pem");
+    std::fs::write(&ca_path, pki.ca.pem()).unwrap();
+    let (srv, certified, files) = start_tls(|c| {
+        let tls = c.tls.take().unwrap();
+        let asked = if optional {
+            cairn_server::ClientCerts::Optional(ca_path.clone())
+        } else {
+            cairn_server::ClientCerts::Required(ca_path.clone())
+        };
+        c.tls = Some(tls.with_client_certs(asked));
+    });
+    // The CA file is read at start; the directory may go.
+    drop(ca_files);
+    (srv, certified, files)
+}
+
+/// A rustls client trusting the server's `certified`, presenting `cert` and `key` if
+/// given, connected to `addr`.
+fn connect_as(
+    certified: &rcgen::CertifiedKey,
+    addr: std::net::SocketAddr,
+    client: Option<(&rcgen::Certificate, &rcgen::KeyPair)>,
+) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(certified.cert.der().clone()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots);
+    let config = match client {
+        None => builder.with_no_client_auth(),
+        Some((cert, key)) => {
+            let key = rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap();
+            builder
+                .with_client_auth_cert(vec![cert.der().clone()], key)
+                .unwrap()
+        }
+    };
+    let name = "localhost".try_into().unwrap();
+    let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+    let sock = TcpStream::connect(addr).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    rustls::StreamOwned::new(conn, sock)
+}
+
+/// True if PING over `tls` gets PONG; false if the handshake or the read fails or the
+/// server closes the connection first.
+fn pings(tls: &mut rustls::StreamOwned<rustls::ClientConnection, TcpStream>) -> bool {
+    if tls.write_all(b"*1\r\n$4\r\nPING\r\n").is_err() || tls.flush().is_err() {
+        return false;
+    }
+    let mut got = Vec::new();
+    let mut buf = [0u8; 64];
+    while got.len() < 7 {
+        match tls.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    got == b"+PONG\r\n"
+}
+
+#[test]
+fn required_client_certificates_admit_only_clients_the_ca_signed() {
+    let pki = client_pki();
+    let (srv, certified, _files) = start_mtls(&pki, false);
+    let addr = srv.tls_addr.unwrap();
+    let mut signed = connect_as(&certified, addr, Some((&pki.client, &pki.client_key)));
+    assert!(pings(&mut signed));
+
+    // No certificate, or one the CA did not sign: refused in the handshake.
+    let mut anonymous = connect_as(&certified, addr, None);
+    assert!(!pings(&mut anonymous));
+    let stranger = rcgen::generate_simple_self_signed(vec!["client".to_string()]).unwrap();
+    let mut unsigned = connect_as(&certified, addr, Some((&stranger.cert, &stranger.key_pair)));
+    assert!(!pings(&mut unsigned));
+    // A certificate of another CA's client is no better.
+    let other = client_pki();
+    let mut foreign = connect_as(&certified, addr, Some((&other.client, &other.client_key)));
+    assert!(!pings(&mut foreign));
+
+    // The refusals harmed nobody: the admitted client and a new one are served.
+    assert!(pings(&mut signed));
+    let mut again = connect_as(&certified, addr, Some((&pki.client, &pki.client_key)));
+    assert!(pings(&mut again));
+    srv.shutdown();
+}
+
+#[test]
+fn optional_client_certificates_admit_clients_without_one_but_not_with_a_bad_one() {
+    let pki = client_pki();
+    let (srv, certified, _files) = start_mtls(&pki, true);
+    let addr = srv.tls_addr.unwrap();
+    let mut anonymous = connect_as(&certified, addr, None);
+    assert!(pings(&mut anonymous));
+    let mut signed = connect_as(&certified, addr, Some((&pki.client, &pki.client_key)));
+    assert!(pings(&mut signed));
+    let other = client_pki();
+    let mut foreign = connect_as(&certified, addr, Some((&other.client, &other.client_key)));
+    assert!(!pings(&mut foreign));
+    srv.shutdown();
+}
+
+#[test]
+fn a_client_ca_file_that_is_missing_or_holds_no_certificate_refuses_to_start() {
+    let files = tempfile::tempdir().unwrap();
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let cert = files.path().join("cert.pem");
+    let key = files.path().join("key.pem");
+    std::fs::write(&cert, certified.cert.pem()).unwrap();
+    std::fs::write(&key, certified.key_pair.serialize_pem()).unwrap();
+    let empty = files.path().join("empty-ca.pem");
+    std::fs::write(&empty, "not a certificate\n").unwrap();
+    for (ca, want) in [
+        (files.path().join("missing-ca.pem"), "missing-ca.pem"),
+        (empty, "no certificate in the file"),
+    ] {
+        let db = cairn::Db::open(files.path().join("store"), cairn::Options::default()).unwrap();
+        let mut config = cairn_server::Config::default();
+        config.port = Some(0);
+        config.tls = Some(
+            cairn_server::Tls::new(0, &cert, &key)
+                .with_client_certs(cairn_server::ClientCerts::Required(ca)),
+        );
+        let err = cairn_server::Server::start(db, config).err().unwrap();
+        assert!(err.to_string().contains(want), "{err}");
+        assert!(err.to_string().contains("client CA"), "{err}");
+    }
+}

@@ -380,6 +380,62 @@ def test_tls():
         s.stop()
 
 
+def test_tls_client_certificates():
+    """--tls-ca-cert: a client certificate signed by that CA is required (or optional)."""
+    cert, key = os.path.join(WORK, "cert.pem"), os.path.join(WORK, "key.pem")
+    ca, ca_key = os.path.join(WORK, "clients-ca.pem"), os.path.join(WORK, "clients-ca.key")
+    client, client_key = os.path.join(WORK, "client.pem"), os.path.join(WORK, "client.key")
+    csr, ext = os.path.join(WORK, "client.csr"), os.path.join(WORK, "client.ext")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    for cmd in (
+        ["openssl", "req", "-x509", *ec, "-keyout", key, "-out", cert, "-days", "1",
+         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
+        ["openssl", "req", "-x509", *ec, "-keyout", ca_key, "-out", ca, "-days", "1",
+         "-subj", "/CN=cairn test client CA",
+         "-addext", "basicConstraints=critical,CA:TRUE",
+         "-addext", "keyUsage=critical,keyCertSign,digitalSignature"],
+        ["openssl", "req", *ec, "-keyout", client_key, "-out", csr, "-subj", "/CN=client"],
+    ):
+        subprocess.run(cmd, check=True, capture_output=True)
+    with open(ext, "w") as f:
+        f.write("extendedKeyUsage=clientAuth\n")
+    subprocess.run(["openssl", "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key,
+                    "-CAcreateserial", "-out", client, "-days", "1", "-extfile", ext],
+                   check=True, capture_output=True)
+
+    def tls_client(port, **kw):
+        return redis.Redis(host="localhost", port=port, ssl=True, ssl_ca_certs=cert,
+                           socket_timeout=10, **kw)
+
+    def refused(r):
+        try:
+            r.ping()
+        except redis.ConnectionError:
+            return True
+        return False
+
+    s = Server("mtls", "--tls-port", "0", "--tls-cert", cert, "--tls-key", key,
+               "--tls-ca-cert", ca)
+    try:
+        signed = tls_client(s.tls_port, ssl_certfile=client, ssl_keyfile=client_key)
+        assert signed.set("mtls", "yes") is True
+        assert signed.get("mtls") == b"yes"
+        assert refused(tls_client(s.tls_port)), "a client without a certificate was served"
+        # The server's own certificate is not signed by the clients' CA.
+        assert refused(tls_client(s.tls_port, ssl_certfile=cert, ssl_keyfile=key))
+    finally:
+        s.stop()
+    s = Server("mtls-optional", "--tls-port", "0", "--tls-cert", cert, "--tls-key", key,
+               "--tls-ca-cert", ca, "--tls-auth-clients", "optional")
+    try:
+        assert tls_client(s.tls_port).ping() is True
+        signed = tls_client(s.tls_port, ssl_certfile=client, ssl_keyfile=client_key)
+        assert signed.ping() is True
+        assert refused(tls_client(s.tls_port, ssl_certfile=cert, ssl_keyfile=key))
+    finally:
+        s.stop()
+
+
 def raw(port, data, read=True):
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
     s.sendall(data)
@@ -575,6 +631,7 @@ def main():
         ("users file and ACL", test_users_and_acl),
         ("ACL SETUSER, GETUSER, DELUSER, SAVE, LOAD", test_acl_changes),
         ("TLS", test_tls),
+        ("TLS client certificates", test_tls_client_certificates),
         ("protocol errors and hostile clients", lambda: test_protocol_errors_and_hostile_clients(server)),
         ("auth", test_auth),
         ("kill -9 under sync durability", test_kill9_sync),
