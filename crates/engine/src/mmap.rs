@@ -124,6 +124,23 @@ pub fn advise_huge_pages<T>(region: &mut [std::mem::MaybeUninit<T>]) {
     }
 }
 
+/// Hints the CPU to fetch the cache line holding the byte at `address`, which need not be
+/// valid: a prefetch never faults and reads nothing architecturally.
+#[inline(always)]
+pub fn prefetch_address(address: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: prefetching is a hint that never faults or reads memory
+        // architecturally, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(address.cast::<i8>()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = address;
+    }
+}
+
 /// Hints the CPU to fetch the cache line holding `items[index]` (no effect if out of range).
 #[inline(always)]
 pub fn prefetch<T>(items: &[T], index: usize) {

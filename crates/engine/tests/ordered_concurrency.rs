@@ -756,3 +756,54 @@ fn point_reads_find_every_acknowledged_write_while_super_versions_change() {
     let stats = db.stats();
     assert!(stats.flushes > 10, "only {} flushes", stats.flushes);
 }
+
+/// `Keyspace::get_many` reads every key at one point: each batch rewrites 40 keys (more
+/// than one prefetch group of 16) with one value, and every batched read while batches
+/// commit, memtables fill and flushes run sees all 40 with the same value, or none.
+#[test]
+fn get_many_sees_each_batch_for_every_key_or_for_none() {
+    let dir = mem_tempdir();
+    let db = Db::open(dir.path(), tiny(4 << 10, 512)).unwrap();
+    let ks = db.keyspace(DEFAULT_KEYSPACE).unwrap();
+    const BATCHES: u64 = 1500;
+    let keys: Vec<String> = (0..40).map(|i| format!("k{:02}", (i * 17) % 40)).collect();
+    let done = AtomicBool::new(false);
+    thread::scope(|s| {
+        for _ in 0..2 {
+            let (ks, keys, done) = (&ks, &keys, &done);
+            s.spawn(move || {
+                let mut seen = BTreeSet::new();
+                while !done.load(Ordering::Acquire) {
+                    let values = ks.get_many(keys).unwrap();
+                    assert_eq!(values.len(), keys.len());
+                    let first = values[0].clone();
+                    assert!(
+                        values.iter().all(|v| *v == first),
+                        "a batched read saw two batches: {values:?}"
+                    );
+                    seen.insert(first);
+                }
+                assert!(!seen.is_empty());
+            });
+        }
+        for b in 1..=BATCHES {
+            let mut batch = db.batch();
+            for k in &keys {
+                batch.insert(&ks, k, b.to_le_bytes());
+            }
+            batch.commit().unwrap();
+        }
+        done.store(true, Ordering::Release);
+    });
+    assert!(
+        db.stats().flushes > 10,
+        "only {} flushes",
+        db.stats().flushes
+    );
+    let last = ks.get_many(&keys).unwrap();
+    assert!(last
+        .iter()
+        .all(|v| v.as_deref() == Some(&BATCHES.to_le_bytes()[..])));
+    drop(ks);
+    db.close().unwrap();
+}

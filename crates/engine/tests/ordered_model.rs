@@ -662,6 +662,21 @@ impl Harness {
                     )));
                 }
             }
+            // One batched read of every key, each followed by a key that is absent.
+            let mut keys = Vec::new();
+            let mut want = Vec::new();
+            for (k, e) in map {
+                keys.push(k.clone());
+                want.push(Some(e.value.clone()));
+                let mut absent = k.clone();
+                absent.push(0);
+                if !map.contains_key(&absent) {
+                    keys.push(absent);
+                    want.push(None);
+                }
+            }
+            let got = ok!(h.get_many(&keys), step);
+            prop_assert!(got == want, "{:?}: get_many in {}", step, name);
         }
         Ok(())
     }

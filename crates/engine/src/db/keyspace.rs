@@ -500,6 +500,34 @@ impl Keyspace {
         self.get_in(key.as_ref(), Ok(None))
     }
 
+    /// The values of `keys`, in order (`None` for an absent key), all read at one point:
+    /// a write that lands meanwhile is seen for every key or for none, as if read from one
+    /// snapshot, which this call does not need to take. The reads of up to 16 keys at a
+    /// time overlap their memory misses in the memtables, so a batch costs less than one
+    /// [`Keyspace::get`] per key.
+    ///
+    /// ```
+    /// # fn main() -> cairn::Result<()> {
+    /// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+    /// # let db = cairn::Db::open(dir.path(), cairn::Options::default())?;
+    /// let ks = db.keyspace("k")?;
+    /// ks.insert("a", "1")?;
+    /// ks.insert("c", "3")?;
+    /// let values = ks.get_many(&["a", "b", "c"])?;
+    /// assert_eq!(values, [Some(b"1".to_vec()), None, Some(b"3".to_vec())]);
+    /// # db.close()
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Keyspace::get`], for the first key whose read fails; no values are returned
+    /// then.
+    pub fn get_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
+        read::get_many_with(&self.db.inner.reads, self.id, &self.name, keys, None, |v| {
+            v.into_vec()
+        })
+    }
+
     /// The value of `key` into `buf`, reusing its allocation: true if the key is present
     /// (its value is then the whole of `buf`), false if absent (`buf` is left empty). A
     /// loop of reads with one buffer allocates nothing for values that fit it.

@@ -305,6 +305,83 @@ pub(crate) fn get_within<R>(
     reach: Reach,
     f: impl FnOnce(Value<'_>) -> R,
 ) -> Result<InMemory<Option<R>>> {
+    // Held until a separated value is read, as in `lookup`.
+    let (sv, seqno) = reads.acquire_current(at);
+    let out = get_in(reads, &sv, seqno, keyspace, name, key, reach, f);
+    drop(sv);
+    out
+}
+
+/// Keys of a batched read whose memtable lookups overlap their cache misses at once:
+/// enough to keep the CPU's line-fill buffers busy, few enough that the lines fetched
+/// for the first key are still cached when its lookup runs.
+const BATCH_PREFETCH: usize = 16;
+
+/// As [`get_with`] for each of `keys`, in order, all read at one point (one super version
+/// and one seqno: a write that lands meanwhile is seen for every key or for none). The
+/// memtable lookups of up to [`BATCH_PREFETCH`] keys at a time overlap their cache misses:
+/// the filter words and point-index slots of all of them are fetched first, then their
+/// nodes, then each key is looked up as [`get_with`] does.
+pub(crate) fn get_many_with<K: AsRef<[u8]>, R>(
+    reads: &ReadPath,
+    keyspace: KeyspaceId,
+    name: &str,
+    keys: &[K],
+    at: Option<&ReadAt>,
+    mut f: impl FnMut(Value<'_>) -> R,
+) -> Result<Vec<Option<R>>> {
+    let (sv, seqno) = reads.acquire_current(at);
+    let mut out = Vec::with_capacity(keys.len());
+    let mut hashes = [0u64; BATCH_PREFETCH];
+    for chunk in keys.chunks(BATCH_PREFETCH) {
+        for (hash, key) in hashes.iter_mut().zip(chunk) {
+            *hash = crate::memtable::key_hash(key.as_ref());
+        }
+        let hashes = hashes.get(..chunk.len()).unwrap_or(&[]);
+        for m in sv.memtables() {
+            for &hash in hashes {
+                m.prefetch_get(keyspace, hash);
+            }
+        }
+        for m in sv.memtables() {
+            for &hash in hashes {
+                m.prefetch_node(keyspace, hash);
+            }
+        }
+        for key in chunk {
+            let found = get_in(
+                reads,
+                &sv,
+                seqno,
+                keyspace,
+                name,
+                key.as_ref(),
+                Reach::Disk,
+                &mut f,
+            );
+            out.push(found?.answered()?);
+        }
+    }
+    drop(sv);
+    Ok(out)
+}
+
+/// The read of [`get_within`] in the super version `sv` at `seqno`, which the caller
+/// holds until it returns.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the parts of one read, passed once"
+)]
+fn get_in<R>(
+    reads: &ReadPath,
+    sv: &SuperVersion,
+    seqno: SeqNo,
+    keyspace: KeyspaceId,
+    name: &str,
+    key: &[u8],
+    reach: Reach,
+    f: impl FnOnce(Value<'_>) -> R,
+) -> Result<InMemory<Option<R>>> {
     /// What the lookup left to do.
     enum Found<R> {
         /// `f` ran on the value in place.
@@ -318,8 +395,6 @@ pub(crate) fn get_within<R>(
         /// The answer needs a file read that `reach` does not allow.
         NeedsIo,
     }
-    // Held until a separated value is read, as in `lookup`.
-    let (sv, seqno) = reads.acquire_current(at);
     // The keyspace is checked in the state read, not apart from it: one acquisition.
     let Some(tables) = sv.version.keyspace(keyspace) else {
         return Err(Error::invalid(format!(
@@ -330,7 +405,7 @@ pub(crate) fn get_within<R>(
     let mut operand = false;
     let found = newest_live(
         reads,
-        &sv,
+        sv,
         Some(tables),
         keyspace,
         key,
@@ -364,7 +439,7 @@ pub(crate) fn get_within<R>(
     };
     let out = match found.map(|(_, found)| found) {
         None if operand && reach == Reach::Memory => Ok(InMemory::NeedsIo),
-        None if operand => match (merge_at(reads, &sv, keyspace, key, seqno)?, f.take()) {
+        None if operand => match (merge_at(reads, sv, keyspace, key, seqno)?, f.take()) {
             (Some(merged), Some(f)) => Ok(InMemory::Answer(Some(f(Value::Owned(merged.value))))),
             _ => Ok(InMemory::Answer(None)),
         },
@@ -380,7 +455,6 @@ pub(crate) fn get_within<R>(
             None => Ok(InMemory::Answer(None)),
         },
     };
-    drop(sv);
     out
 }
 

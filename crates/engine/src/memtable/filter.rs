@@ -99,6 +99,12 @@ impl MemFilter {
         self.may_contain_hash(key_hash(user_key))
     }
 
+    /// Hints the CPU to fetch the word [`MemFilter::may_contain_hash`] reads for `hash`.
+    pub(crate) fn prefetch_hash(&self, hash: u64) {
+        let (i, _) = locate(hash, self.words.len());
+        crate::mmap::prefetch(&self.words, i);
+    }
+
     /// False if no version of the key whose [`key_hash`] is `hash` was inserted.
     pub(crate) fn may_contain_hash(&self, hash: u64) -> bool {
         let (i, mask) = locate(hash, self.words.len());

@@ -34,6 +34,7 @@ mod filter;
 mod point;
 mod skiplist;
 
+pub(crate) use filter::key_hash;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
@@ -282,6 +283,26 @@ impl Memtable {
         snapshot: SeqNo,
     ) -> Option<(SeqNo, Kind, Vec<u8>)> {
         self.get_with(keyspace, user_key, snapshot, |s, k, v| (s, k, v.to_vec()))
+    }
+
+    /// The first of two steps that let a batch of point reads overlap their cache misses:
+    /// hints the CPU to fetch the filter word and the point-index slot that
+    /// [`Memtable::get_with`] reads first for the key whose `filter::key_hash` is `hash`.
+    pub(crate) fn prefetch_get(&self, keyspace: KeyspaceId, hash: u64) {
+        if self.list.is_empty() {
+            return;
+        }
+        self.filter.prefetch_hash(hash);
+        self.list.prefetch_point_slot(keyspace.0, hash);
+    }
+
+    /// The second step (after [`Memtable::prefetch_get`] for the batch's keys): if the
+    /// filter may hold the key, hints the CPU to fetch the node the point index names.
+    pub(crate) fn prefetch_node(&self, keyspace: KeyspaceId, hash: u64) {
+        if self.list.is_empty() || !self.filter.may_contain_hash(hash) {
+            return;
+        }
+        self.list.prefetch_newest(keyspace.0, hash);
     }
 
     /// `f(seqno, kind, stored value)` of the newest version of `user_key` in `keyspace`

@@ -124,6 +124,32 @@ impl PointIndex {
         None
     }
 
+    /// Hints the CPU to fetch the first slot of `hash`'s probe sequence.
+    pub(crate) fn prefetch_slot(&self, hash: u64) {
+        let mask = self.slots.len().wrapping_sub(1);
+        crate::mmap::prefetch(&self.slots, (hash as usize) & mask);
+    }
+
+    /// Hints the CPU to fetch the first `lines` cache lines of the node in the first slot
+    /// of `hash`'s probe sequence whose tag matches `hash` (the key's node, unless two
+    /// keys share the tag), without reading the node.
+    pub(crate) fn prefetch_node(&self, hash: u64, lines: usize) {
+        let want = tag(hash);
+        for slot in self.probe(hash) {
+            let p = slot.load(Ordering::Acquire);
+            if p.is_null() {
+                return;
+            }
+            if p.addr() >> ADDR_BITS == want {
+                let node = p.map_addr(|a| a & ADDR_MASK).cast_const();
+                for line in 0..lines {
+                    crate::mmap::prefetch_address(node.wrapping_add(line * 64));
+                }
+                return;
+            }
+        }
+    }
+
     /// True while every key given to [`PointIndex::enter`] was entered (load it after the
     /// [`PointIndex::find`] whose `None` it is to vouch for).
     pub(crate) fn complete(&self) -> bool {

@@ -483,6 +483,23 @@ impl SkipList {
         self.point.get().map_or(0, PointIndex::heap_bytes)
     }
 
+    /// Hints the CPU to fetch the point-index slot [`SkipList::newest`] reads first for
+    /// `(keyspace, user)`, whose `filter::key_hash` is `user_hash`.
+    pub(crate) fn prefetch_point_slot(&self, keyspace: u32, user_hash: u64) {
+        if let Some(point) = self.point.get() {
+            point.prefetch_slot(point_hash(keyspace, user_hash));
+        }
+    }
+
+    /// Hints the CPU to fetch the header, and the key and value of a short entry, of the
+    /// node the point index names for `(keyspace, user)`: best after
+    /// [`SkipList::prefetch_point_slot`] has had time to bring the slot in.
+    pub(crate) fn prefetch_newest(&self, keyspace: u32, user_hash: u64) {
+        if let Some(point) = self.point.get() {
+            point.prefetch_node(point_hash(keyspace, user_hash), 2);
+        }
+    }
+
     /// The newest version of `(keyspace, user)` as the point index knows it; `user_hash`
     /// is the user key's `filter::key_hash`.
     pub(crate) fn newest(&self, keyspace: u32, user: &[u8], user_hash: u64) -> Newest<'_> {

@@ -77,6 +77,18 @@ impl View<'_> {
         })
     }
 
+    /// The values of `keys`, in order: outside a transaction all read at one point
+    /// (`Keyspace::get_many`), inside one as the transaction sees them.
+    pub(crate) fn get_many(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, Reply> {
+        Ok(match self {
+            View::Keyspace(ks) => ks.get_many(keys)?,
+            View::Tx(tx, ks) => keys
+                .iter()
+                .map(|key| tx.get(ks, key))
+                .collect::<cairn::Result<_>>()?,
+        })
+    }
+
     pub(crate) fn head(&self, key: &[u8]) -> Result<Option<Head>, Reply> {
         Ok(match self {
             View::Keyspace(ks) => ks.head(key)?,
