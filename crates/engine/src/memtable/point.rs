@@ -24,8 +24,11 @@
 //! 3. A slot holds the newest version of its key entered so far: an older version entered
 //!    later (inserts of different batches may interleave) leaves it unchanged.
 //! 4. Pointers keep their provenance: the tag is added and removed with `map_addr`, and a
-//!    node whose address does not fit in 48 bits is not entered (the index becomes
-//!    incomplete).
+//!    node whose address does not fit in 48 bits is not entered. Its key's slot may then
+//!    name an older version, so the index is *abandoned* for good: it becomes incomplete
+//!    and [`PointIndex::find`] finds nothing (the flag is stored, `Release`, before the
+//!    insert returns, as in invariant 2). Only a platform whose pointers use their top
+//!    bits (tagged pointers, 57-bit address spaces) gets there.
 //!
 //! This module holds no `unsafe` code: it stores and returns pointers, and the skip list
 //! (`skiplist.rs`) reads the nodes they point to.
@@ -54,6 +57,8 @@ pub(crate) struct PointIndex {
     limit: usize,
     /// Set once a key could not be entered.
     incomplete: AtomicBool,
+    /// A node could not be entered (invariant 4): nothing is found any more.
+    abandoned: AtomicBool,
 }
 
 /// The tag of `hash`: its top 16 bits, never used to pick a slot.
@@ -71,6 +76,7 @@ impl PointIndex {
                 len: 0.into(),
                 limit: 0,
                 incomplete: AtomicBool::new(true),
+                abandoned: AtomicBool::new(false),
             };
         }
         let count = (keys.saturating_mul(4) / 3)
@@ -84,6 +90,7 @@ impl PointIndex {
             len: 0.into(),
             limit: count / 4 * 3,
             incomplete: AtomicBool::new(false),
+            abandoned: AtomicBool::new(false),
         }
     }
 
@@ -108,6 +115,9 @@ impl PointIndex {
         hash: u64,
         mut is_key: impl FnMut(*mut u8) -> bool,
     ) -> Option<*mut u8> {
+        if self.abandoned.load(Ordering::Acquire) {
+            return None;
+        }
         let want = tag(hash);
         for slot in self.probe(hash) {
             let p = slot.load(Ordering::Acquire);
@@ -169,6 +179,7 @@ impl PointIndex {
     ) {
         if node.addr() > ADDR_MASK {
             self.incomplete.store(true, Ordering::Release);
+            self.abandoned.store(true, Ordering::Release);
             return;
         }
         let want = tag(hash);
@@ -275,6 +286,25 @@ mod tests {
             "{entered}"
         );
         assert_eq!(index.len.load(Ordering::Relaxed), entered);
+    }
+
+    #[test]
+    fn a_node_it_cannot_enter_abandons_the_index() {
+        let index = PointIndex::new(100);
+        let nodes = Nodes {
+            data: vec![(7, 1), (9, 1)],
+        };
+        for (i, &(k, _)) in nodes.data.iter().enumerate() {
+            index.enter(hash(k), nodes.ptr(i), |q| nodes.at(q).0 == k, |_| true);
+        }
+        assert!(index.find(hash(7), |q| nodes.at(q).0 == 7).is_some());
+        // A newer version of 7 at an address with more than 48 bits is not entered: 7's
+        // slot would name the older version, so nothing is found any more.
+        let high = std::ptr::without_provenance_mut::<u8>(1 << 50);
+        index.enter(hash(7), high, |_| true, |_| true);
+        assert!(!index.complete());
+        assert!(index.find(hash(7), |q| nodes.at(q).0 == 7).is_none());
+        assert!(index.find(hash(9), |q| nodes.at(q).0 == 9).is_none());
     }
 
     #[test]

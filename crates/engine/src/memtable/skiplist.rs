@@ -37,10 +37,11 @@
 //!    node of a list that is alive.
 //! 7. An insert of a key already in the list, newer than its newest version, whose node
 //!    drew a height of 1 (three inserts in four), needs no search: under the arena lock
-//!    the point index names the newest version and its `prev` is exact (invariant 3),
-//!    so the node is linked between the two. Heights stay as random as ever, so searches
-//!    cost what they did; a counter bumped on every write of a key skips the descent's
-//!    cache misses on most of its writes.
+//!    the point index names the newest version if it names any (an index that could not
+//!    enter a version names none, `point.rs` invariant 4) and its `prev` is exact
+//!    (invariant 3), so the node is linked between the two. Heights stay as random as
+//!    ever, so searches cost what they did; a counter bumped on every write of a key skips
+//!    the descent's cache misses on most of its writes.
 //!
 //! Thread-safety: `Send + Sync`; inserts serialize on the arena lock, reads take no lock.
 
@@ -988,6 +989,15 @@ mod tests {
                         )
                     });
                     assert_eq!(got, ge);
+                    let lt = model.range(..key).next_back().map(|(k, _)| k.clone());
+                    let got = list.seek_lt(&probe).map(|e| {
+                        (
+                            e.keyspace(),
+                            e.user_key().to_vec(),
+                            std::cmp::Reverse(e.trailer()),
+                        )
+                    });
+                    assert_eq!(got, lt);
                 }
                 let newest = model
                     .range((*ks, user.clone(), std::cmp::Reverse(u64::MAX))..)
