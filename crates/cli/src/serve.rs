@@ -25,8 +25,9 @@ use crate::store;
 /// "dbN". A reply to a write is sent once the write is as durable as --durability
 /// promises. MULTI/EXEC runs as one serializable transaction of the store; WATCH is
 /// honoured. Users: --requirepass and --users; TLS: --tls-port with --tls-cert and
-/// --tls-key (and --tls-ca-cert to ask clients for certificates). The store's events (flushes, compactions, stalls, errors) are logged to
-/// standard error. SIGTERM, SIGINT and the SHUTDOWN command stop it gracefully.
+/// --tls-key (and --tls-ca-cert to ask clients for certificates). The store's events
+/// (flushes, compactions, stalls, errors) are logged to standard error. SIGTERM, SIGINT
+/// and the SHUTDOWN command stop it gracefully.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// The store's directory (created if missing).
@@ -74,7 +75,13 @@ pub struct ServeArgs {
     pub tls_ca_cert: Option<PathBuf>,
     /// With --tls-ca-cert: "yes" refuses a TLS client without a valid certificate,
     /// "optional" admits one that presents none (one it presents must be valid).
-    #[arg(long, value_name = "yes|optional", default_value = "yes", value_parser = ["yes", "optional"], requires = "tls_ca_cert")]
+    #[arg(
+        long,
+        value_name = "yes|optional",
+        default_value = "yes",
+        value_parser = ["yes", "optional"],
+        requires = "tls_ca_cert"
+    )]
     pub tls_auth_clients: String,
     /// Log level of the store's events (flushes, compactions, write stalls, background
     /// errors, recovery losses), written to standard error: error, warn, info, debug,
@@ -103,8 +110,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<std::net::SocketAddr>,
     /// Event-loop threads serving the clients (0: one per CPU but one, at least one, so a
-    /// CPU is left to flushes and compactions). Each commits the plain
-    /// writes of all its ready clients together, once per turn.
+    /// CPU is left to flushes and compactions). Each commits the plain writes of all its
+    /// ready clients together, once per turn.
     #[arg(long, value_name = "COUNT", default_value_t = 0)]
     pub threads: usize,
     /// Ask for transparent huge pages for the memtables' memory (the store option

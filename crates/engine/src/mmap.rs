@@ -144,17 +144,7 @@ pub fn prefetch_address(address: *const u8) {
 /// Hints the CPU to fetch the cache line holding `items[index]` (no effect if out of range).
 #[inline(always)]
 pub fn prefetch<T>(items: &[T], index: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if let Some(b) = items.get(index) {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            // SAFETY: prefetching is a hint that never faults or reads memory
-            // architecturally; the pointer is in bounds anyway.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(b).cast::<i8>()) };
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (items, index);
+    if let Some(item) = items.get(index) {
+        prefetch_address(std::ptr::from_ref(item).cast::<u8>());
     }
 }

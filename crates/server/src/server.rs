@@ -3,11 +3,11 @@
 //!
 //! Threading model: one acceptor thread (`accept.rs`) over every client listener hands
 //! each admitted client to one of N event loops (`event_loop.rs`, N = `Config::threads`,
-//! one per CPU but one by default) in turn. A loop serves its clients as non-blocking state
-//! machines (`conn.rs`) with one `mio::Poll`, and in each iteration gathers the plain SETs
-//! and counter updates of all its ready clients into one engine batch, committed once
-//! (one fsync under `sync`, as Redis's `beforeSleep` AOF fsync) before their replies are
-//! encoded. Requests that may keep a thread waiting (a write that is not batched, which
+//! one per CPU but one by default) in turn. A loop serves its clients as non-blocking
+//! state machines (`conn.rs`) with one `mio::Poll`, and in each iteration gathers the
+//! plain SETs and counter updates of all its ready clients into one engine batch,
+//! committed once (one fsync under `sync`, as Redis's `beforeSleep` AOF fsync) before
+//! their replies are encoded. Requests that may keep a thread waiting (a write that is not batched, which
 //! is its own commit; EXEC, SCAN, FLUSHDB, INFO, SHUTDOWN, ...) run on a small pool of
 //! workers (`worker.rs`, [`WORKERS_PER_LOOP`] per loop), with the client parked, so one
 //! client's DEL under `sync` costs the others of its loop no fsync wait; the engine's

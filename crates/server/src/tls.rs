@@ -76,15 +76,7 @@ impl Tls {
     /// key, a key that does not match the certificate, or a CA file for client
     /// certificates that holds no usable CA certificate.
     pub(crate) fn server_config(&self) -> Result<Arc<rustls::ServerConfig>> {
-        let certs = CertificateDer::pem_file_iter(&self.cert)
-            .and_then(|certs| certs.collect::<std::result::Result<Vec<_>, _>>())
-            .map_err(|e| Error::Config(format!("TLS certificate {}: {e}", self.cert.display())))?;
-        if certs.is_empty() {
-            return Err(Error::Config(format!(
-                "TLS certificate {}: no certificate in the file",
-                self.cert.display()
-            )));
-        }
+        let certs = read_certs(&self.cert, "TLS certificate")?;
         let key = PrivateKeyDer::from_pem_file(&self.key)
             .map_err(|e| Error::Config(format!("TLS key {}: {e}", self.key.display())))?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -118,17 +110,10 @@ fn client_verifier(
     optional: bool,
     provider: Arc<rustls::crypto::CryptoProvider>,
 ) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>> {
-    let what = |e: &dyn std::fmt::Display| {
-        Error::Config(format!("TLS client CA certificates {}: {e}", ca.display()))
-    };
-    let certs = CertificateDer::pem_file_iter(ca)
-        .and_then(|certs| certs.collect::<std::result::Result<Vec<_>, _>>())
-        .map_err(|e| what(&e))?;
-    if certs.is_empty() {
-        return Err(what(&"no certificate in the file"));
-    }
+    const WHAT: &str = "TLS client CA certificates";
+    let what = |e: &dyn std::fmt::Display| Error::Config(format!("{WHAT} {}: {e}", ca.display()));
     let mut roots = rustls::RootCertStore::empty();
-    for cert in certs {
+    for cert in read_certs(ca, WHAT)? {
         roots.add(cert).map_err(|e| what(&e))?;
     }
     let builder = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
@@ -138,4 +123,21 @@ fn client_verifier(
         builder
     };
     builder.build().map_err(|e| what(&e))
+}
+
+/// The certificates of the PEM file at `path`, at least one.
+///
+/// # Errors
+/// `Config` starting with `what` and naming `path` if it cannot be read or holds none.
+fn read_certs(path: &std::path::Path, what: &str) -> Result<Vec<CertificateDer<'static>>> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .and_then(|certs| certs.collect::<std::result::Result<Vec<_>, _>>())
+        .map_err(|e| Error::Config(format!("{what} {}: {e}", path.display())))?;
+    if certs.is_empty() {
+        return Err(Error::Config(format!(
+            "{what} {}: no certificate in the file",
+            path.display()
+        )));
+    }
+    Ok(certs)
 }

@@ -61,14 +61,31 @@ fn tls_over(
     certified: &rcgen::CertifiedKey,
     sock: TcpStream,
 ) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+    tls_over_as(certified, sock, None)
+}
+
+/// As [`tls_over`], presenting `client`'s certificate and key if given.
+fn tls_over_as(
+    certified: &rcgen::CertifiedKey,
+    sock: TcpStream,
+    client: Option<(&rcgen::Certificate, &rcgen::KeyPair)>,
+) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(certified.cert.der().clone()).unwrap();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        .with_root_certificates(roots);
+    let config = match client {
+        None => builder.with_no_client_auth(),
+        Some((cert, key)) => {
+            let key = rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap();
+            builder
+                .with_client_auth_cert(vec![cert.der().clone()], key)
+                .unwrap()
+        }
+    };
     let name = "localhost".try_into().unwrap();
     let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
     sock.set_read_timeout(Some(Duration::from_secs(20)))
@@ -453,35 +470,14 @@ fn start_mtls(
     (srv, certified, files)
 }
 
-/// A rustls client trusting the server's `certified`, presenting `cert` and `key` if
-/// given, connected to `addr`.
+/// A rustls client trusting the server's `certified`, presenting `client`'s certificate
+/// and key if given, connected to `addr`.
 fn connect_as(
     certified: &rcgen::CertifiedKey,
     addr: std::net::SocketAddr,
     client: Option<(&rcgen::Certificate, &rcgen::KeyPair)>,
 ) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(certified.cert.der().clone()).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots);
-    let config = match client {
-        None => builder.with_no_client_auth(),
-        Some((cert, key)) => {
-            let key = rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap();
-            builder
-                .with_client_auth_cert(vec![cert.der().clone()], key)
-                .unwrap()
-        }
-    };
-    let name = "localhost".try_into().unwrap();
-    let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
-    let sock = TcpStream::connect(addr).unwrap();
-    sock.set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    rustls::StreamOwned::new(conn, sock)
+    tls_over_as(certified, TcpStream::connect(addr).unwrap(), client)
 }
 
 /// True if PING over `tls` gets PONG; false if the handshake or the read fails or the

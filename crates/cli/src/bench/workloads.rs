@@ -229,11 +229,11 @@ fn read_random_loop(w: &Workload<'_>, t: usize, head: bool) -> CliResult<Tally> 
     Ok(tally.finish())
 }
 
-/// Thread `t` scans its slice of the key space (all of it with one thread), reading at
-/// most its share of `reads` entries.
 /// Entries of a scan timed together (see `scan_loop`).
 const SCAN_BATCH: u64 = 1024;
 
+/// Thread `t` scans its slice of the key space (all of it with one thread), reading at
+/// most its share of `reads` entries.
 fn scan_loop(w: &Workload<'_>, t: usize, reverse: bool) -> CliResult<Tally> {
     let mut tally = Tally::start()?;
     let mut ticker = Ticker::new(w.bar, TICK);

@@ -144,20 +144,12 @@ impl PointIndex {
     /// of `hash`'s probe sequence whose tag matches `hash` (the key's node, unless two
     /// keys share the tag), without reading the node.
     pub(crate) fn prefetch_node(&self, hash: u64, lines: usize) {
-        let want = tag(hash);
-        for slot in self.probe(hash) {
-            let p = slot.load(Ordering::Acquire);
-            if p.is_null() {
-                return;
+        self.find(hash, |node| {
+            for line in 0..lines {
+                crate::mmap::prefetch_address(node.cast_const().wrapping_add(line * 64));
             }
-            if p.addr() >> ADDR_BITS == want {
-                let node = p.map_addr(|a| a & ADDR_MASK).cast_const();
-                for line in 0..lines {
-                    crate::mmap::prefetch_address(node.wrapping_add(line * 64));
-                }
-                return;
-            }
-        }
+            true
+        });
     }
 
     /// True while every key given to [`PointIndex::enter`] was entered (load it after the

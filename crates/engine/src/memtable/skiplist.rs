@@ -634,14 +634,10 @@ impl SkipList {
         if height != 1 {
             return None;
         }
-        let newest = self
-            .point
-            .get()?
-            .find(point_hash(keyspace, user_hash), |p| {
-                node_is(p, keyspace, user)
-            })
-            .and_then(Node::from_link)?;
-        (split(newest.key()).1 < trailer).then_some(newest)
+        match self.newest(keyspace, user, user_hash) {
+            Newest::Found(newest) if newest.trailer() < trailer => Some(newest.node),
+            Newest::Found(_) | Newest::Absent | Newest::Unknown => None,
+        }
     }
 }
 
@@ -780,6 +776,15 @@ mod tests {
         out
     }
 
+    /// An entry's place in the order, as the model keys it.
+    fn model_key(e: Entry<'_>) -> ModelKey {
+        (
+            e.keyspace(),
+            e.user_key().to_vec(),
+            std::cmp::Reverse(e.trailer()),
+        )
+    }
+
     fn encoded(user: &[u8], trailer: u64) -> Vec<u8> {
         let mut k = user.to_vec();
         k.extend_from_slice(&trailer.to_le_bytes());
@@ -913,22 +918,10 @@ mod tests {
                 trailer,
             };
             let ge = model.range(key.clone()..).next().map(|(k, _)| k.clone());
-            let got = list.seek_ge(&probe).map(|e| {
-                (
-                    e.keyspace(),
-                    e.user_key().to_vec(),
-                    std::cmp::Reverse(e.trailer()),
-                )
-            });
+            let got = list.seek_ge(&probe).map(model_key);
             assert_eq!(got, ge);
             let lt = model.range(..key).next_back().map(|(k, _)| k.clone());
-            let got = list.seek_lt(&probe).map(|e| {
-                (
-                    e.keyspace(),
-                    e.user_key().to_vec(),
-                    std::cmp::Reverse(e.trailer()),
-                )
-            });
+            let got = list.seek_lt(&probe).map(model_key);
             assert_eq!(got, lt);
         }
     }
@@ -981,22 +974,10 @@ mod tests {
                         trailer,
                     };
                     let ge = model.range(key.clone()..).next().map(|(k, _)| k.clone());
-                    let got = list.seek_ge(&probe).map(|e| {
-                        (
-                            e.keyspace(),
-                            e.user_key().to_vec(),
-                            std::cmp::Reverse(e.trailer()),
-                        )
-                    });
+                    let got = list.seek_ge(&probe).map(model_key);
                     assert_eq!(got, ge);
                     let lt = model.range(..key).next_back().map(|(k, _)| k.clone());
-                    let got = list.seek_lt(&probe).map(|e| {
-                        (
-                            e.keyspace(),
-                            e.user_key().to_vec(),
-                            std::cmp::Reverse(e.trailer()),
-                        )
-                    });
+                    let got = list.seek_lt(&probe).map(model_key);
                     assert_eq!(got, lt);
                 }
                 let newest = model
