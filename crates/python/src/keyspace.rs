@@ -5,9 +5,10 @@
 //! A `Keyspace` holds its store's [`Shared`] state and the index of its engine handle there
 //! (never the handle itself), so closing the store leaves nothing open, and every method
 //! raises `cairn.ClosedError` afterwards. Every method that reads or writes releases the
-//! GIL for the engine call, except point reads the engine answers from memory (`point.rs`). Reads through the keyspace see the latest state; `len()` and
-//! iteration each read at one point in time (a scan), so they are consistent, and `len()`
-//! costs a walk over the keys.
+//! GIL for the engine call, except point reads the engine answers from memory and plain
+//! puts it makes without waiting (`point.rs`). Reads through the keyspace see the latest
+//! state; `len()` and iteration each read at one point in time (a scan), so they are
+//! consistent, and `len()` costs a walk over the keys.
 
 use std::ops::Bound as KeyBound;
 use std::sync::Arc;
@@ -125,7 +126,7 @@ impl Keyspace {
     }
 
     fn __setitem__(&self, py: Python<'_>, key: Bytes, value: Bytes) -> PyResult<()> {
-        self.with(py, |ks| ks.insert(&*key, &*value))
+        point::insert(py, &self.shared, self.slot, &key, &value, None)
     }
 
     /// Removes `key`; `KeyError` if it is absent (checked, then removed: not atomic
@@ -215,7 +216,7 @@ impl Keyspace {
         let plain = ttl.is_none() && expires_at.is_none() && meta.is_none() && tag == 0;
         if plain {
             let d = opt_durability(py, durability)?;
-            return self.with(py, |ks| ks.insert_with(&*key, &*value, d));
+            return point::insert(py, &self.shared, self.slot, &key, &value, d);
         }
         let opts = entry_options(py, ttl, expires_at, opt_bytes(meta)?, tag, durability)?;
         self.with(py, |ks| ks.insert_entry(&*key, &*value, &opts))

@@ -11,9 +11,9 @@
 //!    engine handle is left, so the directory lock is released and the store can be
 //!    reopened in the same process at once.
 //! 3. The locks are taken inside `Python::allow_threads` closures, for a few instructions
-//!    with the GIL held, or (the store's read lock only) for a point read made under the
-//!    GIL (`point.rs`); the GIL is never acquired while one is held: no lock-order cycle
-//!    with the GIL. (`Keyspace.insert_from`, which takes the GIL back to
+//!    with the GIL held, or (the store's read lock only) for a point read or a put made
+//!    under the GIL (`point.rs`); the GIL is never acquired while one is held: no
+//!    lock-order cycle with the GIL. (`Keyspace.insert_from`, which takes the GIL back to
 //!    read a Python file during the engine call, holds none of them: it writes through its
 //!    own clone of the engine keyspace.)
 //! 4. Lock order: the store's lock (`state`) before a handle's slot, never the reverse;

@@ -10,6 +10,9 @@
 //! leader to step down; only then does it sleep on the queue's condition variable. The
 //! watch is never relied on: the queue, under its lock, decides.
 //!
+//! A job that must not wait ([`CommitQueue::try_run`]) leads only an idle queue (no
+//! leader, nobody queued), alone; otherwise it is declined without being queued.
+//!
 //! Invariants:
 //! 1. At most one leader at a time (`leader_active`), and groups are taken from the front
 //!    of the queue, so groups commit in queue order and tickets finish in order.
@@ -300,6 +303,52 @@ impl CommitQueue {
         mine
     }
 
+    /// As [`CommitQueue::run`] for a job that must not wait for other writers: if no
+    /// group is being led and no writer is queued, the job becomes the leader of a group
+    /// of its own, committed with `commit`, and `Some` of its outcome is returned (`None`
+    /// if `commit` declined it: it then wrote nothing). Otherwise nothing is queued and
+    /// `None` is returned at once. Writers that queue while it leads wait for it as for
+    /// any leader, and one of them leads next; it never leads their groups.
+    pub(crate) fn try_run(
+        &self,
+        job: Job,
+        commit: impl FnOnce(&[Pending]) -> Result<Option<Outcomes>>,
+    ) -> Result<Option<Done>> {
+        let ticket = {
+            let Some(mut q) = self.queue.try_lock() else {
+                return Ok(None);
+            };
+            if q.leader_active || !q.waiting.is_empty() {
+                return Ok(None);
+            }
+            q.leader_active = true;
+            let ticket = q.next_ticket;
+            q.next_ticket += 1;
+            ticket
+        };
+        let group = [Pending {
+            ticket,
+            job,
+            thread: std::thread::current().id(),
+        }];
+        let outcome = commit(&group);
+        let mut q = self.queue.lock();
+        self.finished_below.fetch_max(ticket + 1, Ordering::Release);
+        q.leader_active = false;
+        self.releases.fetch_add(1, Ordering::Release);
+        self.queue_cv.notify_all();
+        drop(q);
+        match outcome {
+            Ok(Some(outcomes)) => outcomes
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| Err(Error::invalid("write was not processed")))
+                .map(Some),
+            Ok(None) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Spins (with a CPU pause hint, then yielding the CPU) until `ticket`'s outcome is
     /// posted or a leader gives up leading (`releases` moves past `seen`), for at most
     /// [`SPIN_WAIT`]. Only an optimisation: the caller checks the queue under its lock
@@ -364,3 +413,7 @@ impl CommitQueue {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "commit_queue_tests.rs"]
+mod tests;

@@ -166,6 +166,53 @@ impl Keyspace {
         self.commit(batch, durability)
     }
 
+    /// Sets `key` to `value` as [`Keyspace::insert_with`] does, if that needs no waiting;
+    /// returns `false`, having written nothing, where the write would wait: for an fsync
+    /// (`Sync` durability, or the log thread's periodic one), for another writer (a write
+    /// group being committed, or writers queued for the next), for the memtable to be
+    /// switched or for a stall or slowdown to pass, for room in the `Async` queue, or for
+    /// the value log (a value this keyspace separates). A write that goes in is handed to
+    /// the OS as its durability asks (a copy into the page cache for `Buffered` and
+    /// `Periodic`), so it costs what a write from memory costs.
+    ///
+    /// For a caller that holds a lock of its own which other threads need while they wait
+    /// (a language runtime's global lock): it writes here while holding it, and only
+    /// where this returns `false` releases it around [`Keyspace::insert_with`], so a
+    /// write that waits never holds up the others and one that does not wait pays no
+    /// hand-off of the lock.
+    ///
+    /// ```
+    /// use cairn::{Db, Options};
+    ///
+    /// # fn main() -> cairn::Result<()> {
+    /// # let dir = tempfile::tempdir().map_err(|e| cairn::Error::InvalidArgument(e.to_string()))?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// let ks = db.keyspace("default")?;
+    /// if !ks.try_insert_with("k", "v", None)? {
+    ///     // It would wait: write the usual way (after releasing the caller's lock).
+    ///     ks.insert_with("k", "v", None)?;
+    /// }
+    /// assert_eq!(ks.get("k")?, Some(b"v".to_vec()));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Keyspace::insert`].
+    pub fn try_insert_with(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        durability: Option<Durability>,
+    ) -> Result<bool> {
+        self.check_live()?;
+        let (key, value) = (key.as_ref(), value.as_ref());
+        let mut batch = WriteBatch::for_one(key.len().saturating_add(value.len()));
+        batch.put(self.id, key, value)?;
+        let inner = &self.db.inner;
+        Ok(write::try_write(inner, batch, inner.durability(durability))?.is_some())
+    }
+
     /// Sets `key` to `value` with the attributes and durability of `options`: a type tag
     /// and metadata (read back by [`Keyspace::head`] without the value) and an expiry,
     /// after which the entry reads as removed. [`Keyspace::get`] and scans return the

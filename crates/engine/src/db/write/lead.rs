@@ -24,10 +24,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use parking_lot::MutexGuard;
+
 use smallvec::SmallVec;
 
 use super::member::{Member, Members};
-use super::room::make_room;
+use super::room::{make_room, room_as_is};
 use super::separate::separate;
 use crate::batch::WriteBatch;
 use crate::db::commit_queue::Counters;
@@ -72,6 +74,32 @@ pub(super) fn lead(inner: &Inner, group: &[Pending]) -> Result<Outcomes> {
         apply(inner, &members, &plan, &mem)?;
     }
     Ok(outcomes(members, &plan.lasts))
+}
+
+/// As [`lead`] for a group of one write that must not wait (`write::try_write`): its
+/// outcome if it went in without waiting, or `None`, having written nothing, where
+/// committing it would wait: for room in the memtable (a switch, a stall or a slowdown),
+/// for the log (held by the log thread, an fsync, a full async queue). The caller has
+/// checked that no value of the write is separated.
+pub(super) fn try_lead(inner: &Inner, group: &[Pending]) -> Result<Option<Outcomes>> {
+    if inner.closed.load(Ordering::Acquire) {
+        return Err(Error::invalid("the store is closed"));
+    }
+    let incoming = group
+        .iter()
+        .fold(0usize, |n, p| n.saturating_add(p.job.memtable_charge()));
+    let Some(mem) = room_as_is(inner, incoming)? else {
+        return Ok(None);
+    };
+    let members = resolve(inner, group);
+    let plan = assign(&members, inner.reads.visible_seqno.load(Ordering::Acquire))?;
+    if !plan.firsts.is_empty() {
+        if !try_append(inner, &members, &plan)? {
+            return Ok(None);
+        }
+        apply(inner, &members, &plan, &mem)?;
+    }
+    Ok(Some(outcomes(members, &plan.lasts)))
 }
 
 /// What [`assign`] decided for a group.
@@ -151,8 +179,31 @@ fn applied<'m>(members: &'m [Member<'_>]) -> impl Iterator<Item = &'m WriteBatch
 /// after the queue is drained, handed to the OS and fsynced as asked. A failure poisons
 /// the log.
 fn append(inner: &Inner, members: &[Member<'_>], plan: &Plan) -> Result<()> {
+    append_locked(inner, inner.log.wal.lock(), members, plan)
+}
+
+/// [`append`] if it needs no waiting: the log's lock free, no fsync asked for, and room
+/// in the async queue for every record. `Ok(false)`, nothing appended, otherwise.
+fn try_append(inner: &Inner, members: &[Member<'_>], plan: &Plan) -> Result<bool> {
+    let Some(wal) = inner.log.wal.try_lock() else {
+        return Ok(false);
+    };
+    if plan.sync
+        || (plan.all_async && wal.pending.len().saturating_add(plan.firsts.len()) > plan.depth)
+    {
+        return Ok(false);
+    }
+    append_locked(inner, wal, members, plan).map(|()| true)
+}
+
+/// [`append`] with the log's lock held.
+fn append_locked(
+    inner: &Inner,
+    mut wal: MutexGuard<'_, WalState>,
+    members: &[Member<'_>],
+    plan: &Plan,
+) -> Result<()> {
     let log = &inner.log;
-    let mut wal = log.wal.lock();
     if wal.poisoned.is_some() {
         return Err(Error::Poisoned);
     }

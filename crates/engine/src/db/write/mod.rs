@@ -10,6 +10,11 @@
 //! - [`member`]: a group member as the leader applies it;
 //! - `db/log.rs`: the WAL file, the async queue and the log thread.
 //!
+//! A write that must not wait ([`try_write`], `Keyspace::try_insert_with`) leads a group of
+//! its own, and only when no group is being led and nobody is queued; the leader
+//! (`lead::try_lead`) declines it, having written nothing, where committing it would wait
+//! (room in the memtable, the log's lock, an fsync, the async queue).
+//!
 //! Concurrent `Sync` writers share one fsync: the leader makes its group as durable as
 //! its most demanding member asks. Counter operations ([`incr`], and a batch's
 //! increments, [`write_counting`]) queue like writes and are resolved into Puts by the
@@ -125,11 +130,66 @@ fn write_job(
             counters: Counters::new(),
         });
     }
+    check(inner, &batch, &increments, durability)?;
+    let job = Job::Write {
+        batch,
+        durability,
+        blob_files,
+        validation,
+        increments,
+    };
+    run(inner, job)
+}
+
+/// As [`write`] if the write can be made without waiting; `Ok(None)`, having written
+/// nothing, where it would wait: for an fsync (`Sync` durability, or the log thread's), for
+/// another writer (a group being led or writers queued), for room in the memtable (a
+/// switch, a stall or a slowdown), for room in the async queue, or for the value log (a
+/// value the keyspace separates). The write is then made, if at all, with [`write`].
+/// Whether it would wait is decided before anything is written.
+///
+/// # Errors
+/// As [`write`].
+pub(crate) fn try_write(
+    inner: &Inner,
+    batch: WriteBatch,
+    durability: Durability,
+) -> Result<Option<SeqNo>> {
+    if batch.is_empty() {
+        return Ok(Some(SeqNo(
+            inner.reads.visible_seqno.load(Ordering::Acquire),
+        )));
+    }
+    if check(inner, &batch, &[], durability)? || matches!(durability, Durability::Sync) {
+        return Ok(None);
+    }
+    let job = Job::Write {
+        batch,
+        durability,
+        blob_files: Vec::new(),
+        validation: None,
+        increments: Vec::new(),
+    };
+    let done = inner
+        .commits
+        .try_run(job, |group| lead::try_lead(inner, group))?;
+    Ok(done.map(|d| d.seqno))
+}
+
+/// Refuses a job the log or the tables cannot hold (or to a store that cannot be
+/// written); returns whether the leader would separate any of its values.
+fn check(
+    inner: &Inner,
+    batch: &WriteBatch,
+    increments: &[Increment],
+    durability: Durability,
+) -> Result<bool> {
     let version = inner.reads.supers.version();
     // The log record holds handles in place of the values the leader separates, and a
     // Put in place of each increment (the leader checks the resolved size again).
     let mut logged = batch.encoded_len();
-    for inc in &increments {
+    let mut separates = false;
+    for inc in increments {
         crate::key::check_key_len(&inc.key)?;
         logged += inc.key.len() + 32;
     }
@@ -137,6 +197,7 @@ fn write_job(
         let value = op.stored();
         if separate::over_threshold(inner, &version, &op) {
             logged = logged - value.len() + separate::ENTRY_HANDLE_ALLOWANCE;
+            separates = true;
         } else if value.len() > crate::table::MAX_INLINE_VALUE_LEN {
             // An inline op's stored bytes (attrs and value) must fit a table entry.
             return Err(Error::invalid(format!(
@@ -159,14 +220,7 @@ fn write_job(
         return Err(Error::invalid("Durability::Async needs queue_depth >= 1"));
     }
     inner.check_writable()?;
-    let job = Job::Write {
-        batch,
-        durability,
-        blob_files,
-        validation,
-        increments,
-    };
-    run(inner, job)
+    Ok(separates)
 }
 
 /// Adds `delta` to the counter at `key` atomically with respect to every other write,

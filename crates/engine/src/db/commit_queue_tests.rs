@@ -1,0 +1,102 @@
+//! A job that must not wait (`CommitQueue::try_run`) leads only an idle queue, and hands
+//! the queue on to the writers that came while it led.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use super::*;
+
+fn done(seqno: u64) -> Outcomes {
+    smallvec::smallvec![Ok(Done {
+        seqno: SeqNo(seqno),
+        counters: Counters::new(),
+    })]
+}
+
+fn write() -> Job {
+    Job::Write {
+        batch: WriteBatch::new(),
+        durability: Durability::Buffered,
+        blob_files: Vec::new(),
+        validation: None,
+        increments: Vec::new(),
+    }
+}
+
+#[test]
+fn a_try_on_an_idle_queue_leads_alone_and_may_decline() {
+    let q = CommitQueue::default();
+    let got = q
+        .try_run(write(), |group| {
+            assert_eq!(group.len(), 1);
+            Ok(Some(done(7)))
+        })
+        .unwrap();
+    assert_eq!(got.map(|d| d.seqno), Some(SeqNo(7)));
+    assert!(q.try_run(write(), |_| Ok(None)).unwrap().is_none());
+    let failed = q.try_run(write(), |_| Err(Error::Poisoned));
+    assert!(matches!(failed, Err(Error::Poisoned)));
+    // Each try stepped down: a queued writer leads at once.
+    let led = q.run(write(), |_| Ok(done(9))).unwrap();
+    assert_eq!(led.seqno, SeqNo(9));
+}
+
+#[test]
+fn a_try_while_a_group_is_led_is_declined_without_queueing() {
+    let q = Arc::new(CommitQueue::default());
+    let (started_tx, started) = mpsc::channel();
+    let (release, release_rx) = mpsc::channel::<()>();
+    let leader = {
+        let q = Arc::clone(&q);
+        thread::spawn(move || {
+            q.run(write(), |_| {
+                started_tx.send(()).unwrap();
+                release_rx.recv().unwrap();
+                Ok(done(1))
+            })
+            .unwrap()
+        })
+    };
+    started.recv().unwrap();
+    let declined = q.try_run(write(), |_| panic!("must not lead while a group is led"));
+    assert!(declined.unwrap().is_none());
+    release.send(()).unwrap();
+    assert_eq!(leader.join().unwrap().seqno, SeqNo(1));
+    assert!(
+        q.queue.lock().waiting.is_empty(),
+        "the declined try left nothing queued"
+    );
+    let got = q.try_run(write(), |_| Ok(Some(done(2)))).unwrap();
+    assert_eq!(got.map(|d| d.seqno), Some(SeqNo(2)));
+}
+
+#[test]
+fn writers_that_queue_behind_a_try_lead_their_own_group_after_it() {
+    let q = Arc::new(CommitQueue::default());
+    let (queued_tx, queued) = mpsc::channel::<()>();
+    let (follower_tx, follower_rx) = mpsc::channel();
+    let got = q
+        .try_run(write(), |_| {
+            let q = Arc::clone(&q);
+            let tx = follower_tx.clone();
+            thread::spawn(move || {
+                queued_tx.send(()).unwrap();
+                let led = q.run(write(), |group| {
+                    assert_eq!(group.len(), 1, "the follower's own group");
+                    Ok(done(5))
+                });
+                tx.send(led.unwrap().seqno).unwrap();
+            });
+            queued.recv().unwrap();
+            // Give the follower time to queue behind this leader.
+            thread::sleep(Duration::from_millis(20));
+            Ok(Some(done(4)))
+        })
+        .unwrap();
+    assert_eq!(got.map(|d| d.seqno), Some(SeqNo(4)));
+    let follower = follower_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(follower, SeqNo(5));
+}
