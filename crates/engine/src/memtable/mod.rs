@@ -203,6 +203,8 @@ impl Memtable {
     ) {
         let charge = user_key.len() + TRAILER_LEN + value.len() + ENTRY_OVERHEAD;
         let hash = filter::key_hash(user_key);
+        // The slot the insert reads next is fetched while the filter's word is.
+        self.list.prefetch_point_slot(keyspace.0, hash);
         self.filter.insert_hash(hash);
         self.list.insert_hashed(
             keyspace.0,
@@ -225,6 +227,14 @@ impl Memtable {
                     .fetch_add(u64::from(h.value_len), AtomicOrdering::Relaxed);
             }
         }
+    }
+
+    /// Hints the CPU to fetch the filter word and the point-index slot that an insert of
+    /// `user_key` touches first, so a writer overlaps them with the insert before it.
+    pub(crate) fn prefetch_insert(&self, keyspace: KeyspaceId, user_key: &[u8]) {
+        let hash = filter::key_hash(user_key);
+        self.filter.prefetch_hash(hash);
+        self.list.prefetch_point_slot(keyspace.0, hash);
     }
 
     /// Inserts one op of a write batch with its seqno: a version, or a range tombstone.

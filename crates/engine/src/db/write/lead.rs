@@ -275,7 +275,12 @@ fn apply(inner: &Inner, members: &[Member<'_>], plan: &Plan, mem: &Memtable) -> 
         }
     }
     for (batch, first) in applied(members).zip(&plan.firsts) {
-        for (seqno, op) in batch.ops_with_seqno(SeqNo(*first))? {
+        let mut ops = batch.ops_with_seqno(SeqNo(*first))?.peekable();
+        while let Some((seqno, op)) = ops.next() {
+            // The next op's first lines are fetched during this op's skip-list search.
+            if let Some((_, next)) = ops.peek() {
+                mem.prefetch_insert(next.keyspace(), next.key());
+            }
             // A separated value counts with its full length (the user wrote it), not the
             // length of its handle.
             let value_len = match op.kind() {
