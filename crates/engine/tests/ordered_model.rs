@@ -1013,6 +1013,16 @@ impl Harness {
                     let mut buf = b"stale".to_vec();
                     let found = ok!(snap.get_into(&h, &key.0, &mut buf), step);
                     prop_assert_eq!(found.then_some(buf), want.clone(), "{:?}", step);
+                    // A batched read at the snapshot: this key and every key it held then.
+                    let keys: Vec<&[u8]> = std::iter::once(key.0.as_slice())
+                        .chain(then.keys().map(Vec::as_slice))
+                        .collect();
+                    let want_all: Vec<Option<Vec<u8>>> = keys
+                        .iter()
+                        .map(|k| then.get(*k).map(|e| e.value.clone()))
+                        .collect();
+                    let got_all = ok!(snap.get_many(&h, &keys), step);
+                    prop_assert!(got_all == want_all, "{:?}: get_many at the snapshot", step);
                     let in_place = ok!(snap.get_with(&h, &key.0, <[u8]>::to_vec), step);
                     prop_assert_eq!(in_place, want, "{:?}: get_with", step);
                 }

@@ -202,6 +202,9 @@ proptest! {
         for k in 0u8..42 {
             prop_assert_eq!(tx.get(&ks, key(k)).unwrap(), model.get(&key(k)).cloned());
         }
+        let all: Vec<Vec<u8>> = (0u8..42).map(key).collect();
+        let want_all: Vec<Option<Vec<u8>>> = all.iter().map(|k| model.get(k).cloned()).collect();
+        prop_assert_eq!(tx.get_many(&ks, &all).unwrap(), want_all);
         tx.commit().unwrap();
         // The commit applies the same writes to the store as it is now: the late write,
         // which the transaction did not see, stays unless a range remove covers it (the
@@ -365,6 +368,15 @@ fn serializable_reads_conflict_with_later_writes_to_what_they_read() {
     tx.insert(&ks, "derived", "1");
     ks.insert("absent", "now present").unwrap();
     assert_eq!(conflict_key(&tx.commit().unwrap_err()), b"absent");
+
+    // Every key a batched read reads at the snapshot is checked, not the ones the
+    // transaction wrote itself.
+    let mut tx = db.transaction_with(&serializable());
+    tx.insert(&ks, "own", "1");
+    let got = tx.get_many(&ks, &["item:1", "own", "absent2"]).unwrap();
+    assert_eq!(got, [Some(b"a".to_vec()), Some(b"1".to_vec()), None]);
+    ks.insert("absent2", "now present").unwrap();
+    assert_eq!(conflict_key(&tx.commit().unwrap_err()), b"absent2");
 
     // A read-only serializable transaction also checks its reads at commit.
     let tx = db.transaction_with(&serializable());

@@ -184,3 +184,13 @@ pub(crate) fn merge_operator(
     let separator = separator.as_deref().unwrap_or_default();
     cairn::builtin_merge_operator(&name, separator).or_raise(ob.py())
 }
+
+/// Every item of the iterable `keys` as [`Bytes`], in order (`TypeError` for an item that
+/// is not bytes-like).
+pub(crate) fn bytes_list(keys: &Bound<'_, PyAny>) -> PyResult<Vec<Bytes>> {
+    let mut owned = Vec::new();
+    for k in keys.try_iter()? {
+        owned.push(k?.extract()?);
+    }
+    Ok(owned)
+}

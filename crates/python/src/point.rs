@@ -36,7 +36,6 @@ use cairn::InMemory;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
-use crate::args::Bytes;
 use crate::errors::OrRaise;
 use crate::shared::Shared;
 
@@ -128,10 +127,7 @@ pub(crate) fn get_many<'py>(
     slot: usize,
     keys: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let mut owned: Vec<Bytes> = Vec::new();
-    for k in keys.try_iter()? {
-        owned.push(k?.extract()?);
-    }
+    let owned = crate::args::bytes_list(keys)?;
     // In order: the answer from memory, or `None` where the key needs a full read.
     let mut found: Vec<Option<Option<Bound<'py, PyBytes>>>> = Vec::with_capacity(owned.len());
     let mut rest: Vec<usize> = Vec::new();
@@ -189,6 +185,21 @@ pub(crate) fn get_many<'py>(
     for value in found {
         match value.flatten() {
             Some(v) => list.append(v)?,
+            None => list.append(py.None())?,
+        }
+    }
+    Ok(list)
+}
+
+/// `values` as a Python list of `bytes` (`None` for an absent key).
+pub(crate) fn values_list<'py>(
+    py: Python<'py>,
+    values: Vec<Option<Vec<u8>>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for value in values {
+        match value {
+            Some(v) => list.append(PyBytes::new(py, &v))?,
             None => list.append(py.None())?,
         }
     }

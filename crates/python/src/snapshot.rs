@@ -10,7 +10,7 @@ use std::ops::Bound as KeyBound;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyList};
 
 use crate::args::Bytes;
 use crate::errors::{Fail, OrRaise};
@@ -99,6 +99,19 @@ impl Snapshot {
             Some(v) => Ok(PyBytes::new(py, &v).into_any().unbind()),
             None => Ok(default.unwrap_or_else(|| py.None())),
         }
+    }
+
+    /// The values of `keys` in `keyspace` as of the snapshot, in order (`None` for an
+    /// absent key), read together with the GIL released once.
+    fn get_many<'py>(
+        &self,
+        py: Python<'py>,
+        keyspace: PyRef<'_, Keyspace>,
+        keys: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let owned = crate::args::bytes_list(keys)?;
+        let values = self.with(py, &keyspace, |s, k| s.get_many(k, &owned))?;
+        crate::point::values_list(py, values)
     }
 
     /// The entry's attributes as of the snapshot, or `None`.

@@ -105,6 +105,22 @@ impl Transaction {
         Ok(found.map(|v| PyBytes::new(py, &v).unbind()))
     }
 
+    /// The values of `keys` in `keyspace` as the transaction sees them, in order (`None`
+    /// for an absent key), read together with the GIL released once.
+    fn get_many<'py>(
+        &self,
+        py: Python<'py>,
+        keyspace: PyRef<'_, Keyspace>,
+        keys: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let owned = crate::args::bytes_list(keys)?;
+        let ks: &Keyspace = &keyspace;
+        let values = py
+            .allow_threads(|| self.with(ks, |t, ks| Ok(t.get_many(ks, &owned)?)))
+            .or_raise(py)?;
+        crate::point::values_list(py, values)
+    }
+
     /// True if `key` is present in `keyspace` as the transaction sees it.
     fn contains(
         &self,

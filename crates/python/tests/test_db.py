@@ -221,6 +221,10 @@ def test_snapshot(db):
         assert s.get(ks, b"a") == b"1" and s.get(ks, b"b") == b"2"
         assert s.get(ks, b"c") is None and s.get(ks, b"c", b"d") == b"d"
         assert s.contains(ks, b"b") and not s.contains(ks, b"c")
+        assert s.get_many(ks, [b"c", b"a", b"b", b"a"]) == [None, b"1", b"2", b"1"]
+        assert s.get_many(ks, []) == []
+        with pytest.raises(TypeError):
+            s.get_many(ks, [b"a", 7])
         assert s.head(ks, b"a").value_len == 1
         assert s.len(ks) == 2
         assert list(s.items(ks)) == [(b"a", b"1"), (b"b", b"2")]

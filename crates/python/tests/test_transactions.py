@@ -24,6 +24,7 @@ def test_reads_own_writes_and_commits_atomically(db):
     tx.insert(ks, b"b", b"3", tag=7, meta=b"m")
     tx.remove(ks, b"gone")
     assert tx.get(ks, b"a") == b"2"
+    assert tx.get_many(ks, [b"gone", b"b", b"a", b"x"]) == [None, b"3", b"2", None]
     assert tx.contains(ks, b"b")
     assert tx.range(ks) == [(b"a", b"2"), (b"b", b"3")]
     assert tx.prefix(ks, b"", reverse=True) == [(b"b", b"3"), (b"a", b"2")]

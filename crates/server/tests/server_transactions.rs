@@ -21,12 +21,14 @@ fn multi_queues_and_exec_returns_every_reply_with_runtime_errors_inside() {
     assert_eq!(c.call(&["SET", "s", "v"]), "+QUEUED");
     assert_eq!(c.call(&["GET", "s"]), "+QUEUED");
     assert_eq!(c.call(&["INCRBY", "n", "9"]), "+QUEUED");
+    // MGET in a transaction: its own writes, and the store at its snapshot.
+    assert_eq!(c.call(&["MGET", "s", "nope", "word", "n"]), "+QUEUED");
     // Not yet visible to another client.
     let mut other = Client::connect(srv.addr);
     assert_eq!(other.call(&["GET", "n"]), "$nil");
     assert_eq!(
         c.call(&["EXEC"]),
-        "*[:1,-ERR value is not an integer or out of range,+OK,$v,:10]"
+        "*[:1,-ERR value is not an integer or out of range,+OK,$v,:10,*[$v,$nil,$abc,$10]]"
     );
     assert_eq!(other.call(&["GET", "n"]), "$10");
     assert_eq!(other.call(&["GET", "s"]), "$v");

@@ -570,9 +570,7 @@ impl Keyspace {
     /// As [`Keyspace::get`], for the first key whose read fails; no values are returned
     /// then.
     pub fn get_many<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
-        read::get_many_with(&self.db.inner.reads, self.id, &self.name, keys, None, |v| {
-            v.into_vec()
-        })
+        self.get_many_in(keys, Ok(None))
     }
 
     /// The value of `key` into `buf`, reusing its allocation: true if the key is present
@@ -801,6 +799,21 @@ impl Keyspace {
             self.id,
             &self.name,
             key,
+            at?.as_ref(),
+            |v| v.into_vec(),
+        )
+    }
+
+    pub(crate) fn get_many_in<K: AsRef<[u8]>>(
+        &self,
+        keys: &[K],
+        at: Result<Option<ReadAt>>,
+    ) -> Result<Vec<Option<Vec<u8>>>> {
+        read::get_many_with(
+            &self.db.inner.reads,
+            self.id,
+            &self.name,
+            keys,
             at?.as_ref(),
             |v| v.into_vec(),
         )

@@ -56,6 +56,17 @@ pub trait Readable: sealed::Sealed {
     /// `Io` from the files read.
     fn get(&self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>>;
 
+    /// The values of `keys` in `keyspace`, in order (`None` for an absent key), read
+    /// together with their memory misses overlapped ([`Keyspace::get_many`]).
+    ///
+    /// # Errors
+    /// As [`Readable::get`], for the first key whose read fails.
+    fn get_many<K: AsRef<[u8]>>(
+        &self,
+        keyspace: &Keyspace,
+        keys: &[K],
+    ) -> Result<Vec<Option<Vec<u8>>>>;
+
     /// The value of `key` in `keyspace` into `buf`, reusing its allocation
     /// ([`Keyspace::get_into`]): true if present, false (and `buf` empty) if absent.
     ///
@@ -203,6 +214,14 @@ macro_rules! readable_at {
     ($point:expr) => {
         fn get(&self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
             keyspace.get_in(key.as_ref(), $point(self, keyspace))
+        }
+
+        fn get_many<K: AsRef<[u8]>>(
+            &self,
+            keyspace: &Keyspace,
+            keys: &[K],
+        ) -> Result<Vec<Option<Vec<u8>>>> {
+            keyspace.get_many_in(keys, $point(self, keyspace))
         }
 
         fn get_into(

@@ -482,6 +482,45 @@ impl Transaction {
         self.snapshot.get(keyspace, key)
     }
 
+    /// The values of `keys` in `keyspace`, in order, each as [`Transaction::get`] sees it:
+    /// the transaction's own pending writes, and the rest read at its snapshot together
+    /// ([`Keyspace::get_many`]: their memory misses overlap). Each key read at the
+    /// snapshot counts as read for a serializable commit's check.
+    ///
+    /// # Errors
+    /// As [`Transaction::get`], for the first key whose read fails.
+    pub fn get_many<K: AsRef<[u8]>>(
+        &self,
+        keyspace: &Keyspace,
+        keys: &[K],
+    ) -> Result<Vec<Option<Vec<u8>>>> {
+        self.check_store(keyspace)?;
+        let mut out: Vec<Option<Vec<u8>>> = Vec::with_capacity(keys.len());
+        let mut rest: Vec<(usize, &[u8])> = Vec::new();
+        for (i, key) in keys.iter().enumerate() {
+            let key = key.as_ref();
+            match self.own(keyspace, key)? {
+                Some(own) => out.push(own.map(|(v, _)| v)),
+                None => {
+                    self.note_read(keyspace, key);
+                    out.push(None);
+                    rest.push((i, key));
+                }
+            }
+        }
+        if rest.is_empty() {
+            return Ok(out);
+        }
+        let unread: Vec<&[u8]> = rest.iter().map(|&(_, k)| k).collect();
+        let values = self.snapshot.get_many(keyspace, &unread)?;
+        for ((i, _), value) in rest.into_iter().zip(values) {
+            if let Some(slot) = out.get_mut(i) {
+                *slot = value;
+            }
+        }
+        Ok(out)
+    }
+
     /// The entry of `key` without its value, as [`Transaction::get`] sees it. An entry
     /// the transaction wrote has seqno 0 (it has none until the commit).
     ///

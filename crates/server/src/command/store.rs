@@ -82,10 +82,7 @@ impl View<'_> {
     pub(crate) fn get_many(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, Reply> {
         Ok(match self {
             View::Keyspace(ks) => ks.get_many(keys)?,
-            View::Tx(tx, ks) => keys
-                .iter()
-                .map(|key| tx.get(ks, key))
-                .collect::<cairn::Result<_>>()?,
+            View::Tx(tx, ks) => tx.get_many(ks, keys)?,
         })
     }
 
