@@ -332,22 +332,8 @@ pub(crate) fn get_many_with<K: AsRef<[u8]>, R>(
 ) -> Result<Vec<Option<R>>> {
     let (sv, seqno) = reads.acquire_current(at);
     let mut out = Vec::with_capacity(keys.len());
-    let mut hashes = [0u64; BATCH_PREFETCH];
     for chunk in keys.chunks(BATCH_PREFETCH) {
-        for (hash, key) in hashes.iter_mut().zip(chunk) {
-            *hash = crate::memtable::key_hash(key.as_ref());
-        }
-        let hashes = hashes.get(..chunk.len()).unwrap_or(&[]);
-        for m in sv.memtables() {
-            for &hash in hashes {
-                m.prefetch_get(keyspace, hash);
-            }
-        }
-        for m in sv.memtables() {
-            for &hash in hashes {
-                m.prefetch_node(keyspace, hash);
-            }
-        }
+        prefetch_chunk(&sv, chunk.iter().map(|k| (keyspace, k.as_ref())));
         for key in chunk {
             let found = get_in(
                 reads,
@@ -364,6 +350,39 @@ pub(crate) fn get_many_with<K: AsRef<[u8]>, R>(
     }
     drop(sv);
     Ok(out)
+}
+
+/// Starts fetching what point reads of `keys` (at most [`BATCH_PREFETCH`]) in the
+/// memtables of `sv` touch first, overlapping their cache misses: the filter words and
+/// point-index slots of all of them, then the nodes the slots name.
+fn prefetch_chunk<'k>(sv: &SuperVersion, keys: impl Iterator<Item = (KeyspaceId, &'k [u8])>) {
+    let mut hashed = [(KeyspaceId(0), 0u64); BATCH_PREFETCH];
+    let mut n = 0;
+    for (slot, (keyspace, key)) in hashed.iter_mut().zip(keys) {
+        *slot = (keyspace, crate::memtable::key_hash(key));
+        n += 1;
+    }
+    let hashed = hashed.get(..n).unwrap_or(&[]);
+    for m in sv.memtables() {
+        for &(keyspace, hash) in hashed {
+            m.prefetch_get(keyspace, hash);
+        }
+    }
+    for m in sv.memtables() {
+        for &(keyspace, hash) in hashed {
+            m.prefetch_node(keyspace, hash);
+        }
+    }
+}
+
+/// Starts fetching what point reads of every one of `keys` in the current memtables
+/// touch first ([`prefetch_chunk`], [`BATCH_PREFETCH`] keys at a time), for a caller that
+/// is about to read them one by one: a write leader resolving a group's counters.
+pub(crate) fn prefetch_points(reads: &ReadPath, keys: &[(KeyspaceId, &[u8])]) {
+    let (sv, _) = reads.acquire_current(None);
+    for chunk in keys.chunks(BATCH_PREFETCH) {
+        prefetch_chunk(&sv, chunk.iter().copied());
+    }
 }
 
 /// The read of [`get_within`] in the super version `sv` at `seqno`, which the caller

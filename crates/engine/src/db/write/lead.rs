@@ -40,7 +40,7 @@ use crate::db::inner::Inner;
 use crate::db::log::{poison, WalState, WAL_BYTES_PER_SYNC};
 use crate::entry;
 use crate::error::{Error, Result};
-use crate::key::{Kind, SeqNo};
+use crate::key::{KeyspaceId, Kind, SeqNo};
 use crate::memtable::{KeyspaceBytes, Memtable};
 use crate::options::Durability;
 
@@ -335,7 +335,13 @@ pub(super) fn resolve<'a>(inner: &Inner, group: &'a [Pending]) -> Members<'a> {
         let batched = batched.iter().map(|i| (i.keyspace, i.key.as_slice()));
         single.into_iter().chain(batched)
     });
-    let mut overlay = Overlay::watching(counters);
+    // Counter reads overlap their memtable misses: a pipelined run of increments reads a
+    // key each, one after the other.
+    let keys: SmallVec<[(KeyspaceId, &[u8]); GROUP_INLINE]> = counters.collect();
+    if keys.len() > 1 {
+        crate::db::read::prefetch_points(&inner.reads, &keys);
+    }
+    let mut overlay = Overlay::watching(keys.into_iter());
     let now_ms = inner.options.clock.now_ms();
     // The batches applied so far in this group, which a transaction's check must see
     // (`db/conflict.rs`, invariant 1). Kept only once a transaction is in the group.
