@@ -1,4 +1,4 @@
-//! Writes that may not wait (`Keyspace::try_insert_with`): one that goes in is a write
+//! Writes that may not wait (`Keyspace::try_insert_with`, `try_remove_with`): one that goes in is a write
 //! like any other (read back, kept by a reopen, in seqno order with the rest); one that
 //! would wait (for an fsync, the value log, a memtable switch, another writer) is
 //! declined before anything is written, and the same write made the usual way then goes
@@ -31,6 +31,15 @@ fn a_write_that_needs_no_wait_goes_in_like_any_other_and_survives_a_reopen() {
     ks.insert("a", "old").unwrap();
     let before = db.last_seqno();
     assert!(ks.try_insert_with("b", "2", None).unwrap());
+    assert!(ks.try_insert_with("c", "3", None).unwrap());
+    assert!(ks.try_remove_with("c", None).unwrap());
+    assert_eq!(ks.get("c").unwrap(), None);
+    assert!(!ks.try_remove_with("b", Some(Durability::Sync)).unwrap());
+    assert_eq!(
+        ks.get("b").unwrap(),
+        Some(b"2".to_vec()),
+        "a declined removal removes nothing"
+    );
     // Periodic last: its first write wakes the log thread, whose fsyncs hold the log's
     // lock, and a try that finds the lock held is declined.
     for durability in [
@@ -44,7 +53,7 @@ fn a_write_that_needs_no_wait_goes_in_like_any_other_and_survives_a_reopen() {
             "{durability:?}"
         );
     }
-    assert_eq!(db.last_seqno(), before + 5, "one seqno per write, in order");
+    assert_eq!(db.last_seqno(), before + 7, "one seqno per write, in order");
     assert_eq!(ks.get("a").unwrap(), Some(b"new".to_vec()));
     assert_eq!(ks.get("b").unwrap(), Some(b"2".to_vec()));
     drop(ks);

@@ -132,19 +132,10 @@ impl Keyspace {
     /// Removes `key`; `KeyError` if it is absent (checked, then removed: not atomic
     /// against a concurrent writer of the same key; `remove` does not check).
     fn __delitem__(&self, py: Python<'_>, key: Bytes) -> PyResult<()> {
-        let present = self.with(py, |ks| {
-            if ks.contains_key(&*key)? {
-                ks.remove(&*key)?;
-                Ok(true)
-            } else {
-                Ok(false)
-            }
-        })?;
-        if present {
-            Ok(())
-        } else {
-            Err(key_error(py, &key))
+        if !point::contains(py, &self.shared, self.slot, &key)? {
+            return Err(key_error(py, &key));
         }
+        point::remove(py, &self.shared, self.slot, &key, None)
     }
 
     fn __contains__(&self, py: Python<'_>, key: Bytes) -> PyResult<bool> {
@@ -226,7 +217,7 @@ impl Keyspace {
     #[pyo3(signature = (key, *, durability=None))]
     fn remove(&self, py: Python<'_>, key: Bytes, durability: Option<&str>) -> PyResult<()> {
         let d = opt_durability(py, durability)?;
-        self.with(py, |ks| ks.remove_with(&*key, d))
+        point::remove(py, &self.shared, self.slot, &key, d)
     }
 
     /// Removes `key` and returns its value; `default` if absent, else `KeyError`.

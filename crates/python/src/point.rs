@@ -1,6 +1,6 @@
-//! Point reads of a keyspace (`Keyspace.get`, `ks[key]`, `key in ks`, `get_many`) and
-//! plain puts (`ks[key] = value`, `Keyspace.insert` without attributes), and when they
-//! release the GIL.
+//! Point reads of a keyspace (`Keyspace.get`, `ks[key]`, `key in ks`, `get_many`), plain
+//! puts (`ks[key] = value`, `Keyspace.insert` without attributes) and removals (`del
+//! ks[key]`, `Keyspace.remove`), and when they release the GIL.
 //!
 //! Releasing the GIL around a call costs a hand-off: with several Python threads reading,
 //! each call gives the GIL to a waiting thread and waits to get it back, which costs
@@ -12,14 +12,14 @@
 //! cache, a separated value, a merge) is the GIL released, for the full read. So no read
 //! waits for the disk while holding the GIL, and a read from memory never hands it over.
 //!
-//! A put likewise first asks the engine to write without waiting
-//! (`cairn::Keyspace::try_insert_with`: no fsync, no other writer to wait for, no memtable
-//! switch or stall, no value-log write) with the GIL held; it then costs a memtable insert
-//! and, as its durability asks, a copy of the log record into the OS's page cache. Where
-//! the engine declines, having written nothing, the put is made with the GIL released. So
-//! threads that put from Python pay no hand-off per write (with 4 threads on 2 cores the
-//! hand-offs made puts 2.4 times slower), and no put waits for the disk or for a stall
-//! while holding the GIL.
+//! A put (or a removal) likewise first asks the engine to write without waiting
+//! (`cairn::Keyspace::try_insert_with`, `try_remove_with`: no fsync, no other writer to
+//! wait for, no memtable switch or stall, no value-log write) with the GIL held; it then
+//! costs a memtable insert and, as its durability asks, a copy of the log record into the
+//! OS's page cache. Where the engine declines, having written nothing, the write is made
+//! with the GIL released. So threads that write from Python pay no hand-off per write
+//! (with 4 threads on 2 cores the hand-offs made puts 2.4 times slower), and no write
+//! waits for the disk or for a stall while holding the GIL.
 //!
 //! The full reads go through a per-thread buffer that is reused, so they allocate nothing
 //! for values that fit it. `get_many` reads every key it can from memory under the GIL,
@@ -103,6 +103,27 @@ pub(crate) fn insert(
     }
     py.allow_threads(|| {
         shared.read(|open| Ok(open.keyspace(slot)?.insert_with(key, value, durability)?))
+    })
+    .or_raise(py)
+}
+
+/// Removes `key` with `durability` (`None`: the store's default), with the GIL held if the
+/// engine writes the removal without waiting, else with the GIL released.
+pub(crate) fn remove(
+    py: Python<'_>,
+    shared: &Shared,
+    slot: usize,
+    key: &[u8],
+    durability: Option<cairn::Durability>,
+) -> PyResult<()> {
+    let written = shared
+        .read(|open| Ok(open.keyspace(slot)?.try_remove_with(key, durability)?))
+        .or_raise(py)?;
+    if written {
+        return Ok(());
+    }
+    py.allow_threads(|| {
+        shared.read(|open| Ok(open.keyspace(slot)?.remove_with(key, durability)?))
     })
     .or_raise(py)
 }

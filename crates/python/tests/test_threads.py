@@ -216,11 +216,11 @@ def test_readers_share_a_store_with_a_writer_that_flushes_and_stalls(path):
 
 
 def test_puts_from_threads_with_and_without_the_gil(path):
-    # Plain puts are made with the GIL held when the engine writes them without waiting,
-    # and with it released when it would wait: a sync write, a separated value, a full
-    # memtable (tiny here, so switches are frequent). Threads doing each kind at once
-    # lose no write and never deadlock; the store then holds exactly the last values,
-    # before and after a reopen.
+    # Plain puts and removals are made with the GIL held when the engine writes them
+    # without waiting, and with it released when it would wait: a sync write, a separated
+    # value, a full memtable (tiny here, so switches are frequent). Threads doing each kind
+    # at once lose no write and never deadlock; the store then holds exactly the last
+    # values, before and after a reopen.
     expected = {}
     with cairn.Db(path, memtable_size=32 << 10, durability="buffered") as db:
         ks = db.keyspace("k")
@@ -236,6 +236,10 @@ def test_puts_from_threads_with_and_without_the_gil(path):
                 else:
                     ks[key] = b"v%d" % i
                     ks.insert(key, b"w%d" % i)
+                    if i % 7 == 3:
+                        del ks[key]
+                    elif i % 7 == 5:
+                        ks.remove(key)
 
         run_threads(6, work)
         for t in range(6):
@@ -245,7 +249,7 @@ def test_puts_from_threads_with_and_without_the_gil(path):
                     expected[(b"k", key)] = b"s%d" % i
                 elif t == 1 and i % 10 == 0:
                     expected[(b"media", key)] = bytes([i % 251]) * 300
-                else:
+                elif i % 7 not in (3, 5):
                     expected[(b"k", key)] = b"w%d" % i
 
         def check(db):

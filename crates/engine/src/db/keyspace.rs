@@ -205,12 +205,10 @@ impl Keyspace {
         value: impl AsRef<[u8]>,
         durability: Option<Durability>,
     ) -> Result<bool> {
-        self.check_live()?;
         let (key, value) = (key.as_ref(), value.as_ref());
         let mut batch = WriteBatch::for_one(key.len().saturating_add(value.len()));
         batch.put(self.id, key, value)?;
-        let inner = &self.db.inner;
-        Ok(write::try_write(inner, batch, inner.durability(durability))?.is_some())
+        self.try_commit(batch, durability)
     }
 
     /// Sets `key` to `value` with the attributes and durability of `options`: a type tag
@@ -301,6 +299,22 @@ impl Keyspace {
         let mut batch = WriteBatch::for_one(key.len());
         batch.remove(self.id, key)?;
         self.commit(batch, durability)
+    }
+
+    /// Removes `key` as [`Keyspace::remove_with`] does, if that needs no waiting; `false`,
+    /// having written nothing, where it would wait (see [`Keyspace::try_insert_with`]).
+    ///
+    /// # Errors
+    /// As [`Keyspace::insert`].
+    pub fn try_remove_with(
+        &self,
+        key: impl AsRef<[u8]>,
+        durability: Option<Durability>,
+    ) -> Result<bool> {
+        let key = key.as_ref();
+        let mut batch = WriteBatch::for_one(key.len());
+        batch.remove(self.id, key)?;
+        self.try_commit(batch, durability)
     }
 
     /// Merges `operand` into the value of `key` with the keyspace's merge operator
@@ -489,6 +503,14 @@ impl Keyspace {
         self.check_live()?;
         let inner = &self.db.inner;
         write::incr(inner, self.id, key, delta, inner.durability(durability))
+    }
+
+    /// As [`Keyspace::commit`] if that needs no waiting (`write::try_write`): whether the
+    /// batch went in.
+    fn try_commit(&self, batch: WriteBatch, durability: Option<Durability>) -> Result<bool> {
+        self.check_live()?;
+        let inner = &self.db.inner;
+        Ok(write::try_write(inner, batch, inner.durability(durability))?.is_some())
     }
 
     fn commit(&self, batch: WriteBatch, durability: Option<Durability>) -> Result<()> {
