@@ -80,19 +80,26 @@ fn writers_that_queue_behind_a_try_lead_their_own_group_after_it() {
     let (follower_tx, follower_rx) = mpsc::channel();
     let got = q
         .try_run(write(), |_| {
-            let q = Arc::clone(&q);
+            let follower_q = Arc::clone(&q);
             let tx = follower_tx.clone();
             thread::spawn(move || {
                 queued_tx.send(()).unwrap();
-                let led = q.run(write(), |group| {
+                let led = follower_q.run(write(), |group| {
                     assert_eq!(group.len(), 1, "the follower's own group");
                     Ok(done(5))
                 });
                 tx.send(led.unwrap().seqno).unwrap();
             });
             queued.recv().unwrap();
-            // Give the follower time to queue behind this leader.
-            thread::sleep(Duration::from_millis(20));
+            // Lead on until the follower is queued behind this leader.
+            let started = std::time::Instant::now();
+            while q.queue.lock().waiting.len() != 1 {
+                assert!(
+                    started.elapsed() < Duration::from_secs(10),
+                    "the follower never queued"
+                );
+                thread::sleep(Duration::from_millis(1));
+            }
             Ok(Some(done(4)))
         })
         .unwrap();

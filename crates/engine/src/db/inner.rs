@@ -162,16 +162,23 @@ impl Inner {
 
     /// Fails if a background error or a poisoned log stops writes.
     pub(crate) fn check_writable(&self) -> Result<()> {
+        self.check_open_for_writes()?;
+        match self.state.lock().stopped() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// The checks of [`Inner::check_writable`] that take no lock: fails for a read-only
+    /// or closed store.
+    pub(crate) fn check_open_for_writes(&self) -> Result<()> {
         if self.read_only {
             return Err(Error::ReadOnly);
         }
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::invalid("the store is closed"));
         }
-        match self.state.lock().stopped() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     /// The durability a write uses: its own, or the store's default.

@@ -79,11 +79,22 @@ pub(super) fn lead(inner: &Inner, group: &[Pending]) -> Result<Outcomes> {
 /// As [`lead`] for a group of one write that must not wait (`write::try_write`): its
 /// outcome if it went in without waiting, or `None`, having written nothing, where
 /// committing it would wait: for room in the memtable (a switch, a stall or a slowdown),
-/// for the log (held by the log thread, an fsync, a full async queue). The caller has
-/// checked that no value of the write is separated.
+/// for the log (held by the log thread, an fsync, a full async queue), or for the value
+/// log (a value the keyspace separates, judged again here on the current version, which
+/// may have changed since the caller's check).
 pub(super) fn try_lead(inner: &Inner, group: &[Pending]) -> Result<Option<Outcomes>> {
     if inner.closed.load(Ordering::Acquire) {
         return Err(Error::invalid("the store is closed"));
+    }
+    let version = inner.reads.supers.version();
+    let separates = group.iter().any(|p| match &p.job {
+        Job::Write { batch, .. } => batch
+            .ops()
+            .any(|op| super::separate::over_threshold(inner, &version, &op)),
+        Job::Incr { .. } | Job::Rotate => false,
+    });
+    if separates {
+        return Ok(None);
     }
     let incoming = group
         .iter()

@@ -131,6 +131,7 @@ fn write_job(
         });
     }
     check(inner, &batch, &increments, durability)?;
+    inner.check_writable()?;
     let job = Job::Write {
         batch,
         durability,
@@ -160,6 +161,10 @@ pub(crate) fn try_write(
             inner.reads.visible_seqno.load(Ordering::Acquire),
         )));
     }
+    // The background-error check needs the state lock, which flushes hold through a
+    // manifest fsync: the leader makes it under `try_lock` (`room::decide`), and a
+    // declined write meets it again on the way that waits.
+    inner.check_open_for_writes()?;
     if check(inner, &batch, &[], durability)? || matches!(durability, Durability::Sync) {
         return Ok(None);
     }
@@ -176,8 +181,8 @@ pub(crate) fn try_write(
     Ok(done.map(|d| d.seqno))
 }
 
-/// Refuses a job the log or the tables cannot hold (or to a store that cannot be
-/// written); returns whether the leader would separate any of its values.
+/// Refuses a job the log or the tables cannot hold; returns whether the leader would
+/// separate any of its values. Takes no lock.
 fn check(
     inner: &Inner,
     batch: &WriteBatch,
@@ -219,7 +224,6 @@ fn check(
     if let Durability::Async { queue_depth: 0 } = durability {
         return Err(Error::invalid("Durability::Async needs queue_depth >= 1"));
     }
-    inner.check_writable()?;
     Ok(separates)
 }
 
@@ -300,3 +304,7 @@ pub(crate) fn log_end(inner: &Inner) -> Result<(u64, u64, u64)> {
     }
     inner.log.end()
 }
+
+#[cfg(test)]
+#[path = "try_tests.rs"]
+mod try_tests;

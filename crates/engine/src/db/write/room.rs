@@ -194,9 +194,11 @@ pub(super) fn make_room(inner: &Inner, force: bool, incoming: usize) -> Result<(
 }
 
 /// The active memtable, if a group that adds at most `incoming` charged bytes goes into
-/// it as it is: no switch, no stall, no slowdown, and the state lock free. A leader that
-/// must not wait asks this instead of making room; the answer holds until its group is
-/// in, because only a leader switches memtables and background work only makes room.
+/// it as it is: no switch, no stall, no slowdown, no background error, and the state lock
+/// free. A leader that must not wait asks this instead of making room. The memtable stays
+/// the active one until its group is in, because only a leader switches memtables; a
+/// flush or compaction may change level 0 meanwhile, as it may after [`make_room`]
+/// returns.
 ///
 /// # Errors
 /// As [`make_room`]: a background error, or the store closing.
