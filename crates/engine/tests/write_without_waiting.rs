@@ -118,7 +118,16 @@ fn a_full_memtable_declines_until_a_waiting_write_switches_it() {
     );
     assert_eq!(db.last_seqno(), before);
     ks.insert(&key, [1u8; 100]).unwrap();
-    assert!(ks.try_insert_with("after", "switch", None).unwrap());
+    // The fresh memtable has room. The flush the switch started may hold the state lock
+    // for a moment, and a try declines then, so it is made until it goes in.
+    let started = std::time::Instant::now();
+    while !ks.try_insert_with("after", "switch", None).unwrap() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "never went in"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     for j in 0..=i {
         let key = format!("key{j:05}");
         assert_eq!(ks.get(&key).unwrap(), Some(vec![1u8; 100]), "{key}");
