@@ -91,20 +91,13 @@ pub(crate) fn insert(
     value: &[u8],
     durability: Option<cairn::Durability>,
 ) -> PyResult<()> {
-    let written = shared
-        .read(|open| {
-            Ok(open
-                .keyspace(slot)?
-                .try_insert_with(key, value, durability)?)
-        })
-        .or_raise(py)?;
-    if written {
-        return Ok(());
-    }
-    py.allow_threads(|| {
-        shared.read(|open| Ok(open.keyspace(slot)?.insert_with(key, value, durability)?))
-    })
-    .or_raise(py)
+    write(
+        py,
+        shared,
+        slot,
+        |ks| ks.try_insert_with(key, value, durability),
+        |ks| ks.insert_with(key, value, durability),
+    )
 }
 
 /// Removes `key` with `durability` (`None`: the store's default), with the GIL held if the
@@ -116,16 +109,32 @@ pub(crate) fn remove(
     key: &[u8],
     durability: Option<cairn::Durability>,
 ) -> PyResult<()> {
+    write(
+        py,
+        shared,
+        slot,
+        |ks| ks.try_remove_with(key, durability),
+        |ks| ks.remove_with(key, durability),
+    )
+}
+
+/// A write of keyspace `slot`: `attempt` with the GIL held, and if the engine declines it
+/// (having written nothing), `wait` with the GIL released.
+fn write(
+    py: Python<'_>,
+    shared: &Shared,
+    slot: usize,
+    attempt: impl FnOnce(&cairn::Keyspace) -> cairn::Result<bool>,
+    wait: impl FnOnce(&cairn::Keyspace) -> cairn::Result<()> + Send,
+) -> PyResult<()> {
     let written = shared
-        .read(|open| Ok(open.keyspace(slot)?.try_remove_with(key, durability)?))
+        .read(|open| Ok(attempt(open.keyspace(slot)?)?))
         .or_raise(py)?;
     if written {
         return Ok(());
     }
-    py.allow_threads(|| {
-        shared.read(|open| Ok(open.keyspace(slot)?.remove_with(key, durability)?))
-    })
-    .or_raise(py)
+    py.allow_threads(|| shared.read(|open| Ok(wait(open.keyspace(slot)?)?)))
+        .or_raise(py)
 }
 
 /// True if `key` is present.

@@ -297,10 +297,16 @@ impl CommitQueue {
             }
             self.queue_cv.notify_all();
         }
+        self.step_down(&mut q);
+        mine
+    }
+
+    /// Ends a leader's turn: no group is led, and the writers waiting (spinning on
+    /// `releases` or asleep) look again, so the one at the front leads next.
+    fn step_down(&self, q: &mut Queue) {
         q.leader_active = false;
         self.releases.fetch_add(1, Ordering::Release);
         self.queue_cv.notify_all();
-        mine
     }
 
     /// As [`CommitQueue::run`] for a job that must not wait for other writers: if no
@@ -334,9 +340,7 @@ impl CommitQueue {
         let outcome = commit(&group);
         let mut q = self.queue.lock();
         self.finished_below.fetch_max(ticket + 1, Ordering::Release);
-        q.leader_active = false;
-        self.releases.fetch_add(1, Ordering::Release);
-        self.queue_cv.notify_all();
+        self.step_down(&mut q);
         drop(q);
         match outcome {
             Ok(Some(outcomes)) => outcomes

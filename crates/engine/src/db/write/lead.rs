@@ -80,8 +80,7 @@ pub(super) fn lead(inner: &Inner, group: &[Pending]) -> Result<Outcomes> {
 /// outcome if it went in without waiting, or `None`, having written nothing, where
 /// committing it would wait: for room in the memtable (a switch, a stall or a slowdown),
 /// for the log (held by the log thread, an fsync, a full async queue), or for the value
-/// log (a value the keyspace separates, judged again here on the current version, which
-/// may have changed since the caller's check).
+/// log (a value the keyspace separates, judged here on the current version).
 pub(super) fn try_lead(inner: &Inner, group: &[Pending]) -> Result<Option<Outcomes>> {
     if inner.closed.load(Ordering::Acquire) {
         return Err(Error::invalid("the store is closed"));

@@ -165,7 +165,9 @@ pub(crate) fn try_write(
     // manifest fsync: the leader makes it under `try_lock` (`room::decide`), and a
     // declined write meets it again on the way that waits.
     inner.check_open_for_writes()?;
-    if check(inner, &batch, &[], durability)? || matches!(durability, Durability::Sync) {
+    // Separated values are declined by the leader, on the version current when it leads.
+    check(inner, &batch, &[], durability)?;
+    if matches!(durability, Durability::Sync) {
         return Ok(None);
     }
     let job = Job::Write {
