@@ -341,6 +341,60 @@ pub(crate) fn compare_encoded(a: &[u8], b: &[u8]) -> Ordering {
     a_user.cmp(b_user).then_with(|| b_trailer.cmp(&a_trailer))
 }
 
+/// [`compare_encoded`] for keys whose user keys are known to agree on their first `from`
+/// bytes, starting there, and where the user keys first differ: `Some(i)` if byte `i` of
+/// both user keys exists and differs (their order is then that byte's), `None` if one
+/// user key is a prefix of the other (or they are equal).
+///
+/// A block walk uses the position to decide the following entries without comparing:
+/// an entry that shares more than `i` bytes with a key below the target at `i` is below
+/// it too, and one that shares `s <= i` bytes agrees with the target on its first `s`.
+/// If the premise is false the order is still a total one but not `compare_encoded`'s, so
+/// callers pass only what they derived as above.
+pub(crate) fn compare_encoded_from(a: &[u8], b: &[u8], from: usize) -> (Ordering, Option<usize>) {
+    let (a_user, a_trailer) = split_encoded(a).unwrap_or((a, 0));
+    let (b_user, b_trailer) = split_encoded(b).unwrap_or((b, 0));
+    let n = a_user.len().min(b_user.len());
+    let at = mismatch(a_user, b_user, from.min(n));
+    match (a_user.get(at), b_user.get(at)) {
+        (Some(x), Some(y)) => (x.cmp(y), Some(at)),
+        _ => (
+            a_user
+                .len()
+                .cmp(&b_user.len())
+                .then_with(|| b_trailer.cmp(&a_trailer)),
+            None,
+        ),
+    }
+}
+
+/// The first position at or after `from` where `a` and `b` differ, or the shorter one's
+/// length if they agree up to it; eight bytes at a time.
+#[inline]
+fn mismatch(a: &[u8], b: &[u8], from: usize) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = from;
+    while let (Some(x), Some(y)) = (word_at(a, i), word_at(b, i)) {
+        let diff = x ^ y;
+        if diff != 0 {
+            return i + (diff.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a.get(i) == b.get(i) {
+        i += 1;
+    }
+    i.min(n)
+}
+
+/// The eight bytes of `buf` at `at`, little-endian (so the lowest differing bit of two
+/// words is in their first differing byte), if there are eight.
+#[inline]
+fn word_at(buf: &[u8], at: usize) -> Option<u64> {
+    let bytes = buf.get(at..at.checked_add(8)?)?;
+    Some(u64::from_le_bytes(<[u8; 8]>::try_from(bytes).ok()?))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
@@ -480,6 +534,38 @@ mod tests {
             for pair in typed.windows(2) {
                 if pair[0].user_key == pair[1].user_key {
                     prop_assert!(pair[0].seqno >= pair[1].seqno);
+                }
+            }
+        }
+
+        #[test]
+        fn compare_from_agrees_with_compare_encoded(
+            shared in prop::collection::vec(any::<u8>(), 0..20),
+            // Short tails from a tiny alphabet give prefixes and equal keys; long ones
+            // exercise the eight-byte steps.
+            tails in (prop::collection::vec(0u8..3, 0..24), prop::collection::vec(0u8..3, 0..24)),
+            seqnos in (0u64..4, 0u64..4),
+            cut in 0usize..40,
+        ) {
+            let key = |tail: &[u8], seqno| {
+                let mut user = shared.clone();
+                user.extend_from_slice(tail);
+                InternalKey::new(user, SeqNo(seqno), Kind::Put)
+            };
+            let (a, b) = (key(&tails.0, seqnos.0), key(&tails.1, seqnos.1));
+            let (ea, eb) = (a.encode().unwrap(), b.encode().unwrap());
+            let from = cut.min(shared.len());
+            let (order, at) = compare_encoded_from(&ea, &eb, from);
+            prop_assert_eq!(order, compare_encoded(&ea, &eb));
+            match at {
+                Some(i) => {
+                    prop_assert!(i >= shared.len());
+                    prop_assert_eq!(&a.user_key[..i], &b.user_key[..i]);
+                    prop_assert_ne!(a.user_key[i], b.user_key[i]);
+                }
+                None => {
+                    let n = a.user_key.len().min(b.user_key.len());
+                    prop_assert_eq!(&a.user_key[..n], &b.user_key[..n]);
                 }
             }
         }

@@ -56,7 +56,7 @@ use super::fences::{Guide, RestartKeys, GUIDE_MAX};
 use crate::coding::{get_u32_le, put_vlq, Cursor as ByteCursor};
 use crate::cursor::Cursor;
 use crate::error::{Error, FileKind, Reason, Result};
-use crate::key::{compare_encoded, TRAILER_LEN};
+use crate::key::{compare_encoded, compare_encoded_from, TRAILER_LEN};
 
 /// Encodes one block; see the module documentation.
 #[derive(Debug)]
@@ -421,6 +421,9 @@ pub(crate) struct BlockCursor<B = Block, P = Arc<Path>> {
     /// The restart region holding the entry at `next`'s predecessor.
     restart_index: usize,
     key: Vec<u8>,
+    /// How many bytes the current key shares with the one before it (its entry's
+    /// `shared`; 0 at a restart point).
+    shared: usize,
     value: (usize, usize),
     valid: bool,
     /// The entries of `restart_index`'s interval just before the current one, in block
@@ -444,6 +447,7 @@ impl<B: AsRef<Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
             next: 0,
             restart_index: 0,
             key: Vec::new(),
+            shared: 0,
             value: (0, 0),
             valid: false,
             behind: Vec::new(),
@@ -535,6 +539,7 @@ impl<B: AsRef<Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
         self.key.truncate(entry.shared);
         self.key
             .extend_from_slice(self.block.as_ref().bytes(entry.delta));
+        self.shared = entry.shared;
         if self.key.len() < TRAILER_LEN {
             return Err(self.corrupt(Reason::BadEntry("block key is shorter than a key trailer")));
         }
@@ -596,15 +601,37 @@ impl<B: AsRef<Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
         }
         self.seek_restart(lo);
         self.block.as_ref().prefetch_interval(lo);
+        // Where the last key compared first differed from the target's user key, below it
+        // (`compare_encoded_from`). An entry sharing more than that many bytes with it is
+        // below the target too, and one sharing fewer agrees with the target up to what it
+        // shares: most entries of the walk are decided without comparing their whole key.
+        let mut below_at: Option<usize> = None;
         loop {
             let more = if remember {
                 self.parse_next_remembering()?
             } else {
                 self.parse_next()?
             };
-            if !more || compare_encoded(&self.key, target) != Ordering::Less {
+            if !more {
                 return Ok(());
             }
+            let from = match below_at {
+                Some(at) if self.shared > at => {
+                    if self.key.len().saturating_sub(TRAILER_LEN) <= at {
+                        // A prefix of the target's user key: below it, with no byte
+                        // that differs.
+                        below_at = None;
+                    }
+                    continue;
+                }
+                Some(_) => self.shared,
+                None => 0,
+            };
+            let (order, at) = compare_encoded_from(&self.key, target, from);
+            if order != Ordering::Less {
+                return Ok(());
+            }
+            below_at = at;
         }
     }
 
