@@ -205,7 +205,9 @@ pub struct Options {
     pub max_open_tables: usize,
     /// Target size of a table's data block before compression. Default: 4 KiB.
     pub block_size: usize,
-    /// Keys between restart points within a block. Default: 16.
+    /// Most keys between restart points within a block. Default: 16. A data block also
+    /// starts a restart point once the entries since the last one take `block_size / 8`
+    /// bytes, so blocks of large entries keep point lookups' walks short.
     pub restart_interval: usize,
     /// Block compression. Default: LZ4.
     pub compression: Compression,

@@ -64,6 +64,9 @@ pub(crate) struct BlockBuilder {
     buf: Vec<u8>,
     restarts: Vec<u32>,
     restart_interval: usize,
+    /// Entry bytes after which the next entry starts a restart point even if fewer than
+    /// `restart_interval` entries came since the last one.
+    restart_bytes: usize,
     since_restart: usize,
     last_key: Vec<u8>,
 }
@@ -78,9 +81,17 @@ impl BlockBuilder {
             buf: Vec::new(),
             restarts: Vec::new(),
             restart_interval: restart_interval.max(1),
+            restart_bytes: usize::MAX,
             since_restart: 0,
             last_key: Vec::new(),
         }
+    }
+
+    /// Also starts a restart point at the first entry that begins `bytes` or more after
+    /// the last one (data blocks: see `RESTART_SPACING`).
+    pub(crate) fn restart_every_bytes(mut self, bytes: usize) -> BlockBuilder {
+        self.restart_bytes = bytes.max(1);
+        self
     }
 
     /// True if no entry was added since the last [`BlockBuilder::finish`].
@@ -99,7 +110,14 @@ impl BlockBuilder {
     /// block stays below 4 GiB (the writer keeps it below `MAX_BLOCK_LEN`).
     pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) {
         debug_assert!(self.is_empty() || compare_encoded(&self.last_key, key) == Ordering::Less);
-        let shared = if self.is_empty() || self.since_restart >= self.restart_interval {
+        let since_bytes = self
+            .buf
+            .len()
+            .saturating_sub(self.restarts.last().map_or(0, |&r| r as usize));
+        let shared = if self.is_empty()
+            || self.since_restart >= self.restart_interval
+            || since_bytes >= self.restart_bytes
+        {
             self.restarts.push(self.buf.len() as u32);
             self.since_restart = 0;
             0

@@ -49,6 +49,14 @@ use crate::rangedel::RangeTombstone;
 /// Buffered bytes that trigger a write to the file (64 KiB).
 const BUFFER_LEN: usize = 64 << 10;
 
+/// A data block starts a restart point at least every `block_size / RESTART_SPACING`
+/// bytes of entries, as well as every `restart_interval` entries. Blocks of large
+/// entries then keep short walks for point lookups (an entry of 120 bytes gets a restart
+/// every few entries instead of every 16), and a block of the target size keeps about
+/// this many restart points at most, within what its header's guide holds
+/// (`fences::GUIDE_MAX`), so seeks start from the guide whatever the entry size.
+const RESTART_SPACING: usize = 8;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Open,
@@ -146,7 +154,8 @@ impl Writer {
             id,
             options: options.clone(),
             compressor,
-            data: BlockBuilder::new(options.restart_interval),
+            data: BlockBuilder::new(options.restart_interval)
+                .restart_every_bytes(options.block_size / RESTART_SPACING),
             index: BlockBuilder::new(1),
             filter: (options.bloom_bits_per_key > 0)
                 .then(|| FilterBuilder::new(options.bloom_bits_per_key)),
