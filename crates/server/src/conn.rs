@@ -238,6 +238,7 @@ impl Conn {
             };
             let reply = command::run(&mut Ctx::new(turn.shared, session), &request);
             self.answer(reply);
+            self.parser.recycle(request);
         }
     }
 

@@ -24,6 +24,12 @@ pub type Request = Vec<Vec<u8>>;
 /// Arguments pre-allocated for a declared count; more grow as they arrive.
 const PREALLOC_ARGS: usize = 64;
 
+/// Argument buffers of finished requests a parser keeps for the next ones
+/// ([`Parser::recycle`]), and the largest capacity it keeps: at most 16 KiB per
+/// connection, while the keys and small values of the usual request take no allocation.
+const SPARE_ARGS: usize = 32;
+const SPARE_ARG_MAX: usize = 512;
+
 /// Why a request cannot be read. Its `Display` is the text of Redis's error reply (after
 /// the `ERR ` prefix), so clients and people see the messages they know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,6 +93,9 @@ struct Pending {
 pub struct Parser {
     limits: Limits,
     pending: Option<Pending>,
+    /// Argument buffers and an argument list of finished requests, reused by the next.
+    spare_args: Vec<Vec<u8>>,
+    spare_request: Option<Request>,
 }
 
 impl Parser {
@@ -95,6 +104,22 @@ impl Parser {
         Parser {
             limits,
             pending: None,
+            spare_args: Vec::new(),
+            spare_request: None,
+        }
+    }
+
+    /// Takes back a request that has been run, so the next requests reuse its buffers
+    /// instead of allocating: the argument list, and up to [`SPARE_ARGS`] arguments of
+    /// at most [`SPARE_ARG_MAX`] bytes of capacity (larger ones are freed).
+    pub fn recycle(&mut self, mut request: Request) {
+        for arg in request.drain(..) {
+            if self.spare_args.len() < SPARE_ARGS && arg.capacity() <= SPARE_ARG_MAX {
+                self.spare_args.push(arg);
+            }
+        }
+        if self.spare_request.is_none() && request.capacity() <= PREALLOC_ARGS {
+            self.spare_request = Some(request);
         }
     }
 
@@ -149,9 +174,11 @@ impl Parser {
                         .ok()
                         .filter(|&c| c <= self.limits.max_multibulk_count)
                         .ok_or(ProtocolError::InvalidMultibulkLength)?;
+                    let mut args = self.spare_request.take().unwrap_or_default();
+                    args.reserve(count.min(PREALLOC_ARGS));
                     self.pending = Some(Pending {
                         remaining: count,
-                        args: Vec::with_capacity(count.min(PREALLOC_ARGS)),
+                        args,
                         bytes: 0,
                     });
                 }
@@ -179,7 +206,7 @@ impl Parser {
 
     /// One `$<len>\r\n<bytes>\r\n` element from the front of `rest`, if whole.
     fn bulk(
-        &self,
+        &mut self,
         rest: &[u8],
         bytes_so_far: usize,
     ) -> Result<Option<(usize, Vec<u8>)>, ProtocolError> {
@@ -216,7 +243,10 @@ impl Parser {
         let body = rest
             .get(header..end)
             .ok_or(ProtocolError::InvalidBulkLength)?;
-        Ok(Some((end + 2, body.to_vec())))
+        let mut arg = self.spare_args.pop().unwrap_or_default();
+        arg.clear();
+        arg.extend_from_slice(body);
+        Ok(Some((end + 2, arg)))
     }
 
     /// One inline request from the front of `rest`, if its line is whole.
@@ -383,6 +413,37 @@ mod tests {
 
     fn args(words: &[&str]) -> Request {
         words.iter().map(|w| w.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn recycled_buffers_parse_the_next_requests_exactly() {
+        let mut p = Parser::new(Limits::default());
+        let big = "v".repeat(SPARE_ARG_MAX + 100);
+        let first = format!(
+            "*3\r\n$3\r\nSET\r\n$10\r\nkey:000001\r\n${}\r\n{big}\r\n",
+            big.len()
+        );
+        let (used, req) = p.parse(first.as_bytes()).unwrap();
+        assert_eq!(used, first.len());
+        let req = req.unwrap();
+        assert_eq!(req, args(&["SET", "key:000001", &big]));
+        p.recycle(req);
+        // The large argument was freed, the others kept.
+        assert_eq!(p.spare_args.len(), 2);
+        assert!(p.spare_request.is_some());
+        // Shorter and longer arguments than the recycled buffers held: nothing of the old
+        // bytes shows through, and more arguments than were recycled still arrive.
+        let input = b"*4\r\n$4\r\nMGET\r\n$1\r\na\r\n$12\r\nkey:00000002\r\n$0\r\n\r\n";
+        let (used, req) = p.parse(input).unwrap();
+        assert_eq!(used, input.len());
+        assert_eq!(req.unwrap(), args(&["MGET", "a", "key:00000002", ""]));
+        assert!(p.spare_args.is_empty());
+        assert!(p.spare_request.is_none());
+        // The spares stay bounded however many arguments come back.
+        p.recycle((0..SPARE_ARGS * 2).map(|i| vec![b'x'; i]).collect());
+        assert_eq!(p.spare_args.len(), SPARE_ARGS);
+        p.recycle(vec![Vec::new(); PREALLOC_ARGS * 2]);
+        assert_eq!(p.spare_args.len(), SPARE_ARGS);
     }
 
     #[test]
