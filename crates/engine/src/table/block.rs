@@ -198,7 +198,8 @@ impl Block {
     /// # Errors
     /// `Truncated` if the restart count or array does not fit, `BadEntry` for an empty
     /// block or restart offsets that are not strictly increasing from 0 inside the entries.
-    pub(crate) fn decode(data: Vec<u8>) -> std::result::Result<Block, Reason> {
+    pub(crate) fn decode(data: impl Into<Arc<[u8]>>) -> std::result::Result<Block, Reason> {
+        let data: Arc<[u8]> = data.into();
         let count_at = data.len().checked_sub(4).ok_or(Reason::Truncated)?;
         let count = get_u32_le(&data, count_at).ok_or(Reason::Truncated)? as usize;
         let restarts_offset = count
@@ -223,7 +224,7 @@ impl Block {
             prev = Some(r);
         }
         let mut block = Block {
-            data: Arc::from(data),
+            data,
             restarts_offset,
             restart_count: count,
             guide: None,

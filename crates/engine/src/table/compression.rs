@@ -21,6 +21,7 @@
 #[cfg(feature = "zstd")]
 use std::cell::RefCell;
 use std::path::Path;
+use std::sync::Arc;
 
 use super::{BLOCK_TRAILER_LEN, MAX_BLOCK_LEN};
 use crate::checksum::Checksum;
@@ -202,7 +203,7 @@ impl Compressor {
 /// type, `LengthOutOfRange` or `Decompress` for a body that claims too much or does not
 /// decode to exactly its claimed length; `Error::FeatureDisabled` for a sound Zstandard
 /// block in a build without the `zstd` feature.
-pub(crate) fn unseal(stored: &[u8], path: &Path, offset: u64) -> Result<Vec<u8>> {
+pub(crate) fn unseal(stored: &[u8], path: &Path, offset: u64) -> Result<Arc<[u8]>> {
     let corrupt = |reason| Error::corruption(FileKind::Table, path, offset, reason);
     let (kind, body) = check_trailer(stored).map_err(corrupt)?;
     #[cfg(not(feature = "zstd"))]
@@ -237,13 +238,14 @@ fn check_trailer(stored: &[u8]) -> std::result::Result<(Compression, &[u8]), Rea
     Ok((kind, body))
 }
 
-/// Decodes a checked block body of compression `kind` into the raw block.
-fn decode_body(kind: Compression, body: &[u8]) -> std::result::Result<Vec<u8>, Reason> {
+/// Decodes a checked block body of compression `kind` into the raw block, in the one
+/// allocation the block then lives in (Snappy and LZ4 decode straight into it).
+fn decode_body(kind: Compression, body: &[u8]) -> std::result::Result<Arc<[u8]>, Reason> {
     if body.len() > MAX_BLOCK_LEN {
         return Err(Reason::LengthOutOfRange);
     }
     if kind == Compression::None {
-        return Ok(body.to_vec());
+        return Ok(Arc::from(body));
     }
     let mut cur = Cursor::new(body);
     let raw_len = usize::try_from(cur.vlq()?).map_err(|_| Reason::LengthOutOfRange)?;
@@ -262,33 +264,46 @@ fn decode_body(kind: Compression, body: &[u8]) -> std::result::Result<Vec<u8>, R
             input.len()
         )));
     }
-    let out = match kind {
+    let (out, n) = match kind {
         Compression::Snappy => {
             let claimed =
                 snap::raw::decompress_len(input).map_err(|e| Reason::Decompress(e.to_string()))?;
             if claimed != raw_len {
                 return Err(wrong_len(raw_len, claimed));
             }
-            let mut out = vec![0u8; raw_len];
+            let mut out = zeroed(raw_len);
             let n = snap::raw::Decoder::new()
-                .decompress(input, &mut out)
+                .decompress(input, fill(&mut out)?)
                 .map_err(|e| Reason::Decompress(e.to_string()))?;
-            out.truncate(n);
-            out
+            (out, n)
         }
         Compression::Lz4 => {
-            let mut out = vec![0u8; raw_len];
-            let n = lz4_flex::block::decompress_into(input, &mut out)
+            let mut out = zeroed(raw_len);
+            let n = lz4_flex::block::decompress_into(input, fill(&mut out)?)
                 .map_err(|e| Reason::Decompress(e.to_string()))?;
-            out.truncate(n);
-            out
+            (out, n)
         }
-        _ => zstd_decompress(input, raw_len)?,
+        _ => {
+            let out = zstd_decompress(input, raw_len)?;
+            let n = out.len();
+            (Arc::from(out), n)
+        }
     };
-    if out.len() != raw_len {
-        return Err(wrong_len(raw_len, out.len()));
+    if n != raw_len {
+        return Err(wrong_len(raw_len, n));
     }
     Ok(out)
+}
+
+/// `len` zero bytes in a new shared allocation (written in place: one allocation, no
+/// copy).
+fn zeroed(len: usize) -> Arc<[u8]> {
+    std::iter::repeat_n(0u8, len).collect()
+}
+
+/// The bytes of an allocation [`zeroed`] has just made, to decode into.
+fn fill(out: &mut Arc<[u8]>) -> std::result::Result<&mut [u8], Reason> {
+    Arc::get_mut(out).ok_or_else(|| Reason::Decompress("block buffer is shared".into()))
 }
 
 fn wrong_len(claimed: usize, got: usize) -> Reason {
@@ -352,10 +367,12 @@ mod tests {
 
     /// [`super::unseal`] with the damage as its `Reason`.
     fn unseal(stored: &[u8]) -> std::result::Result<Vec<u8>, Reason> {
-        super::unseal(stored, Path::new("t"), 0).map_err(|e| match e {
-            Error::Corruption(c) => c.reason,
-            other => panic!("not corruption: {other:?}"),
-        })
+        super::unseal(stored, Path::new("t"), 0)
+            .map(|raw| raw.to_vec())
+            .map_err(|e| match e {
+                Error::Corruption(c) => c.reason,
+                other => panic!("not corruption: {other:?}"),
+            })
     }
 
     /// Every registered compression, in on-disk order.

@@ -187,7 +187,7 @@ thread_local! {
 }
 
 /// Reads and unseals the stored block at `handle`.
-fn read_block(file: &dyn ReadableFile, path: &Path, handle: BlockHandle) -> Result<Vec<u8>> {
+fn read_block(file: &dyn ReadableFile, path: &Path, handle: BlockHandle) -> Result<Arc<[u8]>> {
     let len = stored_len(path, handle)?;
     let read = |stored: &mut Vec<u8>| {
         stored.resize(len, 0);
@@ -275,7 +275,10 @@ impl Reader {
         } else {
             let raw = read_block(file.as_ref(), path, footer.filter)?;
             let layout = super::filter_layout(footer.version);
-            Some(Filter::decode(raw, layout).map_err(|r| corrupt(path, footer.filter.offset, r))?)
+            Some(
+                Filter::decode(raw.to_vec(), layout)
+                    .map_err(|r| corrupt(path, footer.filter.offset, r))?,
+            )
         };
         let mut meta = properties.meta(id, file_len);
         meta.extend_for_range_tombstones(&range_tombstones);
@@ -780,7 +783,7 @@ impl Reader {
         handle: BlockHandle,
         ahead: Ahead,
         ra: &mut Readahead,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<Arc<[u8]>> {
         let stored_len = stored_len(&self.path, handle)?;
         if ra.slice(handle.offset, stored_len).is_none() {
             let want = (ra.buf.len() * 2).clamp(READAHEAD_MIN, READAHEAD_MAX);
