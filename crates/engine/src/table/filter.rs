@@ -253,8 +253,8 @@ impl Filter {
     /// # Errors
     /// `Truncated` if it has no bit array, `BadEntry` if the probe count is outside
     /// `1..=MAX_PROBES` or a local filter's bit array is not whole lines.
-    pub(crate) fn decode(mut raw: Vec<u8>, layout: Layout) -> Result<Filter, Reason> {
-        let probes = raw.pop().ok_or(Reason::Truncated)?;
+    pub(crate) fn decode(block: &[u8], layout: Layout) -> Result<Filter, Reason> {
+        let (&probes, raw) = block.split_last().ok_or(Reason::Truncated)?;
         if raw.is_empty() {
             return Err(Reason::Truncated);
         }
@@ -278,7 +278,10 @@ impl Filter {
             }
             Layout::Spread => {
                 let wrap = wrap_of(raw.len() as u64 * 8);
-                Bits::Spread { bits: raw, wrap }
+                Bits::Spread {
+                    bits: raw.to_vec(),
+                    wrap,
+                }
             }
         };
         Ok(Filter { bits, probes })
@@ -326,7 +329,7 @@ mod tests {
         for k in keys {
             b.add(&k);
         }
-        Filter::decode(b.finish(layout), layout).unwrap()
+        Filter::decode(&b.finish(layout), layout).unwrap()
     }
 
     #[test]
@@ -370,9 +373,9 @@ mod tests {
             0,
             "lines are cache-line aligned"
         );
-        assert!(Filter::decode([vec![0; 64], vec![6]].concat(), Layout::Local).is_ok());
+        assert!(Filter::decode(&[vec![0; 64], vec![6]].concat(), Layout::Local).is_ok());
         assert_eq!(
-            Filter::decode([vec![0; 63], vec![6]].concat(), Layout::Local).err(),
+            Filter::decode(&[vec![0; 63], vec![6]].concat(), Layout::Local).err(),
             Some(Reason::BadEntry("filter is not a whole number of lines"))
         );
     }
@@ -435,17 +438,11 @@ mod tests {
     fn bad_blocks_are_refused() {
         for layout in [Layout::Spread, Layout::Local] {
             let line = |probes: u8| [vec![0xff; 64], vec![probes]].concat();
-            assert_eq!(
-                Filter::decode(vec![], layout).err(),
-                Some(Reason::Truncated)
-            );
-            assert_eq!(
-                Filter::decode(vec![6], layout).err(),
-                Some(Reason::Truncated)
-            );
-            assert!(Filter::decode(line(0), layout).is_err());
-            assert!(Filter::decode(line(31), layout).is_err());
-            assert!(Filter::decode(line(30), layout).is_ok());
+            assert_eq!(Filter::decode(&[], layout).err(), Some(Reason::Truncated));
+            assert_eq!(Filter::decode(&[6], layout).err(), Some(Reason::Truncated));
+            assert!(Filter::decode(&line(0), layout).is_err());
+            assert!(Filter::decode(&line(31), layout).is_err());
+            assert!(Filter::decode(&line(30), layout).is_ok());
         }
     }
 }

@@ -275,10 +275,7 @@ impl Reader {
         } else {
             let raw = read_block(file.as_ref(), path, footer.filter)?;
             let layout = super::filter_layout(footer.version);
-            Some(
-                Filter::decode(raw.to_vec(), layout)
-                    .map_err(|r| corrupt(path, footer.filter.offset, r))?,
-            )
+            Some(Filter::decode(&raw, layout).map_err(|r| corrupt(path, footer.filter.offset, r))?)
         };
         let mut meta = properties.meta(id, file_len);
         meta.extend_for_range_tombstones(&range_tombstones);
