@@ -52,9 +52,10 @@ const BUFFER_LEN: usize = 64 << 10;
 /// A data block starts a restart point at least every `block_size / RESTART_SPACING`
 /// bytes of entries, as well as every `restart_interval` entries. Blocks of large
 /// entries then keep short walks for point lookups (an entry of 120 bytes gets a restart
-/// every few entries instead of every 16), and a block of the target size keeps about
-/// this many restart points at most, within what its header's guide holds
-/// (`fences::GUIDE_MAX`), so seeks start from the guide whatever the entry size.
+/// every few entries instead of every 16). This rule adds at most about this many
+/// restart points to a block of the target size, well within what its header's guide
+/// holds (`fences::GUIDE_MAX`); blocks of entries under about 16 bytes get more from
+/// `restart_interval` alone, as they always did.
 const RESTART_SPACING: usize = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
