@@ -239,7 +239,8 @@ pub enum Error {
     /// The caller passed an argument Cairn cannot accept (an option out of range, a key
     /// that is too long, ...).
     InvalidArgument(String),
-    /// An earlier write or fsync failed, so the state of the file's tail is unknown; the
+    /// An earlier write or fsync failed, so the state of the file's tail is unknown (or, in
+    /// the ordered store, an earlier write's commit panicked, e.g. in a merge operator); the
     /// writer refuses further work. Reopen the file to continue from its last durable state.
     Poisoned,
     /// The ordered store refuses writes because background work failed earlier; it stays
@@ -508,7 +509,7 @@ impl fmt::Display for Error {
             }
             Error::InvalidArgument(msg) => write!(f, "invalid argument: {msg}"),
             Error::Poisoned => f.write_str(
-                "writer is poisoned by an earlier failed write or fsync; reopen to recover",
+                "writer is poisoned by an earlier failed write or fsync (or a panic while committing a write); reopen to recover",
             ),
             Error::Stopped { during, cause } => write!(
                 f,

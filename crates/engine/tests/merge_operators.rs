@@ -2,9 +2,15 @@
 //! written, reopening with another operator or none, a failing operator (reads report it,
 //! compaction keeps the operands), compaction combining operands without crossing a
 //! snapshot, separated bases, attributes of merged values, counters reading through
-//! operands, and merges in batches and transactions.
+//! operands, merges in batches and transactions, and an operator that panics while a
+//! write reads through it (later writes are refused, none hangs).
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 
 mod ordered_common;
 
@@ -12,8 +18,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use cairn::{
-    AddI64, Append, Db, EntryOptions, Error, KeyspaceOptions, MergeOperator, Meta, Options,
-    Readable,
+    AddI64, Append, Db, Durability, EntryOptions, Error, KeyspaceOptions, MergeOperator, Meta,
+    Options, Readable,
 };
 
 use ordered_common::{assert_invalid, mem_tempdir, tiny};
@@ -356,4 +362,82 @@ fn a_read_only_open_reads_operands_with_the_operator_given() {
     let c = db.keyspace_with("c", with(Arc::new(AddI64))).unwrap();
     assert_eq!(c.get("k").unwrap(), Some(b"3".to_vec()));
     assert!(matches!(c.merge("k", "1"), Err(Error::ReadOnly)));
+}
+
+/// `AddI64` that panics once `armed` is set.
+#[derive(Default)]
+struct Panicking {
+    armed: AtomicBool,
+}
+
+impl MergeOperator for Panicking {
+    fn name(&self) -> &str {
+        "test.panicking"
+    }
+
+    fn full_merge(
+        &self,
+        key: &[u8],
+        existing: Option<&[u8]>,
+        operands: &[&[u8]],
+    ) -> Result<Vec<u8>, String> {
+        assert!(!self.armed.load(Ordering::SeqCst), "the operator panics");
+        AddI64.full_merge(key, existing, operands)
+    }
+}
+
+/// Runs `f` on a thread of its own and returns what it returned, failing the test if it
+/// has not returned within 20 s (a hang).
+fn within_20s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(20))
+        .expect("the call hung")
+}
+
+#[test]
+fn an_operator_that_panics_while_a_write_resolves_a_counter_stops_writes_without_a_hang() {
+    let dir = mem_tempdir();
+    let op = Arc::new(Panicking::default());
+    let db = Arc::new(Db::open(dir.path(), Options::default()).unwrap());
+    let c = db.keyspace_with("c", with(op.clone())).unwrap();
+    c.insert("plain", "1").unwrap();
+    c.merge("n", "5").unwrap();
+    assert_eq!(c.incr("n", 1).unwrap(), 6);
+    c.merge("n", "1").unwrap();
+    op.armed.store(true, Ordering::SeqCst);
+    // The increment reads `n` through its operand inside the write group's leader: the
+    // operator's panic reaches the caller, as any panic of the caller's own code would.
+    let leader = {
+        let c = c.clone();
+        within_20s(move || {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| c.incr("n", 1))).is_err()
+        })
+    };
+    assert!(leader, "the increment returned instead of panicking");
+    op.armed.store(false, Ordering::SeqCst);
+    // Every later write is refused instead of waiting for a leader that is gone.
+    for attempt in 0..3 {
+        let c1 = c.clone();
+        let r = within_20s(move || c1.insert(format!("k{attempt}"), "v"));
+        assert!(matches!(r, Err(Error::Poisoned)), "{r:?}");
+        let c2 = c.clone();
+        let r = within_20s(move || c2.try_insert_with("t", "v", Some(Durability::Buffered)));
+        assert!(matches!(r, Err(Error::Poisoned)), "{r:?}");
+    }
+    // Reads still work, and the store closes.
+    assert_eq!(c.get("plain").unwrap(), Some(b"1".to_vec()));
+    drop(c);
+    let db = Arc::try_unwrap(db).map_err(|_| "still shared").unwrap();
+    within_20s(move || db.close()).unwrap();
+    // Reopened, it takes writes again and holds every acknowledged one.
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let c = db
+        .keyspace_with("c", with(Arc::new(Panicking::default())))
+        .unwrap();
+    assert_eq!(c.get("n").unwrap(), Some(b"7".to_vec()));
+    c.insert("after", "1").unwrap();
+    assert_eq!(c.get("after").unwrap(), Some(b"1".to_vec()));
 }

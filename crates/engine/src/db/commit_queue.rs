@@ -13,12 +13,21 @@
 //! A job that must not wait ([`CommitQueue::try_run`]) leads only an idle queue (no
 //! leader, nobody queued), alone; otherwise it is declined without being queued.
 //!
+//! A leader whose commit panics (a merge operator's panic while the group's counters are
+//! resolved, or a bug) may leave the group half applied, so the queue breaks: the
+//! group's other members and every writer queued or arriving later get
+//! `Error::Poisoned`, the leader steps down, and the panic goes on to the leader's caller.
+//! Nobody waits for a leader that is gone; the store takes writes again once reopened.
+//!
 //! Invariants:
 //! 1. At most one leader at a time (`leader_active`), and groups are taken from the front
 //!    of the queue, so groups commit in queue order and tickets finish in order.
 //! 2. A job that goes alone (`Job::Rotate`) is never grouped with another.
+//! 3. Once `broken` is set it stays set, and no commit starts after it.
 
+use std::any::Any;
 use std::collections::{HashMap, VecDeque};
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
@@ -164,6 +173,8 @@ struct Queue {
     waiting: VecDeque<Pending>,
     done: HashMap<u64, Result<Done>>,
     leader_active: bool,
+    /// A leader's commit panicked: every later job is refused (see the module docs).
+    broken: bool,
     /// Set while a leader waits for more `Sync` writers to join its group.
     gathering: bool,
     /// The threads of the last two `Sync` groups: how many writers to expect.
@@ -234,6 +245,9 @@ impl CommitQueue {
         mut commit: impl FnMut(&[Pending]) -> Result<Outcomes>,
     ) -> Result<Done> {
         let mut q = self.queue.lock();
+        if q.broken {
+            return Err(Error::Poisoned);
+        }
         let ticket = q.next_ticket;
         q.next_ticket += 1;
         q.waiting.push_back(Pending {
@@ -248,6 +262,10 @@ impl CommitQueue {
         loop {
             if let Some(result) = q.done.remove(&ticket) {
                 return result;
+            }
+            if q.broken {
+                q.waiting.retain(|p| p.ticket != ticket);
+                return Err(Error::Poisoned);
             }
             if !q.leader_active && q.waiting.front().is_some_and(|p| p.ticket == ticket) {
                 break;
@@ -273,9 +291,11 @@ impl CommitQueue {
             let group = q.take_group();
             drop(q);
 
-            let outcomes = match commit(&group) {
-                Ok(outcomes) => outcomes,
-                Err(e) => group.iter().map(|_| Err(e.duplicate())).collect(),
+            let committed = std::panic::catch_unwind(AssertUnwindSafe(|| commit(&group)));
+            let outcomes = match committed {
+                Ok(Ok(outcomes)) => outcomes,
+                Ok(Err(e)) => group.iter().map(|_| Err(e.duplicate())).collect(),
+                Err(panic) => self.break_down(&group, ticket, panic),
             };
 
             q = self.queue.lock();
@@ -301,6 +321,26 @@ impl CommitQueue {
         mine
     }
 
+    /// After the commit of `group` (led by `ticket`) panicked: breaks the queue, posts
+    /// `Poisoned` to the group's other members, steps down and resumes the panic.
+    fn break_down(&self, group: &[Pending], ticket: u64, panic: Box<dyn Any + Send>) -> ! {
+        tracing::error!(
+            "a write group's commit panicked; writes are refused until the store is reopened"
+        );
+        let mut q = self.queue.lock();
+        q.broken = true;
+        for p in group.iter().filter(|p| p.ticket != ticket) {
+            q.done.insert(p.ticket, Err(Error::Poisoned));
+        }
+        if let Some(last) = group.last() {
+            self.finished_below
+                .fetch_max(last.ticket + 1, Ordering::Release);
+        }
+        self.step_down(&mut q);
+        drop(q);
+        std::panic::resume_unwind(panic)
+    }
+
     /// Ends a leader's turn: no group is led, and the writers waiting (spinning on
     /// `releases` or asleep) look again, so the one at the front leads next.
     fn step_down(&self, q: &mut Queue) {
@@ -324,6 +364,9 @@ impl CommitQueue {
             let Some(mut q) = self.queue.try_lock() else {
                 return Ok(None);
             };
+            if q.broken {
+                return Err(Error::Poisoned);
+            }
             if q.leader_active || !q.waiting.is_empty() {
                 return Ok(None);
             }
@@ -337,7 +380,10 @@ impl CommitQueue {
             job,
             thread: std::thread::current().id(),
         }];
-        let outcome = commit(&group);
+        let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| commit(&group))) {
+            Ok(outcome) => outcome,
+            Err(panic) => self.break_down(&group, ticket, panic),
+        };
         let mut q = self.queue.lock();
         self.finished_below.fetch_max(ticket + 1, Ordering::Release);
         self.step_down(&mut q);

@@ -107,3 +107,53 @@ fn writers_that_queue_behind_a_try_lead_their_own_group_after_it() {
     let follower = follower_rx.recv_timeout(Duration::from_secs(10)).unwrap();
     assert_eq!(follower, SeqNo(5));
 }
+
+#[test]
+fn a_commit_that_panics_breaks_the_queue_instead_of_leaving_writers_waiting() {
+    let q = Arc::new(CommitQueue::default());
+    let (queued_tx, queued) = mpsc::channel::<()>();
+    let (follower_tx, follower_rx) = mpsc::channel();
+    let leader = {
+        let q = Arc::clone(&q);
+        thread::spawn(move || {
+            let mut round = 0;
+            let q2 = Arc::clone(&q);
+            std::panic::catch_unwind(AssertUnwindSafe(|| {
+                q.run(write(), |group| {
+                    round += 1;
+                    if round == 2 {
+                        // The follower's group, led by this leader's second round.
+                        assert_eq!(group.len(), 1);
+                        panic!("a commit panics");
+                    }
+                    let follower_q = Arc::clone(&q2);
+                    let tx = follower_tx.clone();
+                    let queued_tx = queued_tx.clone();
+                    thread::spawn(move || {
+                        queued_tx.send(()).unwrap();
+                        tx.send(follower_q.run(write(), |_| Ok(done(99)))).unwrap();
+                    });
+                    queued.recv().unwrap();
+                    let started = std::time::Instant::now();
+                    while q2.queue.lock().waiting.len() != 1 {
+                        assert!(started.elapsed() < Duration::from_secs(10));
+                        thread::sleep(Duration::from_millis(1));
+                    }
+                    Ok(done(1))
+                })
+            }))
+        })
+    };
+    let led = leader.join().unwrap();
+    assert!(led.is_err(), "the panic reached the leader's caller");
+    let follower = follower_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(matches!(follower, Err(Error::Poisoned)), "{follower:?}");
+    // Later writers are refused at once, waiting or not, and nobody leads any more.
+    let later = q.run(write(), |_| panic!("no commit after the queue broke"));
+    assert!(matches!(later, Err(Error::Poisoned)));
+    let tried = q.try_run(write(), |_| panic!("no commit after the queue broke"));
+    assert!(matches!(tried, Err(Error::Poisoned)));
+    q.wait_for_leader();
+    let state = q.queue.lock();
+    assert!(state.waiting.is_empty() && state.done.is_empty());
+}
