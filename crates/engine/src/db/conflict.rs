@@ -26,7 +26,6 @@ use super::read::merged;
 use super::read_path::ReadPath;
 use super::super_version::SuperVersion;
 use crate::batch::{Op, WriteBatch};
-use crate::cursor::Cursor;
 use crate::error::{Error, Result};
 use crate::key::{after_key, seek_key, split_encoded, KeyspaceId, SeqNo};
 use crate::rangedel;

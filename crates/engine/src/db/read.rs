@@ -238,7 +238,7 @@ fn merge_at(
     }
     let resolver = reads.resolver(keyspace);
     merge_forward(
-        &mut cursor,
+        cursor.as_mut(),
         key,
         seqno,
         reads.now_ms(),
@@ -483,17 +483,26 @@ fn get_in<R>(
 /// evict the working set.
 const SCAN_FILL_BLOCKS: u32 = 2;
 
-/// A merged cursor over every source of `keyspace` in `sv`. With `keys_only`, the
-/// memtable cursors do not copy values (the merged cursor's values are then meaningless
-/// for entries from memtables); table cursors never copy them.
+/// A merged cursor over every source of `keyspace` in `sv` that may hold an entry a read
+/// at or below the visible seqno can see. With `keys_only`, the memtable cursors do not
+/// copy values (the merged cursor's values are then meaningless for entries from
+/// memtables); table cursors never copy them.
+///
+/// A memtable that is empty now is left out: every entry at or below the visible seqno
+/// was applied before that seqno became visible, so later entries are newer than any
+/// read of `sv` sees. A single source is returned as it is, without a merging cursor
+/// over it (a compacted keyspace with nothing written since: one level).
 pub(super) fn merged(
     reads: &ReadPath,
     sv: &SuperVersion,
     keyspace: KeyspaceId,
     keys_only: bool,
-) -> Result<MergingCursor> {
+) -> Result<Box<dyn Cursor>> {
     let mut children: Vec<Box<dyn Cursor>> = Vec::new();
     for m in sv.memtables() {
+        if m.is_empty() {
+            continue;
+        }
         let cursor = if keys_only {
             m.key_cursor(keyspace)
         } else {
@@ -521,7 +530,14 @@ pub(super) fn merged(
             }
         }
     }
-    Ok(MergingCursor::new(children))
+    Ok(match children.pop() {
+        Some(only) if children.is_empty() => only,
+        Some(last) => {
+            children.push(last);
+            Box::new(MergingCursor::new(children))
+        }
+        None => Box::new(MergingCursor::new(children)),
+    })
 }
 
 /// The number of live keys of `keyspace` at `snapshot` (or now), from one consistent
@@ -540,7 +556,7 @@ pub(crate) fn count(reads: &ReadPath, keyspace: KeyspaceId, at: Option<&ReadAt>)
         hi: Bound::Unbounded,
     };
     let range_dels = sv.range_tombstones(&reads.tables, keyspace)?;
-    Visible::new(Box::new(cursor), seqno, reads.now_ms(), all)
+    Visible::new(cursor, seqno, reads.now_ms(), all)
         .with_range_tombstones(range_dels)
         .count_forward()
 }

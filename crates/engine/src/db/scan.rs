@@ -82,14 +82,11 @@ impl ScanAt {
         let range_dels = self
             .sv
             .range_tombstones(&self.reads.tables, self.keyspace)?;
-        Ok(Visible::new(
-            Box::new(cursor),
-            self.seqno,
-            self.now_ms,
-            self.bounds.clone(),
+        Ok(
+            Visible::new(cursor, self.seqno, self.now_ms, self.bounds.clone())
+                .with_range_tombstones(range_dels)
+                .with_merge(self.reads.resolver(self.keyspace)),
         )
-        .with_range_tombstones(range_dels)
-        .with_merge(self.reads.resolver(self.keyspace)))
     }
 }
 

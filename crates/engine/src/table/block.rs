@@ -27,7 +27,8 @@
 //!
 //! Seeks: a block with at most `GUIDE_MAX` restart points (data blocks of the usual
 //! sizes) keeps a fence of each restart key in its header (`fences::Guide`), built once
-//! by [`Block::decode`]; a seek narrows the restart points to search from it, so it
+//! by [`Block::decode`] (blocks that are walked once and dropped, decoded by
+//! [`Block::decode_unguided`], go without); a seek narrows the restart points to search from it, so it
 //! usually reads neither the restart array nor a restart key before walking the one
 //! interval that holds its target (whose cache lines it prefetches first). Other blocks
 //! (index blocks; their readers keep `Fences` apart) are binary-searched by restart keys.
@@ -199,6 +200,23 @@ impl Block {
     /// `Truncated` if the restart count or array does not fit, `BadEntry` for an empty
     /// block or restart offsets that are not strictly increasing from 0 inside the entries.
     pub(crate) fn decode(data: impl Into<Arc<[u8]>>) -> std::result::Result<Block, Reason> {
+        let mut block = Block::decode_unguided(data)?;
+        // A restart entry that does not decode leaves the block without a guide; seeks
+        // then meet the damage themselves and report it, as they would without guides.
+        block.guide = Guide::build(&block).ok().flatten();
+        Ok(block)
+    }
+
+    /// As [`Block::decode`], without the guide: for a block that is walked and then
+    /// dropped (a long scan's or a compaction's, never offered to the block cache), which
+    /// would pay for decoding every restart key and never use the result. A seek in it
+    /// binary-searches the restart keys.
+    ///
+    /// # Errors
+    /// As [`Block::decode`].
+    pub(crate) fn decode_unguided(
+        data: impl Into<Arc<[u8]>>,
+    ) -> std::result::Result<Block, Reason> {
         let data: Arc<[u8]> = data.into();
         let count_at = data.len().checked_sub(4).ok_or(Reason::Truncated)?;
         let count = get_u32_le(&data, count_at).ok_or(Reason::Truncated)? as usize;
@@ -241,9 +259,6 @@ impl Block {
             }
             block.inline_restarts = count;
         }
-        // A restart entry that does not decode leaves the block without a guide; seeks
-        // then meet the damage themselves and report it, as they would without guides.
-        block.guide = Guide::build(&block).ok().flatten();
         Ok(block)
     }
 

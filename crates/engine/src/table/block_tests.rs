@@ -225,8 +225,9 @@ fn op_strategy(prefix_len_hint: usize) -> impl Strategy<Value = Op> {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
-    /// Any sequence of moves over a block, at any restart interval, lands where the same
-    /// moves over a sorted `Vec` land, in both directions and across direction changes.
+    /// Any sequence of moves over a block, at any restart interval, decoded with or without
+    /// its guide, lands where the same moves over a sorted `Vec` land, in both directions
+    /// and across direction changes.
     #[test]
     fn random_moves_agree_with_the_model(
         (entries, ops) in entries_strategy().prop_flat_map(|entries| {
@@ -236,8 +237,13 @@ proptest! {
             (Just(entries), ops)
         }),
         interval in prop_oneof![Just(1usize), Just(2), 3usize..20, Just(16), Just(1000)],
+        guided in any::<bool>(),
     ) {
-        let mut c = cursor(build(&entries, interval));
+        // With and without the guide (`Block::decode_unguided`): seeks search the restart
+        // points either way.
+        let raw = build(&entries, interval);
+        let block = if guided { Block::decode(raw) } else { Block::decode_unguided(raw) };
+        let mut c = BlockCursor::new(block.unwrap(), Arc::from(Path::new("t")), 7);
         let mut model = Model { entries, at: None };
         for op in &ops {
             apply(&mut c, op).unwrap();

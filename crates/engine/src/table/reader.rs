@@ -764,7 +764,13 @@ impl Reader {
             Some((ahead, ra)) => self.read_block_ahead(handle, ahead, ra)?,
             None => read_block(self.file.as_ref(), &self.path, handle)?,
         };
-        let block = Block::decode(raw).map_err(|r| corrupt(&self.path, handle.offset, r))?;
+        // Only a block the cache may keep gets a guide: the others are walked once.
+        let block = if fill_cache {
+            Block::decode(raw)
+        } else {
+            Block::decode_unguided(raw)
+        }
+        .map_err(|r| corrupt(&self.path, handle.offset, r))?;
         if fill_cache {
             self.cache.insert((self.id.0, handle.offset), block.clone());
         }
