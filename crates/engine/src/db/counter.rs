@@ -46,12 +46,12 @@ pub(crate) fn parse(value: &[u8]) -> Option<i64> {
     let text = std::str::from_utf8(value).ok()?;
     let n: i64 = text.parse().ok()?;
     // Rejects `+5`, `007`, `-0`: exactly one spelling per number.
-    (encode(n) == value).then_some(n)
+    (itoa::Buffer::new().format(n).as_bytes() == value).then_some(n)
 }
 
 /// The canonical text of `n`.
 pub(crate) fn encode(n: i64) -> Vec<u8> {
-    n.to_string().into_bytes()
+    itoa::Buffer::new().format(n).as_bytes().to_vec()
 }
 
 /// The counter at `key` (held in `current`, `None` if absent) plus `delta`.
@@ -313,11 +313,12 @@ impl Overlay {
     ) -> Result<i64> {
         let (n, carried) = self.next_value(inner, inc.keyspace, &inc.key, inc.delta)?;
         let attrs = carried.attrs();
-        let value = encode(n);
+        let mut text = itoa::Buffer::new();
+        let value = text.format(n).as_bytes();
         if attrs.is_empty() {
-            out.put(inc.keyspace, &inc.key, &value)?;
+            out.put(inc.keyspace, &inc.key, value)?;
         } else {
-            out.put_attrs(inc.keyspace, &inc.key, &attrs, &value)?;
+            out.put_attrs(inc.keyspace, &inc.key, &attrs, value)?;
         }
         // `next_back`, not `last`: the latter walks every op of the batch, which made
         // resolving a group of n increments cost n² op decodes.

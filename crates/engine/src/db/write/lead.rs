@@ -35,7 +35,7 @@ use crate::batch::WriteBatch;
 use crate::db::commit_queue::Counters;
 use crate::db::commit_queue::{Done, Job, Outcomes, Pending, GROUP_INLINE};
 use crate::db::conflict;
-use crate::db::counter::{self, Overlay};
+use crate::db::counter::Overlay;
 use crate::db::inner::Inner;
 use crate::db::log::{poison, WalState, WAL_BYTES_PER_SYNC};
 use crate::entry;
@@ -411,12 +411,15 @@ pub(super) fn resolve<'a>(inner: &Inner, group: &'a [Pending]) -> Members<'a> {
                         .next_value(inner, *keyspace, key, *delta)
                         .and_then(|(n, carried)| {
                             // The new value keeps the entry's tag, metadata and expiry.
-                            let mut batch = WriteBatch::new();
                             let attrs = carried.attrs();
+                            let mut text = itoa::Buffer::new();
+                            let value = text.format(n).as_bytes();
+                            let mut batch =
+                                WriteBatch::for_one(key.len().saturating_add(value.len()));
                             if attrs.is_empty() {
-                                batch.put(*keyspace, key, &counter::encode(n))?;
+                                batch.put(*keyspace, key, value)?;
                             } else {
-                                batch.put_attrs(*keyspace, key, &attrs, &counter::encode(n))?;
+                                batch.put_attrs(*keyspace, key, &attrs, value)?;
                             }
                             Ok((batch, n))
                         });
