@@ -19,6 +19,14 @@
 //!    restart points that the caller still searches by full keys, so a fence that a
 //!    damaged block would make wrong costs time, never a wrong answer beyond what the
 //!    block's own (checksummed) order gives.
+//! 4. Keys often share more than 8 bytes past `common` in stretches: a table of
+//!    `counter:…` and `key:…` keys has no common prefix, and every key of each family has
+//!    the same first 8 bytes. A run of at least [`RUN_MIN`] equal fences keeps fences of
+//!    its own one level down, past the run's own common prefix (up to [`RUN_DEPTH`]
+//!    levels), so [`Fences::first_at_or_after`] still decides a point lookup there. Every
+//!    entry of a run lies between the run's first and last keys, so invariants 1 and 2
+//!    hold inside it; entries before the run have smaller fences and entries after it
+//!    larger ones, so a target with the run's fence lies within the run's reach.
 //!
 //! Thread-safety: immutable after [`Fences::build`]; `Send + Sync`.
 
@@ -53,11 +61,29 @@ fn fence_of(user: &[u8], skip: usize) -> u64 {
     u64::from_be_bytes(bytes)
 }
 
+/// Fewest equal fences in a row that get fences of their own (invariant 4): shorter runs
+/// are searched by their keys, a comparison or two.
+const RUN_MIN: usize = 4;
+
+/// Levels of runs within runs (invariant 4): fences then tell apart keys that share up
+/// to `8 * RUN_DEPTH` bytes past the block's common prefix.
+const RUN_DEPTH: usize = 3;
+
 /// The fences of one block's restart points; see the module documentation.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Fences {
     common: Vec<u8>,
     fences: Vec<u64>,
+    /// The runs of at least [`RUN_MIN`] equal fences, by position, each with the fences of
+    /// its entries one level down (invariant 4).
+    runs: Vec<Run>,
+}
+
+/// A run of equal fences starting at `start` (invariant 4).
+#[derive(Debug, Clone)]
+struct Run {
+    start: usize,
+    inner: Fences,
 }
 
 impl Fences {
@@ -66,23 +92,60 @@ impl Fences {
     /// # Errors
     /// The block's own decoding errors, for a restart entry that does not decode.
     pub(crate) fn build(block: &impl RestartKeys) -> Result<Fences, Reason> {
-        let count = block.restart_count();
-        let first = user_part(block.restart_key_at(0)?).to_vec();
-        let last = user_part(block.restart_key_at(count.saturating_sub(1))?);
+        Fences::build_range(block, 0, block.restart_count(), RUN_DEPTH)
+    }
+
+    /// The fences of restart points `from..to` (at least one), with runs down to `depth`
+    /// more levels.
+    fn build_range(
+        block: &impl RestartKeys,
+        from: usize,
+        to: usize,
+        depth: usize,
+    ) -> Result<Fences, Reason> {
+        let first = user_part(block.restart_key_at(from)?).to_vec();
+        let last = user_part(block.restart_key_at(to.saturating_sub(1).max(from))?);
         let shared = first.iter().zip(last).take_while(|(a, b)| a == b).count();
         let mut common = first;
         common.truncate(shared);
-        let mut fences = Vec::with_capacity(count);
-        for i in 0..count {
+        let mut fences = Vec::with_capacity(to.saturating_sub(from));
+        for i in from..to {
             let user = user_part(block.restart_key_at(i)?);
             fences.push(fence_of(user, common.len()));
         }
-        Ok(Fences { common, fences })
+        let mut runs = Vec::new();
+        if depth > 0 {
+            let mut start = 0;
+            while start < fences.len() {
+                let fence = fences.get(start).copied();
+                let len = fences.get(start..).map_or(0, |rest| {
+                    rest.iter().take_while(|&&f| Some(f) == fence).count()
+                });
+                if len >= RUN_MIN {
+                    let inner =
+                        Fences::build_range(block, from + start, from + start + len, depth - 1)?;
+                    runs.push(Run { start, inner });
+                }
+                start += len.max(1);
+            }
+        }
+        Ok(Fences {
+            common,
+            fences,
+            runs,
+        })
     }
 
-    /// Bytes the fences hold: the common prefix and one 8-byte fence per restart point.
+    /// Bytes the fences hold: the common prefix and one 8-byte fence per restart point,
+    /// and the same for every run's fences.
     pub(crate) fn len(&self) -> usize {
-        self.common.len() + self.fences.len() * std::mem::size_of::<u64>()
+        self.common.len()
+            + self.fences.len() * std::mem::size_of::<u64>()
+            + self
+                .runs
+                .iter()
+                .map(|r| std::mem::size_of::<Run>() + r.inner.len())
+                .sum::<usize>()
     }
 
     /// The restart points `[lo, hi]` that can hold the last restart key below `target` (an
@@ -99,12 +162,23 @@ impl Fences {
     /// caller searches the keys. By invariant 2 every entry before the position has a user
     /// key below `target`'s and the entry at it one above, whatever their trailers.
     pub(crate) fn first_at_or_after(&self, target: &[u8]) -> Option<usize> {
-        let user = user_part(target);
+        self.first_at_or_after_user(user_part(target))
+    }
+
+    /// [`Fences::first_at_or_after`] for the user key `user`; where a run of fences equal
+    /// to the target's has fences of its own, they decide (invariant 4).
+    fn first_at_or_after_user(&self, user: &[u8]) -> Option<usize> {
         match user.strip_prefix(self.common.as_slice()) {
             Some(_) => {
                 let t = fence_of(user, self.common.len());
                 let below = self.fences.partition_point(|&f| f < t);
-                (self.fences.get(below) != Some(&t)).then_some(below)
+                if self.fences.get(below) != Some(&t) {
+                    return Some(below);
+                }
+                // `below` is the first of the entries whose fence is the target's.
+                let run = self.runs.binary_search_by_key(&below, |r| r.start).ok()?;
+                let within = self.runs.get(run)?.inner.first_at_or_after_user(user)?;
+                Some(below + within)
             }
             None if user < self.common.as_slice() => Some(0),
             None => Some(self.fences.len()),

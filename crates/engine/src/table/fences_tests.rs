@@ -241,6 +241,75 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Keys in families that share long prefixes (runs of equal fences, fences within
+    /// runs, runs within runs): where the fences place a target, it is the number of
+    /// entries below it.
+    #[test]
+    fn first_at_or_after_counts_below_the_target_in_runs(
+        mut keys in prop::collection::vec(
+            (0usize..4, tiny_key(10)).prop_map(|(family, suffix)| {
+                let prefix: &[u8] = [&b"counter:"[..], b"key:0000000", b"p", b"key:00000000000000000000"][family];
+                [prefix, &suffix[..]].concat()
+            }),
+            1..300,
+        ),
+        targets in prop::collection::vec((0usize..5, tiny_key(11), 0u64..300), 1..60),
+    ) {
+        keys.sort();
+        keys.dedup();
+        let block = block_of(&keys, 1);
+        let fences = Fences::build(&block).unwrap();
+        for (family, suffix, seq) in &targets {
+            let prefix: &[u8] = [&b"counter:"[..], b"key:0000000", b"p", b"key:00000000000000000000", b""][*family];
+            let user = [prefix, &suffix[..]].concat();
+            let t = seek_key(&user, SeqNo(*seq));
+            let below = keys
+                .iter()
+                .filter(|k| crate::key::compare_encoded(&ik(k, 100), &t) == std::cmp::Ordering::Less)
+                .count();
+            if let Some(i) = fences.first_at_or_after(&t) {
+                prop_assert_eq!(i, below, "target {:?}", user);
+            }
+        }
+    }
+}
+
+#[test]
+fn runs_of_equal_fences_are_decided_by_their_own_fences() {
+    // Two families with no common prefix: every key of a family has the same first 8
+    // bytes, so the block's fences tie within each family.
+    let mut keys: Vec<Vec<u8>> = (0..500u32)
+        .flat_map(|i| {
+            [
+                format!("counter:{:012}", i * 7).into_bytes(),
+                format!("key:{:012}", i * 7).into_bytes(),
+            ]
+        })
+        .collect();
+    keys.sort();
+    let fences = Fences::build(&block_of(&keys, 1)).unwrap();
+    assert!(fences.common.is_empty());
+    let mut decided = 0;
+    for i in 0..3500u32 {
+        for family in ["counter:", "key:"] {
+            let user = format!("{family}{i:012}").into_bytes();
+            let t = seek_key(&user, SeqNo(1));
+            let below = keys.partition_point(|k| k.as_slice() < user.as_slice());
+            if let Some(at) = fences.first_at_or_after(&t) {
+                assert_eq!(at, below, "{}", String::from_utf8_lossy(&user));
+                decided += 1;
+            } else {
+                assert!(keys.binary_search(&user).is_ok(), "only a key itself ties");
+            }
+        }
+    }
+    // Every target but the 1,000 that are keys of the block.
+    assert_eq!(decided, 7000 - 1000);
+}
+
 #[test]
 fn first_at_or_after_decides_distinct_keys_without_reading_them() {
     let keys: Vec<Vec<u8>> = (0..1000u64)
