@@ -23,7 +23,8 @@
 //!    `counter:…` and `key:…` keys has no common prefix, and every key of each family has
 //!    the same first 8 bytes. A run of at least [`RUN_MIN`] equal fences keeps fences of
 //!    its own one level down, past the run's own common prefix (up to [`RUN_DEPTH`]
-//!    levels), so [`Fences::first_at_or_after`] still decides a point lookup there. Every
+//!    levels), so [`Fences::first_at_or_after`] still decides a point lookup there and
+//!    [`Fences::candidates`] narrows a seek to the run's own candidates. Every
 //!    entry of a run lies between the run's first and last keys, so invariants 1 and 2
 //!    hold inside it; entries before the run have smaller fences and entries after it
 //!    larger ones, so a target with the run's fence lies within the run's reach.
@@ -153,7 +154,33 @@ impl Fences {
     /// restart before `lo` has a user key below `target`'s, and every one after `hi` a user
     /// key above it.
     pub(crate) fn candidates(&self, target: &[u8]) -> (usize, usize) {
-        candidates_in(&self.common, &self.fences, fence_of, target)
+        let (lo, hi) = candidates_in(&self.common, &self.fences, fence_of, target);
+        if lo == hi || self.runs.is_empty() {
+            return (lo, hi);
+        }
+        self.within_run(target).unwrap_or((lo, hi))
+    }
+
+    /// [`Fences::candidates`] from the fences of the run whose fence is `target`'s, if
+    /// there is one (invariant 4). The run's own candidates are the restart points of the
+    /// run that can hold the last key below `target`; when that may be none of them (its
+    /// first), the last restart before the run can, as everything before the run is below.
+    fn within_run(&self, target: &[u8]) -> Option<(usize, usize)> {
+        let user = user_part(target);
+        user.strip_prefix(self.common.as_slice())?;
+        let t = fence_of(user, self.common.len());
+        let below = self.fences.partition_point(|&f| f < t);
+        if self.fences.get(below) != Some(&t) {
+            return None;
+        }
+        let run = self.runs.binary_search_by_key(&below, |r| r.start).ok()?;
+        let (lo, hi) = self.runs.get(run)?.inner.candidates(target);
+        let lo = if lo == 0 {
+            below.saturating_sub(1)
+        } else {
+            below + lo
+        };
+        Some((lo, below + hi))
     }
 
     /// For a block with a restart at every entry (an index block): the position of the

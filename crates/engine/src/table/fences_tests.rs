@@ -273,6 +273,36 @@ proptest! {
             if let Some(i) = fences.first_at_or_after(&t) {
                 prop_assert_eq!(i, below, "target {:?}", user);
             }
+            let (plain, fenced) = both_seeks(&block, &fences, &t);
+            prop_assert_eq!(plain, fenced, "target {:?}", user);
+        }
+    }
+
+    /// Seeks narrowed by the fences of runs land where plain seeks do, for blocks of keys
+    /// in families with long shared prefixes at any restart interval.
+    #[test]
+    fn seeks_in_runs_agree_with_plain_seeks(
+        mut keys in prop::collection::vec(
+            (0usize..4, tiny_key(10)).prop_map(|(family, suffix)| {
+                let prefix: &[u8] = [&b"counter:"[..], b"key:0000000", b"p", b"key:00000000000000000000"][family];
+                [prefix, &suffix[..]].concat()
+            }),
+            1..300,
+        ),
+        interval in 1usize..20,
+        targets in prop::collection::vec((0usize..5, tiny_key(11), 0u64..300), 1..60),
+    ) {
+        keys.sort();
+        keys.dedup();
+        let block = block_of(&keys, interval);
+        let fences = Fences::build(&block).unwrap();
+        for (family, suffix, seq) in &targets {
+            let prefix: &[u8] = [&b"counter:"[..], b"key:0000000", b"p", b"key:00000000000000000000", b""][*family];
+            let user = [prefix, &suffix[..]].concat();
+            for t in [seek_key(&user, SeqNo(*seq)), user.clone()] {
+                let (plain, fenced) = both_seeks(&block, &fences, &t);
+                prop_assert_eq!(plain, fenced, "target {:?}", t);
+            }
         }
     }
 }
@@ -308,6 +338,20 @@ fn runs_of_equal_fences_are_decided_by_their_own_fences() {
     }
     // Every target but the 1,000 that are keys of the block.
     assert_eq!(decided, 7000 - 1000);
+    // Seeks are narrowed as with distinct prefixes: to one restart point, or for a key of
+    // the block to its own and the one before it.
+    for family in ["counter:", "key:"] {
+        let (lo, hi) = fences.candidates(&seek_key(
+            format!("{family}000000001000").as_bytes(),
+            SeqNo(1),
+        ));
+        assert_eq!(lo, hi, "{family}");
+        let (lo, hi) = fences.candidates(&seek_key(
+            format!("{family}000000001001").as_bytes(),
+            SeqNo(1),
+        ));
+        assert_eq!(hi, lo + 1, "{family}");
+    }
 }
 
 #[test]
