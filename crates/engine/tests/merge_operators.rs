@@ -28,12 +28,14 @@ fn with(op: Arc<dyn MergeOperator>) -> KeyspaceOptions {
     KeyspaceOptions::default().merge_operator(op)
 }
 
-/// `AddI64`, counting its calls, failing while `broken` is set.
+/// `AddI64`, counting its calls, failing while `broken` is set and panicking while
+/// `panics` is.
 #[derive(Default)]
 struct Probe {
     full_merges: AtomicU64,
     operands_seen: AtomicU64,
     broken: AtomicBool,
+    panics: AtomicBool,
 }
 
 impl MergeOperator for Probe {
@@ -47,6 +49,7 @@ impl MergeOperator for Probe {
         existing: Option<&[u8]>,
         operands: &[&[u8]],
     ) -> Result<Vec<u8>, String> {
+        assert!(!self.panics.load(Ordering::SeqCst), "the operator panics");
         self.full_merges.fetch_add(1, Ordering::SeqCst);
         self.operands_seen
             .fetch_add(operands.len() as u64, Ordering::SeqCst);
@@ -364,28 +367,6 @@ fn a_read_only_open_reads_operands_with_the_operator_given() {
     assert!(matches!(c.merge("k", "1"), Err(Error::ReadOnly)));
 }
 
-/// `AddI64` that panics once `armed` is set.
-#[derive(Default)]
-struct Panicking {
-    armed: AtomicBool,
-}
-
-impl MergeOperator for Panicking {
-    fn name(&self) -> &str {
-        "test.panicking"
-    }
-
-    fn full_merge(
-        &self,
-        key: &[u8],
-        existing: Option<&[u8]>,
-        operands: &[&[u8]],
-    ) -> Result<Vec<u8>, String> {
-        assert!(!self.armed.load(Ordering::SeqCst), "the operator panics");
-        AddI64.full_merge(key, existing, operands)
-    }
-}
-
 /// Runs `f` on a thread of its own and returns what it returned, failing the test if it
 /// has not returned within 20 s (a hang).
 fn within_20s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
@@ -400,14 +381,14 @@ fn within_20s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
 #[test]
 fn an_operator_that_panics_while_a_write_resolves_a_counter_stops_writes_without_a_hang() {
     let dir = mem_tempdir();
-    let op = Arc::new(Panicking::default());
+    let op = Arc::new(Probe::default());
     let db = Arc::new(Db::open(dir.path(), Options::default()).unwrap());
     let c = db.keyspace_with("c", with(op.clone())).unwrap();
     c.insert("plain", "1").unwrap();
     c.merge("n", "5").unwrap();
     assert_eq!(c.incr("n", 1).unwrap(), 6);
     c.merge("n", "1").unwrap();
-    op.armed.store(true, Ordering::SeqCst);
+    op.panics.store(true, Ordering::SeqCst);
     // The increment reads `n` through its operand inside the write group's leader: the
     // operator's panic reaches the caller, as any panic of the caller's own code would.
     let leader = {
@@ -417,7 +398,7 @@ fn an_operator_that_panics_while_a_write_resolves_a_counter_stops_writes_without
         })
     };
     assert!(leader, "the increment returned instead of panicking");
-    op.armed.store(false, Ordering::SeqCst);
+    op.panics.store(false, Ordering::SeqCst);
     // Every later write is refused instead of waiting for a leader that is gone.
     for attempt in 0..3 {
         let c1 = c.clone();
@@ -435,7 +416,7 @@ fn an_operator_that_panics_while_a_write_resolves_a_counter_stops_writes_without
     // Reopened, it takes writes again and holds every acknowledged one.
     let db = Db::open(dir.path(), Options::default()).unwrap();
     let c = db
-        .keyspace_with("c", with(Arc::new(Panicking::default())))
+        .keyspace_with("c", with(Arc::new(Probe::default())))
         .unwrap();
     assert_eq!(c.get("n").unwrap(), Some(b"7".to_vec()));
     c.insert("after", "1").unwrap();

@@ -530,14 +530,12 @@ pub(super) fn merged(
             }
         }
     }
-    Ok(match children.pop() {
-        Some(only) if children.is_empty() => only,
-        Some(last) => {
-            children.push(last);
-            Box::new(MergingCursor::new(children))
+    if children.len() == 1 {
+        if let Some(only) = children.pop() {
+            return Ok(only);
         }
-        None => Box::new(MergingCursor::new(children)),
-    })
+    }
+    Ok(Box::new(MergingCursor::new(children)))
 }
 
 /// The number of live keys of `keyspace` at `snapshot` (or now), from one consistent

@@ -87,6 +87,16 @@ struct Run {
     inner: Fences,
 }
 
+/// Where a user key falls among a [`Fences`]' fences.
+enum Place<'a> {
+    /// Every entry before this position has a smaller fence, the one at it a larger one.
+    Decided(usize),
+    /// The run starting at this position has the key's fence and these fences of its own.
+    Run(usize, &'a Fences),
+    /// Some entry has the key's fence and no run's fences tell them apart.
+    Tie,
+}
+
 impl Fences {
     /// The fences of every restart point of `block`.
     ///
@@ -168,19 +178,32 @@ impl Fences {
     fn within_run(&self, target: &[u8]) -> Option<(usize, usize)> {
         let user = user_part(target);
         user.strip_prefix(self.common.as_slice())?;
-        let t = fence_of(user, self.common.len());
-        let below = self.fences.partition_point(|&f| f < t);
-        if self.fences.get(below) != Some(&t) {
+        let Place::Run(below, run) = self.place(user) else {
             return None;
-        }
-        let run = self.runs.binary_search_by_key(&below, |r| r.start).ok()?;
-        let (lo, hi) = self.runs.get(run)?.inner.candidates(target);
+        };
+        let (lo, hi) = run.candidates(target);
         let lo = if lo == 0 {
             below.saturating_sub(1)
         } else {
             below + lo
         };
         Some((lo, below + hi))
+    }
+
+    /// Where `user` (which starts with `common`) falls among the fences (invariant 4).
+    fn place(&self, user: &[u8]) -> Place<'_> {
+        let t = fence_of(user, self.common.len());
+        let below = self.fences.partition_point(|&f| f < t);
+        if self.fences.get(below) != Some(&t) {
+            return Place::Decided(below);
+        }
+        match self.runs.binary_search_by_key(&below, |r| r.start) {
+            Ok(i) => self
+                .runs
+                .get(i)
+                .map_or(Place::Tie, |r| Place::Run(below, &r.inner)),
+            Err(_) => Place::Tie,
+        }
     }
 
     /// For a block with a restart at every entry (an index block): the position of the
@@ -196,17 +219,11 @@ impl Fences {
     /// to the target's has fences of its own, they decide (invariant 4).
     fn first_at_or_after_user(&self, user: &[u8]) -> Option<usize> {
         match user.strip_prefix(self.common.as_slice()) {
-            Some(_) => {
-                let t = fence_of(user, self.common.len());
-                let below = self.fences.partition_point(|&f| f < t);
-                if self.fences.get(below) != Some(&t) {
-                    return Some(below);
-                }
-                // `below` is the first of the entries whose fence is the target's.
-                let run = self.runs.binary_search_by_key(&below, |r| r.start).ok()?;
-                let within = self.runs.get(run)?.inner.first_at_or_after_user(user)?;
-                Some(below + within)
-            }
+            Some(_) => match self.place(user) {
+                Place::Decided(at) => Some(at),
+                Place::Run(below, run) => Some(below + run.first_at_or_after_user(user)?),
+                Place::Tie => None,
+            },
             None if user < self.common.as_slice() => Some(0),
             None => Some(self.fences.len()),
         }

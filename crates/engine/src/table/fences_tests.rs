@@ -241,6 +241,21 @@ proptest! {
     }
 }
 
+/// Prefixes of key families sharing 1 to 24 bytes: runs of equal fences, and runs
+/// within runs.
+const FAMILIES: [&[u8]; 4] = [
+    b"counter:",
+    b"key:0000000",
+    b"p",
+    b"key:00000000000000000000",
+];
+
+/// `suffix` after family `family`'s prefix (none past the last family).
+fn family_key(family: usize, suffix: &[u8]) -> Vec<u8> {
+    let prefix: &[u8] = FAMILIES.get(family).copied().unwrap_or_default();
+    [prefix, suffix].concat()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
@@ -250,21 +265,17 @@ proptest! {
     #[test]
     fn first_at_or_after_counts_below_the_target_in_runs(
         mut keys in prop::collection::vec(
-            (0usize..4, tiny_key(10)).prop_map(|(family, suffix)| {
-                let prefix: &[u8] = [&b"counter:"[..], b"key:0000000", b"p", b"key:00000000000000000000"][family];
-                [prefix, &suffix[..]].concat()
-            }),
+            (0..FAMILIES.len(), tiny_key(10)).prop_map(|(f, suffix)| family_key(f, &suffix)),
             1..300,
         ),
-        targets in prop::collection::vec((0usize..5, tiny_key(11), 0u64..300), 1..60),
+        targets in prop::collection::vec((0..=FAMILIES.len(), tiny_key(11), 0u64..300), 1..60),
     ) {
         keys.sort();
         keys.dedup();
         let block = block_of(&keys, 1);
         let fences = Fences::build(&block).unwrap();
         for (family, suffix, seq) in &targets {
-            let prefix: &[u8] = [&b"counter:"[..], b"key:0000000", b"p", b"key:00000000000000000000", b""][*family];
-            let user = [prefix, &suffix[..]].concat();
+            let user = family_key(*family, suffix);
             let t = seek_key(&user, SeqNo(*seq));
             let below = keys
                 .iter()
@@ -283,22 +294,18 @@ proptest! {
     #[test]
     fn seeks_in_runs_agree_with_plain_seeks(
         mut keys in prop::collection::vec(
-            (0usize..4, tiny_key(10)).prop_map(|(family, suffix)| {
-                let prefix: &[u8] = [&b"counter:"[..], b"key:0000000", b"p", b"key:00000000000000000000"][family];
-                [prefix, &suffix[..]].concat()
-            }),
+            (0..FAMILIES.len(), tiny_key(10)).prop_map(|(f, suffix)| family_key(f, &suffix)),
             1..300,
         ),
         interval in 1usize..20,
-        targets in prop::collection::vec((0usize..5, tiny_key(11), 0u64..300), 1..60),
+        targets in prop::collection::vec((0..=FAMILIES.len(), tiny_key(11), 0u64..300), 1..60),
     ) {
         keys.sort();
         keys.dedup();
         let block = block_of(&keys, interval);
         let fences = Fences::build(&block).unwrap();
         for (family, suffix, seq) in &targets {
-            let prefix: &[u8] = [&b"counter:"[..], b"key:0000000", b"p", b"key:00000000000000000000", b""][*family];
-            let user = [prefix, &suffix[..]].concat();
+            let user = family_key(*family, suffix);
             for t in [seek_key(&user, SeqNo(*seq)), user.clone()] {
                 let (plain, fenced) = both_seeks(&block, &fences, &t);
                 prop_assert_eq!(plain, fenced, "target {:?}", t);
