@@ -120,6 +120,12 @@ pub struct ServeArgs {
     /// defrag setting makes a fault compact memory, an occasional slow write.
     #[arg(long)]
     pub memtable_huge_pages: bool,
+    /// Read table blocks through memory maps of the table files (the store option
+    /// `mmap_reads`): blocks in the OS page cache but not in the block cache cost no
+    /// system call, but a device error on a mapped page stops the server (`SIGBUS`)
+    /// instead of failing the command.
+    #[arg(long)]
+    pub mmap_reads: bool,
     /// Replies a pipelining client may have pending before they are written out.
     #[arg(long, value_name = "COUNT", default_value_t = Limits::default().max_pending_replies)]
     pub max_pending: usize,
@@ -168,6 +174,7 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> CliResult<u8> {
 
     let db = store::open_tuned(&args.dir, true, |o| {
         o.memtable_huge_pages = args.memtable_huge_pages;
+        o.mmap_reads = args.mmap_reads;
     })?;
     let server =
         Server::start(db, config).map_err(|e| CliError::msg(format!("cairn serve: {e}")))?;

@@ -7,7 +7,10 @@
 //! constant store's index files are replaced by rename (never rewritten in place); log
 //! files are appended to past the mapped `data_end`, and the only bytes a writer rewrites
 //! inside a mapped range are the log header's first 84 bytes, which readers decode from a
-//! separate `read` at open and never read through the map. Another process truncating or
+//! separate `read` at open and never read through the map. Ordered-store tables mapped for
+//! `Options::mmap_reads` are complete and synced before any version lists them (readers
+//! open only listed tables), never modified afterwards, and only ever unlinked.
+//! Another process truncating or
 //! rewriting a mapped file would make reads fault (SIGBUS) or change under the reader; the
 //! Sparkey format has always carried that assumption, and `hash/FORMAT.md` states it.
 //!

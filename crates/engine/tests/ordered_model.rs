@@ -14,8 +14,8 @@
 //! bytes long (plus a few long ones), so overwrites, deletes and scan bounds collide
 //! often; the empty key and the empty value are common. The same sequences run under
 //! several option sets: tiny memtables and blocks with a restart point per key so flushes
-//! and compactions run all the time, each compression, bloom filters on and off, and the
-//! durability modes.
+//! and compactions run all the time, each compression, bloom filters on and off, table
+//! reads through `pread` and through memory maps (`mmap_reads`), and the durability modes.
 //!
 //! Each run draws a fresh seed and prints it with any failure; `CAIRN_MODEL_SEED=<n>`
 //! replays a run and `PROPTEST_CASES=<n>` sets the number of cases of every option set
@@ -1265,7 +1265,10 @@ fn with(options: Options, f: impl FnOnce(&mut Options)) -> Options {
 
 #[test]
 fn model_tiny_lz4_bloom() {
-    let o = with(tiny(1 << 10, 64), |o| o.max_wal_size = 4096);
+    let o = with(tiny(1 << 10, 64), |o| {
+        o.max_wal_size = 4096;
+        o.mmap_reads = true;
+    });
     run_model("tiny_lz4_bloom", o, 2000, 120);
 }
 
@@ -1275,6 +1278,7 @@ fn model_tiny_uncompressed_no_bloom() {
         o.compression = Compression::None;
         o.bloom_bits_per_key = 0;
         o.background_threads = 1;
+        o.mmap_reads = true;
     });
     run_model("tiny_uncompressed_no_bloom", o, 2000, 120);
 }
@@ -1350,6 +1354,7 @@ fn all_option_sets() -> Vec<Options> {
         with(tiny(2 << 10, 128), |o| {
             o.compression = Compression::None;
             o.bloom_bits_per_key = 0;
+            o.mmap_reads = true;
         }),
         with(tiny(1 << 10, 64), |o| o.compression = zstd_or_lz4(3)),
         Options::default().durability(Durability::Buffered),

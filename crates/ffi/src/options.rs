@@ -158,6 +158,17 @@ pub extern "C" fn cairn_options_set_block_cache_size(
     }
 }
 
+/// Reads table blocks through memory maps of the table files when `on` is nonzero
+/// (`Options::mmap_reads`, default off): faster reads of stores larger than the block
+/// cache, but a device error on a mapped page stops the process with `SIGBUS` instead of
+/// failing the call with `CAIRN_IO`.
+#[no_mangle]
+pub extern "C" fn cairn_options_set_mmap_reads(options: Option<&mut cairn_options_t>, on: c_int) {
+    if let Some(o) = options {
+        o.options.mmap_reads = on != 0;
+    }
+}
+
 /// Sets one bound, in bytes, on the block cache, the memtables and the index and filter
 /// blocks of open tables together (`Options::memory_budget`: 5/8 block cache, 1/4
 /// memtables, 1/8 index and filter; it replaces the block cache size and caps the

@@ -155,6 +155,9 @@ struct Args {
     /// Cairn's memtable size, MiB (default: Cairn's default, `Options::memtable_size`).
     #[arg(long)]
     cairn_memtable_mb: Option<usize>,
+    /// Cairn reads its tables through memory maps (`Options::mmap_reads`; default: `pread`).
+    #[arg(long)]
+    cairn_mmap_reads: bool,
     /// Seconds to measure the machine's latency floor before the stores run (0: skip).
     #[arg(long, default_value_t = 5)]
     noise_seconds: u64,
@@ -275,6 +278,7 @@ fn process_settings(args: &Args) -> processes::Settings {
         cache_mb: args.cache_mb,
         seed: args.seed,
         cairn_memtable_mb: args.cairn_memtable_mb,
+        cairn_mmap_reads: args.cairn_mmap_reads,
         open: named(processes::OPEN_RO),
         mp: named(processes::MP_READERS),
         open_repeats: args.open_repeats,
@@ -306,6 +310,7 @@ fn worker(args: &Args, store: &str) -> anyhow::Result<()> {
     let config = Config {
         cache_bytes: args.cache_mb << 20,
         cairn_memtable_bytes: args.cairn_memtable_mb.map(|mb| mb << 20),
+        cairn_mmap_reads: args.cairn_mmap_reads,
     };
     let rows = match args.worker_size {
         Some(size) => large(kind, size, args, config, &scratch)?,
@@ -366,6 +371,9 @@ fn in_worker(
     }
     if let Some(mb) = args.cairn_memtable_mb {
         cmd.arg(format!("--cairn-memtable-mb={mb}"));
+    }
+    if args.cairn_mmap_reads {
+        cmd.arg("--cairn-mmap-reads");
     }
     if let Some(size) = size {
         cmd.arg(format!("--worker-size={size}"));

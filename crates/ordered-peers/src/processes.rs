@@ -70,6 +70,8 @@ pub struct Settings {
     pub seed: u64,
     /// Cairn's memtable size, MiB, if not its default.
     pub cairn_memtable_mb: Option<usize>,
+    /// Whether Cairn reads its tables through memory maps.
+    pub cairn_mmap_reads: bool,
     /// Run `open-ro`.
     pub open: bool,
     /// Run `mp-readers`.
@@ -93,6 +95,7 @@ impl Settings {
         Config {
             cache_bytes: self.cache_mb << 20,
             cairn_memtable_bytes: self.cairn_memtable_mb.map(|mb| mb << 20),
+            cairn_mmap_reads: self.cairn_mmap_reads,
         }
     }
 
@@ -110,6 +113,9 @@ impl Settings {
         ];
         if let Some(mb) = self.cairn_memtable_mb {
             args.push(format!("--cairn-memtable-mb={mb}"));
+        }
+        if self.cairn_mmap_reads {
+            args.push("--cairn-mmap-reads".into());
         }
         args
     }

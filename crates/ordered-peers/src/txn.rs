@@ -173,6 +173,7 @@ pub fn worker(
     let config = Config {
         cache_bytes: settings.cache_mb << 20,
         cairn_memtable_bytes: None,
+        cairn_mmap_reads: false,
     };
     let store = kind.open(dir, config)?;
     let mut i = 0;

@@ -87,7 +87,7 @@ impl Db {
         compression=None, bloom_bits_per_key=None, table_size=None, blob_threshold=None,
         background_threads=None, salvage_wal=None, memory_budget=None,
         tombstone_compaction_percent=None, idle_compaction_percent=None,
-        memtable_huge_pages=None))]
+        memtable_huge_pages=None, mmap_reads=None))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
         py: Python<'_>,
@@ -109,6 +109,7 @@ impl Db {
         tombstone_compaction_percent: Option<u8>,
         idle_compaction_percent: Option<u8>,
         memtable_huge_pages: Option<bool>,
+        mmap_reads: Option<bool>,
     ) -> PyResult<Db> {
         let options = DbOptions {
             durability,
@@ -129,6 +130,7 @@ impl Db {
             tombstone_compaction_percent,
             idle_compaction_percent,
             memtable_huge_pages,
+            mmap_reads,
         }
         .build(py)?;
         Db::open(py, path, options, Mode::ReadWrite)
@@ -137,7 +139,8 @@ impl Db {
     /// Opens the store read-only, at the point it is in now (another process may have
     /// it open for writing). Writes raise `ReadOnlyError`.
     #[classmethod]
-    #[pyo3(signature = (path, *, block_cache_size=None, max_open_tables=None, memory_budget=None))]
+    #[pyo3(signature = (path, *, block_cache_size=None, max_open_tables=None, memory_budget=None,
+        mmap_reads=None))]
     fn open_read_only(
         _cls: &Bound<'_, PyType>,
         py: Python<'_>,
@@ -145,11 +148,13 @@ impl Db {
         block_cache_size: Option<usize>,
         max_open_tables: Option<usize>,
         memory_budget: Option<usize>,
+        mmap_reads: Option<bool>,
     ) -> PyResult<Db> {
         let options = DbOptions {
             block_cache_size,
             max_open_tables,
             memory_budget,
+            mmap_reads,
             ..DbOptions::default()
         }
         .build(py)?;
@@ -160,7 +165,8 @@ impl Db {
     /// (or, with `refresh_interval` seconds, a background thread) moves its view forward.
     #[classmethod]
     #[pyo3(signature = (path, *, refresh_interval=None, block_cache_size=None, max_open_tables=None,
-        memory_budget=None))]
+        memory_budget=None, mmap_reads=None))]
+    #[allow(clippy::too_many_arguments)]
     fn open_follower(
         _cls: &Bound<'_, PyType>,
         py: Python<'_>,
@@ -169,12 +175,14 @@ impl Db {
         block_cache_size: Option<usize>,
         max_open_tables: Option<usize>,
         memory_budget: Option<usize>,
+        mmap_reads: Option<bool>,
     ) -> PyResult<Db> {
         let options = DbOptions {
             block_cache_size,
             max_open_tables,
             refresh_interval,
             memory_budget,
+            mmap_reads,
             ..DbOptions::default()
         }
         .build(py)?;

@@ -28,6 +28,7 @@ pub(crate) struct DbOptions<'a> {
     pub(crate) tombstone_compaction_percent: Option<u8>,
     pub(crate) idle_compaction_percent: Option<u8>,
     pub(crate) memtable_huge_pages: Option<bool>,
+    pub(crate) mmap_reads: Option<bool>,
 }
 
 impl DbOptions<'_> {
@@ -51,6 +52,9 @@ impl DbOptions<'_> {
         }
         if let Some(v) = self.max_open_tables {
             o = o.max_open_tables(v);
+        }
+        if let Some(v) = self.mmap_reads {
+            o = o.mmap_reads(v);
         }
         if let Some(v) = self.block_size {
             o = o.block_size(v);

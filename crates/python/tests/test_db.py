@@ -275,6 +275,23 @@ def test_read_only_open(path):
             ro.flush()
 
 
+def test_mmap_reads_read_tables_through_maps(path):
+    data = {b"%06d" % i: b"%d" % i * 20 for i in range(20000)}
+    with cairn.Db(path, durability="buffered", mmap_reads=True) as db:
+        ks = db.keyspace("k")
+        ks.update(data)
+        db.flush()
+        db.compact()
+        assert sum(db.stats()["tables_per_level"]) >= 1
+        assert all(ks[k] == v for k, v in data.items())
+        assert list(ks.items()) == sorted(data.items())
+    for opener in (cairn.Db.open_read_only, cairn.Db.open_follower):
+        with opener(path, mmap_reads=True, block_cache_size=0) as ro:
+            ks = ro["k"]
+            assert all(ks[k] == v for k, v in data.items())
+            assert [k for k, _ in ks.range(reverse=True)] == sorted(data, reverse=True)
+
+
 def test_follower_sees_writer_after_refresh(path):
     with cairn.Db(path) as db:
         ks = db.keyspace("k")

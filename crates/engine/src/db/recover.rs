@@ -338,6 +338,11 @@ pub(super) fn assemble(
                 Arc::clone(&block_cache),
                 table_capacity,
                 budget.map(|b| b.index_filter),
+                if options.mmap_reads {
+                    table::Access::Map
+                } else {
+                    table::Access::Pread
+                },
             )),
             supers,
             visible_seqno: AtomicU64::new(o.last.0),

@@ -48,6 +48,8 @@ pub(crate) struct TableCache {
     held: Arc<AtomicUsize>,
     /// The most `held` may be for the cache to keep another reader (invariant 3).
     index_filter_limit: Option<usize>,
+    /// How readers read their blocks (`Options::mmap_reads`).
+    access: table::Access,
 }
 
 /// Readers taken out of the cache, dropped (closed unless in use) after its lock.
@@ -56,13 +58,15 @@ type Closed = Vec<(TableId, Arc<table::Reader>)>;
 impl TableCache {
     /// A cache of at most `capacity` (at least 1) open tables of `dir`, whose blocks go
     /// through `blocks`, keeping readers only while their index and filter bytes stay
-    /// within `index_filter_limit`, if given (invariant 3).
+    /// within `index_filter_limit`, if given (invariant 3), and reading blocks as `access`
+    /// says.
     pub(crate) fn new(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
         blocks: Arc<BlockCache>,
         capacity: usize,
         index_filter_limit: Option<usize>,
+        access: table::Access,
     ) -> TableCache {
         TableCache {
             fs,
@@ -73,6 +77,7 @@ impl TableCache {
             expiry: Mutex::new(HashMap::new()),
             held: Arc::new(AtomicUsize::new(0)),
             index_filter_limit,
+            access,
         }
     }
 
@@ -129,8 +134,13 @@ impl TableCache {
             return Ok(Arc::clone(r));
         }
         let path = self.dir.join(id.file_name());
-        let mut reader =
-            table::Reader::open(self.fs.as_ref(), &path, id, Arc::clone(&self.blocks))?;
+        let mut reader = table::Reader::open_with(
+            self.fs.as_ref(),
+            &path,
+            id,
+            Arc::clone(&self.blocks),
+            self.access,
+        )?;
         reader.charge_to(&self.held);
         let reader = Arc::new(reader);
         self.expiry.lock().insert(id, reader.earliest_expiry());
@@ -245,8 +255,15 @@ mod tests {
     /// is the one closed, and a reader the cache closed keeps working for its holder.
     #[test]
     fn open_tables_stay_within_capacity_and_readers_in_use_keep_working() {
+        for access in [table::Access::Pread, table::Access::Map] {
+            capacity_and_readers_in_use(access);
+        }
+    }
+
+    fn capacity_and_readers_in_use(access: table::Access) {
         let (fs, dir) = tables(10);
-        let cache = TableCache::new(fs, &dir, Arc::new(BlockCache::new(1 << 20)), 3, None);
+        let blocks = Arc::new(BlockCache::new(1 << 20));
+        let cache = TableCache::new(fs, &dir, blocks, 3, None, access);
         let held = cache.get(TableId(1)).unwrap();
         for id in [2, 3, 1, 4] {
             cache.get(TableId(id)).unwrap();
@@ -285,6 +302,7 @@ mod tests {
             Arc::new(BlockCache::new(1 << 20)),
             4,
             None,
+            table::Access::Map,
         ));
         let threads: Vec<_> = (0..4u64)
             .map(|t| {

@@ -18,6 +18,10 @@
 //! part still unsynced: a process crash (the kernel still has those bytes, and a later power
 //! loss may yet lose them).
 //!
+//! A handle from [`FileSystem::open_read_mapped`] stands for a memory map: its
+//! [`ReadableFile::mapped`] bytes are a copy of the file taken at the open, and reads
+//! through them are neither counted nor failed by faults (a real map has no error path).
+//!
 //! Hard links share the inode. A directory can be renamed (with everything in it); the
 //! entries inside it belong to the directory, so they stay durable under the old name
 //! until the directory holding the new name is synced, and then move with it.
@@ -481,6 +485,10 @@ struct MemReadable {
     state: Arc<Mutex<State>>,
     ino: u64,
     path: PathBuf,
+    /// For handles opened with `open_read_mapped`: the file's bytes when it was opened, as
+    /// a real map would show them (reads through it are never counted or failed: a real
+    /// map reports no errors).
+    image: Option<Vec<u8>>,
 }
 
 #[derive(Debug)]
@@ -529,6 +537,22 @@ impl FileSystem for MemFs {
             state: Arc::clone(&self.state),
             ino,
             path: path.to_path_buf(),
+            image: None,
+        }))
+    }
+
+    fn open_read_mapped(&self, path: &Path) -> Result<Box<dyn ReadableFile>> {
+        let st = self.state.lock();
+        let ino = st.live_file(path, "open")?;
+        let image = st
+            .inodes
+            .get(&ino)
+            .map_or_else(Vec::new, |n| n.data.clone());
+        Ok(Box::new(MemReadable {
+            state: Arc::clone(&self.state),
+            ino,
+            path: path.to_path_buf(),
+            image: Some(image),
         }))
     }
 
@@ -757,6 +781,10 @@ impl ReadableFile for MemReadable {
 
     fn path(&self) -> &Path {
         &self.path
+    }
+
+    fn mapped(&self) -> Option<&[u8]> {
+        self.image.as_deref()
     }
 }
 

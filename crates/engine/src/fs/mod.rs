@@ -56,6 +56,14 @@ pub(crate) trait FileSystem: Send + Sync + fmt::Debug {
     /// Opens an existing file for positioned reads.
     fn open_read(&self, path: &Path) -> Result<Box<dyn ReadableFile>>;
 
+    /// Opens an existing file that nothing writes while it is open (a table) for reads
+    /// through a memory map of all of it ([`ReadableFile::mapped`]), where this file
+    /// system maps files and the map can be made; otherwise (the default) as
+    /// [`FileSystem::open_read`] does.
+    fn open_read_mapped(&self, path: &Path) -> Result<Box<dyn ReadableFile>> {
+        self.open_read(path)
+    }
+
     /// The current length of the file in bytes (including bytes not yet synced).
     fn file_len(&self, path: &Path) -> Result<u64>;
 
@@ -156,6 +164,14 @@ pub(crate) trait ReadableFile: Send + Sync + fmt::Debug {
 
     /// The path the file was opened with.
     fn path(&self) -> &Path;
+
+    /// The file's bytes as they were when it was opened, if this handle reads them through
+    /// a memory map ([`FileSystem::open_read_mapped`]); `None` for positioned reads only.
+    /// Reading a mapped page that the device cannot return stops the process (`SIGBUS`)
+    /// where a positioned read would return `Error::Io`.
+    fn mapped(&self) -> Option<&[u8]> {
+        None
+    }
 }
 
 /// An exclusive lock; dropping it releases the lock.

@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 
 use super::*;
 
-/// Runs everything a reader can do on the table at `path`, comparing data with `model`.
-fn exercise(fs: &MemFs, path: &Path, model: &[Entry]) -> Result<()> {
-    let reader = open(fs, path, 1 << 20)?;
+/// Runs everything a reader can do on the table at `path`, reading blocks as `access`
+/// says, comparing data with `model`.
+fn exercise(fs: &MemFs, path: &Path, model: &[Entry], access: Access) -> Result<()> {
+    let reader = open_with(fs, path, 1 << 20, access)?;
     assert_eq!(
         scan(&reader, true)?,
         model,
@@ -46,13 +47,21 @@ fn every_flipped_byte_is_reported_as_corruption() {
             ..TableOptions::default()
         };
         let meta = write(&fs, &table_path(), &options, &model);
-        exercise(&fs, &table_path(), &model).unwrap();
+        exercise(&fs, &table_path(), &model, Access::Pread).unwrap();
         let step = if meta.file_size > 4000 { 7 } else { 1 };
         for i in (0..meta.file_size as usize).step_by(step) {
+            // Mapped reads take turns with positioned ones, byte by byte.
+            let access = if i % 2 == 0 {
+                Access::Pread
+            } else {
+                Access::Map
+            };
             for mask in [0x01, 0x80] {
                 fs.corrupt(&table_path(), i, mask).unwrap();
-                match exercise(&fs, &table_path(), &model) {
-                    Ok(()) => panic!("flip of byte {i} ({compression:?}) went unnoticed"),
+                match exercise(&fs, &table_path(), &model, access) {
+                    Ok(()) => {
+                        panic!("flip of byte {i} ({compression:?}, {access:?}) went unnoticed")
+                    }
                     Err(e) => assert_table_corruption(&e, meta.file_size, &format!("byte {i}")),
                 }
                 fs.corrupt(&table_path(), i, mask).unwrap();
@@ -69,11 +78,13 @@ fn every_truncation_fails_to_open() {
     for len in 0..meta.file_size as usize {
         let path = PathBuf::from(format!("/cut-{len}.sst"));
         fs.create(&path).unwrap().append(&bytes[..len]).unwrap();
-        let err = open(&fs, &path, 0).unwrap_err();
-        assert_table_corruption(&err, meta.file_size, &format!("length {len}"));
-        if len < FOOTER_LEN {
-            let reason = &err.as_corruption().unwrap().reason;
-            assert!(matches!(reason, Reason::FileTooSmall { .. }), "{reason:?}");
+        for access in [Access::Pread, Access::Map] {
+            let err = open_with(&fs, &path, 0, access).unwrap_err();
+            assert_table_corruption(&err, meta.file_size, &format!("length {len} {access:?}"));
+            if len < FOOTER_LEN {
+                let reason = &err.as_corruption().unwrap().reason;
+                assert!(matches!(reason, Reason::FileTooSmall { .. }), "{reason:?}");
+            }
         }
     }
 }

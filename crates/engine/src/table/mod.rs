@@ -50,7 +50,7 @@ pub(crate) use compression::Compression;
 #[cfg(test)]
 pub(crate) use iter::TableIter;
 pub(crate) use meta::TableMeta;
-pub(crate) use reader::Reader;
+pub(crate) use reader::{Access, Reader};
 pub(crate) use writer::Writer;
 
 /// The decoded data blocks of every table of a store, keyed by table id and block offset:

@@ -15,8 +15,12 @@
 //! after the separator. So a lookup reads at most two data blocks, and versions of one
 //! user key spread over several blocks are found correctly.
 //!
-//! Thread-safety: `Reader` is `Send + Sync`: the file is read with positioned reads and the
-//! cache locks internally. A `TableIter` owns an `Arc<Reader>` and has one owner.
+//! Blocks come from the file with positioned reads, or through a memory map of it
+//! ([`Access::Map`]); either way each is checked before it is decoded, and the map is
+//! bounds-checked like a read (a handle past the file's end is `Truncated`).
+//!
+//! Thread-safety: `Reader` is `Send + Sync`: the file is read with positioned reads or
+//! through an immutable map, and the cache locks internally. A `TableIter` owns an `Arc<Reader>` and has one owner.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -43,6 +47,19 @@ use crate::fs::{read_exact_at, FileSystem, ReadableFile};
 use crate::key::{compare_encoded, split_encoded, Kind, SeqNo, MAX_KEY_LEN};
 use crate::rangedel::RangeTombstone;
 use crate::reach::{InMemory, Reach};
+
+/// How a [`Reader`] reads its blocks from the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Access {
+    /// Positioned reads (`pread`) into a buffer: an I/O error is `Error::Io`.
+    #[default]
+    Pread,
+    /// Through a memory map of the whole file where the file system can make one
+    /// ([`FileSystem::open_read_mapped`]), positioned reads otherwise: a block already in
+    /// the page cache costs no system call and no copy before it is checked and decoded,
+    /// but a page the device fails to return stops the process (`SIGBUS`).
+    Map,
+}
 
 /// An open, validated table; see the module documentation.
 pub(crate) struct Reader {
@@ -186,9 +203,17 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Reads and unseals the stored block at `handle`.
+/// Reads and unseals the stored block at `handle`: straight from the file's map if it has
+/// one, else with a positioned read.
 fn read_block(file: &dyn ReadableFile, path: &Path, handle: BlockHandle) -> Result<Arc<[u8]>> {
     let len = stored_len(path, handle)?;
+    if let Some(bytes) = file.mapped() {
+        let stored = usize::try_from(handle.offset)
+            .ok()
+            .and_then(|from| bytes.get(from..from.checked_add(len)?))
+            .ok_or_else(|| corrupt(path, handle.offset, Reason::Truncated))?;
+        return unseal(stored, path, handle.offset);
+    }
     let read = |stored: &mut Vec<u8>| {
         stored.resize(len, 0);
         read_exact_at(file, handle.offset, stored)?;
@@ -218,7 +243,24 @@ impl Reader {
         id: TableId,
         cache: Arc<BlockCache>,
     ) -> Result<Reader> {
-        let file = fs.open_read(path)?;
+        Reader::open_with(fs, path, id, cache, Access::Pread)
+    }
+
+    /// As [`Reader::open`], reading data blocks as `access` says.
+    ///
+    /// # Errors
+    /// As [`Reader::open`].
+    pub(crate) fn open_with(
+        fs: &dyn FileSystem,
+        path: &Path,
+        id: TableId,
+        cache: Arc<BlockCache>,
+        access: Access,
+    ) -> Result<Reader> {
+        let file = match access {
+            Access::Pread => fs.open_read(path)?,
+            Access::Map => fs.open_read_mapped(path)?,
+        };
         let file_len = file.len()?;
         let Some(footer_offset) = file_len.checked_sub(FOOTER_LEN as u64) else {
             return Err(corrupt(
@@ -700,6 +742,12 @@ impl Reader {
         ))
     }
 
+    /// Whether blocks are read through a map of the file.
+    #[cfg(test)]
+    pub(crate) fn is_mapped(&self) -> bool {
+        self.file.mapped().is_some()
+    }
+
     /// The handle of the `i`-th data block, from the handles kept for point lookups.
     #[cfg(test)]
     pub(crate) fn handle_at(&self, i: usize) -> Option<BlockHandle> {
@@ -787,6 +835,10 @@ impl Reader {
         ahead: Ahead,
         ra: &mut Readahead,
     ) -> Result<Arc<[u8]>> {
+        if self.file.mapped().is_some() {
+            // The kernel reads a mapped file ahead of sequential faults by itself.
+            return read_block(self.file.as_ref(), &self.path, handle);
+        }
         let stored_len = stored_len(&self.path, handle)?;
         if ra.slice(handle.offset, stored_len).is_none() {
             let want = (ra.buf.len() * 2).clamp(READAHEAD_MIN, READAHEAD_MAX);
@@ -804,8 +856,12 @@ impl Reader {
                 .unwrap_or(usize::MAX)
                 .saturating_add(stored_len);
             let len = want.min(rest).max(reach);
-            ra.buf.clear();
-            ra.buf.resize(len, 0);
+            // The read overwrites every byte: only bytes the buffer never had are zeroed.
+            if ra.buf.len() < len {
+                ra.buf.resize(len, 0);
+            } else {
+                ra.buf.truncate(len);
+            }
             if let Err(e) = read_exact_at(self.file.as_ref(), start, &mut ra.buf) {
                 ra.buf.clear();
                 return Err(e);

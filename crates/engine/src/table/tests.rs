@@ -57,7 +57,17 @@ fn write(fs: &dyn FileSystem, path: &Path, options: &TableOptions, entries: &[En
 }
 
 fn open(fs: &dyn FileSystem, path: &Path, cache_bytes: usize) -> Result<Arc<Reader>> {
-    Reader::open(fs, path, TableId(7), Arc::new(BlockCache::new(cache_bytes))).map(Arc::new)
+    open_with(fs, path, cache_bytes, Access::Pread)
+}
+
+fn open_with(
+    fs: &dyn FileSystem,
+    path: &Path,
+    cache_bytes: usize,
+    access: Access,
+) -> Result<Arc<Reader>> {
+    let cache = Arc::new(BlockCache::new(cache_bytes));
+    Reader::open_with(fs, path, TableId(7), cache, access).map(Arc::new)
 }
 
 fn current(c: &impl Cursor) -> Option<Entry> {
@@ -340,7 +350,20 @@ fn a_table_on_real_files_round_trips() {
     let meta = write(&StdFs, &path, &options, &model);
     assert_eq!(meta.file_size, std::fs::metadata(&path).unwrap().len());
     assert_eq!((meta.entries, meta.tombstones), (2000, 400));
+    // Through a map: the same answers, and the map outlives the file's name.
+    let mapped = open_with(&StdFs, &path, 0, Access::Map).unwrap();
+    assert!(mapped.is_mapped());
+    assert_eq!(scan(&mapped, false).unwrap(), model);
+    assert_eq!(mapped.verify().unwrap(), 2000);
     let reader = open(&StdFs, &path, 1 << 20).unwrap();
+    assert!(!reader.is_mapped());
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(scan(&mapped, true).unwrap(), model);
+    for (k, v) in model.iter().step_by(7) {
+        let (user, trailer) = split_encoded(k).unwrap();
+        let got = mapped.get(user, SeqNo(trailer >> 8)).unwrap().unwrap();
+        assert_eq!((got.0, &got.2), (SeqNo(trailer >> 8), v));
+    }
     assert_eq!(reader.id(), TableId(7));
     assert_eq!(reader.path(), path);
     assert_eq!(scan(&reader, false).unwrap(), model);

@@ -192,6 +192,7 @@ static void test_options(void) {
     cairn_options_set_tombstone_compaction_percent(NULL, 1);
     cairn_options_set_idle_compaction_percent(NULL, 1);
     cairn_options_set_memtable_huge_pages(NULL, 1);
+    cairn_options_set_mmap_reads(NULL, 1);
     cairn_options_set_blob_threshold(NULL, 1);
     cairn_options_set_background_threads(NULL, 1);
     cairn_options_set_salvage_wal(NULL, 1);
@@ -421,9 +422,10 @@ static void test_memory_budget(void) {
     cairn_options_destroy(o);
 }
 
-/* The compaction percentages and huge-page memtables reach the engine: an out-of-range
- * percentage is refused at open, and a store on huge-page memtables with both triggers
- * set writes, reopens and reads. */
+/* The compaction percentages, huge-page memtables and mapped table reads reach the
+ * engine: an out-of-range percentage is refused at open, and a store on huge-page
+ * memtables with both triggers set, reading its tables through maps, writes, flushes,
+ * reopens and reads. */
 static void test_compaction_options(void) {
     cairn_db_t *db = NULL;
     cairn_options_t *o = cairn_options_create();
@@ -434,6 +436,7 @@ static void test_compaction_options(void) {
     cairn_options_set_tombstone_compaction_percent(o, 0);
     cairn_options_set_idle_compaction_percent(o, 0);
     cairn_options_set_memtable_huge_pages(o, 1);
+    cairn_options_set_mmap_reads(o, 1);
     for (int round = 0; round < 2; round++) {
         db = NULL;
         EXPECT(CAIRN_OK, cairn_db_open(o, path_in("compaction-options"), &db, &err));
@@ -446,6 +449,8 @@ static void test_compaction_options(void) {
             int kl = snprintf(key, sizeof key, "key%08d", i);
             EXPECT(CAIRN_OK, cairn_put(ks, NULL, key, kl, val, sizeof val, &err));
         }
+        /* The reads below come from a table. */
+        EXPECT(CAIRN_OK, cairn_db_flush(db, &err));
         for (int i = 0; i < 5000; i += 97) {
             int kl = snprintf(key, sizeof key, "key%08d", i);
             char buf[64];

@@ -2,7 +2,8 @@
 //! the OS before the call returns, not fsynced), a block cache of `--cache-mb`, and the
 //! value log for values of 4 KiB and more (the README's recommended setting; 100-byte
 //! values stay inline). Everything else is `Options::default()`, except the memtable size
-//! when `--cairn-memtable-mb` sets it (the report's configuration column then says so).
+//! when `--cairn-memtable-mb` sets it and table reads through memory maps with
+//! `--cairn-mmap-reads` (the report's configuration column then says so).
 
 use std::path::Path;
 
@@ -39,7 +40,8 @@ impl CairnStore {
         let mut options = Options::default()
             .durability(Durability::Buffered)
             .block_cache_size(config.cache_bytes)
-            .blob_threshold(Some(4 << 10));
+            .blob_threshold(Some(4 << 10))
+            .mmap_reads(config.cairn_mmap_reads);
         if let Some(bytes) = config.cairn_memtable_bytes {
             options.memtable_size = bytes;
         }
@@ -52,7 +54,9 @@ impl CairnStore {
     /// (`Db::open_follower`, with no refresh thread: [`Store::refresh`] moves it), with
     /// the writer's read settings.
     pub fn open_reader(dir: &Path, config: Config, follower: bool) -> anyhow::Result<CairnStore> {
-        let options = Options::default().block_cache_size(config.cache_bytes);
+        let options = Options::default()
+            .block_cache_size(config.cache_bytes)
+            .mmap_reads(config.cairn_mmap_reads);
         let db = if follower {
             Db::open_follower(dir, options)?
         } else {

@@ -34,6 +34,8 @@ pub struct Config {
     pub cache_bytes: usize,
     /// Cairn's memtable size in bytes, if not its default (`--cairn-memtable-mb`).
     pub cairn_memtable_bytes: Option<usize>,
+    /// Whether Cairn reads its tables through memory maps (`--cairn-mmap-reads`).
+    pub cairn_mmap_reads: bool,
 }
 
 /// An open ordered store. Shared by the benchmark's threads.
@@ -195,12 +197,16 @@ impl Kind {
     /// How the store is configured in this run, for the report: [`Kind::config`] and the
     /// settings `config` changes from it.
     pub fn config_label(self, config: &Config) -> String {
-        match (self, config.cairn_memtable_bytes) {
-            (Kind::Cairn, Some(bytes)) => {
-                format!("{}; memtable {} MiB", self.config(), bytes >> 20)
+        let mut label = self.config().to_owned();
+        if self == Kind::Cairn {
+            if let Some(bytes) = config.cairn_memtable_bytes {
+                label.push_str(&format!("; memtable {} MiB", bytes >> 20));
             }
-            _ => self.config().to_owned(),
+            if config.cairn_mmap_reads {
+                label.push_str("; Options::mmap_reads");
+            }
         }
+        label
     }
 
     /// What a committed write survives, for the report.

@@ -284,7 +284,10 @@ class Db:
     25; 0 turns either off) set when deleted and overwritten data is reclaimed without a
     manual compaction; ``memtable_huge_pages`` (default False) backs memtables with
     transparent huge pages (faster searches; the first write into each 2 MiB chunk may
-    stall while the kernel finds a huge page).
+    stall while the kernel finds a huge page). ``mmap_reads`` (default False; also for
+    ``open_read_only`` and ``open_follower``) reads table blocks through memory maps:
+    faster reads of stores larger than the block cache, but a device error on a mapped
+    page stops the process (``SIGBUS``) instead of raising ``OSError``.
     """
 
     def __init__(
@@ -308,6 +311,7 @@ class Db:
         tombstone_compaction_percent: Optional[int] = None,
         idle_compaction_percent: Optional[int] = None,
         memtable_huge_pages: Optional[bool] = None,
+        mmap_reads: Optional[bool] = None,
     ) -> None: ...
     @classmethod
     def open_read_only(
@@ -317,6 +321,7 @@ class Db:
         block_cache_size: Optional[int] = None,
         max_open_tables: Optional[int] = None,
         memory_budget: Optional[int] = None,
+        mmap_reads: Optional[bool] = None,
     ) -> Db: ...
     @classmethod
     def open_follower(
@@ -327,6 +332,7 @@ class Db:
         block_cache_size: Optional[int] = None,
         max_open_tables: Optional[int] = None,
         memory_budget: Optional[int] = None,
+        mmap_reads: Optional[bool] = None,
     ) -> Db: ...
     def refresh(self) -> bool: ...
     @property
