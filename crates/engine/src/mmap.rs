@@ -23,10 +23,13 @@ use std::io;
 
 use memmap2::{Advice, Mmap, MmapOptions};
 
-/// A read-only mapping of the first `len` bytes of a file (or an empty slice for `len` 0).
+/// A read-only mapping of the first `len` bytes of a file (or an empty slice for `len` 0),
+/// or, for file systems that have no maps (`MemFs`), bytes copied into memory.
 #[derive(Debug)]
 pub struct Map {
     map: Option<Mmap>,
+    /// The bytes of a [`Map::copy_of`] (empty otherwise).
+    copy: Box<[u8]>,
 }
 
 /// How an index was made resident (see `hash::ReadOptions::pin_index`).
@@ -46,7 +49,7 @@ impl Map {
     /// Maps `len` bytes of `file` from offset 0.
     pub fn new(file: &File, len: u64) -> io::Result<Map> {
         if len == 0 {
-            return Ok(Map { map: None });
+            return Ok(Map::copy_of(Vec::new()));
         }
         let len = usize::try_from(len)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file too large to map"))?;
@@ -54,7 +57,19 @@ impl Map {
         // while mapped (see the module invariant); the caller checked that the file is at
         // least `len` bytes long.
         let map = unsafe { MmapOptions::new().len(len).map(file)? };
-        Ok(Map { map: Some(map) })
+        Ok(Map {
+            map: Some(map),
+            copy: Box::default(),
+        })
+    }
+
+    /// A `Map` over `bytes` held in memory: what a file system without memory maps hands
+    /// out in their place.
+    pub fn copy_of(bytes: Vec<u8>) -> Map {
+        Map {
+            map: None,
+            copy: bytes.into_boxed_slice(),
+        }
     }
 
     /// Loads the first `len` bytes of `file` into private anonymous memory (backed by
@@ -63,7 +78,7 @@ impl Map {
     pub fn load(file: &File, len: u64) -> io::Result<(Map, Residency)> {
         use std::os::unix::fs::FileExt;
         if len == 0 {
-            return Ok((Map { map: None }, Residency::Locked));
+            return Ok((Map::copy_of(Vec::new()), Residency::Locked));
         }
         let n = usize::try_from(len)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file too large to load"))?;
@@ -76,7 +91,13 @@ impl Map {
         } else {
             Residency::Prefaulted
         };
-        Ok((Map { map: Some(map) }, residency))
+        Ok((
+            Map {
+                map: Some(map),
+                copy: Box::default(),
+            },
+            residency,
+        ))
     }
 
     /// The mapped bytes.
@@ -84,7 +105,7 @@ impl Map {
     pub fn bytes(&self) -> &[u8] {
         match &self.map {
             Some(m) => m,
-            None => &[],
+            None => &self.copy,
         }
     }
 

@@ -207,14 +207,23 @@ pub struct Options {
     /// Default: false.
     ///
     /// A block that is not in the block cache but is in the OS page cache then costs no
-    /// system call and no copy before it is checked and decoded (checksums are verified
-    /// either way), which speeds up reads of stores larger than the block cache. The pages
-    /// read count in the process's resident set (`RssFile`, shared and reclaimable, as the
-    /// page cache always was). The cost: a device error on a mapped page stops the process
-    /// with `SIGBUS` where `pread` returns [`Error::Io`](crate::Error::Io). Tables are never
-    /// modified after they are written, so a map never sees bytes change; another program
-    /// truncating a table file would make reads of it fault likewise. `Db::verify` and
-    /// recovery read with `pread` whatever this says.
+    /// system call and no copy before it is checked and decoded, which speeds up reads of
+    /// stores larger than the block cache. With [`Compression::None`] data blocks are read
+    /// where they lie in the map, without the block cache (the page cache holds them, as
+    /// a memory-mapped B+tree's pages): each block's checksum is verified on its first read
+    /// through a table's reader and the success remembered for that reader, so later reads
+    /// skip the pass over the whole block (a block whose bytes fail the check is refused
+    /// on every read). Compressed blocks still go through the block cache, checked each
+    /// time they are read into it. Blocks read in place count neither as block cache hits
+    /// nor as misses in [`Stats`](crate::Stats).
+    ///
+    /// The pages read count in the process's resident set (`RssFile`, shared and
+    /// reclaimable, as the page cache always was). The cost: a device error on a mapped
+    /// page stops the process with `SIGBUS` where `pread` returns
+    /// [`Error::Io`](crate::Error::Io). Tables are never modified after they are written,
+    /// so a map never sees bytes change; another program truncating a table file would
+    /// make reads of it fault likewise. `Db::verify` and recovery read with `pread`,
+    /// checking every block, whatever this says.
     pub mmap_reads: bool,
     /// Target size of a table's data block before compression. Default: 4 KiB.
     pub block_size: usize,

@@ -158,6 +158,10 @@ struct Args {
     /// Cairn reads its tables through memory maps (`Options::mmap_reads`; default: `pread`).
     #[arg(long)]
     cairn_mmap_reads: bool,
+    /// Cairn's block compression: none, lz4, snappy, zstd or zstd:<level> (default:
+    /// Cairn's default, `Options::compression`).
+    #[arg(long, value_parser = stores::parse_compression)]
+    cairn_compression: Option<cairn::Compression>,
     /// Seconds to measure the machine's latency floor before the stores run (0: skip).
     #[arg(long, default_value_t = 5)]
     noise_seconds: u64,
@@ -279,6 +283,7 @@ fn process_settings(args: &Args) -> processes::Settings {
         seed: args.seed,
         cairn_memtable_mb: args.cairn_memtable_mb,
         cairn_mmap_reads: args.cairn_mmap_reads,
+        cairn_compression: args.cairn_compression,
         open: named(processes::OPEN_RO),
         mp: named(processes::MP_READERS),
         open_repeats: args.open_repeats,
@@ -311,6 +316,7 @@ fn worker(args: &Args, store: &str) -> anyhow::Result<()> {
         cache_bytes: args.cache_mb << 20,
         cairn_memtable_bytes: args.cairn_memtable_mb.map(|mb| mb << 20),
         cairn_mmap_reads: args.cairn_mmap_reads,
+        cairn_compression: args.cairn_compression,
     };
     let rows = match args.worker_size {
         Some(size) => large(kind, size, args, config, &scratch)?,
@@ -374,6 +380,12 @@ fn in_worker(
     }
     if args.cairn_mmap_reads {
         cmd.arg("--cairn-mmap-reads");
+    }
+    if let Some(c) = args.cairn_compression {
+        cmd.arg(format!(
+            "--cairn-compression={}",
+            stores::compression_name(c)
+        ));
     }
     if let Some(size) = size {
         cmd.arg(format!("--worker-size={size}"));

@@ -72,6 +72,8 @@ pub struct Settings {
     pub cairn_memtable_mb: Option<usize>,
     /// Whether Cairn reads its tables through memory maps.
     pub cairn_mmap_reads: bool,
+    /// Cairn's block compression, if not its default.
+    pub cairn_compression: Option<cairn::Compression>,
     /// Run `open-ro`.
     pub open: bool,
     /// Run `mp-readers`.
@@ -96,6 +98,7 @@ impl Settings {
             cache_bytes: self.cache_mb << 20,
             cairn_memtable_bytes: self.cairn_memtable_mb.map(|mb| mb << 20),
             cairn_mmap_reads: self.cairn_mmap_reads,
+            cairn_compression: self.cairn_compression,
         }
     }
 
@@ -116,6 +119,12 @@ impl Settings {
         }
         if self.cairn_mmap_reads {
             args.push("--cairn-mmap-reads".into());
+        }
+        if let Some(c) = self.cairn_compression {
+            args.push(format!(
+                "--cairn-compression={}",
+                crate::stores::compression_name(c)
+            ));
         }
         args
     }

@@ -174,6 +174,7 @@ pub fn worker(
         cache_bytes: settings.cache_mb << 20,
         cairn_memtable_bytes: None,
         cairn_mmap_reads: false,
+        cairn_compression: None,
     };
     let store = kind.open(dir, config)?;
     let mut i = 0;

@@ -46,6 +46,7 @@ use parking_lot::Mutex;
 
 use super::{lock_held_error, parent_of, FileLock, FileSystem, ReadableFile, WritableFile};
 use crate::error::{Error, Result};
+use crate::mmap::Map;
 
 /// A kind of call whose n-th occurrence a [`Fault`] can fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -488,7 +489,7 @@ struct MemReadable {
     /// For handles opened with `open_read_mapped`: the file's bytes when it was opened, as
     /// a real map would show them (reads through it are never counted or failed: a real
     /// map reports no errors).
-    image: Option<Vec<u8>>,
+    image: Option<Arc<Map>>,
 }
 
 #[derive(Debug)]
@@ -552,7 +553,7 @@ impl FileSystem for MemFs {
             state: Arc::clone(&self.state),
             ino,
             path: path.to_path_buf(),
-            image: Some(image),
+            image: Some(Arc::new(Map::copy_of(image))),
         }))
     }
 
@@ -783,8 +784,8 @@ impl ReadableFile for MemReadable {
         &self.path
     }
 
-    fn mapped(&self) -> Option<&[u8]> {
-        self.image.as_deref()
+    fn mapped(&self) -> Option<&Arc<Map>> {
+        self.image.as_ref()
     }
 }
 

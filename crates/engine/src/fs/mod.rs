@@ -36,8 +36,10 @@ mod std_fs;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::mmap::Map;
 
 pub(crate) use lossy_fs::LossyFs;
 pub(crate) use mem_fs::MemFs;
@@ -167,9 +169,10 @@ pub(crate) trait ReadableFile: Send + Sync + fmt::Debug {
 
     /// The file's bytes as they were when it was opened, if this handle reads them through
     /// a memory map ([`FileSystem::open_read_mapped`]); `None` for positioned reads only.
-    /// Reading a mapped page that the device cannot return stops the process (`SIGBUS`)
-    /// where a positioned read would return `Error::Io`.
-    fn mapped(&self) -> Option<&[u8]> {
+    /// The map may outlive the handle (blocks read in place keep it). Reading a mapped page
+    /// that the device cannot return stops the process (`SIGBUS`) where a positioned read
+    /// would return `Error::Io`.
+    fn mapped(&self) -> Option<&Arc<Map>> {
         None
     }
 }

@@ -17,6 +17,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, IoSlice, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::{lock_held_error, FileLock, FileSystem, ReadableFile, WritableFile};
 use crate::error::{Error, Result};
@@ -39,7 +40,7 @@ struct StdReadable {
     path: PathBuf,
     /// All of the file, for handles opened with `open_read_mapped` (when the map could be
     /// made).
-    map: Option<Map>,
+    map: Option<Arc<Map>>,
 }
 
 #[derive(Debug)]
@@ -97,7 +98,7 @@ impl FileSystem for StdFs {
         let len = metadata_len(&file, path)?;
         // A map is only faster reads: where it cannot be made (no address space left, a
         // file system that does not map), the handle reads with `pread`.
-        let map = Map::new(&file, len).ok();
+        let map = Map::new(&file, len).ok().map(Arc::new);
         Ok(Box::new(StdReadable {
             file,
             path: path.to_path_buf(),
@@ -255,8 +256,8 @@ impl ReadableFile for StdReadable {
         &self.path
     }
 
-    fn mapped(&self) -> Option<&[u8]> {
-        self.map.as_ref().map(Map::bytes)
+    fn mapped(&self) -> Option<&Arc<Map>> {
+        self.map.as_ref()
     }
 }
 

@@ -41,7 +41,9 @@
 //! re-checked on every step (blocks are checksummed); `Reader::verify` checks it.
 //!
 //! Layout: a [`Block`] is a small header (restart framing, guide, inline restart offsets)
-//! beside a shared `Arc<[u8]>` of the block's bytes, and is cloned by value: the block
+//! beside the block's bytes, shared: an `Arc<[u8]>` of a decoded block, or a range of a
+//! mapped table file for a block read in place ([`Block::decode_mapped`]). It is cloned by
+//! value: the block
 //! cache keeps the header inside its map slot, so a point read finds the guide in the slot
 //! it has just probed, prefetches the interval it will walk, and only then touches the
 //! bytes' allocation (whose reference count shares a cache line with the first entries).
@@ -58,6 +60,7 @@ use crate::coding::{get_u32_le, put_vlq, Cursor as ByteCursor};
 use crate::cursor::Cursor;
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::key::{compare_encoded, compare_encoded_from, TRAILER_LEN};
+use crate::mmap::Map;
 
 /// Encodes one block; see the module documentation.
 #[derive(Debug)]
@@ -178,7 +181,7 @@ const PREFETCH_MAX: usize = 2048;
 /// A decoded block whose restart array has been validated.
 #[derive(Debug, Clone)]
 pub(crate) struct Block {
-    data: Arc<[u8]>,
+    data: Bytes,
     /// Where the restart array starts (= end of the entries).
     restarts_offset: usize,
     restart_count: usize,
@@ -191,6 +194,32 @@ pub(crate) struct Block {
     /// instead of the restart array at the block's end, one dependent cache miss fewer.
     restarts: [u16; GUIDE_MAX],
     inline_restarts: usize,
+}
+
+/// Where a [`Block`]'s bytes live.
+#[derive(Debug, Clone)]
+enum Bytes {
+    /// A block decoded (or copied) into its own allocation.
+    Owned(Arc<[u8]>),
+    /// Bytes `start..start + len` of a mapped table file (checked to lie inside it).
+    Mapped {
+        map: Arc<Map>,
+        start: usize,
+        len: usize,
+    },
+}
+
+impl Bytes {
+    #[inline]
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Bytes::Owned(bytes) => bytes,
+            // In range: checked when the block was made.
+            Bytes::Mapped { map, start, len } => {
+                map.bytes().get(*start..start + len).unwrap_or(&[])
+            }
+        }
+    }
 }
 
 impl Block {
@@ -217,9 +246,31 @@ impl Block {
     pub(crate) fn decode_unguided(
         data: impl Into<Arc<[u8]>>,
     ) -> std::result::Result<Block, Reason> {
-        let data: Arc<[u8]> = data.into();
+        Block::frame(Bytes::Owned(data.into()))
+    }
+
+    /// As [`Block::decode_unguided`], for the raw block at bytes `start..start + len` of
+    /// `map`, read where it lies: nothing is copied, and the block keeps the map alive.
+    ///
+    /// # Errors
+    /// `Truncated` if the range is not inside the map; as [`Block::decode`].
+    pub(crate) fn decode_mapped(
+        map: Arc<Map>,
+        start: usize,
+        len: usize,
+    ) -> std::result::Result<Block, Reason> {
+        let end = start.checked_add(len).ok_or(Reason::Truncated)?;
+        if end > map.bytes().len() {
+            return Err(Reason::Truncated);
+        }
+        Block::frame(Bytes::Mapped { map, start, len })
+    }
+
+    /// Validates the framing of the raw block `bytes` (see [`Block::decode`]).
+    fn frame(bytes: Bytes) -> std::result::Result<Block, Reason> {
+        let data = bytes.as_slice();
         let count_at = data.len().checked_sub(4).ok_or(Reason::Truncated)?;
-        let count = get_u32_le(&data, count_at).ok_or(Reason::Truncated)? as usize;
+        let count = get_u32_le(data, count_at).ok_or(Reason::Truncated)? as usize;
         let restarts_offset = count
             .checked_mul(4)
             .and_then(|len| count_at.checked_sub(len))
@@ -229,7 +280,7 @@ impl Block {
         }
         let mut prev: Option<usize> = None;
         for i in 0..count {
-            let r = get_u32_le(&data, restarts_offset + 4 * i).ok_or(Reason::Truncated)? as usize;
+            let r = get_u32_le(data, restarts_offset + 4 * i).ok_or(Reason::Truncated)? as usize;
             let ok = match prev {
                 None => r == 0,
                 Some(p) => r > p && r < restarts_offset,
@@ -242,7 +293,7 @@ impl Block {
             prev = Some(r);
         }
         let mut block = Block {
-            data,
+            data: bytes,
             restarts_offset,
             restart_count: count,
             guide: None,
@@ -272,7 +323,13 @@ impl Block {
 
     /// Bytes held (what the block cache charges, before its per-entry overhead).
     pub(crate) fn len(&self) -> usize {
-        self.data.len()
+        self.data().len()
+    }
+
+    /// The raw block.
+    #[inline]
+    fn data(&self) -> &[u8] {
+        self.data.as_slice()
     }
 
     fn restart(&self, i: usize) -> usize {
@@ -281,7 +338,7 @@ impl Block {
                 return usize::from(r);
             }
         }
-        get_u32_le(&self.data, self.restarts_offset + 4 * i)
+        get_u32_le(self.data(), self.restarts_offset + 4 * i)
             .map_or(self.restarts_offset, |r| r as usize)
     }
 
@@ -321,15 +378,22 @@ impl Block {
         self.prefetch_range(start, end);
     }
 
+    /// Hints the CPU to fetch every cache line of the block: a block read in place is
+    /// then streamed in with its misses overlapped, instead of a seek's binary search
+    /// missing on one restart key after another.
+    pub(crate) fn prefetch_all(&self) {
+        self.prefetch_range(0, self.data().len());
+    }
+
     /// Hints the CPU to fetch the cache lines of bytes `start..end`.
     fn prefetch_range(&self, start: usize, end: usize) {
         let mut at = start;
         while at < end {
-            crate::mmap::prefetch(&self.data, at);
+            crate::mmap::prefetch(self.data(), at);
             at += CACHE_LINE;
         }
         // The line holding the range's last byte, when the steps skipped it.
-        crate::mmap::prefetch(&self.data, end.saturating_sub(1).max(start));
+        crate::mmap::prefetch(self.data(), end.saturating_sub(1).max(start));
     }
 
     /// Restart points in the block (at least 1).
@@ -352,7 +416,7 @@ impl Block {
     /// Decodes the entry framing at `off`.
     fn entry_at(&self, off: usize) -> std::result::Result<Entry, Reason> {
         let region = self
-            .data
+            .data()
             .get(off..self.restarts_offset)
             .ok_or(Reason::LengthOutOfRange)?;
         // Fast path: the three lengths are one byte each (keys and values under 128 bytes).
@@ -391,7 +455,7 @@ impl Block {
     }
 
     fn bytes(&self, (start, len): (usize, usize)) -> &[u8] {
-        self.data.get(start..start + len).unwrap_or(&[])
+        self.data().get(start..start + len).unwrap_or(&[])
     }
 }
 
@@ -545,7 +609,7 @@ impl<B: AsRef<Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
         }
         // A walk forward reads the block line after line: ask for the lines a few entries
         // ahead, so the next entries' misses overlap this one's work.
-        crate::mmap::prefetch(&block.data, self.next + WALK_AHEAD);
+        crate::mmap::prefetch(block.data(), self.next + WALK_AHEAD);
         let entry = match block.entry_at(self.next) {
             Ok(entry) => entry,
             Err(r) => return Err(self.corrupt(r)),

@@ -86,6 +86,18 @@ fn every_cursor_operation_agrees_with_the_model() {
 }
 
 #[test]
+fn a_mapped_block_must_lie_inside_its_map() {
+    let raw = build(&sample(), 4);
+    let len = raw.len();
+    let map = Arc::new(Map::copy_of(raw));
+    assert!(Block::decode_mapped(Arc::clone(&map), 0, len).is_ok());
+    for (start, len) in [(1, len), (0, len + 1), (usize::MAX, 2), (len, 1)] {
+        let got = Block::decode_mapped(Arc::clone(&map), start, len).err();
+        assert_eq!(got, Some(Reason::Truncated), "{start}+{len}");
+    }
+}
+
+#[test]
 fn framing_damage_is_refused() {
     assert_eq!(Block::decode(vec![1, 2]).err(), Some(Reason::Truncated));
     assert!(
@@ -226,8 +238,8 @@ fn op_strategy(prefix_len_hint: usize) -> impl Strategy<Value = Op> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
     /// Any sequence of moves over a block, at any restart interval, decoded with or without
-    /// its guide, lands where the same moves over a sorted `Vec` land, in both directions
-    /// and across direction changes.
+    /// its guide or read in place from a map, lands where the same moves over a sorted
+    /// `Vec` land, in both directions and across direction changes.
     #[test]
     fn random_moves_agree_with_the_model(
         (entries, ops) in entries_strategy().prop_flat_map(|entries| {
@@ -237,12 +249,22 @@ proptest! {
             (Just(entries), ops)
         }),
         interval in prop_oneof![Just(1usize), Just(2), 3usize..20, Just(16), Just(1000)],
-        guided in any::<bool>(),
+        how in 0..3u8,
     ) {
-        // With and without the guide (`Block::decode_unguided`): seeks search the restart
-        // points either way.
+        // With and without the guide (`Block::decode_unguided`, and `decode_mapped` for a
+        // block in the middle of a map): seeks search the restart points either way.
         let raw = build(&entries, interval);
-        let block = if guided { Block::decode(raw) } else { Block::decode_unguided(raw) };
+        let block = match how {
+            0 => Block::decode(raw),
+            1 => Block::decode_unguided(raw),
+            _ => {
+                let len = raw.len();
+                let mut file = vec![0xa5; 13];
+                file.extend_from_slice(&raw);
+                file.extend_from_slice(&[0x5a; 7]);
+                Block::decode_mapped(Arc::new(Map::copy_of(file)), 13, len)
+            }
+        };
         let mut c = BlockCursor::new(block.unwrap(), Arc::from(Path::new("t")), 7);
         let mut model = Model { entries, at: None };
         for op in &ops {

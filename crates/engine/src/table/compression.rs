@@ -216,6 +216,30 @@ pub(crate) fn unseal(stored: &[u8], path: &Path, offset: u64) -> Result<Arc<[u8]
     decode_body(kind, body).map_err(corrupt)
 }
 
+/// For a stored block kept without compression, the length of its body (the raw block,
+/// which starts the stored bytes), once the trailer's checksum is checked if `verify`;
+/// `None` for a compressed block (whose trailer [`unseal`] checks).
+///
+/// # Errors
+/// `Truncated` for bytes too short to hold a trailer; `Checksum` if `verify` and the
+/// checksum does not match.
+pub(crate) fn raw_len_in_place(
+    stored: &[u8],
+    verify: bool,
+) -> std::result::Result<Option<usize>, Reason> {
+    let body_len = stored
+        .len()
+        .checked_sub(BLOCK_TRAILER_LEN)
+        .ok_or(Reason::Truncated)?;
+    if stored.get(body_len) != Some(&(Compression::None as u8)) {
+        return Ok(None);
+    }
+    if verify {
+        check_trailer(stored)?;
+    }
+    Ok(Some(body_len))
+}
+
 /// Checks the trailer of `stored` (its length, CRC and compression type) and returns the
 /// compression type and the body.
 fn check_trailer(stored: &[u8]) -> std::result::Result<(Compression, &[u8]), Reason> {

@@ -25,14 +25,14 @@
 use std::cmp::Ordering;
 use std::fmt;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 use smallvec::SmallVec;
 
 use super::blob_refs::BlobRefs;
 use super::block::{Block, BlockCursor, Walk};
-use super::compression::unseal;
+use super::compression::{raw_len_in_place, unseal};
 use super::fences::Fences;
 use super::filter::Filter;
 use super::footer::{BlockHandle, Footer};
@@ -77,6 +77,9 @@ pub(crate) struct Reader {
     /// decide reads no index entry (empty if the index block is not one restart point per
     /// entry, as every writer makes it; lookups then search the index block).
     handles: Vec<BlockHandle>,
+    /// One bit per entry of `handles`: set once that block, stored uncompressed, has been
+    /// read in place from the map and its checksum verified (see [`Reader::in_place`]).
+    verified: Box<[AtomicU64]>,
     filter: Option<Filter>,
     /// The range-tombstone block's contents (empty without one), read and checked at open.
     range_tombstones: Vec<RangeTombstone>,
@@ -207,10 +210,10 @@ thread_local! {
 /// one, else with a positioned read.
 fn read_block(file: &dyn ReadableFile, path: &Path, handle: BlockHandle) -> Result<Arc<[u8]>> {
     let len = stored_len(path, handle)?;
-    if let Some(bytes) = file.mapped() {
+    if let Some(map) = file.mapped() {
         let stored = usize::try_from(handle.offset)
             .ok()
-            .and_then(|from| bytes.get(from..from.checked_add(len)?))
+            .and_then(|from| map.bytes().get(from..from.checked_add(len)?))
             .ok_or_else(|| corrupt(path, handle.offset, Reason::Truncated))?;
         return unseal(stored, path, handle.offset);
     }
@@ -335,11 +338,17 @@ impl Reader {
             range_tombstones,
             data_end,
             handles: Vec::new(),
+            verified: Box::default(),
             charge: None,
         };
         let handles = reader.check_index()?;
         if handles.len() == reader.index.restart_count() {
             reader.handles = handles;
+        }
+        if reader.file.mapped().is_some() {
+            reader.verified = (0..reader.handles.len().div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect();
         }
         Ok(reader)
     }
@@ -518,7 +527,9 @@ impl Reader {
                 let Some(&handle) = self.handles.get(i) else {
                     return Ok(InMemory::Answer(None));
                 };
-                if let Some(answer) = self.get_in_block(handle, reach, user_key, &target, &mut f)? {
+                let answer =
+                    self.get_in_block(handle, Some(i), reach, user_key, &target, &mut f)?;
+                if let Some(answer) = answer {
                     return Ok(answer);
                 }
             }
@@ -532,7 +543,9 @@ impl Reader {
                 return Ok(InMemory::Answer(None));
             }
             let handle = self.handle(&index)?;
-            if let Some(answer) = self.get_in_block(handle, reach, user_key, &target, &mut f)? {
+            if let Some(answer) =
+                self.get_in_block(handle, None, reach, user_key, &target, &mut f)?
+            {
                 return Ok(answer);
             }
             index.next()?;
@@ -542,10 +555,12 @@ impl Reader {
 
     /// The answer of [`Reader::get_within`] from the data block at `handle`, or `None` if
     /// the block holds no entry at or after `target` (the answer is then in the next
-    /// block). `f` is taken when it is called.
+    /// block). `at`: the block's place among the handles, if known. `f` is taken when it
+    /// is called.
     fn get_in_block<R, F: FnOnce(SeqNo, Kind, &[u8]) -> R>(
         &self,
         handle: BlockHandle,
+        at: Option<usize>,
         reach: Reach,
         user_key: &[u8],
         target: &[u8],
@@ -559,9 +574,15 @@ impl Reader {
             b.clone()
         };
         let block = match reach {
-            Reach::Disk => match self.cache.get_map(key, ahead) {
-                Some(block) => block,
-                None => self.block_from_file(handle, true, None)?,
+            Reach::Disk => match self.in_place(handle, at)? {
+                Some(block) => {
+                    block.prefetch_all();
+                    block
+                }
+                None => match self.cache.get_map(key, ahead) {
+                    Some(block) => block,
+                    None => self.block_from_file(handle, true, None)?,
+                },
             },
             Reach::Memory => match self.cache.get_if_cached_map(key, ahead) {
                 Some(block) => block,
@@ -735,6 +756,14 @@ impl Reader {
         walk: Walk,
     ) -> Result<(BlockCursor, bool)> {
         let handle = self.handle(index)?;
+        if let Some(block) = self.in_place(handle, Some(index.restart_hint()))? {
+            // A seek searches the block; a walk prefetches as it goes.
+            if matches!(walk, Walk::To(_)) {
+                block.prefetch_all();
+            }
+            let cursor = BlockCursor::new(block, Arc::clone(&self.path), handle.offset);
+            return Ok((cursor, true));
+        }
         let (block, from_file) = self.data_block_ahead(handle, fill_cache, readahead, walk)?;
         Ok((
             BlockCursor::new(block, Arc::clone(&self.path), handle.offset),
@@ -772,6 +801,51 @@ impl Reader {
             self.cache
                 .peek_map((self.id.0, h.offset), |b| b.prefetch_walk(walk));
         }
+    }
+
+    /// The data block at `handle` read where it lies in the table's map, if the table is
+    /// mapped and the block is stored uncompressed; `None` otherwise (the block then goes
+    /// through the block cache). Nothing is copied and the block cache is not used: the
+    /// page cache holds the bytes. The block's checksum is verified the first time this
+    /// reader reads it in place and the success remembered in `verified`, so later reads
+    /// of the same bytes skip the pass over the whole block (a block whose place among
+    /// the handles is unknown is verified every time). `at`: the block's place among the
+    /// handles, if known (a hint, checked).
+    ///
+    /// # Errors
+    /// `Corruption` for a handle outside the file, a checksum mismatch or a damaged
+    /// restart array.
+    fn in_place(&self, handle: BlockHandle, at: Option<usize>) -> Result<Option<Block>> {
+        let Some(map) = self.file.mapped() else {
+            return Ok(None);
+        };
+        let len = stored_len(&self.path, handle)?;
+        let start = usize::try_from(handle.offset).unwrap_or(usize::MAX);
+        let stored = start
+            .checked_add(len)
+            .and_then(|end| map.bytes().get(start..end))
+            .ok_or_else(|| corrupt(&self.path, handle.offset, Reason::Truncated))?;
+        let place = at
+            .filter(|&i| self.handles.get(i) == Some(&handle))
+            .or_else(|| {
+                self.handles
+                    .binary_search_by_key(&handle.offset, |h| h.offset)
+                    .ok()
+            });
+        let bit = place.and_then(|i| Some((self.verified.get(i / 64)?, 1u64 << (i % 64))));
+        let known_good =
+            bit.is_some_and(|(word, mask)| word.load(AtomicOrdering::Relaxed) & mask != 0);
+        let raw_len = raw_len_in_place(stored, !known_good)
+            .map_err(|r| corrupt(&self.path, handle.offset, r))?;
+        let Some(raw_len) = raw_len else {
+            return Ok(None);
+        };
+        let block = Block::decode_mapped(Arc::clone(map), start, raw_len)
+            .map_err(|r| corrupt(&self.path, handle.offset, r))?;
+        if let (false, Some((word, mask))) = (known_good, bit) {
+            word.fetch_or(mask, AtomicOrdering::Relaxed);
+        }
+        Ok(Some(block))
     }
 
     /// The data block at `handle`, from the cache or the file, and whether it came from

@@ -386,6 +386,81 @@ fn a_table_on_real_files_round_trips() {
     }
 }
 
+/// Through a map, uncompressed blocks are read in place and never enter the block cache;
+/// compressed ones still go through it. Reads in place verify each block's checksum the
+/// first time: damage found then is reported whichever way the block is reached.
+#[test]
+fn mapped_uncompressed_blocks_are_read_in_place() {
+    let model = sample(400);
+    for compression in [Compression::None, Compression::Lz4] {
+        let fs = MemFs::new();
+        let options = TableOptions {
+            block_size: 256,
+            compression,
+            ..TableOptions::default()
+        };
+        write(&fs, &table_path(), &options, &model);
+        let cache = Arc::new(BlockCache::new(1 << 20));
+        let reader = Reader::open_with(
+            &fs,
+            &table_path(),
+            TableId(7),
+            Arc::clone(&cache),
+            Access::Map,
+        )
+        .map(Arc::new)
+        .unwrap();
+        for _ in 0..2 {
+            assert_eq!(scan(&reader, true).unwrap(), model);
+            for (k, v) in model.iter().step_by(3) {
+                let (user, trailer) = split_encoded(k).unwrap();
+                let got = reader.get(user, SeqNo(trailer >> 8)).unwrap().unwrap();
+                assert_eq!(&got.2, v);
+            }
+        }
+        let in_place = compression == Compression::None;
+        assert_eq!(cache.used_bytes() == 0, in_place, "{compression:?}");
+        assert_eq!(cache.hits() == 0, in_place, "{compression:?}");
+    }
+    // A damaged uncompressed block, reached by a get or a scan first.
+    let fs = MemFs::new();
+    let options = TableOptions {
+        block_size: 256,
+        compression: Compression::None,
+        ..TableOptions::default()
+    };
+    let meta = write(&fs, &table_path(), &options, &model);
+    let clean = open(&fs, &table_path(), 0).unwrap();
+    let second = clean.handle_at(1).unwrap();
+    fs.corrupt(&table_path(), second.offset as usize + 5, 0x10)
+        .unwrap();
+    // A key of the damaged block: one whose seek fails.
+    let probe = open_with(&fs, &table_path(), 0, Access::Map).unwrap();
+    let (user, trailer) = model
+        .iter()
+        .find(|e| probe.iter_no_fill().seek(&e.0).is_err())
+        .map(|e| split_encoded(&e.0).unwrap())
+        .unwrap();
+    for get_first in [true, false] {
+        let reader = open_with(&fs, &table_path(), 0, Access::Map).unwrap();
+        let err = if get_first {
+            reader.get(user, SeqNo(trailer >> 8)).unwrap_err()
+        } else {
+            scan(&reader, false).unwrap_err()
+        };
+        let c = err.as_corruption().unwrap();
+        assert_eq!((c.file, c.offset), (FileKind::Table, second.offset));
+        assert!(
+            matches!(c.reason, Reason::Checksum { .. }),
+            "{:?}",
+            c.reason
+        );
+        // Still refused on the next read: a failed check is never remembered as passed.
+        assert!(reader.get(user, SeqNo(trailer >> 8)).is_err());
+        assert!(meta.file_size > second.offset);
+    }
+}
+
 #[test]
 fn cache_is_filled_by_iter_but_not_by_iter_no_fill() {
     let fs = MemFs::new();

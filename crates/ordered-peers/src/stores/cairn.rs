@@ -2,8 +2,9 @@
 //! the OS before the call returns, not fsynced), a block cache of `--cache-mb`, and the
 //! value log for values of 4 KiB and more (the README's recommended setting; 100-byte
 //! values stay inline). Everything else is `Options::default()`, except the memtable size
-//! when `--cairn-memtable-mb` sets it and table reads through memory maps with
-//! `--cairn-mmap-reads` (the report's configuration column then says so).
+//! when `--cairn-memtable-mb` sets it, table reads through memory maps with
+//! `--cairn-mmap-reads` and the block compression with `--cairn-compression` (the report's
+//! configuration column then says so).
 
 use std::path::Path;
 
@@ -42,6 +43,9 @@ impl CairnStore {
             .block_cache_size(config.cache_bytes)
             .blob_threshold(Some(4 << 10))
             .mmap_reads(config.cairn_mmap_reads);
+        if let Some(compression) = config.cairn_compression {
+            options.compression = compression;
+        }
         if let Some(bytes) = config.cairn_memtable_bytes {
             options.memtable_size = bytes;
         }

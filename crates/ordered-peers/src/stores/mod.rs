@@ -36,6 +36,38 @@ pub struct Config {
     pub cairn_memtable_bytes: Option<usize>,
     /// Whether Cairn reads its tables through memory maps (`--cairn-mmap-reads`).
     pub cairn_mmap_reads: bool,
+    /// Cairn's block compression, if not its default (`--cairn-compression`).
+    pub cairn_compression: Option<::cairn::Compression>,
+}
+
+/// Parses a `--cairn-compression` value: `none`, `lz4`, `snappy`, `zstd` or
+/// `zstd:<level>`.
+///
+/// # Errors
+/// A message naming the accepted values.
+pub fn parse_compression(name: &str) -> Result<::cairn::Compression, String> {
+    match name {
+        "none" => Ok(::cairn::Compression::None),
+        "lz4" => Ok(::cairn::Compression::Lz4),
+        "snappy" => Ok(::cairn::Compression::Snappy),
+        "zstd" => Ok(::cairn::Compression::Zstd(3)),
+        _ => name
+            .strip_prefix("zstd:")
+            .and_then(|l| l.parse().ok())
+            .map(::cairn::Compression::Zstd)
+            .ok_or_else(|| format!("{name:?}: expected none, lz4, snappy, zstd or zstd:<level>")),
+    }
+}
+
+/// The `--cairn-compression` spelling of `compression`.
+pub fn compression_name(compression: ::cairn::Compression) -> String {
+    match compression {
+        ::cairn::Compression::None => "none".into(),
+        ::cairn::Compression::Lz4 => "lz4".into(),
+        ::cairn::Compression::Snappy => "snappy".into(),
+        ::cairn::Compression::Zstd(level) => format!("zstd:{level}"),
+        other => format!("{other:?}"),
+    }
 }
 
 /// An open ordered store. Shared by the benchmark's threads.
@@ -204,6 +236,9 @@ impl Kind {
             }
             if config.cairn_mmap_reads {
                 label.push_str("; Options::mmap_reads");
+            }
+            if let Some(c) = config.cairn_compression {
+                label.push_str(&format!("; compression {}", compression_name(c)));
             }
         }
         label

@@ -286,8 +286,9 @@ class Db:
     transparent huge pages (faster searches; the first write into each 2 MiB chunk may
     stall while the kernel finds a huge page). ``mmap_reads`` (default False; also for
     ``open_read_only`` and ``open_follower``) reads table blocks through memory maps:
-    faster reads of stores larger than the block cache, but a device error on a mapped
-    page stops the process (``SIGBUS``) instead of raising ``OSError``.
+    faster reads of stores larger than the block cache (with ``compression="none"`` data
+    blocks are read where they lie, the page cache serving as their cache), but a device
+    error on a mapped page stops the process (``SIGBUS``) instead of raising ``OSError``.
     """
 
     def __init__(
