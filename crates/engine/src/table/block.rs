@@ -378,13 +378,6 @@ impl Block {
         self.prefetch_range(start, end);
     }
 
-    /// Hints the CPU to fetch every cache line of the block: a block read in place is
-    /// then streamed in with its misses overlapped, instead of a seek's binary search
-    /// missing on one restart key after another.
-    pub(crate) fn prefetch_all(&self) {
-        self.prefetch_range(0, self.data().len());
-    }
-
     /// Hints the CPU to fetch the cache lines of bytes `start..end`.
     fn prefetch_range(&self, start: usize, end: usize) {
         let mut at = start;

@@ -575,10 +575,7 @@ impl Reader {
         };
         let block = match reach {
             Reach::Disk => match self.in_place(handle, at)? {
-                Some(block) => {
-                    block.prefetch_all();
-                    block
-                }
+                Some(block) => block,
                 None => match self.cache.get_map(key, ahead) {
                     Some(block) => block,
                     None => self.block_from_file(handle, true, None)?,
@@ -757,10 +754,6 @@ impl Reader {
     ) -> Result<(BlockCursor, bool)> {
         let handle = self.handle(index)?;
         if let Some(block) = self.in_place(handle, Some(index.restart_hint()))? {
-            // A seek searches the block; a walk prefetches as it goes.
-            if matches!(walk, Walk::To(_)) {
-                block.prefetch_all();
-            }
             let cursor = BlockCursor::new(block, Arc::clone(&self.path), handle.offset);
             return Ok((cursor, true));
         }
@@ -825,6 +818,14 @@ impl Reader {
             .checked_add(len)
             .and_then(|end| map.bytes().get(start..end))
             .ok_or_else(|| corrupt(&self.path, handle.offset, Reason::Truncated))?;
+        // Every line of the block is asked for at once, the trailer's (read first) ahead
+        // of the rest, so its misses overlap: a seek's binary search would otherwise miss
+        // on one restart key after another, and reading in place was then slower than
+        // copying the block, whose copy streams it in.
+        crate::mmap::prefetch(stored, stored.len().saturating_sub(1));
+        for at in (0..stored.len()).step_by(64) {
+            crate::mmap::prefetch(stored, at);
+        }
         let place = at
             .filter(|&i| self.handles.get(i) == Some(&handle))
             .or_else(|| {
