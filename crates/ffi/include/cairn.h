@@ -1274,7 +1274,8 @@ void cairn_options_set_block_cache_size(cairn_options_t *options, size_t bytes);
 /*
  Reads table blocks through memory maps of the table files when `on` is nonzero
  (`Options::mmap_reads`, default off): faster reads of stores larger than the block
- cache, but a device error on a mapped page stops the process with `SIGBUS` instead of
+ cache (uncompressed data blocks are read where they lie, the page cache serving as
+ their cache), but a device error on a mapped page stops the process with `SIGBUS` instead of
  failing the call with `CAIRN_IO`.
  */
 void cairn_options_set_mmap_reads(cairn_options_t *options, int on);
