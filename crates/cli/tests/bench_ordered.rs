@@ -117,6 +117,32 @@ fn readrandom_after_fillseq_finds_every_key() {
     }
 }
 
+/// With `--mmap-reads`, reads from tables (read in place when uncompressed, through the
+/// block cache with LZ4) find every key, and the header says how tables are read.
+#[test]
+fn mmap_reads_find_every_key_in_tables() {
+    for compression in ["none", "lz4"] {
+        let out = bench(&[
+            "--num",
+            "20000",
+            "--mmap-reads",
+            "--compression",
+            compression,
+            "--benchmarks",
+            "fillseq,compact,readrandom,readseq,readreverse",
+        ]);
+        let text = String::from_utf8(ok(&out)).unwrap();
+        assert!(text.contains("Table reads: through memory maps"), "{text}");
+        let read = result_lines(&text)
+            .into_iter()
+            .find(|l| l.starts_with("readrandom   :"))
+            .unwrap_or_else(|| panic!("no readrandom line: {text}"));
+        assert!(read.ends_with("(20000 of 20000 found)"), "{text}");
+    }
+    let text = String::from_utf8(ok(&bench(&["--num", "10", "--benchmarks", "fillseq"]))).unwrap();
+    assert!(text.contains("Table reads: pread"), "{text}");
+}
+
 fn json_lines(out: &std::process::Output) -> Vec<serde_json::Value> {
     String::from_utf8(ok(out))
         .unwrap()

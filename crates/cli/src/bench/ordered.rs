@@ -106,6 +106,10 @@ pub struct Args {
     /// Block cache size in bytes (replaced by the cache's share under --memory-budget).
     #[arg(long, default_value_t = 64 << 20)]
     cache_size: usize,
+    /// Read table blocks through memory maps of the table files (Options::mmap_reads; with
+    /// --compression none, data blocks are read where they lie).
+    #[arg(long)]
+    mmap_reads: bool,
     /// Target size of a table's data block before compression, in bytes (db_bench's
     /// --block_size) [default: the engine's, Options::block_size].
     #[arg(long, value_name = "BYTES")]
@@ -310,6 +314,14 @@ fn header(args: &Args, reads: u64, place: &Place) -> String {
         format!("Durability:  {}", durability_name(args.durability)),
         format!("Compression: {}", args.compression.name()),
         format!(
+            "Table reads: {}",
+            if args.mmap_reads {
+                "through memory maps"
+            } else {
+                "pread"
+            }
+        ),
+        format!(
             "Blocks:      {} bytes, a full key every {} entries",
             block_size(args),
             restart_interval(args)
@@ -347,7 +359,7 @@ fn restart_interval(args: &Args) -> usize {
         .unwrap_or_else(|| Options::default().restart_interval)
 }
 
-fn settings_json(args: &Args, reads: u64) -> [(&'static str, Value); 13] {
+fn settings_json(args: &Args, reads: u64) -> [(&'static str, Value); 14] {
     [
         ("num", json!(args.num)),
         ("reads_requested", json!(reads)),
@@ -357,6 +369,7 @@ fn settings_json(args: &Args, reads: u64) -> [(&'static str, Value); 13] {
         ("durability", json!(durability_name(args.durability))),
         ("compression", json!(args.compression.name())),
         ("cache_size", json!(args.cache_size)),
+        ("mmap_reads", json!(args.mmap_reads)),
         ("block_size", json!(block_size(args))),
         ("restart_interval", json!(restart_interval(args))),
         ("memory_budget", json!(args.memory_budget)),
@@ -395,6 +408,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
         .block_cache_size(args.cache_size)
         .memory_budget(args.memory_budget)
         .compression(args.compression.engine())
+        .mmap_reads(args.mmap_reads)
         .blob_threshold(args.blob_threshold);
     let options = match args.block_size {
         Some(n) => options.block_size(n),
