@@ -27,9 +27,16 @@ use memmap2::{Advice, Mmap, MmapOptions};
 /// or, for file systems that have no maps (`MemFs`), bytes copied into memory.
 #[derive(Debug)]
 pub struct Map {
-    map: Option<Mmap>,
-    /// The bytes of a [`Map::copy_of`] (empty otherwise).
-    copy: Box<[u8]>,
+    bytes: Backing,
+}
+
+/// What a [`Map`]'s bytes are.
+#[derive(Debug)]
+enum Backing {
+    /// A read-only memory map (of a file, or of anonymous memory made read-only).
+    Mapped(Mmap),
+    /// Bytes in the heap ([`Map::copy_of`], and the empty map of a 0-byte file).
+    Copy(Box<[u8]>),
 }
 
 /// How an index was made resident (see `hash::ReadOptions::pin_index`).
@@ -58,8 +65,7 @@ impl Map {
         // least `len` bytes long.
         let map = unsafe { MmapOptions::new().len(len).map(file)? };
         Ok(Map {
-            map: Some(map),
-            copy: Box::default(),
+            bytes: Backing::Mapped(map),
         })
     }
 
@@ -67,8 +73,7 @@ impl Map {
     /// out in their place.
     pub fn copy_of(bytes: Vec<u8>) -> Map {
         Map {
-            map: None,
-            copy: bytes.into_boxed_slice(),
+            bytes: Backing::Copy(bytes.into_boxed_slice()),
         }
     }
 
@@ -93,8 +98,7 @@ impl Map {
         };
         Ok((
             Map {
-                map: Some(map),
-                copy: Box::default(),
+                bytes: Backing::Mapped(map),
             },
             residency,
         ))
@@ -103,15 +107,15 @@ impl Map {
     /// The mapped bytes.
     #[inline]
     pub fn bytes(&self) -> &[u8] {
-        match &self.map {
-            Some(m) => m,
-            None => &self.copy,
+        match &self.bytes {
+            Backing::Mapped(m) => m,
+            Backing::Copy(bytes) => bytes,
         }
     }
 
     /// Tells the kernel accesses will be random (no read-ahead), as for hash lookups.
     pub fn advise_random(&self) {
-        if let Some(m) = &self.map {
+        if let Backing::Mapped(m) = &self.bytes {
             // Advice is a hint: failure changes nothing observable.
             let _ = m.advise(Advice::Random);
         }

@@ -20,7 +20,8 @@
 //! bounds-checked like a read (a handle past the file's end is `Truncated`).
 //!
 //! Thread-safety: `Reader` is `Send + Sync`: the file is read with positioned reads or
-//! through an immutable map, and the cache locks internally. A `TableIter` owns an `Arc<Reader>` and has one owner.
+//! through an immutable map, and the cache locks internally. A `TableIter` owns an
+//! `Arc<Reader>` and has one owner.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -32,7 +33,7 @@ use smallvec::SmallVec;
 
 use super::blob_refs::BlobRefs;
 use super::block::{Block, BlockCursor, Walk};
-use super::compression::{raw_len_in_place, unseal};
+use super::compression::{raw_len_in_place, unseal, Compression};
 use super::fences::Fences;
 use super::filter::Filter;
 use super::footer::{BlockHandle, Footer};
@@ -45,14 +46,14 @@ use crate::error::{Error, FileKind, Reason, Result};
 use crate::files::TableId;
 use crate::fs::{read_exact_at, FileSystem, ReadableFile};
 use crate::key::{compare_encoded, split_encoded, Kind, SeqNo, MAX_KEY_LEN};
+use crate::mmap::Map;
 use crate::rangedel::RangeTombstone;
 use crate::reach::{InMemory, Reach};
 
 /// How a [`Reader`] reads its blocks from the file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Access {
     /// Positioned reads (`pread`) into a buffer: an I/O error is `Error::Io`.
-    #[default]
     Pread,
     /// Through a memory map of the whole file where the file system can make one
     /// ([`FileSystem::open_read_mapped`]), positioned reads otherwise: a block already in
@@ -77,8 +78,12 @@ pub(crate) struct Reader {
     /// decide reads no index entry (empty if the index block is not one restart point per
     /// entry, as every writer makes it; lookups then search the index block).
     handles: Vec<BlockHandle>,
-    /// One bit per entry of `handles`: set once that block, stored uncompressed, has been
-    /// read in place from the map and its checksum verified (see [`Reader::in_place`]).
+    /// Whether data blocks are read in place ([`Reader::in_place`]): the file is mapped and
+    /// the table was written without compression (so its blocks are stored as they are).
+    /// Decided at open, so reads of a compressed table never look at the map first.
+    in_place: bool,
+    /// One bit per entry of `handles`: set once that block has been read in place and its
+    /// checksum verified (see [`Reader::in_place`]).
     verified: Box<[AtomicU64]>,
     filter: Option<Filter>,
     /// The range-tombstone block's contents (empty without one), read and checked at open.
@@ -198,6 +203,20 @@ fn stored_len(path: &Path, handle: BlockHandle) -> Result<usize> {
         .ok_or_else(|| corrupt(path, handle.offset, Reason::LengthOutOfRange))
 }
 
+/// The `len` stored bytes of the block at `handle` in `map`, refused as `Truncated` if they
+/// do not all lie inside it.
+fn mapped_block<'m>(
+    map: &'m Map,
+    path: &Path,
+    handle: BlockHandle,
+    len: usize,
+) -> Result<&'m [u8]> {
+    usize::try_from(handle.offset)
+        .ok()
+        .and_then(|from| map.bytes().get(from..from.checked_add(len)?))
+        .ok_or_else(|| corrupt(path, handle.offset, Reason::Truncated))
+}
+
 /// Stored blocks up to this size are read into a buffer each thread keeps, so a block
 /// read allocates only the decoded block.
 const SCRATCH_MAX: usize = 256 << 10;
@@ -211,10 +230,7 @@ thread_local! {
 fn read_block(file: &dyn ReadableFile, path: &Path, handle: BlockHandle) -> Result<Arc<[u8]>> {
     let len = stored_len(path, handle)?;
     if let Some(map) = file.mapped() {
-        let stored = usize::try_from(handle.offset)
-            .ok()
-            .and_then(|from| map.bytes().get(from..from.checked_add(len)?))
-            .ok_or_else(|| corrupt(path, handle.offset, Reason::Truncated))?;
+        let stored = mapped_block(map, path, handle, len)?;
         return unseal(stored, path, handle.offset);
     }
     let read = |stored: &mut Vec<u8>| {
@@ -338,6 +354,7 @@ impl Reader {
             range_tombstones,
             data_end,
             handles: Vec::new(),
+            in_place: false,
             verified: Box::default(),
             charge: None,
         };
@@ -345,7 +362,9 @@ impl Reader {
         if handles.len() == reader.index.restart_count() {
             reader.handles = handles;
         }
-        if reader.file.mapped().is_some() {
+        reader.in_place =
+            reader.file.mapped().is_some() && reader.properties.compression == Compression::None;
+        if reader.in_place {
             reader.verified = (0..reader.handles.len().div_ceil(64))
                 .map(|_| AtomicU64::new(0))
                 .collect();
@@ -796,9 +815,9 @@ impl Reader {
         }
     }
 
-    /// The data block at `handle` read where it lies in the table's map, if the table is
-    /// mapped and the block is stored uncompressed; `None` otherwise (the block then goes
-    /// through the block cache). Nothing is copied and the block cache is not used: the
+    /// The data block at `handle` read where it lies in the table's map, if the table's
+    /// blocks are read in place (`Reader::in_place`, the field) and this one is stored
+    /// uncompressed; `None` otherwise (the block then goes through the block cache). Nothing is copied and the block cache is not used: the
     /// page cache holds the bytes. The block's checksum is verified the first time this
     /// reader reads it in place and the success remembered in `verified`, so later reads
     /// of the same bytes skip the pass over the whole block (a block whose place among
@@ -809,15 +828,13 @@ impl Reader {
     /// `Corruption` for a handle outside the file, a checksum mismatch or a damaged
     /// restart array.
     fn in_place(&self, handle: BlockHandle, at: Option<usize>) -> Result<Option<Block>> {
-        let Some(map) = self.file.mapped() else {
+        let Some(map) = self.file.mapped().filter(|_| self.in_place) else {
             return Ok(None);
         };
         let len = stored_len(&self.path, handle)?;
+        let stored = mapped_block(map, &self.path, handle, len)?;
+        // In range: `mapped_block` sliced the map from it.
         let start = usize::try_from(handle.offset).unwrap_or(usize::MAX);
-        let stored = start
-            .checked_add(len)
-            .and_then(|end| map.bytes().get(start..end))
-            .ok_or_else(|| corrupt(&self.path, handle.offset, Reason::Truncated))?;
         // Every line of the block is asked for at once, the trailer's (read first) ahead
         // of the rest, so its misses overlap: a seek's binary search would otherwise miss
         // on one restart key after another, and reading in place was then slower than
