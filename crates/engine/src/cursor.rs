@@ -24,6 +24,12 @@ pub(crate) trait Cursor: Send {
     fn key(&self) -> &[u8];
     /// The value of the current entry (empty for tombstones).
     fn value(&self) -> &[u8];
+    /// The current entry's key and value, or `None` when the cursor is not on one: one
+    /// call where `valid`, `key` and `value` take three, each of which a cursor over other
+    /// cursors forwards through every layer below it.
+    fn current(&self) -> Option<(&[u8], &[u8])> {
+        self.valid().then(|| (self.key(), self.value()))
+    }
     /// Moves to the first entry.
     fn seek_to_first(&mut self) -> Result<()>;
     /// Moves to the last entry.

@@ -147,6 +147,9 @@ impl ScanCursor {
             *done = true;
             return Ok(None);
         };
+        if let Some(value) = side.plain_value() {
+            return Ok(Some((side.key(), value)));
+        }
         let handle = match side.entry() {
             Ok((_, view)) => match view.body {
                 Body::Inline(v) => return Ok(Some((side.key(), v))),

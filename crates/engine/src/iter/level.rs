@@ -119,6 +119,10 @@ impl Cursor for LevelCursor {
         self.current.as_ref().map_or(&[], |(_, c)| c.value())
     }
 
+    fn current(&self) -> Option<(&[u8], &[u8])> {
+        self.current.as_ref().and_then(|(_, c)| c.current())
+    }
+
     fn seek_to_first(&mut self) -> Result<()> {
         let r = self.first_from(0);
         self.guard(r)
@@ -191,5 +195,99 @@ impl Cursor for LevelCursor {
             Err(e) => Err(e),
         };
         self.guard(r)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use crate::files::TableId;
+    use crate::iter::merge::VecCursor;
+    use crate::key::{seek_key, InternalKey, Kind, SeqNo};
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+    fn enc(user: u8, seqno: u64) -> Vec<u8> {
+        InternalKey::new([user], SeqNo(seqno), Kind::Put)
+            .encode()
+            .unwrap()
+    }
+
+    /// A level of tables cut from `keys` (sorted) at `cuts`, with an opener that hands each
+    /// table's entries out as a [`VecCursor`], and the concatenation as the model. Some
+    /// tables are empty: the walk must step over them.
+    fn level(keys: &[u8], cuts: &[usize]) -> (LevelCursor, Entries) {
+        let all: Entries = keys.iter().map(|&u| (enc(u, 1), vec![u])).collect();
+        let mut bounds: Vec<usize> = cuts.iter().map(|c| c % (all.len() + 1)).collect();
+        bounds.push(0);
+        bounds.push(all.len());
+        bounds.sort_unstable();
+        let mut metas = Vec::new();
+        let mut contents = HashMap::new();
+        for (id, pair) in bounds.windows(2).enumerate() {
+            let part = all[pair[0]..pair[1]].to_vec();
+            let (smallest, largest) = match (part.first(), part.last()) {
+                (Some(f), Some(l)) => (f.0.clone(), l.0.clone()),
+                // An empty table sits between its neighbours' keys.
+                _ => {
+                    let at = all.get(pair[0]).map_or(enc(u8::MAX, 1), |e| e.0.clone());
+                    (at.clone(), at)
+                }
+            };
+            let meta = TableMeta {
+                id: TableId(id as u64),
+                file_size: 1,
+                smallest,
+                largest,
+                min_seqno: SeqNo(1),
+                max_seqno: SeqNo(1),
+                entries: part.len() as u64,
+                tombstones: 0,
+                raw_bytes: 0,
+            };
+            contents.insert(id as u64, part);
+            metas.push(Arc::new(meta));
+        }
+        let open: Opener = Box::new(move |meta: &TableMeta| {
+            let entries = contents.get(&meta.id.0).cloned().unwrap_or_default();
+            Ok(Box::new(VecCursor::new(entries)) as Box<dyn Cursor>)
+        });
+        (LevelCursor::new(Tables::Owned(metas), open), all)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        /// Any sequence of moves over a level agrees with the same moves over the
+        /// concatenation of its tables, through `valid`, `key`, `value` and `current`.
+        #[test]
+        fn level_matches_the_concatenation(
+            keys in proptest::collection::btree_set(0u8..40, 0..30),
+            cuts in proptest::collection::vec(0usize..31, 0..6),
+            moves in proptest::collection::vec(0u8..6, 1..60),
+            probe in 0u8..42,
+        ) {
+            let keys: Vec<u8> = keys.into_iter().collect();
+            let (mut level, all) = level(&keys, &cuts);
+            let mut model = VecCursor::new(all);
+            let target = seek_key(&[probe], SeqNo(1));
+            for m in moves {
+                match m {
+                    0 => { level.seek_to_first().unwrap(); model.seek_to_first().unwrap(); }
+                    1 => { level.seek_to_last().unwrap(); model.seek_to_last().unwrap(); }
+                    2 => { level.seek(&target).unwrap(); model.seek(&target).unwrap(); }
+                    3 => { level.seek_for_prev(&target).unwrap(); model.seek_for_prev(&target).unwrap(); }
+                    4 => if model.valid() { level.next().unwrap(); model.next().unwrap(); },
+                    _ => if model.valid() { level.prev().unwrap(); model.prev().unwrap(); },
+                }
+                prop_assert_eq!(level.valid(), model.valid());
+                prop_assert_eq!(level.key(), model.key());
+                prop_assert_eq!(level.value(), model.value());
+                let expected = model.valid().then(|| (model.key(), model.value()));
+                prop_assert_eq!(level.current(), expected);
+            }
+        }
     }
 }

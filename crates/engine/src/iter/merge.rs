@@ -141,6 +141,10 @@ impl Cursor for MergingCursor {
         self.current_child().map_or(&[], |c| c.value())
     }
 
+    fn current(&self) -> Option<(&[u8], &[u8])> {
+        self.current_child().and_then(|c| c.current())
+    }
+
     fn seek_to_first(&mut self) -> Result<()> {
         for child in &mut self.children {
             if let Err(e) = child.seek_to_first() {
@@ -376,6 +380,8 @@ mod tests {
                 prop_assert_eq!(merged.valid(), model.valid());
                 prop_assert_eq!(merged.key(), model.key());
                 prop_assert_eq!(merged.value(), model.value());
+                let expected = model.valid().then(|| (model.key(), model.value()));
+                prop_assert_eq!(merged.current(), expected);
             }
         }
 

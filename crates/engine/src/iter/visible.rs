@@ -159,6 +159,10 @@ fn corrupt(reason: Reason) -> Error {
 /// True if the version `(kind, stored)` is live at `now_ms`: a value that is neither a
 /// tombstone nor expired.
 fn is_live(kind: Kind, stored: &[u8], now_ms: u64) -> Result<bool> {
+    if kind == Kind::Put {
+        // A plain put has no attributes: nothing to decode, nothing that expires.
+        return Ok(true);
+    }
     Ok(entry::live(kind, stored, now_ms)
         .map_err(corrupt)?
         .is_some())
@@ -317,6 +321,22 @@ impl Visible {
         }
     }
 
+    /// The value of the key the last successful step found when its deciding version is
+    /// a plain put (`Kind::Put`: the stored bytes are the value); `None` for any other
+    /// version, which [`Visible::entry`] decodes. A scan's common case, without building
+    /// an [`EntryView`].
+    pub(crate) fn plain_value(&self) -> Option<&[u8]> {
+        match &self.current {
+            Held::AtCursor {
+                kind: Kind::Put, ..
+            } => Some(self.cursor.value()),
+            Held::Copied {
+                kind: Kind::Put, ..
+            } => Some(self.held.as_slice()),
+            _ => None,
+        }
+    }
+
     /// The next pair in ascending order, its item built by `T` (owned copies).
     #[cfg(test)]
     pub(crate) fn next_forward<T: Extract>(&mut self) -> Result<Option<(Vec<u8>, T)>> {
@@ -348,8 +368,9 @@ impl Visible {
     fn skip_versions(cursor: &mut dyn Cursor, user: &[u8]) -> Result<()> {
         loop {
             cursor.next()?;
-            if !cursor.valid() || parse(cursor.key())?.0 != user {
-                return Ok(());
+            match cursor.current() {
+                Some((key, _)) if parse(key)?.0 == user => {}
+                _ => return Ok(()),
             }
         }
     }
@@ -381,15 +402,15 @@ impl Visible {
         // `scratch` holds the last user key decided; `decided` says whether there is one.
         let mut decided = matches!(self.current, Held::AtCursor { .. });
         self.current = Held::Nothing;
-        while self.cursor.valid() {
-            let (user, seqno, kind) = parse(self.cursor.key())?;
+        while let Some((key, stored)) = self.cursor.current() {
+            let (user, seqno, kind) = parse(key)?;
             if seqno <= self.snapshot && !(decided && self.scratch.as_slice() == user) {
                 if !self.bounds.below_hi(user) {
                     break;
                 }
                 let live = match kind {
                     Kind::Put | Kind::Merge => true,
-                    _ => is_live(kind, self.cursor.value(), self.now_ms)?,
+                    _ => is_live(kind, stored, self.now_ms)?,
                 };
                 if live && !self.range_dels.deletes(user, seqno, self.snapshot) {
                     count += 1;
@@ -412,8 +433,8 @@ impl Visible {
         ) {
             Self::skip_versions(self.cursor.as_mut(), &self.scratch)?;
         }
-        while self.cursor.valid() {
-            let (user, seqno, kind) = parse(self.cursor.key())?;
+        while let Some((key, stored)) = self.cursor.current() {
+            let (user, seqno, kind) = parse(key)?;
             if seqno > self.snapshot {
                 self.cursor.next()?;
                 continue;
@@ -438,7 +459,7 @@ impl Visible {
                 self.current = Held::Merged(merged);
                 return Ok(true);
             }
-            if self.shows(&self.scratch, seqno, kind, self.cursor.value())? {
+            if self.shows(&self.scratch, seqno, kind, stored)? {
                 // Left on this version: its value is read in place (invariant 6).
                 self.current = Held::AtCursor { seqno, kind };
                 return Ok(true);
@@ -464,8 +485,8 @@ impl Visible {
         // collect in `ops` (invariant 5).
         let mut seen = false;
         let mut ops = Backward::default();
-        while self.cursor.valid() {
-            let (user, seqno, kind) = parse(self.cursor.key())?;
+        while let Some((key, stored)) = self.cursor.current() {
+            let (user, seqno, kind) = parse(key)?;
             if seen && self.scratch.as_slice() != user {
                 let held = self.settle(&mut ops)?;
                 if !matches!(held, Held::Nothing) {
@@ -485,13 +506,12 @@ impl Visible {
                 }
                 let deleted = self.range_dels.deletes(user, seqno, self.snapshot);
                 if kind == Kind::Merge && !deleted {
-                    ops.chain.push_newest(self.cursor.value());
+                    ops.chain.push_newest(stored);
                     ops.newest = Some(seqno);
                 } else {
                     ops.chain.clear();
                     ops.newest = None;
                     ops.base = None;
-                    let stored = self.cursor.value();
                     if !deleted && is_live(kind, stored, self.now_ms)? {
                         self.held.clear();
                         self.held.extend_from_slice(stored);

@@ -129,6 +129,10 @@ impl Cursor for TableIter {
         self.data.as_ref().map_or(&[], |d| d.value())
     }
 
+    fn current(&self) -> Option<(&[u8], &[u8])> {
+        self.data.as_ref().and_then(|d| d.current())
+    }
+
     fn seek_to_first(&mut self) -> Result<()> {
         let r = (|| {
             self.index.seek_to_first()?;

@@ -70,8 +70,16 @@ fn open_with(
     Reader::open_with(fs, path, TableId(7), cache, access).map(Arc::new)
 }
 
+/// The cursor's entry, checked to be the same through `Cursor::current` as through
+/// `valid`, `key` and `value`.
 fn current(c: &impl Cursor) -> Option<Entry> {
-    c.valid().then(|| (c.key().to_vec(), c.value().to_vec()))
+    let each = c.valid().then(|| (c.key().to_vec(), c.value().to_vec()));
+    let joint = c.current().map(|(k, v)| (k.to_vec(), v.to_vec()));
+    assert_eq!(
+        joint, each,
+        "Cursor::current disagrees with valid, key and value"
+    );
+    each
 }
 
 /// Every entry, forwards then backwards (both must agree).
