@@ -248,8 +248,11 @@ fn check_trailer(stored: &[u8]) -> std::result::Result<(Compression, &[u8]), Rea
         .checked_sub(BLOCK_TRAILER_LEN)
         .ok_or(Reason::Truncated)?;
     let covered = stored.get(..=body_len).ok_or(Reason::Truncated)?;
-    let stored_crc = get_u32_le(stored, body_len + 1).ok_or(Reason::Truncated)?;
+    // The checksum is computed before the stored one is read: the block is then read
+    // from its start, in order, where a read of its end first would miss on a line
+    // (often on a page) no prefetcher has asked for yet.
     let computed = Checksum::of(covered).masked();
+    let stored_crc = get_u32_le(stored, body_len + 1).ok_or(Reason::Truncated)?;
     if computed != stored_crc {
         return Err(Reason::Checksum {
             stored: stored_crc,
