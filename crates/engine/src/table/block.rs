@@ -268,7 +268,60 @@ impl Block {
 
     /// Validates the framing of the raw block `bytes` (see [`Block::decode`]).
     fn frame(bytes: Bytes) -> std::result::Result<Block, Reason> {
-        let data = bytes.as_slice();
+        let mut block = Block {
+            data: bytes,
+            restarts_offset: 0,
+            restart_count: 0,
+            guide: None,
+            restarts: [0; GUIDE_MAX],
+            inline_restarts: 0,
+        };
+        block.reframe()?;
+        Ok(block)
+    }
+
+    /// Moves this block, read in place from a map, to the raw block at bytes
+    /// `start..start + len` of the same `map`, framed anew: a walk across a mapped table's
+    /// blocks takes no new reference to the map per block. `Ok(false)` (nothing changed)
+    /// if this block does not lie in `map`.
+    ///
+    /// # Errors
+    /// As [`Block::decode_mapped`]; the block is then unusable (its cursor must be dropped).
+    pub(crate) fn reframe_mapped(
+        &mut self,
+        map: &Arc<Map>,
+        start: usize,
+        len: usize,
+    ) -> std::result::Result<bool, Reason> {
+        let Bytes::Mapped {
+            map: own,
+            start: own_start,
+            len: own_len,
+        } = &mut self.data
+        else {
+            return Ok(false);
+        };
+        if !Arc::ptr_eq(own, map) {
+            return Ok(false);
+        }
+        let end = start.checked_add(len).ok_or(Reason::Truncated)?;
+        if end > map.bytes().len() {
+            return Err(Reason::Truncated);
+        }
+        *own_start = start;
+        *own_len = len;
+        self.reframe()?;
+        Ok(true)
+    }
+
+    /// Validates the framing of the block's bytes and sets the fields derived from it (no
+    /// guide).
+    fn reframe(&mut self) -> std::result::Result<(), Reason> {
+        self.guide = None;
+        self.restart_count = 0;
+        self.restarts_offset = 0;
+        self.inline_restarts = 0;
+        let data = self.data.as_slice();
         let count_at = data.len().checked_sub(4).ok_or(Reason::Truncated)?;
         let count = get_u32_le(data, count_at).ok_or(Reason::Truncated)? as usize;
         let restarts_offset = count
@@ -292,25 +345,19 @@ impl Block {
             }
             prev = Some(r);
         }
-        let mut block = Block {
-            data: bytes,
-            restarts_offset,
-            restart_count: count,
-            guide: None,
-            restarts: [0; GUIDE_MAX],
-            inline_restarts: 0,
-        };
+        self.restarts_offset = restarts_offset;
+        self.restart_count = count;
         if count <= GUIDE_MAX && restarts_offset <= usize::from(u16::MAX) {
             for i in 0..count {
-                let r = block.restart(i);
-                if let Some(slot) = block.restarts.get_mut(i) {
+                let r = self.restart(i);
+                if let Some(slot) = self.restarts.get_mut(i) {
                     // Fits: every restart lies below `restarts_offset` (checked above).
                     *slot = r as u16;
                 }
             }
-            block.inline_restarts = count;
+            self.inline_restarts = count;
         }
-        Ok(block)
+        Ok(())
     }
 
     /// The restart points a seek for `target` must search (see `Fences::candidates`).
@@ -525,6 +572,9 @@ pub(crate) struct BlockCursor<B = Block, P = Arc<Path>> {
     /// Entries decoded so far (tests check that walks decode each entry about once).
     #[cfg(test)]
     pub(super) decoded: usize,
+    /// Times [`BlockCursor::reload_mapped`] moved it to another block.
+    #[cfg(test)]
+    pub(super) reloads: usize,
 }
 
 impl<B: AsRef<Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
@@ -545,6 +595,8 @@ impl<B: AsRef<Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
             behind_keys: Vec::new(),
             #[cfg(test)]
             decoded: 0,
+            #[cfg(test)]
+            reloads: 0,
         }
     }
 
@@ -732,6 +784,52 @@ impl<B: AsRef<Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
         let (lo, hi) = candidates;
         let last = self.block.as_ref().restart_count.saturating_sub(1);
         self.seek_between(target, lo.min(last), hi.min(last), false)
+    }
+}
+
+impl<P: Deref<Target = Path>> BlockCursor<Block, P> {
+    /// Moves the cursor, unpositioned, to the raw block at `start..start + len` of `map`,
+    /// read from the table at `file_offset`, when its own block lies in that same map
+    /// ([`Block::reframe_mapped`]): its buffers, its path and its reference to the map are
+    /// kept. `Ok(false)`, the cursor untouched, if its block does not lie in `map`.
+    ///
+    /// # Errors
+    /// `Corruption` as [`Block::decode_mapped`]; the cursor is then invalid and must be
+    /// dropped.
+    pub(crate) fn reload_mapped(
+        &mut self,
+        map: &Arc<Map>,
+        start: usize,
+        len: usize,
+        file_offset: u64,
+    ) -> Result<bool> {
+        match self.block.reframe_mapped(map, start, len) {
+            Ok(false) => return Ok(false),
+            Ok(true) => {}
+            Err(r) => {
+                self.file_offset = file_offset;
+                return Err(self.corrupt(r));
+            }
+        }
+        self.file_offset = file_offset;
+        self.valid = false;
+        self.current = 0;
+        self.next = 0;
+        self.restart_index = 0;
+        self.key.clear();
+        self.shared = 0;
+        self.value = (0, 0);
+        self.forget_behind();
+        #[cfg(test)]
+        {
+            self.reloads += 1;
+        }
+        Ok(true)
+    }
+
+    /// The block the cursor walks.
+    pub(crate) fn block(&self) -> &Block {
+        &self.block
     }
 }
 

@@ -97,6 +97,60 @@ fn a_mapped_block_must_lie_inside_its_map() {
     }
 }
 
+/// A cursor moved to another block of its map walks it exactly as a cursor made for that
+/// block; it refuses a block of another map (untouched) and a damaged one (as an error).
+#[test]
+fn a_cursor_moves_between_blocks_of_one_map() {
+    let first: Vec<_> = sample();
+    let second: Vec<_> = (0..30u8)
+        .map(|i| {
+            (
+                ik(&[b'q', i], u64::from(i) + 1),
+                vec![i; usize::from(i % 5)],
+            )
+        })
+        .collect();
+    let (a, b) = (build(&first, 4), build(&second, 3));
+    let mut bytes = a.clone();
+    bytes.extend_from_slice(&b);
+    // A third copy of `a` whose restart count is damaged.
+    let mut bad = a.clone();
+    let n = bad.len();
+    bad[n - 4] = 0xff;
+    bytes.extend_from_slice(&bad);
+    let map = Arc::new(Map::copy_of(bytes));
+    let block = Block::decode_mapped(Arc::clone(&map), 0, a.len()).unwrap();
+    let mut c = BlockCursor::new(block, Arc::<Path>::from(Path::new("t")), 0);
+    c.seek_to_last().unwrap();
+    assert!(c.valid());
+    // Another map, even with the same bytes: refused, the cursor left where it was.
+    let other = Arc::new(Map::copy_of(map.bytes().to_vec()));
+    assert!(!c.reload_mapped(&other, a.len(), b.len(), 9).unwrap());
+    assert_eq!(c.key(), first.last().unwrap().0.as_slice());
+    // The second block: walked forward and backward as decoded on its own.
+    assert!(c.reload_mapped(&map, a.len(), b.len(), 77).unwrap());
+    assert!(!c.valid());
+    assert_eq!(c.file_offset(), 77);
+    let mut forward = Vec::new();
+    c.seek_to_first().unwrap();
+    while c.valid() {
+        forward.push((c.key().to_vec(), c.value().to_vec()));
+        c.next().unwrap();
+    }
+    assert_eq!(forward, second);
+    c.seek_to_last().unwrap();
+    assert_eq!(c.key(), second.last().unwrap().0.as_slice());
+    // Outside the map, or damaged: errors.
+    let end = map.bytes().len();
+    assert!(c.reload_mapped(&map, end - 2, 3, 5).is_err());
+    let err = c
+        .reload_mapped(&map, a.len() + b.len(), bad.len(), 123)
+        .unwrap_err();
+    let corruption = err.as_corruption().unwrap();
+    assert_eq!(corruption.offset, 123);
+    assert!(!c.valid());
+}
+
 #[test]
 fn framing_damage_is_refused() {
     assert_eq!(Block::decode(vec![1, 2]).err(), Some(Reason::Truncated));

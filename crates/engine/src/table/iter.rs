@@ -51,6 +51,14 @@ impl TableIter {
         }
         let handle = self.reader.handle(&self.index)?;
         if self.data.as_ref().map(BlockCursor::file_offset) != Some(handle.offset) {
+            if let Some(data) = self.data.as_mut() {
+                if self
+                    .reader
+                    .reload_in_place(&self.index, handle, walk, data)?
+                {
+                    return Ok(self.data.as_mut());
+                }
+            }
             let fill = self.fill_budget > 0;
             let (mut cursor, from_file) = self.reader.data_cursor_counted(
                 &self.index,
@@ -94,6 +102,18 @@ impl TableIter {
             }
         }
         Ok(())
+    }
+
+    /// The table-file offset of the data block the cursor is in, if any.
+    #[cfg(test)]
+    pub(crate) fn data_file_offset(&self) -> Option<u64> {
+        self.data.as_ref().map(BlockCursor::file_offset)
+    }
+
+    /// How many times the data cursor was moved to another block in place.
+    #[cfg(test)]
+    pub(crate) fn data_reloads(&self) -> Option<usize> {
+        self.data.as_ref().map(|d| d.reloads)
     }
 
     /// Leaves the cursor invalid if `result` is an error.

@@ -816,25 +816,80 @@ impl Reader {
     }
 
     /// The data block at `handle` read where it lies in the table's map, if the table's
-    /// blocks are read in place (`Reader::in_place`, the field) and this one is stored
-    /// uncompressed; `None` otherwise (the block then goes through the block cache). Nothing is copied and the block cache is not used: the
-    /// page cache holds the bytes. The block's checksum is verified the first time this
-    /// reader reads it in place and the success remembered in `verified`, so later reads
-    /// of the same bytes skip the pass over the whole block (a block whose place among
-    /// the handles is unknown is verified every time). `at`: the block's place among the
-    /// handles, if known (a hint, checked). `walk`: where the reader starts in the block;
-    /// a lookup or seek (`Walk::To`) has every line of the block fetched ahead, a walk
-    /// from the first or last entry only the lines it starts on.
+    /// blocks are read in place and this one is stored uncompressed (see
+    /// [`Reader::in_place_range`]); `None` otherwise. Nothing is copied and the block
+    /// cache is not used: the page cache holds the bytes.
     ///
     /// # Errors
-    /// `Corruption` for a handle outside the file, a checksum mismatch or a damaged
-    /// restart array.
+    /// As [`Reader::in_place_range`].
     fn in_place(
         &self,
         handle: BlockHandle,
         at: Option<usize>,
         walk: Walk,
     ) -> Result<Option<Block>> {
+        let Some((map, start, raw_len)) = self.in_place_range(handle, at, walk)? else {
+            return Ok(None);
+        };
+        let block = Block::decode_mapped(Arc::clone(map), start, raw_len)
+            .map_err(|r| corrupt(&self.path, handle.offset, r))?;
+        if matches!(walk, Walk::First | Walk::Last) {
+            block.prefetch_walk(walk);
+        }
+        Ok(Some(block))
+    }
+
+    /// Moves `data`, a cursor over a block of this table read in place, to the block at
+    /// `handle` (the index's current entry), read in place too, keeping the cursor's
+    /// buffers and its reference to the map: a walk across the table's blocks then takes
+    /// no reference per block (each one an atomic write to a line every thread reading the
+    /// table shares). `Ok(false)`, `data` untouched, if the block is not read in place or
+    /// `data` does not hold a block of this table's map.
+    ///
+    /// # Errors
+    /// As [`Reader::in_place`]; `data` is then invalid and must be dropped.
+    pub(super) fn reload_in_place(
+        &self,
+        index: &BlockCursor,
+        handle: BlockHandle,
+        walk: Walk,
+        data: &mut BlockCursor,
+    ) -> Result<bool> {
+        let Some((map, start, raw_len)) =
+            self.in_place_range(handle, Some(index.restart_hint()), walk)?
+        else {
+            return Ok(false);
+        };
+        if !data.reload_mapped(map, start, raw_len, handle.offset)? {
+            return Ok(false);
+        }
+        if matches!(walk, Walk::First | Walk::Last) {
+            data.block().prefetch_walk(walk);
+        }
+        Ok(true)
+    }
+
+    /// Where the data block at `handle` lies in the table's map, as `(map, start, raw
+    /// length)`, if the table's blocks are read in place (`Reader::in_place`, the field)
+    /// and this one is stored uncompressed; `None` otherwise (the block then goes through
+    /// the block cache). The block's checksum is verified the first time this reader
+    /// reads it in place and the success remembered in `verified`, so later reads of the
+    /// same bytes skip the pass over the whole block (a block whose place among the
+    /// handles is unknown is verified every time). `at`: the block's place among the
+    /// handles, if known (a hint, checked). `walk`: where the reader starts in the block;
+    /// a lookup or seek (`Walk::To`) has every line of the block fetched ahead, a walk
+    /// from the first or last entry only the trailer's line (and, once framed, the lines
+    /// it starts on).
+    ///
+    /// # Errors
+    /// `Corruption` for a handle outside the file, a checksum mismatch or a damaged
+    /// restart array.
+    fn in_place_range(
+        &self,
+        handle: BlockHandle,
+        at: Option<usize>,
+        walk: Walk,
+    ) -> Result<Option<(&Arc<Map>, usize, usize)>> {
         let Some(map) = self.file.mapped().filter(|_| self.in_place) else {
             return Ok(None);
         };
@@ -870,15 +925,10 @@ impl Reader {
         let Some(raw_len) = raw_len else {
             return Ok(None);
         };
-        let block = Block::decode_mapped(Arc::clone(map), start, raw_len)
-            .map_err(|r| corrupt(&self.path, handle.offset, r))?;
-        if matches!(walk, Walk::First | Walk::Last) {
-            block.prefetch_walk(walk);
-        }
         if let (false, Some((word, mask))) = (known_good, bit) {
             word.fetch_or(mask, AtomicOrdering::Relaxed);
         }
-        Ok(Some(block))
+        Ok(Some((map, start, raw_len)))
     }
 
     /// The data block at `handle`, from the cache or the file, and whether it came from

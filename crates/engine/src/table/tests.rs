@@ -429,6 +429,25 @@ fn mapped_uncompressed_blocks_are_read_in_place() {
         let in_place = compression == Compression::None;
         assert_eq!(cache.used_bytes() == 0, in_place, "{compression:?}");
         assert_eq!(cache.hits() == 0, in_place, "{compression:?}");
+        if in_place {
+            // A walk keeps its one block cursor, moved from block to block in the map,
+            // instead of making a cursor (and taking a reference to the map) per block.
+            let mut it = reader.iter_no_fill();
+            it.seek_to_first().unwrap();
+            let mut blocks = 1;
+            let mut offset = it.data_file_offset();
+            let mut reloads = None;
+            while it.valid() {
+                reloads = it.data_reloads();
+                it.next().unwrap();
+                if it.valid() && it.data_file_offset() != offset {
+                    offset = it.data_file_offset();
+                    blocks += 1;
+                }
+            }
+            assert!(blocks > 10, "{blocks} blocks");
+            assert_eq!(reloads, Some(blocks - 1));
+        }
     }
     // A damaged uncompressed block, reached by a get or a scan first.
     let fs = MemFs::new();
