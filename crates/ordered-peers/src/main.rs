@@ -176,6 +176,13 @@ struct Args {
     /// the reopened store. Not for the Go stores.
     #[arg(long)]
     reopen: bool,
+    /// Flush and fully compact every store after its write workloads and before its first
+    /// read workload, untimed (a `compact` row gives the time it took), so the reads run
+    /// on settled data: Cairn `Db::compact`, RocksDB `compact_range`, fjall
+    /// `major_compact`; the B-trees only flush. Not for the Go stores, which the report
+    /// then says read as they are.
+    #[arg(long)]
+    compact_before_reads: bool,
     /// Only measure the machine's latency floor (`--noise-seconds`) and print it.
     #[arg(long)]
     noise_only: bool,
@@ -334,6 +341,7 @@ fn worker(args: &Args, store: &str) -> anyhow::Result<()> {
                 value_size: args.value_size,
                 workloads: &workloads,
                 reopen: args.reopen,
+                compact: args.compact_before_reads,
             };
             ordered(kind, &plan, &run, config, &scratch)?
         }
@@ -371,6 +379,9 @@ fn in_worker(
         .arg(format!("--dir={}", dir.display()));
     if args.reopen {
         cmd.arg("--reopen");
+    }
+    if args.compact_before_reads {
+        cmd.arg("--compact-before-reads");
     }
     if let Some(reads) = args.reads {
         cmd.arg(format!("--reads={reads}"));
@@ -438,6 +449,14 @@ fn run(args: &Args) -> anyhow::Result<report::Report> {
     };
     let go = go::Driver::find(&args.go_driver, &args.go_stores);
     let mut report = report::Report::new(args_line(), args.num, args.cache_mb, go.note());
+    if args.compact_before_reads {
+        report.notes.push(
+            "Reads ran on compacted stores (`--compact-before-reads`): each Rust store was \
+             flushed and fully compacted after its writes, untimed (the `compact` row gives \
+             the time); the Go stores, if any, read as they were."
+                .to_owned(),
+        );
+    }
     if args.noise_seconds > 0 {
         eprintln!("noise floor: {} s", args.noise_seconds);
         report.noise = Some(noise::measure(Duration::from_secs(args.noise_seconds)));
@@ -550,6 +569,9 @@ struct OrderedRun<'a> {
     workloads: &'a [Workload],
     /// Close and reopen the store (timed) before its first read workload.
     reopen: bool,
+    /// Compact the store (untimed for the reads, its time a row of its own) before its
+    /// first read workload.
+    compact: bool,
 }
 
 /// Runs the ordered workloads on one store: `fillseq` on a fresh store of its own, the
@@ -607,6 +629,7 @@ fn ordered(
     let mut store = kind.open(&dir, config)?;
     let mut filled = false;
     let mut reopened = !(run.reopen && kind.reopens_in_process());
+    let mut compacted = !run.compact;
     for &w in Workload::ORDERED.iter() {
         let wanted = rest.contains(&w);
         let needed = w == Workload::FillRandom && !filled;
@@ -630,6 +653,24 @@ fn ordered(
                 None,
             ));
             reopened = true;
+        }
+        if !w.writes() && !compacted {
+            let started = std::time::Instant::now();
+            store
+                .compact()
+                .map_err(|e| e.context("compacting before the reads failed"))?;
+            let took = started.elapsed();
+            eprintln!(
+                "  {:<14} {:<13} {:>12.1} ms",
+                kind.name(),
+                "compact",
+                took.as_secs_f64() * 1e3
+            );
+            rows.push(with_resources(
+                reopen_row(labels("compact".into()), took)?,
+                None,
+            ));
+            compacted = true;
         }
         let written = resources::bytes_written();
         let outcome = timed(&*store, w, plan, &values, w.seed_index(), kind)
@@ -661,7 +702,7 @@ fn ordered(
     Ok(rows)
 }
 
-/// The row of a timed reopen: one operation that took `open`.
+/// The row of a timed reopen (or compaction): one operation that took `open`.
 fn reopen_row(labels: Labels<'_>, open: Duration) -> anyhow::Result<Row> {
     let mut latency = cairn_harness::histogram().context("creating a histogram")?;
     latency.saturating_record(u64::try_from(open.as_nanos()).unwrap_or(u64::MAX));

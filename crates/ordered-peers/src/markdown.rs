@@ -117,7 +117,10 @@ fn ordered_tables(md: &mut String, report: &Report) {
         );
         let _ = writeln!(md, "Operations per second (scans: entries per second).\n");
         table_header(md, &["workload"], &names, &[("Cairn ÷ best peer", "---")]);
-        for w in workloads(&rows).into_iter().filter(|w| w != "reopen") {
+        for w in workloads(&rows)
+            .into_iter()
+            .filter(|w| w != "reopen" && w != "compact")
+        {
             let _ = write!(md, "| {w} |");
             for n in &names {
                 let cell =
@@ -136,7 +139,10 @@ fn ordered_tables(md: &mut String, report: &Report) {
             "Latency in µs, p50 / p99 / p99.9 (a batch of writes is one operation; scans: time per entry).\n"
         );
         table_header(md, &["workload"], &names, &[]);
-        for w in workloads(&rows).into_iter().filter(|w| w != "reopen") {
+        for w in workloads(&rows)
+            .into_iter()
+            .filter(|w| w != "reopen" && w != "compact")
+        {
             let _ = write!(md, "| {w} |");
             for n in &names {
                 let cell = find(&rows, n, &w).map_or("–".to_owned(), |r| {
@@ -181,7 +187,8 @@ fn resources_table(md: &mut String, rows: &[&Row], names: &[String]) {
     let _ = writeln!(
         md,
         "Reopen and resources: the time to close-and-open the store before its reads \
-         (`--reopen`), the worker process's peak resident memory (`VmHWM`; mapped file pages \
+         (`--reopen`), the time to compact it before its reads (`--compact-before-reads`), \
+         the worker process's peak resident memory (`VmHWM`; mapped file pages \
          count once touched), and per write workload the bytes the process wrote to files \
          during it and its idle time (`/proc/self/io` `write_bytes`: a page counts each time \
          it is dirtied anew, so rewrites of a page not yet written back count once), MB, \
@@ -192,6 +199,15 @@ fn resources_table(md: &mut String, rows: &[&Row], names: &[String]) {
         let _ = write!(md, "| reopen, ms |");
         for n in names {
             let cell = find(rows, n, "reopen")
+                .map_or("–".to_owned(), |r| format!("{:.1}", r.seconds * 1e3));
+            let _ = write!(md, " {cell} |");
+        }
+        let _ = writeln!(md);
+    }
+    if rows.iter().any(|r| r.workload == "compact") {
+        let _ = write!(md, "| compact before reads, ms |");
+        for n in names {
+            let cell = find(rows, n, "compact")
                 .map_or("–".to_owned(), |r| format!("{:.1}", r.seconds * 1e3));
             let _ = write!(md, " {cell} |");
         }
@@ -804,6 +820,9 @@ mod tests {
             let mut reopen = row("ordered", store, "reopen", 1, 1, open_us);
             reopen.seconds = open_us as f64 / 1e6;
             report.rows.push(reopen);
+            let mut compact = row("ordered", store, "compact", 1, 1, open_us * 2);
+            compact.seconds = open_us as f64 * 2.0 / 1e6;
+            report.rows.push(compact);
             let mut read = row("ordered", store, "readrandom", 1, 1000, 1);
             read.peak_rss_bytes = Some(peak);
             report.rows.push(read);
@@ -818,8 +837,13 @@ mod tests {
             ),
             "{md}"
         );
-        // The reopen is not a throughput row.
+        assert!(
+            md.contains("| compact before reads, ms | 40.0 | 0.1 |"),
+            "{md}"
+        );
+        // Neither the reopen nor the compaction is a throughput row.
         assert!(!md.contains("| reopen | "), "{md}");
+        assert!(!md.contains("| compact | "), "{md}");
     }
 
     #[test]
