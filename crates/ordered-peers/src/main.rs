@@ -641,17 +641,11 @@ fn ordered(
             flush_os();
             let started = std::time::Instant::now();
             store = kind.open(&dir, config)?;
-            let open = started.elapsed();
-            eprintln!(
-                "  {:<14} {:<13} {:>12.1} ms",
-                kind.name(),
-                "reopen",
-                open.as_secs_f64() * 1e3
-            );
-            rows.push(with_resources(
-                reopen_row(labels("reopen".into()), open)?,
-                None,
-            ));
+            rows.push(one_off_row(
+                kind,
+                labels("reopen".into()),
+                started.elapsed(),
+            )?);
             reopened = true;
         }
         if !w.writes() && !compacted {
@@ -659,17 +653,11 @@ fn ordered(
             store
                 .compact()
                 .map_err(|e| e.context("compacting before the reads failed"))?;
-            let took = started.elapsed();
-            eprintln!(
-                "  {:<14} {:<13} {:>12.1} ms",
-                kind.name(),
-                "compact",
-                took.as_secs_f64() * 1e3
-            );
-            rows.push(with_resources(
-                reopen_row(labels("compact".into()), took)?,
-                None,
-            ));
+            rows.push(one_off_row(
+                kind,
+                labels("compact".into()),
+                started.elapsed(),
+            )?);
             compacted = true;
         }
         let written = resources::bytes_written();
@@ -702,18 +690,25 @@ fn ordered(
     Ok(rows)
 }
 
-/// The row of a timed reopen (or compaction): one operation that took `open`.
-fn reopen_row(labels: Labels<'_>, open: Duration) -> anyhow::Result<Row> {
+/// The row of a timed one-off step before a store's reads (a reopen, a compaction): one
+/// operation that took `took`, with the process's resources; the step is also printed.
+fn one_off_row(kind: Kind, labels: Labels<'_>, took: Duration) -> anyhow::Result<Row> {
+    eprintln!(
+        "  {:<14} {:<13} {:>12.1} ms",
+        kind.name(),
+        labels.workload,
+        took.as_secs_f64() * 1e3
+    );
     let mut latency = cairn_harness::histogram().context("creating a histogram")?;
-    latency.saturating_record(u64::try_from(open.as_nanos()).unwrap_or(u64::MAX));
+    latency.saturating_record(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX));
     let outcome = workload::Outcome {
         ops: 1,
-        elapsed: open,
+        elapsed: took,
         latency,
         write_latency: None,
         found: None,
     };
-    Ok(Row::new(labels, &outcome, None))
+    Ok(with_resources(Row::new(labels, &outcome, None), None))
 }
 
 /// `row` with the process's peak resident memory so far and, when `written_before` is the

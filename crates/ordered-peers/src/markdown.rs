@@ -117,10 +117,7 @@ fn ordered_tables(md: &mut String, report: &Report) {
         );
         let _ = writeln!(md, "Operations per second (scans: entries per second).\n");
         table_header(md, &["workload"], &names, &[("Cairn ÷ best peer", "---")]);
-        for w in workloads(&rows)
-            .into_iter()
-            .filter(|w| w != "reopen" && w != "compact")
-        {
+        for w in workloads(&rows).into_iter().filter(|w| !is_one_off(w)) {
             let _ = write!(md, "| {w} |");
             for n in &names {
                 let cell =
@@ -139,10 +136,7 @@ fn ordered_tables(md: &mut String, report: &Report) {
             "Latency in µs, p50 / p99 / p99.9 (a batch of writes is one operation; scans: time per entry).\n"
         );
         table_header(md, &["workload"], &names, &[]);
-        for w in workloads(&rows)
-            .into_iter()
-            .filter(|w| w != "reopen" && w != "compact")
-        {
+        for w in workloads(&rows).into_iter().filter(|w| !is_one_off(w)) {
             let _ = write!(md, "| {w} |");
             for n in &names {
                 let cell = find(&rows, n, &w).map_or("–".to_owned(), |r| {
@@ -175,6 +169,16 @@ fn ordered_tables(md: &mut String, report: &Report) {
     }
 }
 
+/// Rows of one timed step before a store's reads (`--reopen`, `--compact-before-reads`),
+/// not throughput: the workload name and the label of its row in the resources table.
+const ONE_OFF_STEPS: [(&str, &str); 2] =
+    [("reopen", "reopen"), ("compact", "compact before reads")];
+
+/// True for a row of [`ONE_OFF_STEPS`].
+fn is_one_off(workload: &str) -> bool {
+    ONE_OFF_STEPS.iter().any(|(step, _)| *step == workload)
+}
+
 /// Open time, peak memory and write amplification, where the rows have them (the Rust
 /// stores' workers measure them; see `resources.rs`).
 fn resources_table(md: &mut String, rows: &[&Row], names: &[String]) {
@@ -195,23 +199,16 @@ fn resources_table(md: &mut String, rows: &[&Row], names: &[String]) {
          with the write amplification (those bytes over the keys and values written).\n"
     );
     table_header(md, &["what"], names, &[]);
-    if rows.iter().any(|r| r.workload == "reopen") {
-        let _ = write!(md, "| reopen, ms |");
-        for n in names {
-            let cell = find(rows, n, "reopen")
-                .map_or("–".to_owned(), |r| format!("{:.1}", r.seconds * 1e3));
-            let _ = write!(md, " {cell} |");
+    for (step, label) in ONE_OFF_STEPS {
+        if rows.iter().any(|r| r.workload == step) {
+            let _ = write!(md, "| {label}, ms |");
+            for n in names {
+                let cell = find(rows, n, step)
+                    .map_or("–".to_owned(), |r| format!("{:.1}", r.seconds * 1e3));
+                let _ = write!(md, " {cell} |");
+            }
+            let _ = writeln!(md);
         }
-        let _ = writeln!(md);
-    }
-    if rows.iter().any(|r| r.workload == "compact") {
-        let _ = write!(md, "| compact before reads, ms |");
-        for n in names {
-            let cell = find(rows, n, "compact")
-                .map_or("–".to_owned(), |r| format!("{:.1}", r.seconds * 1e3));
-            let _ = write!(md, " {cell} |");
-        }
-        let _ = writeln!(md);
     }
     let _ = write!(md, "| peak RSS, MB |");
     for n in names {

@@ -203,7 +203,7 @@ impl Cursor for LevelCursor {
 mod tests {
     use super::*;
     use crate::files::TableId;
-    use crate::iter::merge::VecCursor;
+    use crate::iter::merge::{mirror_move, VecCursor};
     use crate::key::{seek_key, InternalKey, Kind, SeqNo};
     use proptest::prelude::*;
     use std::collections::HashMap;
@@ -274,19 +274,8 @@ mod tests {
             let mut model = VecCursor::new(all);
             let target = seek_key(&[probe], SeqNo(1));
             for m in moves {
-                match m {
-                    0 => { level.seek_to_first().unwrap(); model.seek_to_first().unwrap(); }
-                    1 => { level.seek_to_last().unwrap(); model.seek_to_last().unwrap(); }
-                    2 => { level.seek(&target).unwrap(); model.seek(&target).unwrap(); }
-                    3 => { level.seek_for_prev(&target).unwrap(); model.seek_for_prev(&target).unwrap(); }
-                    4 => if model.valid() { level.next().unwrap(); model.next().unwrap(); },
-                    _ => if model.valid() { level.prev().unwrap(); model.prev().unwrap(); },
-                }
-                prop_assert_eq!(level.valid(), model.valid());
-                prop_assert_eq!(level.key(), model.key());
-                prop_assert_eq!(level.value(), model.value());
-                let expected = model.valid().then(|| (model.key(), model.value()));
-                prop_assert_eq!(level.current(), expected);
+                let agreed = mirror_move(&mut level, &mut model, m, &target);
+                prop_assert!(agreed.is_ok(), "{:?}", agreed);
             }
         }
     }

@@ -262,6 +262,40 @@ impl Cursor for MergingCursor {
     }
 }
 
+/// Test helper: makes move `m` on `cursor` and on `model` alike (0 `seek_to_first`, 1
+/// `seek_to_last`, 2 `seek(target)`, 3 `seek_for_prev(target)`, 4 `next`, 5 `prev`; the
+/// steps only while the model is on an entry), then checks that both agree through
+/// `valid`, `key`, `value` and `current`: `Err` says how they differ.
+#[cfg(test)]
+pub(crate) fn mirror_move(
+    cursor: &mut dyn Cursor,
+    model: &mut VecCursor,
+    m: u8,
+    target: &[u8],
+) -> std::result::Result<(), String> {
+    let moved = match m {
+        0 => cursor.seek_to_first().and(model.seek_to_first()),
+        1 => cursor.seek_to_last().and(model.seek_to_last()),
+        2 => cursor.seek(target).and(model.seek(target)),
+        3 => cursor
+            .seek_for_prev(target)
+            .and(model.seek_for_prev(target)),
+        4 if model.valid() => cursor.next().and(model.next()),
+        5 if model.valid() => cursor.prev().and(model.prev()),
+        _ => Ok(()),
+    };
+    moved.map_err(|e| format!("move {m} failed: {e}"))?;
+    let expected = model.valid().then(|| (model.key(), model.value()));
+    let each = cursor.valid().then(|| (cursor.key(), cursor.value()));
+    if each != expected || cursor.current() != expected {
+        return Err(format!(
+            "after move {m}: valid/key/value {each:?}, current {:?}, model {expected:?}",
+            cursor.current()
+        ));
+    }
+    Ok(())
+}
+
 /// A cursor over a sorted vector of `(encoded key, value)`; used by tests as the simplest
 /// reference implementation of the [`Cursor`] contract.
 #[cfg(test)]
@@ -369,19 +403,8 @@ mod tests {
             let mut model = VecCursor::new(all);
             let target = seek_key(&[probe.0], SeqNo(probe.1));
             for m in moves {
-                match m {
-                    0 => { merged.seek_to_first().unwrap(); model.seek_to_first().unwrap(); }
-                    1 => { merged.seek_to_last().unwrap(); model.seek_to_last().unwrap(); }
-                    2 => { merged.seek(&target).unwrap(); model.seek(&target).unwrap(); }
-                    3 => { merged.seek_for_prev(&target).unwrap(); model.seek_for_prev(&target).unwrap(); }
-                    4 => if model.valid() { merged.next().unwrap(); model.next().unwrap(); },
-                    _ => if model.valid() { merged.prev().unwrap(); model.prev().unwrap(); },
-                }
-                prop_assert_eq!(merged.valid(), model.valid());
-                prop_assert_eq!(merged.key(), model.key());
-                prop_assert_eq!(merged.value(), model.value());
-                let expected = model.valid().then(|| (model.key(), model.value()));
-                prop_assert_eq!(merged.current(), expected);
+                let agreed = mirror_move(&mut merged, &mut model, m, &target);
+                prop_assert!(agreed.is_ok(), "{:?}", agreed);
             }
         }
 

@@ -209,6 +209,14 @@ enum Bytes {
     },
 }
 
+/// `Truncated` unless bytes `start..start + len` lie inside `map`.
+fn check_in_map(map: &Map, start: usize, len: usize) -> std::result::Result<(), Reason> {
+    match start.checked_add(len) {
+        Some(end) if end <= map.bytes().len() => Ok(()),
+        _ => Err(Reason::Truncated),
+    }
+}
+
 impl Bytes {
     #[inline]
     fn as_slice(&self) -> &[u8] {
@@ -259,10 +267,7 @@ impl Block {
         start: usize,
         len: usize,
     ) -> std::result::Result<Block, Reason> {
-        let end = start.checked_add(len).ok_or(Reason::Truncated)?;
-        if end > map.bytes().len() {
-            return Err(Reason::Truncated);
-        }
+        check_in_map(&map, start, len)?;
         Block::frame(Bytes::Mapped { map, start, len })
     }
 
@@ -304,10 +309,7 @@ impl Block {
         if !Arc::ptr_eq(own, map) {
             return Ok(false);
         }
-        let end = start.checked_add(len).ok_or(Reason::Truncated)?;
-        if end > map.bytes().len() {
-            return Err(Reason::Truncated);
-        }
+        check_in_map(map, start, len)?;
         *own_start = start;
         *own_len = len;
         self.reframe()?;
@@ -812,14 +814,8 @@ impl<P: Deref<Target = Path>> BlockCursor<Block, P> {
             }
         }
         self.file_offset = file_offset;
-        self.valid = false;
-        self.current = 0;
-        self.next = 0;
-        self.restart_index = 0;
-        self.key.clear();
-        self.shared = 0;
-        self.value = (0, 0);
-        self.forget_behind();
+        // Unpositioned, as a new cursor: the next move positions it.
+        self.seek_restart(0);
         #[cfg(test)]
         {
             self.reloads += 1;

@@ -83,7 +83,7 @@ pub(crate) struct Reader {
     /// Decided at open, so reads of a compressed table never look at the map first.
     in_place: bool,
     /// One bit per entry of `handles`: set once that block has been read in place and its
-    /// checksum verified (see [`Reader::in_place`]).
+    /// checksum verified (see [`Reader::in_place_range`]).
     verified: Box<[AtomicU64]>,
     filter: Option<Filter>,
     /// The range-tombstone block's contents (empty without one), read and checked at open.
@@ -833,9 +833,7 @@ impl Reader {
         };
         let block = Block::decode_mapped(Arc::clone(map), start, raw_len)
             .map_err(|r| corrupt(&self.path, handle.offset, r))?;
-        if matches!(walk, Walk::First | Walk::Last) {
-            block.prefetch_walk(walk);
-        }
+        block.prefetch_walk(walk);
         Ok(Some(block))
     }
 
@@ -863,9 +861,7 @@ impl Reader {
         if !data.reload_mapped(map, start, raw_len, handle.offset)? {
             return Ok(false);
         }
-        if matches!(walk, Walk::First | Walk::Last) {
-            data.block().prefetch_walk(walk);
-        }
+        data.block().prefetch_walk(walk);
         Ok(true)
     }
 
@@ -897,13 +893,12 @@ impl Reader {
         let stored = mapped_block(map, &self.path, handle, len)?;
         // In range: `mapped_block` sliced the map from it.
         let start = usize::try_from(handle.offset).unwrap_or(usize::MAX);
-        // Every line of the block is asked for at once, the trailer's (read first) ahead
-        // of the rest, so its misses overlap: a seek's binary search would otherwise miss
-        // on one restart key after another, and reading in place was then slower than
-        // copying the block, whose copy streams it in.
-        // A walk from the first or last entry reads the block in order: it asks only for
-        // the lines where it starts, and the CPU's own prefetcher streams the rest (asking
-        // for every line cost a scan 7 % of its time).
+        // The trailer's line is asked for first: it is read first. A lookup or seek then
+        // asks for every other line at once, so the misses of its binary search over the
+        // restart keys overlap (without that, reading in place was slower than copying
+        // the block, whose copy streams it in). A walk from the first or last entry reads
+        // the block in order and leaves the rest to the CPU's own prefetcher (asking for
+        // every line cost a scan 7 % of its time).
         crate::mmap::prefetch(stored, stored.len().saturating_sub(1));
         if !matches!(walk, Walk::First | Walk::Last) {
             for at in (0..stored.len()).step_by(64) {
