@@ -126,10 +126,20 @@ pub struct ServeArgs {
     /// instead of failing the command.
     #[arg(long)]
     pub mmap_reads: bool,
+    /// Bytes of the row cache (the store option `row_cache_size`; 0: none): keys read
+    /// again from tables cost one hash probe instead of an index and block search, so
+    /// hot keys no longer in memory read about as fast as recent writes.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_ROW_CACHE)]
+    pub row_cache_size: usize,
     /// Replies a pipelining client may have pending before they are written out.
     #[arg(long, value_name = "COUNT", default_value_t = Limits::default().max_pending_replies)]
     pub max_pending: usize,
 }
+
+/// The server's row cache unless `--row-cache-size` says otherwise: as large as the
+/// block cache's default, since a server's clients read single keys far more than they
+/// scan.
+const DEFAULT_ROW_CACHE: usize = 64 << 20;
 
 /// Runs the server until it is shut down.
 pub fn run(args: &ServeArgs, out: &mut dyn Write) -> CliResult<u8> {
@@ -175,6 +185,7 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> CliResult<u8> {
     let db = store::open_tuned(&args.dir, true, |o| {
         o.memtable_huge_pages = args.memtable_huge_pages;
         o.mmap_reads = args.mmap_reads;
+        o.row_cache_size = args.row_cache_size;
     })?;
     let server =
         Server::start(db, config).map_err(|e| CliError::msg(format!("cairn serve: {e}")))?;

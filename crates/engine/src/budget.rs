@@ -6,11 +6,12 @@
 //!
 //! | share | of the budget | bounds | enforced by |
 //! |---|---|---|---|
-//! | block cache | 5/8 | decoded data blocks cached | `cache::BlockCache` capacity (never exceeded) |
+//! | block cache | 5/8 | decoded data blocks cached, and rows (`Options::row_cache_size`, at most half the share) | `cache::BlockCache` capacities (never exceeded) |
 //! | memtables | 1/4 | charged bytes of the active and sealed memtables, every keyspace | the write leader: seals and flushes early, then holds writers back (`db/write/room.rs`) |
 //! | index and filter | 1/8 | decoded index and filter blocks of the open tables | the table cache closes tables least recently used first, and super versions stop pinning (`db/table_cache.rs`, `db/pinned.rs`) |
 //!
-//! With a budget, `Options::block_cache_size` is replaced by the cache's share, and
+//! With a budget, `Options::block_cache_size` is replaced by the cache's share less the
+//! row cache's (`Options::row_cache_size`, capped at half the share), and
 //! `Options::memtable_size` is capped at a quarter of the memtable share (a smaller one
 //! is kept), so about four memtables fit: one taking writes while others flush. Neither
 //! replacement is recorded in the manifest: a budget belongs to the process that opens
@@ -84,10 +85,12 @@ impl Budget {
         })
     }
 
-    /// `options` with the sizes the budget replaces: the block cache's capacity is its
-    /// share, and the memtable size at most a quarter of the memtable share.
+    /// `options` with the sizes the budget replaces: the row cache's capacity at most half
+    /// the block cache's share, the block cache's the rest of that share, and the memtable
+    /// size at most a quarter of the memtable share.
     pub(crate) fn apply(&self, mut options: Options) -> Options {
-        options.block_cache_size = self.block_cache;
+        options.row_cache_size = options.row_cache_size.min(self.block_cache / 2);
+        options.block_cache_size = self.block_cache - options.row_cache_size;
         options.memtable_size = options
             .memtable_size
             .min(self.memtables / MEMTABLES_PER_SHARE);
@@ -118,6 +121,13 @@ mod tests {
             // A memtable size below the cap is kept.
             let small = b.apply(Options::default().memtable_size(64 << 10));
             assert_eq!(small.memtable_size, 64 << 10);
+            // A row cache comes out of the block cache's share, at most half of it.
+            let rows = b.apply(Options::default().row_cache_size(1 << 20));
+            assert_eq!(rows.row_cache_size, 1 << 20);
+            assert_eq!(rows.block_cache_size, b.block_cache - (1 << 20));
+            let huge = b.apply(Options::default().row_cache_size(usize::MAX));
+            assert_eq!(huge.row_cache_size, b.block_cache / 2);
+            assert_eq!(huge.row_cache_size + huge.block_cache_size, b.block_cache);
         }
     }
 

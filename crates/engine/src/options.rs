@@ -199,6 +199,19 @@ pub struct Options {
     /// misses), so blocks read once evict nothing ([`Stats::cache_refused`](crate::Stats)
     /// counts the others).
     pub block_cache_size: usize,
+    /// Bytes of rows kept from point reads of tables: for each table a read found a key
+    /// in, the newest version it holds of that key. Default: 0 (no row cache).
+    ///
+    /// A key read again then costs one hash probe where it cost a search of the table's
+    /// index and data block, so repeated point reads of keys no longer in a memtable
+    /// (a server's hot keys) cost about what reads from a memtable do. Scans and reads
+    /// at a snapshot older than the table's version do not use it. Rows are kept as
+    /// blocks are (a full cache keeps a row only when it is read twice soon after; CLOCK
+    /// eviction), rows of more than 4 KiB are not kept, and the rows of tables that
+    /// compaction deletes age out. With [`Options::memory_budget`], the row cache is part
+    /// of the block cache's share (at most half of it) and the block cache gets the rest.
+    /// [`Stats`](crate::Stats) counts its hits, misses and bytes.
+    pub row_cache_size: usize,
     /// Table files kept open (each holds a file descriptor); the least recently used is
     /// closed when another is needed. Default: 500, which fits the common 1,024-descriptor
     /// limit with room for the application.
@@ -479,6 +492,7 @@ impl Default for Options {
             max_immutable_memtables: 8,
             max_wal_size: 256 << 20,
             block_cache_size: 64 << 20,
+            row_cache_size: 0,
             max_open_tables: 500,
             mmap_reads: false,
             block_size: 4 << 10,
@@ -558,6 +572,13 @@ impl Options {
     #[must_use]
     pub fn block_cache_size(mut self, block_cache_size: usize) -> Options {
         self.block_cache_size = block_cache_size;
+        self
+    }
+
+    /// Sets [`Options::row_cache_size`].
+    #[must_use]
+    pub fn row_cache_size(mut self, row_cache_size: usize) -> Options {
+        self.row_cache_size = row_cache_size;
         self
     }
 
@@ -853,6 +874,7 @@ mod tests {
             max_immutable_memtables: 3,
             max_wal_size: 4,
             block_cache_size: 5,
+            row_cache_size: 27,
             max_open_tables: 6,
             mmap_reads: true,
             block_size: 7,
@@ -887,6 +909,7 @@ mod tests {
             .max_immutable_memtables(3)
             .max_wal_size(4)
             .block_cache_size(5)
+            .row_cache_size(27)
             .max_open_tables(6)
             .mmap_reads(true)
             .block_size(7)

@@ -1268,6 +1268,7 @@ fn model_tiny_lz4_bloom() {
     let o = with(tiny(1 << 10, 64), |o| {
         o.max_wal_size = 4096;
         o.mmap_reads = true;
+        o.row_cache_size = 64 << 10;
     });
     run_model("tiny_lz4_bloom", o, 2000, 120);
 }
@@ -1289,6 +1290,8 @@ fn model_small_snappy() {
         o.compression = Compression::Snappy;
         o.restart_interval = 4;
         o.max_immutable_memtables = 1;
+        // A few dozen rows: rows are evicted and offered again all the time.
+        o.row_cache_size = 4 << 10;
     });
     run_model("small_snappy", o, 2000, 120);
 }
@@ -1342,6 +1345,7 @@ fn model_separated_64() {
     let o = with(tiny(2 << 10, 128), |o| {
         o.blob_threshold = Some(64);
         o.compression = Compression::None;
+        o.row_cache_size = 1 << 20;
     });
     run_model("separated_64", o, 1000, 120);
 }
@@ -1357,6 +1361,7 @@ fn all_option_sets() -> Vec<Options> {
             o.mmap_reads = true;
         }),
         with(tiny(1 << 10, 64), |o| o.compression = zstd_or_lz4(3)),
+        with(tiny(1 << 10, 64), |o| o.row_cache_size = 2 << 10),
         Options::default().durability(Durability::Buffered),
     ]
 }

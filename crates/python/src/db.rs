@@ -87,7 +87,7 @@ impl Db {
         compression=None, bloom_bits_per_key=None, table_size=None, blob_threshold=None,
         background_threads=None, salvage_wal=None, memory_budget=None,
         tombstone_compaction_percent=None, idle_compaction_percent=None,
-        memtable_huge_pages=None, mmap_reads=None))]
+        memtable_huge_pages=None, mmap_reads=None, row_cache_size=None))]
     #[allow(clippy::too_many_arguments)]
     fn py_new(
         py: Python<'_>,
@@ -110,6 +110,7 @@ impl Db {
         idle_compaction_percent: Option<u8>,
         memtable_huge_pages: Option<bool>,
         mmap_reads: Option<bool>,
+        row_cache_size: Option<usize>,
     ) -> PyResult<Db> {
         let options = DbOptions {
             durability,
@@ -131,6 +132,7 @@ impl Db {
             idle_compaction_percent,
             memtable_huge_pages,
             mmap_reads,
+            row_cache_size,
         }
         .build(py)?;
         Db::open(py, path, options, Mode::ReadWrite)
@@ -140,7 +142,8 @@ impl Db {
     /// it open for writing). Writes raise `ReadOnlyError`.
     #[classmethod]
     #[pyo3(signature = (path, *, block_cache_size=None, max_open_tables=None, memory_budget=None,
-        mmap_reads=None))]
+        mmap_reads=None, row_cache_size=None))]
+    #[allow(clippy::too_many_arguments)]
     fn open_read_only(
         _cls: &Bound<'_, PyType>,
         py: Python<'_>,
@@ -149,12 +152,14 @@ impl Db {
         max_open_tables: Option<usize>,
         memory_budget: Option<usize>,
         mmap_reads: Option<bool>,
+        row_cache_size: Option<usize>,
     ) -> PyResult<Db> {
         let options = DbOptions {
             block_cache_size,
             max_open_tables,
             memory_budget,
             mmap_reads,
+            row_cache_size,
             ..DbOptions::default()
         }
         .build(py)?;
@@ -165,7 +170,7 @@ impl Db {
     /// (or, with `refresh_interval` seconds, a background thread) moves its view forward.
     #[classmethod]
     #[pyo3(signature = (path, *, refresh_interval=None, block_cache_size=None, max_open_tables=None,
-        memory_budget=None, mmap_reads=None))]
+        memory_budget=None, mmap_reads=None, row_cache_size=None))]
     #[allow(clippy::too_many_arguments)]
     fn open_follower(
         _cls: &Bound<'_, PyType>,
@@ -176,6 +181,7 @@ impl Db {
         max_open_tables: Option<usize>,
         memory_budget: Option<usize>,
         mmap_reads: Option<bool>,
+        row_cache_size: Option<usize>,
     ) -> PyResult<Db> {
         let options = DbOptions {
             block_cache_size,
@@ -183,6 +189,7 @@ impl Db {
             refresh_interval,
             memory_budget,
             mmap_reads,
+            row_cache_size,
             ..DbOptions::default()
         }
         .build(py)?;

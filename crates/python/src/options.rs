@@ -29,6 +29,7 @@ pub(crate) struct DbOptions<'a> {
     pub(crate) idle_compaction_percent: Option<u8>,
     pub(crate) memtable_huge_pages: Option<bool>,
     pub(crate) mmap_reads: Option<bool>,
+    pub(crate) row_cache_size: Option<usize>,
 }
 
 impl DbOptions<'_> {
@@ -55,6 +56,9 @@ impl DbOptions<'_> {
         }
         if let Some(v) = self.mmap_reads {
             o = o.mmap_reads(v);
+        }
+        if let Some(v) = self.row_cache_size {
+            o = o.row_cache_size(v);
         }
         if let Some(v) = self.block_size {
             o = o.block_size(v);

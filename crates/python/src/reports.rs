@@ -31,6 +31,10 @@ pub(crate) fn stats<'py>(py: Python<'py>, s: &cairn::Stats) -> PyResult<Bound<'p
     d.set_item("memtable_limit", s.memtable_limit)?;
     d.set_item("block_cache_bytes", s.block_cache_bytes)?;
     d.set_item("block_cache_capacity", s.block_cache_capacity)?;
+    d.set_item("row_cache_bytes", s.row_cache_bytes)?;
+    d.set_item("row_cache_capacity", s.row_cache_capacity)?;
+    d.set_item("row_cache_hits", s.row_cache_hits)?;
+    d.set_item("row_cache_misses", s.row_cache_misses)?;
     d.set_item("index_filter_bytes", s.index_filter_bytes)?;
     d.set_item("index_filter_limit", s.index_filter_limit)?;
     Ok(d)

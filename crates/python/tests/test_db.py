@@ -292,6 +292,28 @@ def test_mmap_reads_read_tables_through_maps(path):
             assert [k for k, _ in ks.range(reverse=True)] == sorted(data, reverse=True)
 
 
+def test_row_cache_answers_repeated_reads_of_tables(path):
+    data = {b"%06d" % i: b"%d" % i * 20 for i in range(2000)}
+    with cairn.Db(path, durability="buffered", row_cache_size=1 << 20) as db:
+        ks = db.keyspace("k")
+        ks.update(data)
+        db.flush()
+        for _ in range(2):
+            assert all(ks[k] == v for k, v in data.items())
+        s = db.stats()
+        assert s["row_cache_capacity"] == 1 << 20
+        assert s["row_cache_hits"] >= len(data) // 2
+        assert 0 < s["row_cache_bytes"] <= s["row_cache_capacity"]
+        del ks[b"000007"]
+        db.flush()
+        assert ks.get(b"000007") is None
+    with cairn.Db.open_read_only(path, row_cache_size=1 << 20) as ro:
+        ks = ro["k"]
+        for _ in range(2):
+            assert ks[b"000008"] == data[b"000008"]
+        assert ro.stats()["row_cache_hits"] >= 1
+
+
 def test_follower_sees_writer_after_refresh(path):
     with cairn.Db(path) as db:
         ks = db.keyspace("k")

@@ -108,6 +108,16 @@ pub(crate) fn render(shared: &Shared) -> String {
         e.cache_misses,
     );
     counter(
+        "cairn_engine_row_cache_hits_total",
+        "Point reads of tables answered by the row cache.",
+        e.row_cache_hits,
+    );
+    counter(
+        "cairn_engine_row_cache_misses_total",
+        "Point reads of tables that found no row in the row cache.",
+        e.row_cache_misses,
+    );
+    counter(
         "cairn_engine_wal_bytes_written_total",
         "Bytes written to the log.",
         e.wal_bytes_written,
@@ -172,6 +182,16 @@ pub(crate) fn render(shared: &Shared) -> String {
         "cairn_engine_block_cache_capacity_bytes",
         "The block cache's capacity (the memory budget's cache share under a budget).",
         e.block_cache_capacity,
+    );
+    gauge(
+        "cairn_engine_row_cache_bytes",
+        "Bytes the row cache holds.",
+        e.row_cache_bytes,
+    );
+    gauge(
+        "cairn_engine_row_cache_capacity_bytes",
+        "The row cache's capacity (0: none).",
+        e.row_cache_capacity,
     );
     gauge(
         "cairn_engine_index_filter_bytes",

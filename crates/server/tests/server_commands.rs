@@ -166,6 +166,15 @@ fn metrics_endpoint_serves_prometheus_text() {
     );
     assert!(page.contains("cairn_engine_index_filter_bytes "), "{page}");
     assert!(!page.contains("cairn_engine_memory_budget_bytes"), "{page}");
+    // No row cache in this store (the library's default), and its counters are there.
+    assert!(
+        page.contains("cairn_engine_row_cache_capacity_bytes 0\n"),
+        "{page}"
+    );
+    assert!(
+        page.contains("cairn_engine_row_cache_hits_total 0\n"),
+        "{page}"
+    );
     // The disk-usage gauge: at least the store's log and manifest, and INFO agrees
     // (both read the same measure, refreshed at most every 10 s).
     let disk: u64 = page

@@ -52,6 +52,8 @@ mod read_path;
 mod readable;
 mod recover;
 mod recovery;
+mod row_cache;
+use row_cache::RowCache;
 mod scan;
 mod scan_cursor;
 mod snapshot;
@@ -493,6 +495,7 @@ impl Db {
         drop(st);
         let budget = inner.budget;
         let c = &inner.stats;
+        let rows = inner.reads.rows.as_ref();
         Stats {
             last_seqno: inner.reads.visible_seqno.load(Ordering::Acquire),
             durable_seqno: inner.durable_seqno.load(Ordering::Acquire),
@@ -516,6 +519,10 @@ impl Db {
             memtable_limit: budget.map(|b| b.memtables as u64),
             block_cache_bytes: inner.block_cache.used_bytes() as u64,
             block_cache_capacity: inner.options.block_cache_size as u64,
+            row_cache_bytes: rows.map_or(0, |r| r.used_bytes() as u64),
+            row_cache_capacity: rows.map_or(0, |r| r.capacity() as u64),
+            row_cache_hits: rows.map_or(0, RowCache::hits),
+            row_cache_misses: rows.map_or(0, RowCache::misses),
             index_filter_bytes: inner.reads.tables.index_filter_bytes() as u64,
             index_filter_limit: inner.reads.tables.index_filter_limit().map(|l| l as u64),
         }

@@ -12,6 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::read_path::ReadPath;
+use super::row_cache::RowCache;
 use super::super_version::{ReadAt, SuperVersion};
 use crate::attrs::Head;
 use crate::cursor::Cursor;
@@ -185,7 +186,11 @@ fn newest_live<T>(
         else {
             return Ok(InMemory::NeedsIo);
         };
-        match reader.get_within(key, seqno, reach, &mut decide)? {
+        let found = match &reads.rows {
+            None => reader.get_within(key, seqno, reach, &mut decide)?,
+            Some(rows) => get_through_rows(rows, &reader, meta, key, seqno, reach, &mut decide)?,
+        };
+        match found {
             InMemory::NeedsIo => return Ok(InMemory::NeedsIo),
             InMemory::Answer(Some(found)) => {
                 return found
@@ -196,6 +201,38 @@ fn newest_live<T>(
         }
     }
     Ok(InMemory::Answer(None))
+}
+
+/// As `reader.get_within(key, seqno, reach, f)`, through the row cache
+/// (`db/row_cache.rs`): a cached row the read may see answers it (invariant 2 there);
+/// otherwise the table does, and offers what it found when that is its newest version of
+/// `key`. The table's filter is asked first, so keys it rules out never probe the cache.
+fn get_through_rows<R>(
+    rows: &RowCache,
+    reader: &crate::table::Reader,
+    meta: &TableMeta,
+    key: &[u8],
+    seqno: SeqNo,
+    reach: Reach,
+    f: impl FnOnce(SeqNo, Kind, &[u8]) -> R,
+) -> Result<InMemory<Option<R>>> {
+    let hash = crate::table::filter::key_hash(key);
+    if !reader.may_contain_hash(hash) {
+        return Ok(InMemory::Answer(None));
+    }
+    let at = rows.key(meta.id, hash);
+    let cached = rows.get(at, key).filter(|row| row.seqno() <= seqno);
+    if let Some((row, kind)) = cached.and_then(|row| row.kind().map(|kind| (row, kind))) {
+        return Ok(InMemory::Answer(Some(f(row.seqno(), kind, row.stored()))));
+    }
+    // At or above the table's largest seqno, the version found is its newest.
+    let newest = seqno >= meta.max_seqno;
+    reader.get_within(key, seqno, reach, |found, kind, stored| {
+        if newest {
+            rows.offer(at, key, found, kind, stored);
+        }
+        f(found, kind, stored)
+    })
 }
 
 /// The merged value of `key` at `seqno` in `sv`, whose newest version there is a merge
@@ -334,6 +371,9 @@ pub(crate) fn get_many_with<K: AsRef<[u8]>, R>(
     let mut out = Vec::with_capacity(keys.len());
     for chunk in keys.chunks(BATCH_PREFETCH) {
         prefetch_chunk(&sv, chunk.iter().map(|k| (keyspace, k.as_ref())));
+        if let Some(rows) = &reads.rows {
+            prefetch_rows(reads, rows, &sv, keyspace, chunk);
+        }
         for key in chunk {
             let found = get_in(
                 reads,
@@ -372,6 +412,62 @@ fn prefetch_chunk<'k>(sv: &SuperVersion, keys: impl Iterator<Item = (KeyspaceId,
         for &(keyspace, hash) in hashed {
             m.prefetch_node(keyspace, hash);
         }
+    }
+}
+
+/// Tables per key whose filters [`prefetch_rows`] fetches.
+const PREFETCH_TABLES: usize = 4;
+
+/// Starts fetching, for point reads of `keys` (at most [`BATCH_PREFETCH`]) that reach the
+/// tables of `sv`, the row cache's set of each key in the first table that may hold it:
+/// first the filter lines of the first [`PREFETCH_TABLES`] tables each key may be in,
+/// then, with those lines at hand, the set of the first table whose filter passes, then
+/// the row that set holds for the key, if any. Only tables `sv` already has open are
+/// looked at.
+fn prefetch_rows<K: AsRef<[u8]>>(
+    reads: &ReadPath,
+    rows: &RowCache,
+    sv: &SuperVersion,
+    keyspace: KeyspaceId,
+    keys: &[K],
+) {
+    let Some(tables) = sv.version.keyspace(keyspace) else {
+        return;
+    };
+    let mut hashes = [0u64; BATCH_PREFETCH];
+    for (hash, key) in hashes.iter_mut().zip(keys) {
+        *hash = crate::table::filter::key_hash(key.as_ref());
+    }
+    let open = |pos, meta: &TableMeta| match sv.pins.reader_within(
+        &reads.tables,
+        keyspace,
+        pos,
+        meta,
+        Reach::Memory,
+    ) {
+        Ok(InMemory::Answer(reader)) => Some(reader),
+        _ => None,
+    };
+    for (key, &hash) in keys.iter().zip(&hashes) {
+        for (pos, meta) in tables.tables_for_key(key.as_ref()).take(PREFETCH_TABLES) {
+            if let Some(reader) = open(pos, meta) {
+                reader.prefetch_filter(hash);
+            }
+        }
+    }
+    let mut places = [None; BATCH_PREFETCH];
+    for ((key, &hash), place) in keys.iter().zip(&hashes).zip(&mut places) {
+        for (pos, meta) in tables.tables_for_key(key.as_ref()).take(PREFETCH_TABLES) {
+            if open(pos, meta).is_some_and(|reader| reader.may_contain_hash(hash)) {
+                let at = rows.key(meta.id, hash);
+                rows.prefetch(at);
+                *place = Some(at);
+                break;
+            }
+        }
+    }
+    for at in places.into_iter().flatten() {
+        rows.prefetch_row(at);
     }
 }
 

@@ -1,6 +1,6 @@
 //! [`ReadPath`]: the parts of an open store that every read goes through, apart from the
 //! write machinery: the published super versions, the visible seqno, the open tables, the
-//! value log's reader, and the clock that expiry is judged by.
+//! row cache, the value log's reader, and the clock that expiry is judged by.
 //!
 //! Point reads, counts and scans (`read.rs`, `scan.rs`) take a `ReadPath`, not the whole
 //! shared state: what they can reach is what a read needs, and a scan keeps only this
@@ -36,6 +36,8 @@ pub(crate) struct ReadPath {
     pub(crate) visible_seqno: AtomicU64,
     /// The open tables.
     pub(crate) tables: Arc<TableCache>,
+    /// Point lookups' answers from tables (`Options::row_cache_size`; `None`: off).
+    pub(crate) rows: Option<super::row_cache::RowCache>,
     /// Reads separated values from blob files.
     pub(crate) blobs: Arc<crate::vlog::Reader>,
     /// The time expiry is judged by (the store's `Options::clock`).

@@ -344,6 +344,7 @@ pub(super) fn assemble(
                     table::Access::Pread
                 },
             )),
+            rows: super::row_cache::RowCache::new(options.row_cache_size),
             supers,
             visible_seqno: AtomicU64::new(o.last.0),
             blobs: Arc::new(o.blobs),

@@ -49,6 +49,15 @@ pub struct Stats {
     /// The block cache's capacity: `Options::block_cache_size`, or the memory budget's
     /// cache share.
     pub block_cache_capacity: u64,
+    /// Bytes the row cache holds: rows plus a fixed charge per row for its slot (never
+    /// more than [`Stats::row_cache_capacity`]; 0 without a row cache).
+    pub row_cache_bytes: u64,
+    /// The row cache's capacity: `Options::row_cache_size`, capped by the memory budget.
+    pub row_cache_capacity: u64,
+    /// Point reads of a table answered by the row cache.
+    pub row_cache_hits: u64,
+    /// Point reads of a table that passed its filter and found no row in the row cache.
+    pub row_cache_misses: u64,
     /// Bytes of the decoded index blocks (with their in-memory fences) and bloom filters
     /// held by open tables: the sum over every live table reader, whether the table cache
     /// keeps it or a read, scan, compaction or super version holds it.

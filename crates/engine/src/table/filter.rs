@@ -25,6 +25,13 @@ use xxhash_rust::xxh3::xxh3_64;
 use super::MAX_BLOCK_LEN;
 use crate::error::Reason;
 
+/// The hash of a user key that filters are built and probed with (FORMAT.md fixes it:
+/// XXH3-64 without a seed); callers that probe several structures with one key compute
+/// it once.
+pub(crate) fn key_hash(user_key: &[u8]) -> u64 {
+    xxh3_64(user_key)
+}
+
 /// Most probes per key a filter may use.
 pub(crate) const MAX_PROBES: u8 = 30;
 
@@ -173,7 +180,7 @@ impl FilterBuilder {
 
     /// Adds a user key. Consecutive versions of one key are added once.
     pub(crate) fn add(&mut self, user_key: &[u8]) {
-        let h = xxh3_64(user_key);
+        let h = key_hash(user_key);
         if self.hashes.last() != Some(&h) {
             self.hashes.push(h);
         }
@@ -297,7 +304,26 @@ impl Filter {
 
     /// False if `user_key` is certainly absent from the table.
     pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
-        let h = xxh3_64(user_key);
+        self.may_contain_hash(key_hash(user_key))
+    }
+
+    /// Starts fetching what [`Filter::may_contain_hash`] of `h` reads first: its line (or,
+    /// spread, its first probe's byte).
+    pub(crate) fn prefetch_hash(&self, h: u64) {
+        let byte = match &self.bits {
+            Bits::Local(lines) => lines.get(line_of(h, lines.len())).map(|l| l.0.as_ptr()),
+            Bits::Spread { bits, wrap } => fast_probe_bits(h, 1, bits.len() as u64 * 8, *wrap)
+                .next()
+                .and_then(|bit| bits.get((bit / 8) as usize))
+                .map(std::ptr::from_ref),
+        };
+        if let Some(byte) = byte {
+            crate::mmap::prefetch_address(byte);
+        }
+    }
+
+    /// [`Filter::may_contain`] of the key whose [`key_hash`] is `h`.
+    pub(crate) fn may_contain_hash(&self, h: u64) -> bool {
         match &self.bits {
             Bits::Local(lines) => {
                 let Some(Line(line)) = lines.get(line_of(h, lines.len())) else {

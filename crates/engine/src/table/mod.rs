@@ -29,7 +29,7 @@ mod blob_refs;
 mod block;
 mod compression;
 mod fences;
-mod filter;
+pub(crate) mod filter;
 pub(crate) use filter::Layout;
 mod footer;
 mod iter;

@@ -482,6 +482,20 @@ impl Reader {
         self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
     }
 
+    /// Starts fetching what [`Reader::may_contain_hash`] of `hash` reads first.
+    pub(crate) fn prefetch_filter(&self, hash: u64) {
+        if let Some(f) = &self.filter {
+            f.prefetch_hash(hash);
+        }
+    }
+
+    /// [`Reader::may_contain`] of the key whose `filter::key_hash` is `hash`.
+    pub(crate) fn may_contain_hash(&self, hash: u64) -> bool {
+        self.filter
+            .as_ref()
+            .is_none_or(|f| f.may_contain_hash(hash))
+    }
+
     /// The newest version of `user_key` with seqno `<= snapshot`: `(seqno, kind, value)`.
     ///
     /// # Errors

@@ -289,6 +289,11 @@ class Db:
     faster reads of stores larger than the block cache (with ``compression="none"`` data
     blocks are read where they lie, the page cache serving as their cache), but a device
     error on a mapped page stops the process (``SIGBUS``) instead of raising ``OSError``.
+    ``row_cache_size`` (bytes, default 0: none; also for ``open_read_only`` and
+    ``open_follower``) keeps the answers of point reads of tables, so a key read again
+    costs one hash probe instead of a block search (``stats()``: ``row_cache_hits``,
+    ``row_cache_misses``, ``row_cache_bytes``, ``row_cache_capacity``); under a
+    ``memory_budget`` it comes out of the block cache's share, at most half of it.
     """
 
     def __init__(
@@ -313,6 +318,7 @@ class Db:
         idle_compaction_percent: Optional[int] = None,
         memtable_huge_pages: Optional[bool] = None,
         mmap_reads: Optional[bool] = None,
+        row_cache_size: Optional[int] = None,
     ) -> None: ...
     @classmethod
     def open_read_only(
@@ -323,6 +329,7 @@ class Db:
         max_open_tables: Optional[int] = None,
         memory_budget: Optional[int] = None,
         mmap_reads: Optional[bool] = None,
+        row_cache_size: Optional[int] = None,
     ) -> Db: ...
     @classmethod
     def open_follower(
@@ -334,6 +341,7 @@ class Db:
         max_open_tables: Optional[int] = None,
         memory_budget: Optional[int] = None,
         mmap_reads: Optional[bool] = None,
+        row_cache_size: Optional[int] = None,
     ) -> Db: ...
     def refresh(self) -> bool: ...
     @property

@@ -161,6 +161,7 @@ def test_server_commands(r):
     assert info["redis_version"] and info["connected_clients"] >= 1
     assert "total_commands_processed" in r.info("stats")
     assert r.info("persistence")["cairn_durability"] == "sync"
+    assert r.info("persistence")["cairn_row_cache_misses"] >= 0
     assert "cmdstat_get" in r.info("commandstats")
     assert r.config_get("save") == {"save": ""}
     assert r.config_get("appendonly") == {"appendonly": "yes"}

@@ -1,0 +1,175 @@
+//! The row cache (`Options::row_cache_size`) through the public API: a key read again from
+//! a table is answered by the cache (its counters show it) with the same answer the table
+//! gives, for plain values, tombstones, expiring entries, merge operands, separated
+//! values, `get_many` and HEAD; a read at a snapshot older than the cached version reads
+//! the table; and the memory budget bounds the cache. The model tests
+//! (`ordered_model.rs`) run whole random histories with it on.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+mod ordered_common;
+
+use std::time::Duration;
+
+use cairn::Readable;
+use cairn::{AddI64, Clock, Db, KeyspaceOptions, Options};
+
+use ordered_common::{mem_tempdir, tiny};
+
+const START: u64 = 1_700_000_000_000;
+
+fn options(clock: &Clock) -> Options {
+    tiny(64 << 10, 1024)
+        .clock(clock.clone())
+        .row_cache_size(1 << 20)
+}
+
+/// (hits, misses) of the row cache.
+fn counts(db: &Db) -> (u64, u64) {
+    let s = db.stats();
+    (s.row_cache_hits, s.row_cache_misses)
+}
+
+#[test]
+fn a_key_read_again_from_a_table_is_a_row_cache_hit() {
+    let dir = mem_tempdir();
+    let clock = Clock::manual(START);
+    let db = Db::open(dir.path(), options(&clock)).unwrap();
+    let ks = db.keyspace("default").unwrap();
+    for i in 0..200u32 {
+        ks.insert(format!("k{i:04}"), format!("v{i}")).unwrap();
+    }
+    db.flush().unwrap();
+    assert_eq!(counts(&db), (0, 0));
+    assert_eq!(ks.get("k0007").unwrap(), Some(b"v7".to_vec()));
+    assert_eq!(counts(&db), (0, 1));
+    for _ in 0..3 {
+        assert_eq!(ks.get("k0007").unwrap(), Some(b"v7".to_vec()));
+    }
+    assert_eq!(counts(&db), (3, 1));
+    let stats = db.stats();
+    assert_eq!(stats.row_cache_capacity, 1 << 20);
+    assert!(stats.row_cache_bytes > 0 && stats.row_cache_bytes <= 1 << 20);
+
+    // A key the table's filter rules out never probes the cache; one a memtable holds
+    // never reaches the tables.
+    assert_eq!(ks.get("absent").unwrap(), None);
+    ks.insert("k0007", "newer").unwrap();
+    assert_eq!(ks.get("k0007").unwrap(), Some(b"newer".to_vec()));
+    let (hits, misses) = counts(&db);
+    assert_eq!(hits, 3);
+    assert!(misses <= 2, "{misses}");
+
+    // Batched reads and HEAD go through it too.
+    let keys = ["k0001", "k0002", "absent", "k0001"];
+    let want = [
+        Some(b"v1".to_vec()),
+        Some(b"v2".to_vec()),
+        None,
+        Some(b"v1".to_vec()),
+    ];
+    assert_eq!(ks.get_many(&keys).unwrap(), want);
+    assert_eq!(ks.get_many(&keys).unwrap(), want);
+    assert_eq!(ks.head("k0002").unwrap().unwrap().value_len, 2);
+    assert!(counts(&db).0 >= hits + 4);
+}
+
+#[test]
+fn a_snapshot_older_than_the_cached_version_reads_the_table() {
+    let dir = mem_tempdir();
+    let clock = Clock::manual(START);
+    let db = Db::open(dir.path(), options(&clock)).unwrap();
+    let ks = db.keyspace("default").unwrap();
+    ks.insert("k", "old").unwrap();
+    let snap = db.snapshot();
+    ks.insert("k", "new").unwrap();
+    // One table holding both versions (the snapshot keeps the old one).
+    db.flush().unwrap();
+    db.compact().unwrap();
+    // The snapshot reads first: what it finds is not the table's newest version, so it
+    // is not cached for the reads that follow.
+    for _ in 0..3 {
+        assert_eq!(snap.get(&ks, "k").unwrap(), Some(b"old".to_vec()));
+        assert_eq!(ks.get("k").unwrap(), Some(b"new".to_vec()));
+    }
+    assert!(counts(&db).0 >= 2);
+}
+
+#[test]
+fn cached_tombstones_expiry_and_operands_answer_as_the_table_does() {
+    let dir = mem_tempdir();
+    let clock = Clock::manual(START);
+    let db = Db::open(dir.path(), options(&clock)).unwrap();
+    let ks = db.keyspace("default").unwrap();
+    let counters = db
+        .keyspace_with(
+            "counters",
+            KeyspaceOptions::default().merge_operator(std::sync::Arc::new(AddI64)),
+        )
+        .unwrap();
+    ks.insert("gone", "v").unwrap();
+    db.flush().unwrap();
+    ks.remove("gone").unwrap();
+    ks.insert_ttl("brief", "here", Duration::from_secs(10))
+        .unwrap();
+    counters.insert("n", "5").unwrap();
+    db.flush().unwrap();
+    counters.merge("n", "2").unwrap();
+    counters.merge("n", "3").unwrap();
+    db.flush().unwrap();
+    for _ in 0..3 {
+        assert_eq!(ks.get("gone").unwrap(), None);
+        assert_eq!(ks.get("brief").unwrap(), Some(b"here".to_vec()));
+        assert_eq!(counters.get("n").unwrap(), Some(b"10".to_vec()));
+    }
+    assert!(counts(&db).0 >= 4);
+    // The expiry is judged at each read, after the cache.
+    clock.advance(Duration::from_secs(10));
+    assert_eq!(ks.get("brief").unwrap(), None);
+    assert_eq!(ks.head("brief").unwrap(), None);
+}
+
+#[test]
+fn separated_values_are_read_through_their_cached_handles() {
+    let dir = mem_tempdir();
+    let clock = Clock::manual(START);
+    let db = Db::open(dir.path(), options(&clock).blob_threshold(Some(0))).unwrap();
+    let ks = db.keyspace("default").unwrap();
+    for i in 0..50u32 {
+        ks.insert(format!("k{i:02}"), vec![i as u8; 100 + i as usize])
+            .unwrap();
+    }
+    db.flush().unwrap();
+    for _ in 0..3 {
+        for i in 0..50u32 {
+            assert_eq!(
+                ks.get(format!("k{i:02}")).unwrap(),
+                Some(vec![i as u8; 100 + i as usize])
+            );
+        }
+    }
+    assert!(counts(&db).0 >= 100);
+}
+
+#[test]
+fn the_memory_budget_bounds_the_row_cache() {
+    let dir = mem_tempdir();
+    let budget = 64 << 20;
+    let db = Db::open(
+        dir.path(),
+        Options::default()
+            .memory_budget(Some(budget))
+            .row_cache_size(usize::MAX),
+    )
+    .unwrap();
+    let s = db.stats();
+    // Half the block cache's share (5/8 of the budget), the block cache the rest.
+    let share = (budget - budget / 4 - budget / 8) as u64;
+    assert_eq!(s.row_cache_capacity, share / 2);
+    assert_eq!(s.block_cache_capacity + s.row_cache_capacity, share);
+    drop(db);
+    let dir = mem_tempdir();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let s = db.stats();
+    assert_eq!((s.row_cache_capacity, s.row_cache_hits), (0, 0));
+}
