@@ -1272,6 +1272,14 @@ void cairn_options_set_max_wal_size(cairn_options_t *options, uint64_t bytes);
 void cairn_options_set_block_cache_size(cairn_options_t *options, size_t bytes);
 
 /*
+ Sets the bytes of the row cache (`Options::row_cache_size`, default 0: none): the
+ answers of point reads of tables, so a key read again costs one cache-line probe
+ instead of an index and block search. Under a memory budget it comes out of the block
+ cache's share, at most half of it.
+ */
+void cairn_options_set_row_cache_size(cairn_options_t *options, size_t bytes);
+
+/*
  Reads table blocks through memory maps of the table files when `on` is nonzero
  (`Options::mmap_reads`, default off): faster reads of stores larger than the block
  cache (uncompressed data blocks are read where they lie, the page cache serving as

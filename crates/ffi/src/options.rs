@@ -158,6 +158,20 @@ pub extern "C" fn cairn_options_set_block_cache_size(
     }
 }
 
+/// Sets the bytes of the row cache (`Options::row_cache_size`, default 0: none): the
+/// answers of point reads of tables, so a key read again costs one cache-line probe
+/// instead of an index and block search. Under a memory budget it comes out of the block
+/// cache's share, at most half of it.
+#[no_mangle]
+pub extern "C" fn cairn_options_set_row_cache_size(
+    options: Option<&mut cairn_options_t>,
+    bytes: usize,
+) {
+    if let Some(o) = options {
+        o.options.row_cache_size = bytes;
+    }
+}
+
 /// Reads table blocks through memory maps of the table files when `on` is nonzero
 /// (`Options::mmap_reads`, default off): faster reads of stores larger than the block
 /// cache (uncompressed data blocks are read where they lie, the page cache serving as

@@ -90,6 +90,20 @@ const PROPERTIES: &[(&str, Source)] = &[
         "stats.block_cache_capacity",
         Source::Stats(|s| s.block_cache_capacity),
     ),
+    // The row cache; 0 where the store has none.
+    (
+        "stats.row_cache_bytes",
+        Source::Stats(|s| s.row_cache_bytes),
+    ),
+    (
+        "stats.row_cache_capacity",
+        Source::Stats(|s| s.row_cache_capacity),
+    ),
+    ("stats.row_cache_hits", Source::Stats(|s| s.row_cache_hits)),
+    (
+        "stats.row_cache_misses",
+        Source::Stats(|s| s.row_cache_misses),
+    ),
     (
         "stats.index_filter_bytes",
         Source::Stats(|s| s.index_filter_bytes),

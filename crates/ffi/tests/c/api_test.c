@@ -193,6 +193,7 @@ static void test_options(void) {
     cairn_options_set_idle_compaction_percent(NULL, 1);
     cairn_options_set_memtable_huge_pages(NULL, 1);
     cairn_options_set_mmap_reads(NULL, 1);
+    cairn_options_set_row_cache_size(NULL, 1);
     cairn_options_set_blob_threshold(NULL, 1);
     cairn_options_set_background_threads(NULL, 1);
     cairn_options_set_salvage_wal(NULL, 1);
@@ -437,6 +438,7 @@ static void test_compaction_options(void) {
     cairn_options_set_idle_compaction_percent(o, 0);
     cairn_options_set_memtable_huge_pages(o, 1);
     cairn_options_set_mmap_reads(o, 1);
+    cairn_options_set_row_cache_size(o, 1u << 20);
     for (int round = 0; round < 2; round++) {
         db = NULL;
         EXPECT(CAIRN_OK, cairn_db_open(o, path_in("compaction-options"), &db, &err));
@@ -457,7 +459,14 @@ static void test_compaction_options(void) {
             size_t len = 0;
             EXPECT(CAIRN_OK, cairn_get_into(ks, NULL, key, kl, buf, sizeof buf, &len, &err));
             CHECK(len == sizeof val && memcmp(buf, val, sizeof val) == 0);
+            /* Read again: the row cache answers, with the same value. */
+            EXPECT(CAIRN_OK, cairn_get_into(ks, NULL, key, kl, buf, sizeof buf, &len, &err));
+            CHECK(len == sizeof val && memcmp(buf, val, sizeof val) == 0);
         }
+        uint64_t hits = 0, capacity = 0;
+        EXPECT(CAIRN_OK, cairn_db_property_int(db, "stats.row_cache_hits", &hits, &err));
+        EXPECT(CAIRN_OK, cairn_db_property_int(db, "stats.row_cache_capacity", &capacity, &err));
+        CHECK(hits > 0 && capacity == 1u << 20);
         cairn_keyspace_destroy(ks);
         EXPECT(CAIRN_OK, cairn_db_close(db, &err));
         cairn_db_destroy(db);
