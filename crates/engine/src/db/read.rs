@@ -370,9 +370,9 @@ pub(crate) fn get_many_with<K: AsRef<[u8]>, R>(
     let (sv, seqno) = reads.acquire_current(at);
     let mut out = Vec::with_capacity(keys.len());
     for chunk in keys.chunks(BATCH_PREFETCH) {
-        prefetch_chunk(&sv, chunk.iter().map(|k| (keyspace, k.as_ref())));
+        let in_memtables = prefetch_chunk(&sv, chunk.iter().map(|k| (keyspace, k.as_ref())));
         if let Some(rows) = &reads.rows {
-            prefetch_rows(reads, rows, &sv, keyspace, chunk);
+            prefetch_rows(reads, rows, &sv, keyspace, chunk, &in_memtables);
         }
         for key in chunk {
             let found = get_in(
@@ -394,8 +394,12 @@ pub(crate) fn get_many_with<K: AsRef<[u8]>, R>(
 
 /// Starts fetching what point reads of `keys` (at most [`BATCH_PREFETCH`]) in the
 /// memtables of `sv` touch first, overlapping their cache misses: the filter words and
-/// point-index slots of all of them, then the nodes the slots name.
-fn prefetch_chunk<'k>(sv: &SuperVersion, keys: impl Iterator<Item = (KeyspaceId, &'k [u8])>) {
+/// point-index slots of all of them, then the nodes the slots name. Returns, per key,
+/// whether a memtable's filter may hold it (false: the read goes to the tables).
+fn prefetch_chunk<'k>(
+    sv: &SuperVersion,
+    keys: impl Iterator<Item = (KeyspaceId, &'k [u8])>,
+) -> [bool; BATCH_PREFETCH] {
     let mut hashed = [(KeyspaceId(0), 0u64); BATCH_PREFETCH];
     let mut n = 0;
     for (slot, (keyspace, key)) in hashed.iter_mut().zip(keys) {
@@ -408,11 +412,13 @@ fn prefetch_chunk<'k>(sv: &SuperVersion, keys: impl Iterator<Item = (KeyspaceId,
             m.prefetch_get(keyspace, hash);
         }
     }
+    let mut in_memtables = [false; BATCH_PREFETCH];
     for m in sv.memtables() {
-        for &(keyspace, hash) in hashed {
-            m.prefetch_node(keyspace, hash);
+        for (&(keyspace, hash), maybe) in hashed.iter().zip(&mut in_memtables) {
+            *maybe |= m.prefetch_node(keyspace, hash);
         }
     }
+    in_memtables
 }
 
 /// Tables per key whose filters [`prefetch_rows`] fetches.
@@ -422,21 +428,26 @@ const PREFETCH_TABLES: usize = 4;
 /// tables of `sv`, the row cache's set of each key in the first table that may hold it:
 /// first the filter lines of the first [`PREFETCH_TABLES`] tables each key may be in,
 /// then, with those lines at hand, the set of the first table whose filter passes, then
-/// the row that set holds for the key, if any. Only tables `sv` already has open are
-/// looked at.
+/// the row that set holds for the key, if any. Keys a memtable may hold
+/// (`in_memtables`, from [`prefetch_chunk`]) are passed over: their reads most likely
+/// end there. Only tables `sv` already has open are looked at.
 fn prefetch_rows<K: AsRef<[u8]>>(
     reads: &ReadPath,
     rows: &RowCache,
     sv: &SuperVersion,
     keyspace: KeyspaceId,
     keys: &[K],
+    in_memtables: &[bool; BATCH_PREFETCH],
 ) {
     let Some(tables) = sv.version.keyspace(keyspace) else {
         return;
     };
-    let mut hashes = [0u64; BATCH_PREFETCH];
-    for (hash, key) in hashes.iter_mut().zip(keys) {
-        *hash = crate::table::filter::key_hash(key.as_ref());
+    // `None`: passed over.
+    let mut hashes = [None; BATCH_PREFETCH];
+    for ((hash, key), &in_memtable) in hashes.iter_mut().zip(keys).zip(in_memtables) {
+        if !in_memtable {
+            *hash = Some(crate::table::filter::key_hash(key.as_ref()));
+        }
     }
     let open = |pos, meta: &TableMeta| match sv.pins.reader_within(
         &reads.tables,
@@ -448,16 +459,21 @@ fn prefetch_rows<K: AsRef<[u8]>>(
         Ok(InMemory::Answer(reader)) => Some(reader),
         _ => None,
     };
-    for (key, &hash) in keys.iter().zip(&hashes) {
-        for (pos, meta) in tables.tables_for_key(key.as_ref()).take(PREFETCH_TABLES) {
+    let hashed = || {
+        keys.iter()
+            .zip(&hashes)
+            .filter_map(|(key, hash)| hash.map(|h| (key.as_ref(), h)))
+    };
+    for (key, hash) in hashed() {
+        for (pos, meta) in tables.tables_for_key(key).take(PREFETCH_TABLES) {
             if let Some(reader) = open(pos, meta) {
                 reader.prefetch_filter(hash);
             }
         }
     }
     let mut places = [None; BATCH_PREFETCH];
-    for ((key, &hash), place) in keys.iter().zip(&hashes).zip(&mut places) {
-        for (pos, meta) in tables.tables_for_key(key.as_ref()).take(PREFETCH_TABLES) {
+    for ((key, hash), place) in hashed().zip(&mut places) {
+        for (pos, meta) in tables.tables_for_key(key).take(PREFETCH_TABLES) {
             if open(pos, meta).is_some_and(|reader| reader.may_contain_hash(hash)) {
                 let at = rows.key(meta.id, hash);
                 rows.prefetch(at);

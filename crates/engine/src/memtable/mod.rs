@@ -308,11 +308,13 @@ impl Memtable {
 
     /// The second step (after [`Memtable::prefetch_get`] for the batch's keys): if the
     /// filter may hold the key, hints the CPU to fetch the node the point index names.
-    pub(crate) fn prefetch_node(&self, keyspace: KeyspaceId, hash: u64) {
+    /// Returns whether it may (false: the memtable certainly lacks the key).
+    pub(crate) fn prefetch_node(&self, keyspace: KeyspaceId, hash: u64) -> bool {
         if self.list.is_empty() || !self.filter.may_contain_hash(hash) {
-            return;
+            return false;
         }
         self.list.prefetch_newest(keyspace.0, hash);
+        true
     }
 
     /// `f(seqno, kind, stored value)` of the newest version of `user_key` in `keyspace`
