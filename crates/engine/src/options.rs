@@ -210,7 +210,9 @@ pub struct Options {
     /// eviction), rows of more than 4 KiB are not kept, and the rows of tables that
     /// compaction deletes age out. With [`Options::memory_budget`], the row cache is part
     /// of the block cache's share (at most half of it) and the block cache gets the rest.
-    /// [`Stats`](crate::Stats) counts its hits, misses and bytes.
+    /// [`Stats`](crate::Stats) counts its hits, misses and bytes. A sixth of the size (the
+    /// cache's sets, one cache line per three rows) is allocated when the store opens; a
+    /// size whose sets cannot be allocated is refused then (`InvalidArgument`).
     pub row_cache_size: usize,
     /// Table files kept open (each holds a file descriptor); the least recently used is
     /// closed when another is needed. Default: 500, which fits the common 1,024-descriptor

@@ -2,7 +2,8 @@
 //! a table is answered by the cache (its counters show it) with the same answer the table
 //! gives, for plain values, tombstones, expiring entries, merge operands, separated
 //! values, `get_many` and HEAD; a read at a snapshot older than the cached version reads
-//! the table; and the memory budget bounds the cache. The model tests
+//! the table; and the memory budget bounds the cache, and a size that cannot be allocated
+//! is refused at open. The model tests
 //! (`ordered_model.rs`) run whole random histories with it on.
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
@@ -172,4 +173,17 @@ fn the_memory_budget_bounds_the_row_cache() {
     let db = Db::open(dir.path(), Options::default()).unwrap();
     let s = db.stats();
     assert_eq!((s.row_cache_capacity, s.row_cache_hits), (0, 0));
+    drop(db);
+    // A row cache whose sets cannot be allocated is refused at open, with nothing done.
+    let dir = mem_tempdir();
+    let err = Db::open(
+        dir.path().join("store"),
+        Options::default().row_cache_size(usize::MAX),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, cairn::Error::InvalidArgument(m) if m.contains("row_cache_size")),
+        "{err}"
+    );
+    assert!(!dir.path().join("store").exists());
 }

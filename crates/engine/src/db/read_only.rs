@@ -239,6 +239,7 @@ fn open_once(
             blobs,
             recovery: view.recovery,
             read_point: Some(view.point),
+            rows: super::row_cache::RowCache::new(options.row_cache_size)?,
             follower,
         },
     );

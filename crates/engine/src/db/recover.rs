@@ -81,6 +81,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, given: Options) -> Resul
     // The sizes a memory budget replaces are this open's, not the store's: the manifest
     // records the options as given (`crate::budget`).
     let options = Budget::effective(given.clone())?;
+    let rows = super::row_cache::RowCache::new(options.row_cache_size)?;
     if !fs.exists(dir)? {
         if !options.create_if_missing {
             return Err(Error::invalid(format!(
@@ -255,6 +256,7 @@ pub(crate) fn open(fs: Arc<dyn FileSystem>, dir: &Path, given: Options) -> Resul
             blobs,
             recovery: std::mem::take(&mut replay.report),
             read_point: None,
+            rows,
             follower: false,
         },
     );
@@ -289,6 +291,8 @@ pub(super) struct Opened {
     pub(super) recovery: RecoveryReport,
     /// `Some` for a read-only open, which this makes the store.
     pub(super) read_point: Option<ReadPoint>,
+    /// The row cache (`Options::row_cache_size`), allocated before the open did any work.
+    pub(super) rows: Option<super::row_cache::RowCache>,
     /// A read-only open that follows the writer (`Db::open_follower`).
     pub(super) follower: bool,
 }
@@ -344,7 +348,7 @@ pub(super) fn assemble(
                     table::Access::Pread
                 },
             )),
-            rows: super::row_cache::RowCache::new(options.row_cache_size),
+            rows: o.rows,
             supers,
             visible_seqno: AtomicU64::new(o.last.0),
             blobs: Arc::new(o.blobs),

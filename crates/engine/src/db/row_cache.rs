@@ -42,6 +42,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::error::{Error, Result};
 use crate::files::TableId;
 use crate::key::{Kind, SeqNo};
 
@@ -178,19 +179,32 @@ impl std::fmt::Debug for RowCache {
 
 impl RowCache {
     /// A cache of at most `capacity` bytes, sets included, or `None` for 0 (no row cache).
-    pub(crate) fn new(capacity: usize) -> Option<RowCache> {
+    /// The sets, a sixth of the capacity, are allocated here.
+    ///
+    /// # Errors
+    /// `InvalidArgument` naming `row_cache_size` if the sets cannot be allocated.
+    pub(crate) fn new(capacity: usize) -> Result<Option<RowCache>> {
         if capacity == 0 {
-            return None;
+            return Ok(None);
         }
         let count = (capacity / (WAYS * TYPICAL_CHARGE)).max(1);
-        let sets: Box<[Set]> = (0..count).map(|_| Set::default()).collect();
-        Some(RowCache {
+        let mut sets = Vec::new();
+        sets.try_reserve_exact(count).map_err(|_| {
+            Error::invalid(format!(
+                "Options: row_cache_size {capacity} needs {} bytes of sets, which cannot be \
+                 allocated",
+                count.saturating_mul(std::mem::size_of::<Set>())
+            ))
+        })?;
+        sets.resize_with(count, Set::default);
+        let sets = sets.into_boxed_slice();
+        Ok(Some(RowCache {
             used: AtomicUsize::new(std::mem::size_of_val(&*sets)),
             sets,
             capacity,
             hand: AtomicUsize::new(0),
             stripes: Default::default(),
-        })
+        }))
     }
 
     /// The capacity in bytes.
@@ -411,7 +425,7 @@ mod tests {
 
     #[test]
     fn a_row_round_trips_and_answers_only_its_own_table_and_key() {
-        let cache = RowCache::new(1 << 20).unwrap();
+        let cache = RowCache::new(1 << 20).unwrap().unwrap();
         let at = key(&cache, 7, b"key");
         assert!(cache.get(at, b"key").is_none());
         cache.offer(at, b"key", SeqNo(42), Kind::Put, b"stored");
@@ -429,8 +443,10 @@ mod tests {
 
     #[test]
     fn large_rows_and_a_zero_capacity_cache_nothing() {
-        assert!(RowCache::new(0).is_none());
-        let cache = RowCache::new(1 << 20).unwrap();
+        assert!(RowCache::new(0).unwrap().is_none());
+        let huge = RowCache::new(usize::MAX).unwrap_err();
+        assert!(matches!(huge, Error::InvalidArgument(m) if m.contains("row_cache_size")));
+        let cache = RowCache::new(1 << 20).unwrap().unwrap();
         let at = key(&cache, 1, b"k");
         cache.offer(at, b"k", SeqNo(1), Kind::Put, &vec![0; MAX_ROW_BYTES]);
         assert!(cache.get(at, b"k").is_none());
@@ -441,7 +457,7 @@ mod tests {
     #[test]
     fn rows_stay_within_the_capacity_and_recent_rows_are_found() {
         for (capacity, len) in [(64 << 10, 100), (64 << 10, 4000), (2 << 10, 300)] {
-            let cache = RowCache::new(capacity).unwrap();
+            let cache = RowCache::new(capacity).unwrap().unwrap();
             let mut kept = 0;
             for i in 0u32..20_000 {
                 let k = i.to_le_bytes();
@@ -460,7 +476,7 @@ mod tests {
     /// the capacity.
     #[test]
     fn concurrent_offers_and_reads_stay_within_the_capacity() {
-        let cache = std::sync::Arc::new(RowCache::new(32 << 10).unwrap());
+        let cache = std::sync::Arc::new(RowCache::new(32 << 10).unwrap().unwrap());
         let threads: Vec<_> = (0..4u64)
             .map(|t| {
                 let cache = std::sync::Arc::clone(&cache);
@@ -489,7 +505,7 @@ mod tests {
     #[test]
     fn a_full_set_evicts_a_row_not_hit_since_the_hand_passed() {
         // One set: every key lands in it.
-        let cache = RowCache::new(WAYS * TYPICAL_CHARGE).unwrap();
+        let cache = RowCache::new(WAYS * TYPICAL_CHARGE).unwrap().unwrap();
         assert_eq!(cache.sets.len(), 1);
         let cache = RowCache {
             capacity: 1 << 20,
