@@ -6,7 +6,7 @@
 //!
 //! | share | of the budget | bounds | enforced by |
 //! |---|---|---|---|
-//! | block cache | 5/8 | decoded data blocks cached, and rows (`Options::row_cache_size`, at most half the share) | `cache::BlockCache` capacities (never exceeded) |
+//! | block cache | 5/8 | decoded data blocks cached, and rows (`Options::row_cache_size`, at most half the share) | the capacities of `cache::BlockCache` and `db/row_cache.rs` (never exceeded) |
 //! | memtables | 1/4 | charged bytes of the active and sealed memtables, every keyspace | the write leader: seals and flushes early, then holds writers back (`db/write/room.rs`) |
 //! | index and filter | 1/8 | decoded index and filter blocks of the open tables | the table cache closes tables least recently used first, and super versions stop pinning (`db/table_cache.rs`, `db/pinned.rs`) |
 //!

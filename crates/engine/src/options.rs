@@ -204,11 +204,11 @@ pub struct Options {
     ///
     /// A key read again then costs one hash probe where it cost a search of the table's
     /// index and data block, so repeated point reads of keys no longer in a memtable
-    /// (a server's hot keys) cost about what reads from a memtable do. Scans and reads
-    /// at a snapshot older than the table's version do not use it. Rows are kept as
-    /// blocks are (a full cache keeps a row only when it is read twice soon after; CLOCK
-    /// eviction), rows of more than 4 KiB are not kept, and the rows of tables that
-    /// compaction deletes age out. With [`Options::memory_budget`], the row cache is part
+    /// (a server's hot keys) cost about what reads from a memtable do. Scans do not use
+    /// it, and a read at a snapshot that cannot see the version cached goes to the
+    /// table. Every row a read misses is kept, evicting (CLOCK) a row of its set not hit
+    /// since the set's hand last passed; rows of more than 4 KiB are not kept, and the
+    /// rows of tables that compaction deletes age out. A size below 192 bytes is refused. With [`Options::memory_budget`], the row cache is part
     /// of the block cache's share (at most half of it) and the block cache gets the rest.
     /// [`Stats`](crate::Stats) counts its hits, misses and bytes. A sixth of the size (the
     /// cache's sets, one cache line per three rows) is allocated when the store opens; a

@@ -2,8 +2,10 @@
 //! a table is answered by the cache (its counters show it) with the same answer the table
 //! gives, for plain values, tombstones, expiring entries, merge operands, separated
 //! values, `get_many` and HEAD; a read at a snapshot older than the cached version reads
-//! the table; and the memory budget bounds the cache, and a size that cannot be allocated
-//! is refused at open. The model tests
+//! the table, and a range removal hides a cached row from later reads only; transactions,
+//! reads that may not wait for the disk and followers across a refresh read through it;
+//! and the memory budget bounds the cache, and a size that cannot be allocated is refused
+//! at open. The model tests
 //! (`ordered_model.rs`) run whole random histories with it on.
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
@@ -13,7 +15,9 @@ mod ordered_common;
 use std::time::Duration;
 
 use cairn::Readable;
-use cairn::{AddI64, Clock, Db, KeyspaceOptions, Options};
+use cairn::{
+    AddI64, Clock, Db, Error, InMemory, Isolation, KeyspaceOptions, Options, TransactionOptions,
+};
 
 use ordered_common::{mem_tempdir, tiny};
 
@@ -42,15 +46,18 @@ fn a_key_read_again_from_a_table_is_a_row_cache_hit() {
     }
     db.flush().unwrap();
     assert_eq!(counts(&db), (0, 0));
+    // The sets are charged from the open; the first read adds its row.
+    let empty = db.stats().row_cache_bytes;
     assert_eq!(ks.get("k0007").unwrap(), Some(b"v7".to_vec()));
     assert_eq!(counts(&db), (0, 1));
+    assert!(db.stats().row_cache_bytes > empty);
     for _ in 0..3 {
         assert_eq!(ks.get("k0007").unwrap(), Some(b"v7".to_vec()));
     }
     assert_eq!(counts(&db), (3, 1));
     let stats = db.stats();
     assert_eq!(stats.row_cache_capacity, 1 << 20);
-    assert!(stats.row_cache_bytes > 0 && stats.row_cache_bytes <= 1 << 20);
+    assert!(stats.row_cache_bytes <= 1 << 20);
 
     // A key the table's filter rules out never probes the cache; one a memtable holds
     // never reaches the tables.
@@ -186,4 +193,112 @@ fn the_memory_budget_bounds_the_row_cache() {
         "{err}"
     );
     assert!(!dir.path().join("store").exists());
+}
+
+/// A range removal newer than a cached row hides it; a snapshot taken before the removal
+/// still reads the row, from the cache.
+#[test]
+fn a_range_removal_hides_a_cached_row_from_later_reads_only() {
+    let dir = mem_tempdir();
+    let clock = Clock::manual(START);
+    let db = Db::open(dir.path(), options(&clock)).unwrap();
+    let ks = db.keyspace("default").unwrap();
+    ks.insert("b", "v").unwrap();
+    db.flush().unwrap();
+    assert_eq!(ks.get("b").unwrap(), Some(b"v".to_vec()));
+    let before = db.snapshot();
+    ks.remove_range("a".."c").unwrap();
+    let hits = counts(&db).0;
+    assert_eq!(ks.get("b").unwrap(), None);
+    assert_eq!(before.get(&ks, "b").unwrap(), Some(b"v".to_vec()));
+    assert_eq!(counts(&db).0, hits + 2);
+    db.flush().unwrap();
+    assert_eq!(ks.get("b").unwrap(), None);
+    assert_eq!(before.get(&ks, "b").unwrap(), Some(b"v".to_vec()));
+}
+
+/// Transactions read through the cache, and a serializable one that read a cached row
+/// still fails when another writer changed that key.
+#[test]
+fn transactions_read_cached_rows_and_still_detect_conflicts() {
+    let dir = mem_tempdir();
+    let clock = Clock::manual(START);
+    let db = Db::open(dir.path(), options(&clock)).unwrap();
+    let ks = db.keyspace("default").unwrap();
+    for k in ["a", "b", "c"] {
+        ks.insert(k, format!("{k}0")).unwrap();
+    }
+    db.flush().unwrap();
+    drop(ks.get_many(&["a", "b", "c"]).unwrap());
+    let hits = counts(&db).0;
+    let serializable = TransactionOptions::new().isolation(Isolation::Serializable);
+    let mut tx = db.transaction_with(&serializable);
+    assert_eq!(tx.get(&ks, "a").unwrap(), Some(b"a0".to_vec()));
+    assert_eq!(
+        tx.get_many(&ks, &["b", "c", "d"]).unwrap(),
+        [Some(b"b0".to_vec()), Some(b"c0".to_vec()), None]
+    );
+    assert!(counts(&db).0 >= hits + 3);
+    ks.insert("a", "a1").unwrap();
+    tx.insert(&ks, "b", "b1");
+    let err = tx.commit().unwrap_err();
+    assert!(matches!(err, Error::Conflict { .. }), "{err}");
+    assert_eq!(ks.get("a").unwrap(), Some(b"a1".to_vec()));
+    assert_eq!(ks.get("b").unwrap(), Some(b"b0".to_vec()));
+}
+
+/// A read that may not wait for the disk answers from a cached row when the block is no
+/// longer cached (here: no block cache at all).
+#[test]
+fn a_read_in_memory_answers_from_a_cached_row() {
+    let dir = mem_tempdir();
+    let clock = Clock::manual(START);
+    let db = Db::open(dir.path(), options(&clock).block_cache_size(0)).unwrap();
+    let ks = db.keyspace("default").unwrap();
+    ks.insert("k", "v").unwrap();
+    ks.insert("other", "w").unwrap();
+    db.flush().unwrap();
+    assert!(matches!(
+        ks.get_with_in_memory("other", <[u8]>::to_vec).unwrap(),
+        InMemory::NeedsIo
+    ));
+    assert_eq!(ks.get("k").unwrap(), Some(b"v".to_vec()));
+    assert!(matches!(
+        ks.get_with_in_memory("k", <[u8]>::to_vec).unwrap(),
+        InMemory::Answer(Some(v)) if v == b"v"
+    ));
+}
+
+/// A follower caches rows of the tables it sees; after the writer compacts them away and
+/// the follower refreshes, it reads the new tables and the answers stay right.
+#[test]
+fn a_follower_reads_right_across_a_refresh_after_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Clock::manual(START);
+    let db = Db::open(
+        dir.path(),
+        options(&clock).durability(cairn::Durability::Buffered),
+    )
+    .unwrap();
+    let ks = db.keyspace("default").unwrap();
+    for i in 0..100u32 {
+        ks.insert(format!("k{i:03}"), "old").unwrap();
+    }
+    db.flush().unwrap();
+    let follower = Db::open_follower(dir.path(), options(&clock)).unwrap();
+    let fks = follower.keyspace("default").unwrap();
+    for _ in 0..2 {
+        assert_eq!(fks.get("k007").unwrap(), Some(b"old".to_vec()));
+    }
+    assert!(follower.stats().row_cache_hits >= 1);
+    ks.insert("k007", "new").unwrap();
+    ks.remove("k008").unwrap();
+    db.flush().unwrap();
+    db.compact().unwrap();
+    follower.refresh().unwrap();
+    for _ in 0..2 {
+        assert_eq!(fks.get("k007").unwrap(), Some(b"new".to_vec()));
+        assert_eq!(fks.get("k008").unwrap(), None);
+        assert_eq!(fks.get("k009").unwrap(), Some(b"old".to_vec()));
+    }
 }

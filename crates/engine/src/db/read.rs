@@ -221,7 +221,7 @@ fn get_through_rows<R>(
         return Ok(InMemory::Answer(None));
     }
     let at = rows.key(meta.id, hash);
-    let cached = rows.get(at, key).filter(|row| row.seqno() <= seqno);
+    let cached = rows.get(at, key, seqno);
     if let Some((row, kind)) = cached.and_then(|row| row.kind().map(|kind| (row, kind))) {
         return Ok(InMemory::Answer(Some(f(row.seqno(), kind, row.stored()))));
     }

@@ -15,9 +15,12 @@
 //! prefetch the line ([`RowCache::prefetch`]) before it looks. A row is one allocation:
 //! table id, trailer, key length, key, stored bytes. Eviction is CLOCK: a hit marks its
 //! way; an offer to a full set takes the first unmarked way from the set's hand, clearing
-//! marks as it passes; and an offer that does not fit the capacity evicts so from the
-//! sets a global hand sweeps (then from its own), so rows larger than typical, which fill
-//! the bytes before the ways, still make room.
+//! marks as it passes, so a row hit since the hand last passed survives one more offer
+//! to its set; and an offer that does not fit the capacity evicts so from the sets a
+//! global hand sweeps (then from its own), so rows larger than typical, which fill the
+//! bytes before the ways, still make room. Every row a read misses is offered (there is
+//! no admission test): a pass of reads over cold keys can displace rows that are not hit
+//! again before their set's hand comes round.
 //!
 //! Invariants:
 //! 1. Tables never change and table ids are never reused, so a row never goes stale: the
@@ -31,9 +34,12 @@
 //!    collision costs a miss, never a wrong answer. Keys chosen to collide only evict
 //!    each other from their set (a set's cost is fixed), they cannot slow other keys.
 //! 4. The rows' charges plus the sets' own memory never exceed the capacity: an offer
-//!    that would pass it evicts its set's victim and then takes the way only if the row
-//!    fits. Rows larger than [`MAX_ROW_BYTES`] are not cached: reading them costs more
-//!    than finding them, and they would crowd out many small rows.
+//!    takes an empty way of its set or its set's victim's, then, until the row fits,
+//!    evicts from the sets the global hand sweeps and then from its own set, and gives up
+//!    if nothing is left to evict. A row larger than the room the sets leave is not
+//!    offered at all (it would empty the cache for nothing), nor is one larger than
+//!    [`MAX_ROW_BYTES`]: reading such rows costs more than finding them, and they would
+//!    crowd out many small rows. A capacity below [`MIN_CAPACITY`] is refused.
 //!
 //! Thread-safety: `Send + Sync`; lookups and offers lock one set.
 
@@ -48,6 +54,9 @@ use crate::key::{Kind, SeqNo};
 
 /// Largest key plus stored bytes a row may hold.
 pub(crate) const MAX_ROW_BYTES: usize = 4 << 10;
+
+/// Smallest capacity: one set and a typical row.
+pub(crate) const MIN_CAPACITY: usize = 64 + TYPICAL_CHARGE;
 
 /// Ways per set: three rows' pointers, their tags, the marks and the lock fill a line.
 pub(crate) const WAYS: usize = 3;
@@ -162,6 +171,8 @@ pub(crate) struct RowCache {
     /// Charged bytes: the sets' own and every row's (invariant 4).
     used: AtomicUsize,
     capacity: usize,
+    /// The capacity less the sets' bytes: the most all rows together may be charged.
+    room: usize,
     /// The next set an offer that does not fit evicts from (a CLOCK hand over the sets).
     hand: AtomicUsize,
     stripes: [Stripe; STRIPES],
@@ -179,13 +190,20 @@ impl std::fmt::Debug for RowCache {
 
 impl RowCache {
     /// A cache of at most `capacity` bytes, sets included, or `None` for 0 (no row cache).
-    /// The sets, a sixth of the capacity, are allocated here.
+    /// The sets, a sixth of the capacity, are allocated (and written) here.
     ///
     /// # Errors
-    /// `InvalidArgument` naming `row_cache_size` if the sets cannot be allocated.
+    /// `InvalidArgument` naming `row_cache_size` if `capacity` is below [`MIN_CAPACITY`]
+    /// or the allocator refuses the sets.
     pub(crate) fn new(capacity: usize) -> Result<Option<RowCache>> {
         if capacity == 0 {
             return Ok(None);
+        }
+        if capacity < MIN_CAPACITY {
+            return Err(Error::invalid(format!(
+                "Options: row_cache_size must be 0 (no row cache) or at least {MIN_CAPACITY} \
+                 bytes, got {capacity}"
+            )));
         }
         let count = (capacity / (WAYS * TYPICAL_CHARGE)).max(1);
         let mut sets = Vec::new();
@@ -198,8 +216,10 @@ impl RowCache {
         })?;
         sets.resize_with(count, Set::default);
         let sets = sets.into_boxed_slice();
+        let sets_bytes = std::mem::size_of_val(&*sets);
         Ok(Some(RowCache {
-            used: AtomicUsize::new(std::mem::size_of_val(&*sets)),
+            used: AtomicUsize::new(sets_bytes),
+            room: capacity.saturating_sub(sets_bytes),
             sets,
             capacity,
             hand: AtomicUsize::new(0),
@@ -249,9 +269,10 @@ impl RowCache {
         self.stripes.get(at.set % STRIPES)
     }
 
-    /// The cached row of `user_key` at `at`, if there is one (invariant 3), counting a
-    /// hit or a miss.
-    pub(crate) fn get(&self, at: RowKey, user_key: &[u8]) -> Option<Row> {
+    /// The cached row of `user_key` at `at` if there is one (invariant 3) and a read at
+    /// `seqno` may use it (invariant 2: the row's seqno is at or below), counting a hit;
+    /// else `None`, counting a miss.
+    pub(crate) fn get(&self, at: RowKey, user_key: &[u8], seqno: SeqNo) -> Option<Row> {
         let found = self.sets.get(at.set).and_then(|set| {
             let mut ways = set.0.lock();
             let way = (0..WAYS).find(|&i| {
@@ -260,7 +281,9 @@ impl RowCache {
                         .rows
                         .get(i)
                         .and_then(Option::as_ref)
-                        .is_some_and(|row| row.table() == at.table && row.key() == user_key)
+                        .is_some_and(|row| {
+                            row.table() == at.table && row.key() == user_key && row.seqno() <= seqno
+                        })
             })?;
             ways.marked |= 1 << way;
             ways.rows.get(way).cloned().flatten()
@@ -295,6 +318,9 @@ impl RowCache {
         };
         let row = Row::build(TableId(at.table), user_key, seqno, kind, stored);
         let charge = row.charge();
+        if charge > self.room {
+            return;
+        }
         let mut ways = set.0.lock();
         let cached = (0..WAYS).any(|i| {
             ways.tags.get(i) == Some(&at.tag)
@@ -382,7 +408,7 @@ impl RowCache {
             .sum()
     }
 
-    /// Bytes charged: the sets' and the rows held.
+    /// Bytes charged: the sets' (allocated at open) and the rows held.
     pub(crate) fn used_bytes(&self) -> usize {
         self.used.load(Ordering::Relaxed)
     }
@@ -427,18 +453,48 @@ mod tests {
     fn a_row_round_trips_and_answers_only_its_own_table_and_key() {
         let cache = RowCache::new(1 << 20).unwrap().unwrap();
         let at = key(&cache, 7, b"key");
-        assert!(cache.get(at, b"key").is_none());
+        assert!(cache.get(at, b"key", SeqNo::MAX).is_none());
         cache.offer(at, b"key", SeqNo(42), Kind::Put, b"stored");
-        let row = cache.get(at, b"key").unwrap();
+        let row = cache.get(at, b"key", SeqNo::MAX).unwrap();
         assert_eq!(
             (row.seqno(), row.kind(), row.stored()),
             (SeqNo(42), Some(Kind::Put), &b"stored"[..])
         );
         // A key or a table that lands on the same place (a collision) misses.
-        assert!(cache.get(at, b"kex").is_none());
+        assert!(cache.get(at, b"kex", SeqNo::MAX).is_none());
         let other = RowKey { table: 8, ..at };
-        assert!(cache.get(other, b"key").is_none());
+        assert!(cache.get(other, b"key", SeqNo::MAX).is_none());
         assert_eq!((cache.hits(), cache.misses()), (1, 3));
+    }
+
+    /// A row newer than a read's seqno is not the read's: a miss, counted as one.
+    #[test]
+    fn a_row_newer_than_the_read_is_a_miss() {
+        let cache = RowCache::new(1 << 20).unwrap().unwrap();
+        let at = key(&cache, 7, b"key");
+        cache.offer(at, b"key", SeqNo(42), Kind::Put, b"v");
+        assert!(cache.get(at, b"key", SeqNo(41)).is_none());
+        assert!(cache.get(at, b"key", SeqNo(42)).is_some());
+        assert_eq!((cache.hits(), cache.misses()), (1, 1));
+    }
+
+    /// The smallest capacity holds a row; a smaller one is refused; a row larger than the
+    /// room the sets leave is not offered, so it evicts nothing.
+    #[test]
+    fn tiny_capacities_and_rows_larger_than_the_room() {
+        for capacity in [1, 63, MIN_CAPACITY - 1] {
+            let err = RowCache::new(capacity).unwrap_err();
+            assert!(matches!(err, Error::InvalidArgument(m) if m.contains("row_cache_size")));
+        }
+        let cache = RowCache::new(MIN_CAPACITY).unwrap().unwrap();
+        let small = key(&cache, 1, b"a");
+        cache.offer(small, b"a", SeqNo(1), Kind::Put, b"v");
+        assert!(cache.get(small, b"a", SeqNo::MAX).is_some());
+        let big = key(&cache, 1, b"b");
+        cache.offer(big, b"b", SeqNo(1), Kind::Put, &[0; 200]);
+        assert!(cache.get(big, b"b", SeqNo::MAX).is_none());
+        assert!(cache.get(small, b"a", SeqNo::MAX).is_some());
+        assert!(cache.used_bytes() <= cache.capacity());
     }
 
     #[test]
@@ -449,9 +505,9 @@ mod tests {
         let cache = RowCache::new(1 << 20).unwrap().unwrap();
         let at = key(&cache, 1, b"k");
         cache.offer(at, b"k", SeqNo(1), Kind::Put, &vec![0; MAX_ROW_BYTES]);
-        assert!(cache.get(at, b"k").is_none());
+        assert!(cache.get(at, b"k", SeqNo::MAX).is_none());
         cache.offer(at, b"k", SeqNo(1), Kind::Put, &vec![0; MAX_ROW_BYTES - 1]);
-        assert!(cache.get(at, b"k").is_some());
+        assert!(cache.get(at, b"k", SeqNo::MAX).is_some());
     }
 
     #[test]
@@ -464,7 +520,7 @@ mod tests {
                 let at = key(&cache, 1, &k);
                 cache.offer(at, &k, SeqNo(u64::from(i)), Kind::Put, &vec![1; len]);
                 assert!(cache.used_bytes() <= cache.capacity());
-                kept += usize::from(cache.get(at, &k).is_some());
+                kept += usize::from(cache.get(at, &k, SeqNo::MAX).is_some());
             }
             // Most rows are kept when offered (a full set evicts for them).
             assert!(kept > 10_000, "{capacity} {len}: {kept}");
@@ -486,7 +542,7 @@ mod tests {
                         let at = key(&cache, t, &k);
                         let len = (i as usize * 37) % 2000;
                         cache.offer(at, &k, SeqNo(t), Kind::Put, &vec![t as u8; len]);
-                        if let Some(row) = cache.get(at, &k) {
+                        if let Some(row) = cache.get(at, &k, SeqNo::MAX) {
                             assert_eq!(row.seqno(), SeqNo(t));
                             assert!(row.stored().iter().all(|&b| b == t as u8));
                         }
@@ -516,13 +572,17 @@ mod tests {
             cache.offer(key(&cache, 1, k), k, SeqNo(1), Kind::Put, b"v");
         }
         // Ways 0 and 2 are hit; the next offer evicts way 1.
-        assert!(cache.get(key(&cache, 1, &keys[0]), &keys[0]).is_some());
-        assert!(cache.get(key(&cache, 1, &keys[2]), &keys[2]).is_some());
+        assert!(cache
+            .get(key(&cache, 1, &keys[0]), &keys[0], SeqNo::MAX)
+            .is_some());
+        assert!(cache
+            .get(key(&cache, 1, &keys[2]), &keys[2], SeqNo::MAX)
+            .is_some());
         let last = &keys[WAYS];
         cache.offer(key(&cache, 1, last), last, SeqNo(1), Kind::Put, b"v");
         let held: Vec<bool> = keys
             .iter()
-            .map(|k| cache.get(key(&cache, 1, k), k).is_some())
+            .map(|k| cache.get(key(&cache, 1, k), k, SeqNo::MAX).is_some())
             .collect();
         assert_eq!(held, [true, false, true, true]);
     }

@@ -49,8 +49,9 @@ pub struct Stats {
     /// The block cache's capacity: `Options::block_cache_size`, or the memory budget's
     /// cache share.
     pub block_cache_capacity: u64,
-    /// Bytes the row cache holds: rows plus a fixed charge per row for its slot (never
-    /// more than [`Stats::row_cache_capacity`]; 0 without a row cache).
+    /// Bytes the row cache holds: its sets (a sixth of its capacity, allocated when the
+    /// store opens) and its rows, each with a fixed charge for its allocation (never more
+    /// than [`Stats::row_cache_capacity`]; 0 without a row cache).
     pub row_cache_bytes: u64,
     /// The row cache's capacity: `Options::row_cache_size`, capped by the memory budget.
     pub row_cache_capacity: u64,
