@@ -125,6 +125,8 @@ fn cached_tombstones_expiry_and_operands_answer_as_the_table_does() {
     counters.merge("n", "2").unwrap();
     counters.merge("n", "3").unwrap();
     db.flush().unwrap();
+    // A compaction between the reads below would give them new tables to miss in.
+    db.wait_for_compactions().unwrap();
     for _ in 0..3 {
         assert_eq!(ks.get("gone").unwrap(), None);
         assert_eq!(ks.get("brief").unwrap(), Some(b"here".to_vec()));
