@@ -4,6 +4,7 @@
 #   scripts/fuzz-smoke.sh                 # every target, 30 s each
 #   FUZZ_SECONDS=60 scripts/fuzz-smoke.sh  # longer
 #   scripts/fuzz-smoke.sh sparkey_index   # some targets only
+#   FUZZ_JOBS=1 scripts/fuzz-smoke.sh      # one target at a time (default: one per core)
 #
 # Needs the nightly toolchain (libFuzzer's sanitizer flags are nightly-only) and installs
 # cargo-fuzz from crates.io if it is missing. Each target runs with debug assertions (so
@@ -109,12 +110,21 @@ seed() {
 }
 
 # --- Run ----------------------------------------------------------------------------------
-status=0
-summary=()
+# Each libFuzzer process uses one core, so FUZZ_JOBS targets (default: the machine's cores)
+# run side by side; every target still gets its full FUZZ_SECONDS. Results print in target
+# order.
+jobs="${FUZZ_JOBS:-$(nproc)}"
+case "$jobs" in
+    '' | *[!0-9]* | 0) fail "FUZZ_JOBS must be a whole number >= 1, not '$jobs'" ;;
+esac
 for target in "${targets[@]}"; do
     seed "$target"
+done
+results="$(mktemp -d)"
+
+run_one() { # target -> writes "$results/$target": "ok <execs>" or "FAILED <rc> <execs> <log>"
+    local target="$1" log rc execs
     log="$(mktemp)"
-    echo "fuzz-smoke: $target for ${seconds}s"
     set +e
     cargo +nightly fuzz run --debug-assertions "$target" "corpus/$target" -- \
         -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=5 -print_final_stats=1 >"$log" 2>&1
@@ -126,16 +136,45 @@ for target in "${targets[@]}"; do
     fi
     execs="${execs:-?}"
     if [ "$rc" -ne 0 ] || grep -qE '^==[0-9]+== ERROR: libFuzzer|^SUMMARY: libFuzzer|panicked at' "$log"; then
-        status=1
-        summary+=("$target: FAILED (exit $rc) after $execs executions; log below")
-        echo "----- $target: $log -----" >&2
-        grep -m 3 -A 6 -E 'panicked at|ERROR: libFuzzer' "$log" >&2 || tail -n 40 "$log" >&2
-        ls -1 "artifacts/$target" 2>/dev/null | sed 's/^/  artifact: /' >&2 || true
+        [ "$rc" -ne 0 ] || rc=1
+        echo "FAILED $rc $execs $log" >"$results/$target"
     else
-        summary+=("$target: ok, $execs executions in ${seconds}s")
+        echo "ok 0 $execs" >"$results/$target"
         rm -f "$log"
     fi
+}
+
+running=0
+for target in "${targets[@]}"; do
+    if [ "$running" -ge "$jobs" ]; then
+        wait -n || true
+        running=$((running - 1))
+    fi
+    echo "fuzz-smoke: $target for ${seconds}s"
+    run_one "$target" &
+    running=$((running + 1))
 done
+wait || true
+
+status=0
+summary=()
+for target in "${targets[@]}"; do
+    if ! read -r verdict rc execs log <"$results/$target"; then
+        status=1
+        summary+=("$target: FAILED (no result recorded)")
+        continue
+    fi
+    if [ "$verdict" = ok ]; then
+        summary+=("$target: ok, $execs executions in ${seconds}s")
+        continue
+    fi
+    status=1
+    summary+=("$target: FAILED (exit $rc) after $execs executions; log below")
+    echo "----- $target: $log -----" >&2
+    grep -m 3 -A 6 -E 'panicked at|ERROR: libFuzzer' "$log" >&2 || tail -n 40 "$log" >&2
+    ls -1 "artifacts/$target" 2>/dev/null | sed 's/^/  artifact: /' >&2 || true
+done
+rm -rf "$results"
 
 # Each fuzzing process wrote its inputs to a scratch directory named after its pid.
 for dir in /dev/shm/cairn-fuzz-* "${TMPDIR:-/tmp}"/cairn-fuzz-*; do

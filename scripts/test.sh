@@ -21,7 +21,7 @@
 # CAIRN_SOAK=N (a whole number, default 1) runs the long tests N times longer: the kill -9
 # cycles, the model tests' cases, the concurrency stress batches, the multi-process run
 # and the fuzz run of each target (FUZZ_SECONDS, default 30 s, times N). CI runs the
-# bounded suite (N = 1, about 15-30 minutes on 2 cores); a nightly soak is
+# bounded suite (N = 1, about 20-35 minutes on 2 cores); a nightly soak is
 # `CAIRN_SOAK=10 bash scripts/test.sh`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
