@@ -49,7 +49,7 @@ use crate::rangedel::RangeTombstone;
 use crate::vlog::BlobFileMeta;
 
 use filter::MemFilter;
-use skiplist::{Entry, Newest, Position, Probe, SkipList};
+use skiplist::{Entry, Finger, Newest, Position, Probe, SkipList};
 
 /// Bytes charged per entry beyond its key and value: an estimate of a node's header and
 /// links, its share of arena chunk slack and of the filter, on the safe side.
@@ -62,6 +62,22 @@ const ENTRY_OVERHEAD: usize = 80;
 /// more (key, value and [`ENTRY_OVERHEAD`]) is indexed whole; one of smaller entries
 /// indexes its first keys and searches the skip list for the others.
 const POINT_INDEX_BYTES_PER_KEY: usize = 192;
+
+/// Applies a run of ops (a write group's) to one memtable, each skip-list search
+/// starting where the one before ended ([`skiplist::Finger`]): in key order, a search
+/// walks only the levels below the gap between two keys. Any order is correct.
+#[derive(Debug)]
+pub(crate) struct MemWriter<'a> {
+    mem: &'a Memtable,
+    finger: Finger<'a>,
+}
+
+impl MemWriter<'_> {
+    /// As [`Memtable::apply`].
+    pub(crate) fn apply(&mut self, seqno: SeqNo, op: &crate::batch::Op<'_>) {
+        self.mem.apply_through(Some(&mut self.finger), seqno, op);
+    }
+}
 
 /// The probe for an encoded internal key (or seek target) in `keyspace`. A target shorter
 /// than a trailer is a user key with trailer 0, as `compare_encoded` reads it.
@@ -193,8 +209,30 @@ impl Memtable {
     }
 
     /// Inserts one version. See invariant 2: `(keyspace, user_key, seqno)` must be new.
+    #[cfg(test)]
     pub(crate) fn insert(
         &self,
+        keyspace: KeyspaceId,
+        user_key: &[u8],
+        seqno: SeqNo,
+        kind: Kind,
+        value: &[u8],
+    ) {
+        self.insert_through(None, keyspace, user_key, seqno, kind, value);
+    }
+
+    /// A writer for a run of ops, best given in key order ([`MemWriter`]).
+    pub(crate) fn writer(&self) -> MemWriter<'_> {
+        MemWriter {
+            mem: self,
+            finger: self.list.finger(),
+        }
+    }
+
+    /// [`Memtable::insert`], through `finger` if given.
+    fn insert_through(
+        &self,
+        finger: Option<&mut Finger<'_>>,
         keyspace: KeyspaceId,
         user_key: &[u8],
         seqno: SeqNo,
@@ -206,13 +244,13 @@ impl Memtable {
         // The slot the insert reads next is fetched while the filter's word is.
         self.list.prefetch_point_slot(keyspace.0, hash);
         self.filter.insert_hash(hash);
-        self.list.insert_hashed(
-            keyspace.0,
-            user_key,
-            (seqno.0 << 8) | u64::from(kind.as_u8()),
-            value,
-            hash,
-        );
+        let trailer = (seqno.0 << 8) | u64::from(kind.as_u8());
+        match finger {
+            Some(f) => f.insert_hashed(keyspace.0, user_key, trailer, value, hash),
+            None => self
+                .list
+                .insert_hashed(keyspace.0, user_key, trailer, value, hash),
+        }
         self.size.fetch_add(charge, AtomicOrdering::Relaxed);
         self.max_seqno.fetch_max(seqno.0, AtomicOrdering::Relaxed);
         if kind == Kind::ValueHandle {
@@ -239,6 +277,15 @@ impl Memtable {
 
     /// Inserts one op of a write batch with its seqno: a version, or a range tombstone.
     pub(crate) fn apply(&self, seqno: SeqNo, op: &crate::batch::Op<'_>) {
+        self.apply_through(None, seqno, op);
+    }
+
+    fn apply_through(
+        &self,
+        finger: Option<&mut Finger<'_>>,
+        seqno: SeqNo,
+        op: &crate::batch::Op<'_>,
+    ) {
         match *op {
             crate::batch::Op::RangeDelete {
                 keyspace,
@@ -249,7 +296,14 @@ impl Memtable {
                     self.insert_range_tombstone(keyspace, t);
                 }
             }
-            _ => self.insert(op.keyspace(), op.key(), seqno, op.kind(), op.stored()),
+            _ => self.insert_through(
+                finger,
+                op.keyspace(),
+                op.key(),
+                seqno,
+                op.kind(),
+                op.stored(),
+            ),
         }
     }
 

@@ -42,6 +42,12 @@
 //!    (invariant 3), so the node is linked between the two. Heights stay as random as
 //!    ever, so searches cost what they did; a counter bumped on every write of a key skips
 //!    the descent's cache misses on most of its writes.
+//! 8. A [`Finger`] borrows its list and holds only nodes of it: for each level, none or a
+//!    node on that level (one an insert linked there, or the place on that level a
+//!    search stopped at). Nodes never leave a level, so every hint stays a node of its
+//!    level; a search takes one only if it sorts before the probe and after the node
+//!    the search stands on, so a hint from any earlier insert, in any order, never
+//!    changes where a node is linked.
 //!
 //! Thread-safety: `Send + Sync`; inserts serialize on the arena lock, reads take no lock.
 
@@ -194,6 +200,16 @@ impl Node {
                     .add(TOWER + self.height() * LINK + self.key_len()),
                 self.value_len(),
             )
+        }
+    }
+
+    /// The node as a probe: its own place in the order.
+    fn probe<'a>(self) -> Probe<'a> {
+        let (user, trailer) = split(self.key());
+        Probe {
+            keyspace: self.keyspace(),
+            user,
+            trailer,
         }
     }
 
@@ -353,6 +369,39 @@ pub(crate) enum Newest<'a> {
     Unknown,
 }
 
+/// Where a run of inserts left off (invariant 8): for each level, a node on it that an
+/// earlier insert linked or passed. Inserts in ascending order through one finger start
+/// each search near the last one's place instead of at the head, so the levels above the
+/// gap between two keys are not walked again. Any order is correct; only the speed
+/// depends on it.
+#[derive(Debug)]
+pub(crate) struct Finger<'a> {
+    list: &'a SkipList,
+    splice: [Option<Node>; MAX_HEIGHT],
+}
+
+impl Finger<'_> {
+    /// As [`SkipList::insert_hashed`], searching from where the inserts through this
+    /// finger left off.
+    pub(crate) fn insert_hashed(
+        &mut self,
+        keyspace: u32,
+        user: &[u8],
+        trailer: u64,
+        value: &[u8],
+        user_hash: u64,
+    ) {
+        self.list.insert_at(
+            Some(&mut self.splice),
+            keyspace,
+            user,
+            trailer,
+            value,
+            user_hash,
+        );
+    }
+}
+
 /// The point index's hash of `(keyspace, user key)`, from the user key's `key_hash`.
 fn point_hash(keyspace: u32, user_hash: u64) -> u64 {
     user_hash ^ u64::from(keyspace).wrapping_mul(0x9e37_79b9_7f4a_7c15)
@@ -442,14 +491,29 @@ impl SkipList {
     /// The two are returned together because a concurrent insert may link a new node
     /// between them right after the descent read the link: reading `after` again could
     /// return that node, which may also be `before` the probe.
+    ///
+    /// `hint[level]`, if given, names a node on `level` (invariant 8); on entering a level
+    /// the descent jumps to it if it is `before` the probe and past where the descent
+    /// stands, which only skips nodes it would have moved past.
     fn descend(
         &self,
         mut before: impl FnMut(Node) -> bool,
+        hint: Option<&[Option<Node>; MAX_HEIGHT]>,
         mut splice: Option<&mut [Option<Node>; MAX_HEIGHT]>,
     ) -> (Option<Node>, Option<Node>) {
         let mut at: Option<Node> = None;
         let mut level = self.height.load(Mo::Relaxed).clamp(1, MAX_HEIGHT) - 1;
+        let mut hinted = usize::MAX;
         loop {
+            if hinted != level {
+                hinted = level;
+                if let Some(h) = hint.and_then(|h| h.get(level).copied().flatten()) {
+                    debug_assert!(h.height() > level);
+                    if at.is_none_or(|a| a.cmp(&h.probe()) == Ordering::Less) && before(h) {
+                        at = Some(h);
+                    }
+                }
+            }
             let next = self.next(at, level);
             // The descent's loads depend on each other: each compares the node the last
             // one found. Two fetches that do not wait for the comparison are started
@@ -478,17 +542,26 @@ impl SkipList {
 
     /// The first entry at or after `probe`.
     pub(crate) fn seek_ge(&self, probe: &Probe<'_>) -> Option<Entry<'_>> {
-        self.entry(self.descend(|n| n.cmp(probe) == Ordering::Less, None).1)
+        self.entry(
+            self.descend(|n| n.cmp(probe) == Ordering::Less, None, None)
+                .1,
+        )
     }
 
     /// The last entry at or before `probe`.
     pub(crate) fn seek_le(&self, probe: &Probe<'_>) -> Option<Entry<'_>> {
-        self.entry(self.descend(|n| n.cmp(probe) != Ordering::Greater, None).0)
+        self.entry(
+            self.descend(|n| n.cmp(probe) != Ordering::Greater, None, None)
+                .0,
+        )
     }
 
     /// The last entry before `probe`.
     pub(crate) fn seek_lt(&self, probe: &Probe<'_>) -> Option<Entry<'_>> {
-        self.entry(self.descend(|n| n.cmp(probe) == Ordering::Less, None).0)
+        self.entry(
+            self.descend(|n| n.cmp(probe) == Ordering::Less, None, None)
+                .0,
+        )
     }
 
     /// The first entry.
@@ -498,7 +571,7 @@ impl SkipList {
 
     /// The last entry.
     pub(crate) fn last(&self) -> Option<Entry<'_>> {
-        self.entry(self.descend(|_| true, None).0)
+        self.entry(self.descend(|_| true, None, None).0)
     }
 
     fn entry(&self, node: Option<Node>) -> Option<Entry<'_>> {
@@ -566,6 +639,28 @@ impl SkipList {
         value: &[u8],
         user_hash: u64,
     ) {
+        self.insert_at(None, keyspace, user, trailer, value, user_hash);
+    }
+
+    /// A [`Finger`] for inserts into this list.
+    pub(crate) fn finger(&self) -> Finger<'_> {
+        Finger {
+            list: self,
+            splice: [None; MAX_HEIGHT],
+        }
+    }
+
+    /// The insert: searches from `finger`'s nodes if given, and leaves in it the
+    /// places this insert found (invariant 8).
+    fn insert_at(
+        &self,
+        finger: Option<&mut [Option<Node>; MAX_HEIGHT]>,
+        keyspace: u32,
+        user: &[u8],
+        trailer: u64,
+        value: &[u8],
+        user_hash: u64,
+    ) {
         let mut arena = self.arena.lock();
         let probe = Probe {
             keyspace,
@@ -574,6 +669,7 @@ impl SkipList {
         };
         let height = arena.height();
         let mut splice = [None; MAX_HEIGHT];
+        let searched;
         let (prev, succ) = match self.newest_older_than(height, keyspace, user, trailer, user_hash)
         {
             // Invariant 7: a one-level node newer than the key's newest goes right before
@@ -586,10 +682,19 @@ impl SkipList {
                 }
                 #[cfg(test)]
                 self.shortcuts.fetch_add(1, Mo::Relaxed);
+                searched = false;
                 (before, Some(newest))
             }
-            None => self.descend(|n| n.cmp(&probe) == Ordering::Less, Some(&mut splice)),
+            None => {
+                searched = true;
+                self.descend(
+                    |n| n.cmp(&probe) == Ordering::Less,
+                    finger.as_deref(),
+                    Some(&mut splice),
+                )
+            }
         };
+
         let key_len = user.len() + TRAILER_LEN;
         let size = node_size(height, user.len(), value.len())
             .unwrap_or_else(|| alloc::handle_alloc_error(Layout::new::<u64>()));
@@ -633,6 +738,17 @@ impl SkipList {
         }
         if let Some(succ) = succ {
             succ.prev_link().store(node.0.as_ptr(), Mo::Release);
+        }
+        if let Some(finger) = finger {
+            // Invariant 8: the new node on its levels; above them, the places the search
+            // found (a shortcut found none, so the earlier ones stay).
+            for (level, slot) in finger.iter_mut().enumerate() {
+                if level < height {
+                    *slot = Some(node);
+                } else if searched {
+                    *slot = splice.get(level).copied().flatten();
+                }
+            }
         }
         let point = self.point.get_or_init(|| PointIndex::new(self.point_keys));
         point.enter(
@@ -966,6 +1082,93 @@ mod tests {
             let got = list.seek_lt(&probe).map(model_key);
             assert_eq!(got, lt);
         }
+    }
+
+    /// Asserts that every level of `list` is in strictly ascending order and that each
+    /// node on a level is on the level below; returns the nodes on each level.
+    fn check_levels(list: &SkipList) -> Vec<usize> {
+        let mut counts = Vec::new();
+        let mut below: Option<std::collections::HashSet<usize>> = None;
+        for level in 0..MAX_HEIGHT {
+            let mut here = std::collections::HashSet::new();
+            let mut at = list.next(None, level);
+            let mut last: Option<Node> = None;
+            while let Some(n) = at {
+                assert!(n.height() > level);
+                if let Some(l) = last {
+                    assert_eq!(
+                        l.cmp(&n.probe()),
+                        Ordering::Less,
+                        "level {level} out of order"
+                    );
+                }
+                if let Some(b) = &below {
+                    assert!(
+                        b.contains(&(n.0.as_ptr() as usize)),
+                        "level {level} skips below"
+                    );
+                }
+                here.insert(n.0.as_ptr() as usize);
+                last = Some(n);
+                at = list.next(Some(n), level);
+            }
+            counts.push(here.len());
+            below = Some(here);
+        }
+        counts
+    }
+
+    #[test]
+    fn inserts_through_fingers_in_any_order_match_a_sorted_model() {
+        // Runs of inserts through one finger each: ascending (as a write group applies
+        // them), descending, or shuffled, with several versions of a key in a run, and
+        // inserts without the finger in between that it has not seen.
+        let list = SkipList::new();
+        let mut model: BTreeMap<ModelKey, Vec<u8>> = BTreeMap::new();
+        let mut rng = 0x51af_d7ed_558c_cd1du64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let (runs, run_len) = if cfg!(miri) { (6, 40) } else { (60, 300) };
+        let mut seqno = 0u64;
+        for run in 0..runs {
+            let mut keys: Vec<(u32, Vec<u8>)> = (0..run_len)
+                .map(|_| {
+                    let r = next();
+                    ((r % 2) as u32, format!("{:04}", r % 900).into_bytes())
+                })
+                .collect();
+            match run % 3 {
+                0 => keys.sort(),
+                1 => keys.sort_by(|a, b| b.cmp(a)),
+                _ => {}
+            }
+            let mut finger = list.finger();
+            for (i, (keyspace, user)) in keys.iter().enumerate() {
+                seqno += 1;
+                let trailer = seqno << 8 | 1;
+                let value = seqno.to_le_bytes().to_vec();
+                let hash = crate::memtable::filter::key_hash(user);
+                if i % 17 == 16 {
+                    list.insert_hashed(*keyspace, user, trailer, &value, hash);
+                } else {
+                    finger.insert_hashed(*keyspace, user, trailer, &value, hash);
+                }
+                model.insert((*keyspace, user.clone(), std::cmp::Reverse(trailer)), value);
+            }
+        }
+        let expect: Vec<(u32, Vec<u8>, Vec<u8>)> = model
+            .iter()
+            .map(|((ks, user, t), v)| (*ks, encoded(user, t.0), v.clone()))
+            .collect();
+        assert_eq!(walk(&list, false), expect);
+        assert_eq!(walk(&list, true), expect);
+        let counts = check_levels(&list);
+        assert_eq!(counts.first().copied(), Some(model.len()));
+        assert!(counts.get(1).is_some_and(|&c| c > 0), "{counts:?}");
     }
 
     #[test]

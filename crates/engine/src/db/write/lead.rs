@@ -284,13 +284,10 @@ fn apply(inner: &Inner, members: &[Member<'_>], plan: &Plan, mem: &Memtable) -> 
             mem.attach_blob_files(blob_files.to_vec());
         }
     }
+    // Most groups hold a few ops: those stay on the stack.
+    let mut ops: SmallVec<[(SeqNo, crate::batch::Op<'_>); 8]> = SmallVec::new();
     for (batch, first) in applied(members).zip(&plan.firsts) {
-        let mut ops = batch.ops_with_seqno(SeqNo(*first))?.peekable();
-        while let Some((seqno, op)) = ops.next() {
-            // The next op's first lines are fetched during this op's skip-list search.
-            if let Some((_, next)) = ops.peek() {
-                mem.prefetch_insert(next.keyspace(), next.key());
-            }
+        for (seqno, op) in batch.ops_with_seqno(SeqNo(*first))? {
             // A separated value counts with its full length (the user wrote it), not the
             // length of its handle.
             let value_len = match op.kind() {
@@ -302,8 +299,22 @@ fn apply(inner: &Inner, members: &[Member<'_>], plan: &Plan, mem: &Memtable) -> 
             };
             user_bytes += op.key().len() as u64 + value_len;
             logged.add(op.keyspace(), WriteBatch::op_encoded_len(&op) as u64);
-            mem.apply(seqno, &op);
+            ops.push((seqno, op));
         }
+    }
+    // In key order (stable: a key's versions stay oldest first), each skip-list search
+    // starts where the last one ended; none is visible before `visible_seqno` below.
+    if ops.len() > 1 {
+        ops.sort_by(|(_, a), (_, b)| (a.keyspace(), a.key()).cmp(&(b.keyspace(), b.key())));
+    }
+    let mut writer = mem.writer();
+    let mut ops = ops.iter().peekable();
+    while let Some((seqno, op)) = ops.next() {
+        // The next op's first lines are fetched during this op's skip-list search.
+        if let Some((_, next)) = ops.peek() {
+            mem.prefetch_insert(next.keyspace(), next.key());
+        }
+        writer.apply(*seqno, op);
     }
     mem.add_logged(logged);
     inner
