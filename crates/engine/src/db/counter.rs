@@ -131,45 +131,57 @@ impl Carried {
 
 /// The newest write, within one write group, of each key a counter operation of that
 /// group targets. Writes to other keys are not kept.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct Overlay {
-    /// keyspace -> key -> what the group did to it.
-    targets: HashMap<KeyspaceId, HashMap<Vec<u8>, Slot>>,
+///
+/// The keys are borrowed from the group (`'k`), so watching a key copies nothing.
+#[derive(Debug)]
+pub(crate) struct Overlay<'k> {
+    /// keyspace -> key -> its index in `slots`.
+    targets: HashMap<KeyspaceId, HashMap<&'k [u8], usize>>,
+    /// What the group did to each watched key.
+    slots: Vec<Slot>,
     /// While a batch's increments are resolved: each slot's state before the batch changed
     /// it, oldest first, so a refused batch can be undone in time proportional to its own
     /// ops (not to every key the group watches).
-    undo: Option<Vec<(KeyspaceId, Vec<u8>, Slot)>>,
+    undo: Option<Vec<(usize, Slot)>>,
 }
 
-/// Sets `slot` (of `key` in `keyspace`) to `new`, first noting its state in `undo` if a
-/// batch is being resolved.
-fn set_slot(
-    undo: &mut Option<Vec<(KeyspaceId, Vec<u8>, Slot)>>,
-    keyspace: KeyspaceId,
-    key: &[u8],
-    slot: &mut Slot,
-    new: Slot,
-) {
-    let old = std::mem::replace(slot, new);
-    if let Some(undo) = undo {
-        undo.push((keyspace, key.to_vec(), old));
+/// Sets slot `index` to `new`, first noting its state in `undo` if a batch is being
+/// resolved.
+fn set_slot(undo: &mut Option<Vec<(usize, Slot)>>, slots: &mut [Slot], index: usize, new: Slot) {
+    if let Some(slot) = slots.get_mut(index) {
+        let old = std::mem::replace(slot, new);
+        if let Some(undo) = undo {
+            undo.push((index, old));
+        }
     }
 }
 
-impl Overlay {
+impl<'k> Overlay<'k> {
     /// An overlay watching the given counter keys.
-    pub(crate) fn watching<'a>(keys: impl Iterator<Item = (KeyspaceId, &'a [u8])>) -> Overlay {
-        let mut targets: HashMap<KeyspaceId, HashMap<Vec<u8>, _>> = HashMap::new();
+    pub(crate) fn watching(keys: impl Iterator<Item = (KeyspaceId, &'k [u8])>) -> Overlay<'k> {
+        let mut targets: HashMap<KeyspaceId, HashMap<&'k [u8], usize>> = HashMap::new();
+        let mut slots = Vec::new();
         for (ks, key) in keys {
             targets
                 .entry(ks)
                 .or_default()
-                .insert(key.to_vec(), Slot::Untouched);
+                .entry(key)
+                .or_insert_with(|| {
+                    slots.push(Slot::Untouched);
+                    slots.len() - 1
+                });
         }
         Overlay {
             targets,
+            slots,
             undo: None,
         }
+    }
+
+    /// The slot of `key` in `keyspace`, if watched.
+    fn slot(&self, keyspace: KeyspaceId, key: &[u8]) -> Option<&Slot> {
+        let index = *self.targets.get(&keyspace)?.get(key)?;
+        self.slots.get(index)
     }
 
     /// Records the writes of `batch` (applied after everything recorded so far); an entry
@@ -186,29 +198,35 @@ impl Overlay {
 
     /// Records one op (see [`Overlay::record`]).
     fn record_op(&mut self, op: &Op<'_>, now_ms: u64) {
-        let keyspace = op.keyspace();
-        let Some(keys) = self.targets.get_mut(&keyspace) else {
+        let Overlay {
+            targets,
+            slots,
+            undo,
+        } = self;
+        let Some(keys) = targets.get(&op.keyspace()) else {
             return;
         };
-        let undo = &mut self.undo;
         if let Op::RangeDelete { start, end, .. } = op {
             // A range tombstone removes every watched key it covers.
-            for (key, slot) in keys.iter_mut() {
-                if *start <= key.as_slice() && rangedel::below_end(key, end) {
-                    set_slot(undo, keyspace, key, slot, Slot::Removed);
+            for (key, &index) in keys {
+                if *start <= *key && rangedel::below_end(key, end) {
+                    set_slot(undo, slots, index, Slot::Removed);
                 }
             }
             return;
         }
-        let Some(slot) = keys.get_mut(op.key()) else {
+        let Some(&index) = keys.get(op.key()) else {
             return;
         };
         if let Op::Merge { operand, .. } = op {
             // An operand stacks on whatever the group left so far (the store's value when
             // untouched); a read of the key merges them.
+            let Some(slot) = slots.get_mut(index) else {
+                return;
+            };
             let earlier = std::mem::replace(slot, Slot::Untouched);
             if let Some(undo) = undo {
-                undo.push((keyspace, op.key().to_vec(), earlier.clone()));
+                undo.push((index, earlier.clone()));
             }
             *slot = match earlier {
                 Slot::Merged(base, mut operands) => {
@@ -235,7 +253,7 @@ impl Overlay {
             Op::ValueHandle { .. } => Slot::Put(Vec::new(), Carried::default()),
             Op::Delete { .. } | Op::RangeDelete { .. } | Op::Merge { .. } => Slot::Removed,
         };
-        set_slot(undo, keyspace, op.key(), slot, new);
+        set_slot(undo, slots, index, new);
     }
 
     /// Resolves `increments` among the ops of `batch`: returns the batch with each
@@ -260,12 +278,8 @@ impl Overlay {
         let undo = self.undo.take().unwrap_or_default();
         if resolved.is_err() {
             // Newest change first, so each slot ends in its state before the batch.
-            for (keyspace, key, old) in undo.into_iter().rev() {
-                if let Some(slot) = self
-                    .targets
-                    .get_mut(&keyspace)
-                    .and_then(|keys| keys.get_mut(&key))
-                {
+            for (index, old) in undo.into_iter().rev() {
+                if let Some(slot) = self.slots.get_mut(index) {
                     *slot = old;
                 }
             }
@@ -333,7 +347,7 @@ impl Overlay {
     /// merge operands on it.
     #[cfg(test)]
     fn written(&self, keyspace: KeyspaceId, key: &[u8]) -> Option<Option<(&[u8], &Carried)>> {
-        match self.targets.get(&keyspace)?.get(key)? {
+        match self.slot(keyspace, key)? {
             Slot::Untouched | Slot::Merged(..) => None,
             Slot::Put(value, carried) => Some(Some((value, carried))),
             Slot::Removed => Some(None),
@@ -388,11 +402,7 @@ impl Overlay {
         key: &[u8],
         delta: i128,
     ) -> Result<(i64, Carried)> {
-        let slot = self
-            .targets
-            .get(&keyspace)
-            .and_then(|keys| keys.get(key))
-            .unwrap_or(&Slot::Untouched);
+        let slot = self.slot(keyspace, key).unwrap_or(&Slot::Untouched);
         let (value, carried) = Overlay::value_of(inner, slot, keyspace, key)?;
         Ok((add(key, value.as_deref(), delta)?, carried))
     }
