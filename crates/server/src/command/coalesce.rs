@@ -79,24 +79,47 @@ pub(crate) struct SetBatch {
     bytes: usize,
 }
 
-/// Parses a batchable request.
-fn op_of(request: &[Vec<u8>]) -> Option<Op> {
-    let (name, key, rest) = match request {
-        [name, key, rest @ ..] if (1..=MAX_BATCHED_KEY_LEN).contains(&key.len()) => {
-            (name, key, rest)
-        }
+/// What a batchable request does, told from its arguments without copying them.
+enum Shape {
+    Set,
+    /// A counter update: the delta and the command's name.
+    Add(i64, &'static str),
+}
+
+/// The shape of `request` if it can be batched.
+fn shape_of(request: &[Vec<u8>]) -> Option<Shape> {
+    let (name, rest) = match request {
+        [name, key, rest @ ..] if (1..=MAX_BATCHED_KEY_LEN).contains(&key.len()) => (name, rest),
         _ => return None,
     };
     let is = |w: &str| args::is(name, w);
     match rest {
-        [value] if is("set") => Some(Op::Set(key.clone(), value.clone())),
-        [] if is("incr") => Some(Op::Add(key.clone(), 1, "incr")),
-        [] if is("decr") => Some(Op::Add(key.clone(), -1, "decr")),
-        [delta] if is("incrby") => args::int(delta).map(|d| Op::Add(key.clone(), d, "incrby")),
+        [_value] if is("set") => Some(Shape::Set),
+        [] if is("incr") => Some(Shape::Add(1, "incr")),
+        [] if is("decr") => Some(Shape::Add(-1, "decr")),
+        [delta] if is("incrby") => args::int(delta).map(|d| Shape::Add(d, "incrby")),
         [delta] if is("decrby") => args::int(delta)
             .and_then(i64::checked_neg)
-            .map(|d| Op::Add(key.clone(), d, "decrby")),
+            .map(|d| Shape::Add(d, "decrby")),
         _ => None,
+    }
+}
+
+/// The operation of a batchable `request` of `shape`, taking its key (and a SET's value)
+/// out of it; the request back if its arguments do not fit the shape.
+fn op_of(shape: Shape, request: Request) -> Result<Op, Request> {
+    match shape {
+        Shape::Set => {
+            let [_, key, value] = <[Vec<u8>; 3]>::try_from(request)?;
+            Ok(Op::Set(key, value))
+        }
+        Shape::Add(delta, name) => {
+            let mut request = request;
+            if request.len() < 2 {
+                return Err(request);
+            }
+            Ok(Op::Add(request.swap_remove(1), delta, name))
+        }
     }
 }
 
@@ -112,8 +135,12 @@ impl SetBatch {
         if !session.authenticated || session.multi.is_some() || !session.user.may_write_keys() {
             return Some(request);
         }
-        let Some(op) = op_of(&request) else {
+        let Some(shape) = shape_of(&request) else {
             return Some(request);
+        };
+        let op = match op_of(shape, request) {
+            Ok(op) => op,
+            Err(request) => return Some(request),
         };
         let len = match &op {
             Op::Set(k, v) => k.len() + v.len(),
