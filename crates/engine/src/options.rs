@@ -208,8 +208,9 @@ pub struct Options {
     /// it, and a read at a snapshot that cannot see the version cached goes to the
     /// table. Every row a read misses is kept, evicting (CLOCK) a row of its set not hit
     /// since the set's hand last passed; rows of more than 4 KiB are not kept, and the
-    /// rows of tables that compaction deletes age out. A size below 192 bytes is refused. With [`Options::memory_budget`], the row cache is part
-    /// of the block cache's share (at most half of it) and the block cache gets the rest.
+    /// rows of tables that compaction deletes age out. A size below 192 bytes is refused.
+    /// With [`Options::memory_budget`], the row cache is part of the block cache's share
+    /// (at most half of it) and the block cache gets the rest.
     /// [`Stats`](crate::Stats) counts its hits, misses and bytes. A sixth of the size (the
     /// cache's sets, one cache line per three rows) is allocated when the store opens; a
     /// size whose sets cannot be allocated is refused then (`InvalidArgument`).

@@ -929,6 +929,17 @@ mod tests {
         out
     }
 
+    /// Asserts that walking `list` forward and backward yields exactly `model`'s
+    /// entries, in its order.
+    fn assert_walks_match(list: &SkipList, model: &BTreeMap<ModelKey, Vec<u8>>) {
+        let expect: Vec<(u32, Vec<u8>, Vec<u8>)> = model
+            .iter()
+            .map(|((ks, user, t), v)| (*ks, encoded(user, t.0), v.clone()))
+            .collect();
+        assert_eq!(walk(list, false), expect);
+        assert_eq!(walk(list, true), expect);
+    }
+
     /// An entry's place in the order, as the model keys it.
     fn model_key(e: Entry<'_>) -> ModelKey {
         (
@@ -1061,12 +1072,7 @@ mod tests {
             list.insert(keyspace, &user, trailer, &value);
             model.insert((keyspace, user, std::cmp::Reverse(trailer)), value);
         }
-        let expect: Vec<(u32, Vec<u8>, Vec<u8>)> = model
-            .iter()
-            .map(|((ks, user, t), v)| (*ks, encoded(user, t.0), v.clone()))
-            .collect();
-        assert_eq!(walk(&list, false), expect);
-        assert_eq!(walk(&list, true), expect);
+        assert_walks_match(&list, &model);
         // Seeks land where the model's range queries do.
         for (ks, user, trailer) in [(1u32, &b"1f"[..], 5u64 << 8), (0, b"", 0), (2, b"zz", 0)] {
             let key: ModelKey = (ks, user.to_vec(), std::cmp::Reverse(trailer));
@@ -1160,12 +1166,7 @@ mod tests {
                 model.insert((*keyspace, user.clone(), std::cmp::Reverse(trailer)), value);
             }
         }
-        let expect: Vec<(u32, Vec<u8>, Vec<u8>)> = model
-            .iter()
-            .map(|((ks, user, t), v)| (*ks, encoded(user, t.0), v.clone()))
-            .collect();
-        assert_eq!(walk(&list, false), expect);
-        assert_eq!(walk(&list, true), expect);
+        assert_walks_match(&list, &model);
         let counts = check_levels(&list);
         assert_eq!(counts.first().copied(), Some(model.len()));
         assert!(counts.get(1).is_some_and(|&c| c > 0), "{counts:?}");
@@ -1205,12 +1206,7 @@ mod tests {
                 list.insert(keyspace, &user, trailer, &value);
                 model.insert((keyspace, user, std::cmp::Reverse(trailer)), value);
             }
-            let expect: Vec<(u32, Vec<u8>, Vec<u8>)> = model
-                .iter()
-                .map(|((ks, user, t), v)| (*ks, encoded(user, t.0), v.clone()))
-                .collect();
-            assert_eq!(walk(&list, false), expect);
-            assert_eq!(walk(&list, true), expect);
+            assert_walks_match(&list, &model);
             let shortcuts = list.shortcuts.load(Mo::Relaxed);
             if point_keys > 0 {
                 // About 3/4 of the inserts that were newer than their key's newest (the
