@@ -49,7 +49,7 @@ use crate::rangedel::RangeTombstone;
 use crate::vlog::BlobFileMeta;
 
 use filter::MemFilter;
-use skiplist::{Entry, Finger, Newest, Position, Probe, SkipList};
+use skiplist::{Entry, NewEntry, Newest, Position, Probe, SkipList};
 
 /// Bytes charged per entry beyond its key and value: an estimate of a node's header and
 /// links, its share of arena chunk slack and of the filter, on the safe side.
@@ -63,21 +63,9 @@ const ENTRY_OVERHEAD: usize = 80;
 /// indexes its first keys and searches the skip list for the others.
 const POINT_INDEX_BYTES_PER_KEY: usize = 192;
 
-/// Applies a run of ops (a write group's) to one memtable, each skip-list search
-/// starting where the one before ended ([`skiplist::Finger`]): in key order, a search
-/// walks only the levels below the gap between two keys. Any order is correct.
-#[derive(Debug)]
-pub(crate) struct MemWriter<'a> {
-    mem: &'a Memtable,
-    finger: Finger<'a>,
-}
-
-impl MemWriter<'_> {
-    /// As [`Memtable::apply`].
-    pub(crate) fn apply(&mut self, seqno: SeqNo, op: &crate::batch::Op<'_>) {
-        self.mem.apply_through(Some(&mut self.finger), seqno, op);
-    }
-}
+/// How many ops ahead [`Memtable::apply_group`] fetches a filter word: far enough that it
+/// has arrived when the op's turn comes.
+const FILTER_AHEAD: usize = 4;
 
 /// The probe for an encoded internal key (or seek target) in `keyspace`. A target shorter
 /// than a trailer is a user key with trailer 0, as `compare_encoded` reads it.
@@ -218,39 +206,39 @@ impl Memtable {
         kind: Kind,
         value: &[u8],
     ) {
-        self.insert_through(None, keyspace, user_key, seqno, kind, value);
+        self.insert_version(keyspace, user_key, seqno, kind, value);
     }
 
-    /// A writer for a run of ops, best given in key order ([`MemWriter`]).
-    pub(crate) fn writer(&self) -> MemWriter<'_> {
-        MemWriter {
-            mem: self,
-            finger: self.list.finger(),
-        }
-    }
-
-    /// [`Memtable::insert`], through `finger` if given.
-    fn insert_through(
+    /// The insert of one version, alone ([`Memtable::apply_group`] inserts a group's).
+    fn insert_version(
         &self,
-        finger: Option<&mut Finger<'_>>,
         keyspace: KeyspaceId,
         user_key: &[u8],
         seqno: SeqNo,
         kind: Kind,
         value: &[u8],
     ) {
-        let charge = user_key.len() + TRAILER_LEN + value.len() + ENTRY_OVERHEAD;
         let hash = filter::key_hash(user_key);
         // The slot the insert reads next is fetched while the filter's word is.
         self.list.prefetch_point_slot(keyspace.0, hash);
+        let trailer = self.note_version(user_key, seqno, kind, value, hash);
+        self.list
+            .insert_hashed(keyspace.0, user_key, trailer, value, hash);
+    }
+
+    /// Everything an insert of a version does besides the skip list: the filter
+    /// (invariant 5), the size, the seqno range and the value-log range. Returns the
+    /// entry's trailer.
+    fn note_version(
+        &self,
+        user_key: &[u8],
+        seqno: SeqNo,
+        kind: Kind,
+        value: &[u8],
+        hash: u64,
+    ) -> u64 {
+        let charge = user_key.len() + TRAILER_LEN + value.len() + ENTRY_OVERHEAD;
         self.filter.insert_hash(hash);
-        let trailer = (seqno.0 << 8) | u64::from(kind.as_u8());
-        match finger {
-            Some(f) => f.insert_hashed(keyspace.0, user_key, trailer, value, hash),
-            None => self
-                .list
-                .insert_hashed(keyspace.0, user_key, trailer, value, hash),
-        }
         self.size.fetch_add(charge, AtomicOrdering::Relaxed);
         self.max_seqno.fetch_max(seqno.0, AtomicOrdering::Relaxed);
         if kind == Kind::ValueHandle {
@@ -265,27 +253,49 @@ impl Memtable {
                     .fetch_add(u64::from(h.value_len), AtomicOrdering::Relaxed);
             }
         }
+        (seqno.0 << 8) | u64::from(kind.as_u8())
     }
 
-    /// Hints the CPU to fetch the filter word and the point-index slot that an insert of
-    /// `user_key` touches first, so a writer overlaps them with the insert before it.
-    pub(crate) fn prefetch_insert(&self, keyspace: KeyspaceId, user_key: &[u8]) {
-        let hash = filter::key_hash(user_key);
-        self.filter.prefetch_hash(hash);
-        self.list.prefetch_point_slot(keyspace.0, hash);
+    /// Inserts a write group's ops with their seqnos, as [`Memtable::apply`] would one
+    /// after the other, the versions through one [`SkipList::insert_group`], which runs
+    /// their skip-list searches side by side. Any order is correct; in key order (a
+    /// key's versions oldest first) each insert starts nearest its place.
+    pub(crate) fn apply_group(&self, ops: &[(SeqNo, crate::batch::Op<'_>)]) {
+        let mut entries = Vec::with_capacity(ops.len());
+        for (i, (seqno, op)) in ops.iter().enumerate() {
+            // The filter words of the ops a few places on are fetched meanwhile.
+            if let Some((_, ahead)) = ops.get(i + FILTER_AHEAD) {
+                self.filter.prefetch_hash(filter::key_hash(ahead.key()));
+            }
+            match *op {
+                crate::batch::Op::RangeDelete {
+                    keyspace,
+                    start,
+                    end,
+                } => {
+                    if let Some(t) = RangeTombstone::new(start.to_vec(), end.to_vec(), *seqno) {
+                        self.insert_range_tombstone(keyspace, t);
+                    }
+                }
+                _ => {
+                    let (keyspace, user, value) = (op.keyspace(), op.key(), op.stored());
+                    let user_hash = filter::key_hash(user);
+                    let trailer = self.note_version(user, *seqno, op.kind(), value, user_hash);
+                    entries.push(NewEntry {
+                        keyspace: keyspace.0,
+                        user,
+                        trailer,
+                        value,
+                        user_hash,
+                    });
+                }
+            }
+        }
+        self.list.insert_group(&entries);
     }
 
     /// Inserts one op of a write batch with its seqno: a version, or a range tombstone.
     pub(crate) fn apply(&self, seqno: SeqNo, op: &crate::batch::Op<'_>) {
-        self.apply_through(None, seqno, op);
-    }
-
-    fn apply_through(
-        &self,
-        finger: Option<&mut Finger<'_>>,
-        seqno: SeqNo,
-        op: &crate::batch::Op<'_>,
-    ) {
         match *op {
             crate::batch::Op::RangeDelete {
                 keyspace,
@@ -296,14 +306,7 @@ impl Memtable {
                     self.insert_range_tombstone(keyspace, t);
                 }
             }
-            _ => self.insert_through(
-                finger,
-                op.keyspace(),
-                op.key(),
-                seqno,
-                op.kind(),
-                op.stored(),
-            ),
+            _ => self.insert_version(op.keyspace(), op.key(), seqno, op.kind(), op.stored()),
         }
     }
 

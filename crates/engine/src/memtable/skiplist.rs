@@ -42,12 +42,17 @@
 //!    (invariant 3), so the node is linked between the two. Heights stay as random as
 //!    ever, so searches cost what they did; a counter bumped on every write of a key skips
 //!    the descent's cache misses on most of its writes.
-//! 8. A [`Finger`] borrows its list and holds only nodes of it: for each level, none or a
-//!    node on that level (one an insert linked there, or the place on that level a
-//!    search stopped at). Nodes never leave a level, so every hint stays a node of its
-//!    level; a search takes one only if it sorts before the probe and after the node
-//!    the search stands on, so a hint from any earlier insert, in any order, never
-//!    changes where a node is linked.
+//! 8. A finger (the per-level hints of [`SkipList::insert_group`]'s inserts) holds only
+//!    nodes of its list: for each level, none or a node on that level (one an insert
+//!    linked there, or the place on that level a search stopped at). Nodes never leave a
+//!    level, so every hint stays a node of its level; a search takes one only if it sorts
+//!    before the probe and after the node the search stands on, so a hint from any
+//!    earlier insert, in any order, never changes where a node is linked.
+//! 9. A place found for an entry on a level (a node on that level that sorted before the
+//!    entry, or the head) stays a valid start for that level while the lock is held:
+//!    nodes never leave a level and never move, so the entry's place on it is reached by
+//!    walking right from there. An insert that starts from such places links the node
+//!    exactly where a descent would.
 //!
 //! Thread-safety: `Send + Sync`; inserts serialize on the arena lock, reads take no lock.
 
@@ -64,6 +69,9 @@ use parking_lot::Mutex;
 
 use super::point::PointIndex;
 use crate::key::{split_encoded, TRAILER_LEN};
+
+mod group;
+pub(crate) use group::NewEntry;
 
 /// Most levels a node can be on. With [`BRANCHING`] 4, twelve levels index 4^12 (16M)
 /// entries at full speed; a memtable holds far fewer.
@@ -369,39 +377,6 @@ pub(crate) enum Newest<'a> {
     Unknown,
 }
 
-/// Where a run of inserts left off (invariant 8): for each level, a node on it that an
-/// earlier insert linked or passed. Inserts in ascending order through one finger start
-/// each search near the last one's place instead of at the head, so the levels above the
-/// gap between two keys are not walked again. Any order is correct; only the speed
-/// depends on it.
-#[derive(Debug)]
-pub(crate) struct Finger<'a> {
-    list: &'a SkipList,
-    splice: [Option<Node>; MAX_HEIGHT],
-}
-
-impl Finger<'_> {
-    /// As [`SkipList::insert_hashed`], searching from where the inserts through this
-    /// finger left off.
-    pub(crate) fn insert_hashed(
-        &mut self,
-        keyspace: u32,
-        user: &[u8],
-        trailer: u64,
-        value: &[u8],
-        user_hash: u64,
-    ) {
-        self.list.insert_at(
-            Some(&mut self.splice),
-            keyspace,
-            user,
-            trailer,
-            value,
-            user_hash,
-        );
-    }
-}
-
 /// The point index's hash of `(keyspace, user key)`, from the user key's `key_hash`.
 fn point_hash(keyspace: u32, user_hash: u64) -> u64 {
     user_hash ^ u64::from(keyspace).wrapping_mul(0x9e37_79b9_7f4a_7c15)
@@ -639,37 +614,50 @@ impl SkipList {
         value: &[u8],
         user_hash: u64,
     ) {
-        self.insert_at(None, keyspace, user, trailer, value, user_hash);
-    }
-
-    /// A [`Finger`] for inserts into this list.
-    pub(crate) fn finger(&self) -> Finger<'_> {
-        Finger {
-            list: self,
-            splice: [None; MAX_HEIGHT],
-        }
-    }
-
-    /// The insert: searches from `finger`'s nodes if given, and leaves in it the
-    /// places this insert found (invariant 8).
-    fn insert_at(
-        &self,
-        finger: Option<&mut [Option<Node>; MAX_HEIGHT]>,
-        keyspace: u32,
-        user: &[u8],
-        trailer: u64,
-        value: &[u8],
-        user_hash: u64,
-    ) {
         let mut arena = self.arena.lock();
+        let height = arena.height();
+        let entry = NewEntry {
+            keyspace,
+            user,
+            trailer,
+            value,
+            user_hash,
+        };
+        self.insert_locked(&mut arena, None, None, height, &entry);
+        drop(arena);
+    }
+
+    /// Inserts `entry` in a node of `height` levels, the arena lock held (`arena`).
+    ///
+    /// The node's place on each level is found, in this order of preference: by
+    /// invariant 7's shortcut; from `found` (invariant 9: for each level below `height`,
+    /// a node on it, or `None` for the head, that sorts before `entry`), walking right
+    /// from it, or from `finger`'s node there if that lies between it and `entry`; or by
+    /// a descent from the top that takes `finger`'s nodes as hints. `finger` is left
+    /// holding the new node on its levels and, after a descent, the places the descent
+    /// stopped at above them (invariant 8).
+    fn insert_locked(
+        &self,
+        arena: &mut Arena,
+        finger: Option<&mut [Option<Node>; MAX_HEIGHT]>,
+        found: Option<&[Option<Node>]>,
+        height: usize,
+        entry: &NewEntry<'_>,
+    ) {
+        let &NewEntry {
+            keyspace,
+            user,
+            trailer,
+            value,
+            user_hash,
+        } = entry;
         let probe = Probe {
             keyspace,
             user,
             trailer,
         };
-        let height = arena.height();
         let mut splice = [None; MAX_HEIGHT];
-        let searched;
+        let mut searched = false;
         let (prev, succ) = match self.newest_older_than(height, keyspace, user, trailer, user_hash)
         {
             // Invariant 7: a one-level node newer than the key's newest goes right before
@@ -682,17 +670,43 @@ impl SkipList {
                 }
                 #[cfg(test)]
                 self.shortcuts.fetch_add(1, Mo::Relaxed);
-                searched = false;
                 (before, Some(newest))
             }
-            None => {
-                searched = true;
-                self.descend(
-                    |n| n.cmp(&probe) == Ordering::Less,
-                    finger.as_deref(),
-                    Some(&mut splice),
-                )
-            }
+            None => match found.filter(|f| f.len() >= height) {
+                Some(found) => {
+                    let hint = finger.as_deref();
+                    for (level, slot) in splice.iter_mut().enumerate().take(height) {
+                        let mut at = found.get(level).copied().flatten();
+                        // Invariant 9 for the finger: its node here, if it sorts before
+                        // the entry, is a start at least as good when it lies past `at`.
+                        if let Some(f) = hint.and_then(|h| h.get(level).copied().flatten()) {
+                            if Some(f) != at
+                                && f.cmp(&probe) == Ordering::Less
+                                && at.is_none_or(|a| a.cmp(&f.probe()) == Ordering::Less)
+                            {
+                                at = Some(f);
+                            }
+                        }
+                        while let Some(n) = self.next(at, level) {
+                            if n.cmp(&probe) != Ordering::Less {
+                                break;
+                            }
+                            at = Some(n);
+                        }
+                        *slot = at;
+                    }
+                    let prev = splice.first().copied().flatten();
+                    (prev, self.next(prev, 0))
+                }
+                None => {
+                    searched = true;
+                    self.descend(
+                        |n| n.cmp(&probe) == Ordering::Less,
+                        finger.as_deref(),
+                        Some(&mut splice),
+                    )
+                }
+            },
         };
 
         let key_len = user.len() + TRAILER_LEN;
@@ -740,8 +754,9 @@ impl SkipList {
             succ.prev_link().store(node.0.as_ptr(), Mo::Release);
         }
         if let Some(finger) = finger {
-            // Invariant 8: the new node on its levels; above them, the places the search
-            // found (a shortcut found none, so the earlier ones stay).
+            // Invariant 8: the new node on its levels; above them, the places a descent
+            // found (a shortcut or a walk from `found` looked at none, so the earlier
+            // ones stay).
             for (level, slot) in finger.iter_mut().enumerate() {
                 if level < height {
                     *slot = Some(node);
@@ -758,7 +773,6 @@ impl SkipList {
             |old| Node::from_link(old).is_some_and(|o| split(o.key()).1 < trailer),
         );
         self.len.fetch_add(1, Mo::Release);
-        drop(arena);
     }
 
     /// For a node of `height` 1 with `trailer`: the newest version of `(keyspace, user)`
@@ -903,547 +917,4 @@ impl Position {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
-mod tests {
-    use super::*;
-    use std::collections::BTreeMap;
-
-    /// The memtable's order as a sortable key.
-    type ModelKey = (u32, Vec<u8>, std::cmp::Reverse<u64>);
-
-    /// Every entry as `(keyspace, encoded key, value)`, in order, found by walking the
-    /// links forward from the first entry or backward from the last.
-    fn walk(list: &SkipList, backward: bool) -> Vec<(u32, Vec<u8>, Vec<u8>)> {
-        let mut out = Vec::new();
-        let mut e = if backward { list.last() } else { list.first() };
-        while let Some(entry) = e {
-            out.push((
-                entry.keyspace(),
-                entry.key().to_vec(),
-                entry.value().to_vec(),
-            ));
-            e = if backward { entry.prev() } else { entry.next() };
-        }
-        if backward {
-            out.reverse();
-        }
-        out
-    }
-
-    /// Asserts that walking `list` forward and backward yields exactly `model`'s
-    /// entries, in its order.
-    fn assert_walks_match(list: &SkipList, model: &BTreeMap<ModelKey, Vec<u8>>) {
-        let expect: Vec<(u32, Vec<u8>, Vec<u8>)> = model
-            .iter()
-            .map(|((ks, user, t), v)| (*ks, encoded(user, t.0), v.clone()))
-            .collect();
-        assert_eq!(walk(list, false), expect);
-        assert_eq!(walk(list, true), expect);
-    }
-
-    /// An entry's place in the order, as the model keys it.
-    fn model_key(e: Entry<'_>) -> ModelKey {
-        (
-            e.keyspace(),
-            e.user_key().to_vec(),
-            std::cmp::Reverse(e.trailer()),
-        )
-    }
-
-    fn encoded(user: &[u8], trailer: u64) -> Vec<u8> {
-        let mut k = user.to_vec();
-        k.extend_from_slice(&trailer.to_le_bytes());
-        k
-    }
-
-    #[test]
-    fn entries_sort_by_keyspace_user_key_then_newest_first() {
-        let list = SkipList::new();
-        assert!(list.is_empty() && list.first().is_none() && list.last().is_none());
-        list.insert(2, b"a", 5, b"x");
-        list.insert(1, b"b", 7, b"");
-        list.insert(1, b"b", 9, b"newer");
-        list.insert(1, b"", 1, b"empty key");
-        let all = walk(&list, false);
-        let keys: Vec<(u32, Vec<u8>)> = all.iter().map(|(k, e, _)| (*k, e.clone())).collect();
-        assert_eq!(
-            keys,
-            vec![
-                (1, encoded(b"", 1)),
-                (1, encoded(b"b", 9)),
-                (1, encoded(b"b", 7)),
-                (2, encoded(b"a", 5)),
-            ]
-        );
-        assert_eq!(all[1].2, b"newer");
-        assert_eq!(walk(&list, true), all);
-        assert_eq!(list.len(), 4);
-
-        let probe = |keyspace, user: &'static [u8], trailer| Probe {
-            keyspace,
-            user,
-            trailer,
-        };
-        let e = list.seek_ge(&probe(1, b"b", 8)).unwrap();
-        assert_eq!((e.user_key(), e.trailer()), (&b"b"[..], 7));
-        let e = list.seek_le(&probe(1, b"b", 8)).unwrap();
-        assert_eq!(e.trailer(), 9);
-        let e = list.seek_lt(&probe(1, b"b", 9)).unwrap();
-        assert_eq!(e.user_key(), b"");
-        assert!(list.seek_lt(&probe(1, b"", u64::MAX)).is_none());
-        assert!(list.seek_ge(&probe(2, b"b", u64::MAX)).is_none());
-        assert_eq!(
-            list.seek_le(&probe(u32::MAX, b"", 0)).unwrap().keyspace(),
-            2
-        );
-    }
-
-    #[test]
-    fn a_list_on_huge_pages_keeps_every_entry_in_order() {
-        // 1,200 nodes of over 4 KiB (under Miri, which tracks every node written into a
-        // chunk, 64 of over 96 KiB) fill more than two shared chunks, so several aligned,
-        // advised chunks are used.
-        let list = SkipList::with_options(true, 1 << 10);
-        let (n, value_len) = if cfg!(miri) {
-            (64u32, 96 << 10)
-        } else {
-            (1_200u32, 4096)
-        };
-        let value = vec![b'v'; value_len];
-        for i in (0..n).rev() {
-            list.insert(0, format!("key{i:06}").as_bytes(), 1, &value);
-        }
-        {
-            let arena = list.arena.lock();
-            assert!(arena.chunks.len() >= 3, "{}", arena.chunks.len());
-            for c in &arena.chunks {
-                assert_eq!(c.ptr.as_ptr() as usize % CHUNK_SIZE, 0);
-            }
-        }
-        let all = walk(&list, false);
-        assert_eq!(all.len(), n as usize);
-        for (i, (_, key, v)) in all.iter().enumerate() {
-            assert_eq!(key, &encoded(format!("key{i:06}").as_bytes(), 1));
-            assert_eq!(v, &value);
-        }
-    }
-
-    #[test]
-    fn node_sizes_cover_every_field_and_stay_aligned() {
-        assert_eq!(node_size(1, 0, 0), Some(48));
-        assert_eq!(node_size(1, 3, 0), Some(56));
-        // 32 + 12 × 8 + (16 + 8) + 100 = 252 bytes, rounded up to 256.
-        assert_eq!(node_size(MAX_HEIGHT, 16, 100), Some(256));
-        assert_eq!(node_size(1, usize::MAX - 40, 0), None);
-        assert_eq!(node_size(1, 8, usize::MAX - 60), None);
-    }
-
-    #[test]
-    fn large_values_get_a_chunk_of_their_own_and_small_ones_share() {
-        let list = SkipList::new();
-        let big = vec![7u8; OWN_CHUNK_ABOVE + 1];
-        list.insert(0, b"big", 1, &big);
-        for i in 0..100u32 {
-            list.insert(0, format!("{i:08}").as_bytes(), 2, b"small");
-        }
-        assert!(list.allocated() >= big.len() + CHUNK_SIZE);
-        assert!(list.allocated() < big.len() + 2 * CHUNK_SIZE);
-        let e = list.seek_ge(&Probe {
-            keyspace: 0,
-            user: b"big",
-            trailer: u64::MAX,
-        });
-        assert_eq!(e.unwrap().value(), big.as_slice());
-    }
-
-    #[test]
-    fn inserts_in_any_order_match_a_sorted_model() {
-        let list = SkipList::new();
-        let mut model: BTreeMap<ModelKey, Vec<u8>> = BTreeMap::new();
-        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-        let n = if cfg!(miri) { 300 } else { 5_000 };
-        for i in 0..n {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            let keyspace = (rng % 3) as u32;
-            let user = format!("{:x}", rng % 700).into_bytes();
-            let trailer = i << 8 | (rng >> 60);
-            let value = vec![(i % 251) as u8; (rng % 40) as usize];
-            list.insert(keyspace, &user, trailer, &value);
-            model.insert((keyspace, user, std::cmp::Reverse(trailer)), value);
-        }
-        assert_walks_match(&list, &model);
-        // Seeks land where the model's range queries do.
-        for (ks, user, trailer) in [(1u32, &b"1f"[..], 5u64 << 8), (0, b"", 0), (2, b"zz", 0)] {
-            let key: ModelKey = (ks, user.to_vec(), std::cmp::Reverse(trailer));
-            let probe = Probe {
-                keyspace: ks,
-                user,
-                trailer,
-            };
-            let ge = model.range(key.clone()..).next().map(|(k, _)| k.clone());
-            let got = list.seek_ge(&probe).map(model_key);
-            assert_eq!(got, ge);
-            let lt = model.range(..key).next_back().map(|(k, _)| k.clone());
-            let got = list.seek_lt(&probe).map(model_key);
-            assert_eq!(got, lt);
-        }
-    }
-
-    /// Asserts that every level of `list` is in strictly ascending order and that each
-    /// node on a level is on the level below; returns the nodes on each level.
-    fn check_levels(list: &SkipList) -> Vec<usize> {
-        let mut counts = Vec::new();
-        let mut below: Option<std::collections::HashSet<usize>> = None;
-        for level in 0..MAX_HEIGHT {
-            let mut here = std::collections::HashSet::new();
-            let mut at = list.next(None, level);
-            let mut last: Option<Node> = None;
-            while let Some(n) = at {
-                assert!(n.height() > level);
-                if let Some(l) = last {
-                    assert_eq!(
-                        l.cmp(&n.probe()),
-                        Ordering::Less,
-                        "level {level} out of order"
-                    );
-                }
-                if let Some(b) = &below {
-                    assert!(
-                        b.contains(&(n.0.as_ptr() as usize)),
-                        "level {level} skips below"
-                    );
-                }
-                here.insert(n.0.as_ptr() as usize);
-                last = Some(n);
-                at = list.next(Some(n), level);
-            }
-            counts.push(here.len());
-            below = Some(here);
-        }
-        counts
-    }
-
-    #[test]
-    fn inserts_through_fingers_in_any_order_match_a_sorted_model() {
-        // Runs of inserts through one finger each: ascending (as a write group applies
-        // them), descending, or shuffled, with several versions of a key in a run, and
-        // inserts without the finger in between that it has not seen.
-        let list = SkipList::new();
-        let mut model: BTreeMap<ModelKey, Vec<u8>> = BTreeMap::new();
-        let mut rng = 0x51af_d7ed_558c_cd1du64;
-        let mut next = move || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
-        let (runs, run_len) = if cfg!(miri) { (6, 40) } else { (60, 300) };
-        let mut seqno = 0u64;
-        for run in 0..runs {
-            let mut keys: Vec<(u32, Vec<u8>)> = (0..run_len)
-                .map(|_| {
-                    let r = next();
-                    ((r % 2) as u32, format!("{:04}", r % 900).into_bytes())
-                })
-                .collect();
-            match run % 3 {
-                0 => keys.sort(),
-                1 => keys.sort_by(|a, b| b.cmp(a)),
-                _ => {}
-            }
-            let mut finger = list.finger();
-            for (i, (keyspace, user)) in keys.iter().enumerate() {
-                seqno += 1;
-                let trailer = seqno << 8 | 1;
-                let value = seqno.to_le_bytes().to_vec();
-                let hash = crate::memtable::filter::key_hash(user);
-                if i % 17 == 16 {
-                    list.insert_hashed(*keyspace, user, trailer, &value, hash);
-                } else {
-                    finger.insert_hashed(*keyspace, user, trailer, &value, hash);
-                }
-                model.insert((*keyspace, user.clone(), std::cmp::Reverse(trailer)), value);
-            }
-        }
-        assert_walks_match(&list, &model);
-        let counts = check_levels(&list);
-        assert_eq!(counts.first().copied(), Some(model.len()));
-        assert!(counts.get(1).is_some_and(|&c| c > 0), "{counts:?}");
-    }
-
-    #[test]
-    fn versions_newer_and_older_than_the_newest_keep_order_and_every_seek_lands() {
-        // Few keys, many versions each, mostly newer than the key's newest (the path that
-        // skips the search, invariant 7) and some older (inserts of interleaved groups).
-        for point_keys in [1 << 10, 0] {
-            let list = SkipList::with_options(false, point_keys);
-            let mut model: BTreeMap<ModelKey, Vec<u8>> = BTreeMap::new();
-            let mut rng = 0x2545_f491_4f6c_dd1du64;
-            let n: u64 = if cfg!(miri) { 200 } else { 6_000 };
-            // Inserts newer than their key's newest version already in the list.
-            let mut newer = 0usize;
-            for i in 0..n {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                let keyspace = (rng % 2) as u32;
-                let user = format!("k{}", rng % 37).into_bytes();
-                let seqno = if rng.is_multiple_of(5) { i / 2 } else { n + i };
-                let trailer = seqno << 8 | (rng >> 62);
-                if model.contains_key(&(keyspace, user.clone(), std::cmp::Reverse(trailer))) {
-                    continue; // the memtable never inserts an equal key
-                }
-                let newest = model
-                    .range((keyspace, user.clone(), std::cmp::Reverse(u64::MAX))..)
-                    .next()
-                    .filter(|(k, _)| k.0 == keyspace && k.1 == user)
-                    .map(|(k, _)| k.2 .0);
-                if newest.is_some_and(|t| t < trailer) {
-                    newer += 1;
-                }
-                let value = i.to_le_bytes().to_vec();
-                list.insert(keyspace, &user, trailer, &value);
-                model.insert((keyspace, user, std::cmp::Reverse(trailer)), value);
-            }
-            assert_walks_match(&list, &model);
-            let shortcuts = list.shortcuts.load(Mo::Relaxed);
-            if point_keys > 0 {
-                // About 3/4 of the inserts that were newer than their key's newest (the
-                // nodes that drew a height of 1), and no other insert.
-                assert!(newer * 2 > n as usize, "{newer} of {n}");
-                assert!(shortcuts * 3 > newer * 2, "{shortcuts} of {newer}");
-                assert!(shortcuts <= newer, "{shortcuts} of {newer}");
-            } else {
-                // Without an index every insert searches.
-                assert_eq!(shortcuts, 0);
-            }
-            // Every version, and the place just past it, is found by a search (under Miri,
-            // where each search is slow, every third version).
-            let stride = if cfg!(miri) { 3 } else { 1 };
-            for (ks, user, t) in model.keys().step_by(stride) {
-                for trailer in [t.0, t.0 - 1] {
-                    let key: ModelKey = (*ks, user.clone(), std::cmp::Reverse(trailer));
-                    let probe = Probe {
-                        keyspace: *ks,
-                        user,
-                        trailer,
-                    };
-                    let ge = model.range(key.clone()..).next().map(|(k, _)| k.clone());
-                    let got = list.seek_ge(&probe).map(model_key);
-                    assert_eq!(got, ge);
-                    let lt = model.range(..key).next_back().map(|(k, _)| k.clone());
-                    let got = list.seek_lt(&probe).map(model_key);
-                    assert_eq!(got, lt);
-                }
-                let newest = model
-                    .range((*ks, user.clone(), std::cmp::Reverse(u64::MAX))..)
-                    .next()
-                    .map(|(k, _)| k.2 .0);
-                let user_hash = crate::memtable::filter::key_hash(user);
-                match list.newest(*ks, user, user_hash) {
-                    Newest::Found(e) => assert_eq!(Some(e.trailer()), newest),
-                    Newest::Unknown => assert_eq!(point_keys, 0),
-                    Newest::Absent => assert_eq!(newest, None, "a key with versions is absent"),
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn a_position_walks_both_ways_and_stops_off_the_ends() {
-        let list = Arc::new(SkipList::new());
-        for i in 0..50u8 {
-            list.insert(0, &[i], 1, &[i]);
-        }
-        let mut pos = Position::new(Arc::clone(&list));
-        assert!(pos.entry().is_none());
-        pos.seek_last();
-        let mut seen = Vec::new();
-        while let Some(e) = pos.entry() {
-            seen.push(e.value()[0]);
-            pos.prev();
-        }
-        assert_eq!(seen, (0..50u8).rev().collect::<Vec<_>>());
-        pos.seek_ge(&Probe {
-            keyspace: 0,
-            user: &[48],
-            trailer: u64::MAX,
-        });
-        pos.next();
-        assert_eq!(pos.entry().unwrap().value(), [49]);
-        pos.next();
-        assert!(pos.entry().is_none());
-        // The position keeps the list alive after every other owner is gone.
-        pos.seek_le(&Probe {
-            keyspace: 0,
-            user: &[10],
-            trailer: 0,
-        });
-        drop(list);
-        assert_eq!(pos.entry().unwrap().value(), [10]);
-    }
-
-    /// The point index agrees with a search: for every key, `newest` gives the version a
-    /// seek to the key's first version gives, while a writer adds newer versions (in
-    /// scattered order, several keyspaces) and a reader checks every key it has seen
-    /// finished. Keys past the index's room make it incomplete but never wrong.
-    #[test]
-    fn newest_agrees_with_a_search_while_a_writer_inserts() {
-        let list = Arc::new(SkipList::with_options(false, 300));
-        let keys: u32 = if cfg!(miri) { 60 } else { 2_000 };
-        let rounds: u64 = if cfg!(miri) { 2 } else { 4 };
-        let finished = AtomicUsize::new(0);
-        let newest_of = |key: &[u8], ks: u32| {
-            let hash = super::super::filter::key_hash(key);
-            match list.newest(ks, key, hash) {
-                Newest::Found(e) => Some(e.trailer()),
-                Newest::Absent => None,
-                Newest::Unknown => list
-                    .seek_ge(&Probe {
-                        keyspace: ks,
-                        user: key,
-                        trailer: u64::MAX,
-                    })
-                    .filter(|e| e.keyspace() == ks && e.user_key() == key)
-                    .map(|e| e.trailer()),
-            }
-        };
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                for round in 1..=rounds {
-                    for i in 0..keys {
-                        let k = (u64::from(i) * 7919 % u64::from(keys)) as u32;
-                        let key = format!("{k:06}");
-                        list.insert(k % 3, key.as_bytes(), round << 8 | 1, b"v");
-                    }
-                    finished.store(round as usize, Mo::Release);
-                }
-            });
-            s.spawn(|| loop {
-                let done = finished.load(Mo::Acquire) as u64;
-                for k in 0..keys {
-                    let key = format!("{k:06}");
-                    let got = newest_of(key.as_bytes(), k % 3);
-                    // Rounds finished before the load are seen; a later one may be too.
-                    let seen = got.map_or(0, |t| t >> 8);
-                    assert!(seen >= done, "key {k}: version {seen} after round {done}");
-                    assert_eq!(newest_of(key.as_bytes(), (k + 1) % 3), None, "key {k}");
-                }
-                if done == rounds {
-                    break;
-                }
-            });
-        });
-        // An index for 300 keys has 512 slots: 2,000 keys overflow it, 60 do not.
-        let indexed = (0..keys)
-            .filter(|k| {
-                let key = format!("{k:06}");
-                let hash = super::super::filter::key_hash(key.as_bytes());
-                matches!(list.newest(k % 3, key.as_bytes(), hash), Newest::Found(_))
-            })
-            .count();
-        if cfg!(miri) {
-            assert!(
-                list.point.get().unwrap().complete() && indexed == keys as usize,
-                "{indexed}"
-            );
-        } else {
-            assert!(
-                !list.point.get().unwrap().complete(),
-                "2,000 keys overflow 512 slots"
-            );
-            assert!((345..=384).contains(&indexed), "{indexed} keys indexed");
-        }
-    }
-
-    /// Seeks racing inserts right beside their target land on the target: a node linked
-    /// just before it while the seek descends is never returned in its place.
-    #[test]
-    fn seeks_beside_concurrent_inserts_land_on_their_target() {
-        let list = Arc::new(SkipList::new());
-        let n: u32 = if cfg!(miri) { 100 } else { 200_000 };
-        // Targets at even keys; the writer fills in the odd keys just before each.
-        for k in (0..n).step_by(2) {
-            list.insert(0, format!("{k:08}").as_bytes(), 1, b"target");
-        }
-        let done = AtomicUsize::new(0);
-        let misses = AtomicUsize::new(0);
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                for k in (1..n).step_by(2) {
-                    list.insert(0, format!("{k:08}").as_bytes(), 1, b"filler");
-                }
-                done.store(1, Mo::Release);
-            });
-            s.spawn(|| {
-                let mut k = 0u32;
-                while done.load(Mo::Acquire) == 0 {
-                    // Follow the writer closely: it inserts in ascending order.
-                    let target = (list.len() as u32 * 2).saturating_sub(n).min(n - 2) & !1;
-                    let last = (target + 6).min(n - 2);
-                    k = if k < target || k >= last {
-                        target
-                    } else {
-                        k + 2
-                    };
-                    let key = format!("{k:08}").into_bytes();
-                    let probe = Probe {
-                        keyspace: 0,
-                        user: &key,
-                        trailer: u64::MAX,
-                    };
-                    let ge = list.seek_ge(&probe).map(|e| e.user_key().to_vec());
-                    let le_probe = Probe {
-                        trailer: 0,
-                        ..probe
-                    };
-                    let le = list.seek_le(&le_probe).map(|e| e.user_key().to_vec());
-                    if ge.as_deref() != Some(&key[..]) || le.as_deref() != Some(&key[..]) {
-                        misses.fetch_add(1, Mo::Relaxed);
-                    }
-                }
-            });
-        });
-        assert_eq!(misses.load(Mo::Relaxed), 0);
-    }
-
-    /// Readers walking both ways while a writer inserts see a sorted sequence that holds
-    /// every entry inserted before the walk began.
-    #[test]
-    fn readers_see_sorted_complete_prefixes_while_a_writer_inserts() {
-        let list = Arc::new(SkipList::new());
-        let n: u32 = if cfg!(miri) { 200 } else { 20_000 };
-        let done = AtomicUsize::new(0);
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                // Each key once, in a scattered order so inserts land everywhere (7919 is
-                // a prime that does not divide `n`).
-                for i in 0..n {
-                    let k = (u64::from(i) * 7919 % u64::from(n)) as u32;
-                    let key = format!("{k:08}");
-                    list.insert(0, key.as_bytes(), 1, key.as_bytes());
-                }
-                done.store(1, Mo::Release);
-            });
-            for backward in [false, true] {
-                let list = &list;
-                let done = &done;
-                s.spawn(move || loop {
-                    let finished = done.load(Mo::Acquire) == 1;
-                    let before = list.len();
-                    let seen = walk(list, backward);
-                    assert!(seen.len() >= before);
-                    assert!(seen.windows(2).all(|w| w[0].1 < w[1].1));
-                    for (_, key, value) in &seen {
-                        assert_eq!(key[..8], value[..]);
-                    }
-                    if finished {
-                        assert_eq!(seen.len(), n as usize);
-                        break;
-                    }
-                });
-            }
-        });
-    }
-}
+mod tests;

@@ -302,20 +302,12 @@ fn apply(inner: &Inner, members: &[Member<'_>], plan: &Plan, mem: &Memtable) -> 
             ops.push((seqno, op));
         }
     }
-    // In key order (stable: a key's versions stay oldest first), each skip-list search
-    // starts where the last one ended; none is visible before `visible_seqno` below.
+    // In key order (stable: a key's versions stay oldest first), each insert starts
+    // nearest its place; none is visible before `visible_seqno` below.
     if ops.len() > 1 {
         ops.sort_by(|(_, a), (_, b)| (a.keyspace(), a.key()).cmp(&(b.keyspace(), b.key())));
     }
-    let mut writer = mem.writer();
-    let mut ops = ops.iter().peekable();
-    while let Some((seqno, op)) = ops.next() {
-        // The next op's first lines are fetched during this op's skip-list search.
-        if let Some((_, next)) = ops.peek() {
-            mem.prefetch_insert(next.keyspace(), next.key());
-        }
-        writer.apply(*seqno, op);
-    }
+    mem.apply_group(&ops);
     mem.add_logged(logged);
     inner
         .stats
