@@ -134,6 +134,18 @@ pub struct ServeArgs {
     /// Replies a pipelining client may have pending before they are written out.
     #[arg(long, value_name = "COUNT", default_value_t = Limits::default().max_pending_replies)]
     pub max_pending: usize,
+    /// Bytes of entries a memtable takes before it is sealed and flushed (the store option
+    /// `memtable_size`; default: the store's, 16 MiB). Larger memtables hold more keys'
+    /// newest versions in memory, so a key written again soon (a counter) is read and
+    /// written there instead of in a table, and fewer flushes and compactions run.
+    #[arg(long, value_name = "BYTES")]
+    pub memtable_size: Option<usize>,
+    /// One bound, in bytes, on the block cache (with the row cache in its share), the
+    /// memtables and the tables' index and filter blocks together (the store option
+    /// `memory_budget`, at least 16 MiB); INFO's memory section reports it as
+    /// `cairn_memory_budget`.
+    #[arg(long, value_name = "BYTES")]
+    pub memory_budget: Option<usize>,
 }
 
 /// The server's row cache unless `--row-cache-size` says otherwise: as large as the
@@ -186,6 +198,10 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> CliResult<u8> {
         o.memtable_huge_pages = args.memtable_huge_pages;
         o.mmap_reads = args.mmap_reads;
         o.row_cache_size = args.row_cache_size;
+        if let Some(size) = args.memtable_size {
+            o.memtable_size = size;
+        }
+        o.memory_budget = args.memory_budget;
     })?;
     let server =
         Server::start(db, config).map_err(|e| CliError::msg(format!("cairn serve: {e}")))?;

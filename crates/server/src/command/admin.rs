@@ -65,11 +65,13 @@ pub(crate) fn info(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
     }
     if wants("memory") {
         let rss = rss_bytes();
+        let stats = sh.db.stats();
         let _ = write!(
             out,
             "# Memory\r\nused_memory:{rss}\r\nused_memory_rss:{rss}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n\
-             cairn_memtable_bytes:{}\r\n\r\n",
-            sh.db.stats().memtable_bytes
+             cairn_memtable_bytes:{}\r\ncairn_memory_budget:{}\r\n\r\n",
+            stats.memtable_bytes,
+            stats.memory_budget.unwrap_or(0)
         );
     }
     if wants("stats") {

@@ -616,6 +616,33 @@ def test_graceful_shutdown():
     assert s.proc.wait(30) == 0
 
 
+def test_memory_flags():
+    # A 1 MiB memtable under a 32 MiB budget: INFO reports the budget, and 4 MB of
+    # writes, several memtables' worth, all read back, before and after a restart.
+    s = Server("memory", "--durability", "buffered", "--memtable-size", "1048576",
+               "--memory-budget", "33554432")
+    r = s.client()
+    info = r.info("memory")
+    assert info["cairn_memory_budget"] == 33554432, info
+    value = b"v" * 200
+    pipe = r.pipeline(transaction=False)
+    for i in range(20000):
+        pipe.set(f"mem:{i:06}", value + str(i).encode())
+    pipe.execute()
+    assert r.dbsize() == 20000
+    for i in (0, 7777, 19999):
+        assert r.get(f"mem:{i:06}") == value + str(i).encode()
+    s.stop()
+    s.start()
+    r = s.client()
+    assert r.dbsize() == 20000
+    assert r.get("mem:012345") == value + b"12345"
+    s.stop()
+    bad = subprocess.run([CAIRN, "serve", os.path.join(WORK, "memory"), "--port", "0",
+                          "--memory-budget", "1000"], capture_output=True, text=True, timeout=30)
+    assert bad.returncode != 0 and "memory_budget" in bad.stderr, bad
+
+
 def main():
     server = Server("main")
     r = server.client()
@@ -637,6 +664,7 @@ def main():
         ("auth", test_auth),
         ("kill -9 under sync durability", test_kill9_sync),
         ("graceful shutdown", test_graceful_shutdown),
+        ("--memtable-size and --memory-budget", test_memory_flags),
     ]
     failed = 0
     for name, t in tests:
