@@ -123,6 +123,10 @@ pub struct Args {
     /// index and filter; at least 16 MiB) [default: none].
     #[arg(long, value_name = "BYTES")]
     memory_budget: Option<usize>,
+    /// Bytes of entries a memtable takes before it is sealed (Options::memtable_size, as
+    /// db_bench's --write_buffer_size) [default: the engine's, 16 MiB].
+    #[arg(long, value_name = "BYTES")]
+    memtable_size: Option<usize>,
     /// Keep values of at least this many bytes apart from the tables, in blob files (the
     /// value log) [default: off, every value in the tables].
     #[arg(long, value_name = "BYTES")]
@@ -359,7 +363,7 @@ fn restart_interval(args: &Args) -> usize {
         .unwrap_or_else(|| Options::default().restart_interval)
 }
 
-fn settings_json(args: &Args, reads: u64) -> [(&'static str, Value); 14] {
+fn settings_json(args: &Args, reads: u64) -> [(&'static str, Value); 15] {
     [
         ("num", json!(args.num)),
         ("reads_requested", json!(reads)),
@@ -373,6 +377,7 @@ fn settings_json(args: &Args, reads: u64) -> [(&'static str, Value); 14] {
         ("block_size", json!(block_size(args))),
         ("restart_interval", json!(restart_interval(args))),
         ("memory_budget", json!(args.memory_budget)),
+        ("memtable_size", json!(args.memtable_size)),
         ("blob_threshold", json!(args.blob_threshold)),
         ("seed", json!(args.seed)),
     ]
@@ -410,6 +415,10 @@ pub fn run(args: &Args, out: &mut dyn Write) -> CliResult<u8> {
         .compression(args.compression.engine())
         .mmap_reads(args.mmap_reads)
         .blob_threshold(args.blob_threshold);
+    let options = match args.memtable_size {
+        Some(n) => options.memtable_size(n),
+        None => options,
+    };
     let options = match args.block_size {
         Some(n) => options.block_size(n),
         None => options,
