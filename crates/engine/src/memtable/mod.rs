@@ -261,7 +261,8 @@ impl Memtable {
     /// their skip-list searches side by side. Any order is correct; in key order (a
     /// key's versions oldest first) each insert starts nearest its place.
     pub(crate) fn apply_group(&self, ops: &[(SeqNo, crate::batch::Op<'_>)]) {
-        let mut entries = Vec::with_capacity(ops.len());
+        let mut entries: smallvec::SmallVec<[NewEntry<'_>; 16]> =
+            smallvec::SmallVec::with_capacity(ops.len());
         for (i, (seqno, op)) in ops.iter().enumerate() {
             // The filter words of the ops a few places on are fetched meanwhile.
             if let Some((_, ahead)) = ops.get(i + FILTER_AHEAD) {
@@ -280,6 +281,9 @@ impl Memtable {
                 _ => {
                     let (keyspace, user, value) = (op.keyspace(), op.key(), op.stored());
                     let user_hash = filter::key_hash(user);
+                    // The point-index slot the insert reads first is fetched while the
+                    // filter's word is.
+                    self.list.prefetch_point_slot(keyspace.0, user_hash);
                     let trailer = self.note_version(user, *seqno, op.kind(), value, user_hash);
                     entries.push(NewEntry {
                         keyspace: keyspace.0,

@@ -27,6 +27,8 @@
 use std::cmp::Ordering;
 use std::sync::atomic::Ordering as Mo;
 
+use smallvec::SmallVec;
+
 use super::{point_hash, Arena, Node, Probe, SkipList, CACHE_LINE, MAX_HEIGHT};
 
 /// Searches under way at once in phase 1: enough to overlap as many misses as a core
@@ -86,6 +88,14 @@ fn fetch(node: Option<Node>) {
     }
 }
 
+/// Entries of a group whose bookkeeping stays on the stack.
+const INLINE: usize = 16;
+
+/// Phase 1's findings: per entry, where its places start in `found`, if it was searched.
+type Offsets = SmallVec<[Option<usize>; INLINE]>;
+/// Phase 1's places, each searched entry's levels below its height in a run.
+type Places = SmallVec<[Option<Node>; INLINE]>;
+
 impl SkipList {
     /// Inserts `entries`, as [`SkipList::insert_hashed`] would one after the other, under
     /// one hold of the lock, with their searches interleaved (see the module
@@ -93,7 +103,13 @@ impl SkipList {
     /// each entry's walk from its found places is shortest.
     pub(crate) fn insert_group(&self, entries: &[NewEntry<'_>]) {
         let mut arena = self.arena.lock();
-        let heights: Vec<usize> = entries.iter().map(|_| arena.height()).collect();
+        if let [entry] = entries {
+            // One search has nothing to overlap with.
+            let height = arena.height();
+            self.insert_locked(&mut arena, None, None, height, entry);
+            return;
+        }
+        let heights: SmallVec<[usize; INLINE]> = entries.iter().map(|_| arena.height()).collect();
         let (offsets, found) = self.search_group(&arena, entries, &heights);
         let mut finger = [None; MAX_HEIGHT];
         for ((entry, &height), offset) in entries.iter().zip(&heights).zip(&offsets) {
@@ -111,117 +127,135 @@ impl SkipList {
         _held: &Arena,
         entries: &[NewEntry<'_>],
         heights: &[usize],
-    ) -> (Vec<Option<usize>>, Vec<Option<Node>>) {
-        let mut offsets = vec![None; entries.len()];
-        let mut found: Vec<Option<Node>> = Vec::with_capacity(heights.iter().sum());
+    ) -> (Offsets, Places) {
+        let mut offsets: Offsets = smallvec::smallvec![None; entries.len()];
+        let mut found = Places::with_capacity(heights.iter().sum());
         let top = self.height.load(Mo::Relaxed).clamp(1, MAX_HEIGHT) - 1;
         let point = self.point.get();
-        let mut window: [Option<Walk>; WINDOW] = [None; WINDOW];
         let mut pending = entries.iter().zip(heights).enumerate();
-        let mut busy = 0usize;
-        loop {
-            for slot in &mut window {
-                let Some(walk) = slot.as_mut() else {
-                    // A free place in the window takes the next entry.
-                    if let Some((index, (entry, &height))) = pending.next() {
-                        let stage = match point {
-                            // Only a one-level node can take the shortcut.
-                            Some(point) if height == 1 => {
-                                point.prefetch_slot(point_hash(entry.keyspace, entry.user_hash));
-                                Stage::Slot
-                            }
-                            _ => self.descend_from(top),
-                        };
-                        *slot = Some(Walk {
-                            entry: index,
-                            stage,
-                        });
-                        busy += 1;
-                    }
-                    continue;
-                };
-                let (Some(entry), Some(&height)) =
-                    (entries.get(walk.entry), heights.get(walk.entry))
-                else {
-                    *slot = None;
-                    busy -= 1;
-                    continue;
-                };
-                match walk.stage {
-                    Stage::Slot => {
-                        if let Some(point) = point {
-                            point.prefetch_node(point_hash(entry.keyspace, entry.user_hash), 2);
-                        }
-                        walk.stage = Stage::Newest;
-                    }
-                    Stage::Newest => {
-                        let newest = self.newest_older_than(
-                            height,
-                            entry.keyspace,
-                            entry.user,
-                            entry.trailer,
-                            entry.user_hash,
-                        );
-                        if newest.is_some() {
-                            *slot = None;
-                            busy -= 1;
-                        } else {
-                            walk.stage = self.descend_from(top);
+        // The searches under way, taken in turn; a finished one's place goes to the next
+        // entry, or the last search moves into it.
+        let mut window: SmallVec<[Walk; WINDOW]> = SmallVec::new();
+        let start = |(index, (entry, &height)): (usize, (&NewEntry<'_>, &usize))| {
+            let stage = match point {
+                // Only a one-level node can take the shortcut.
+                Some(point) if height == 1 => {
+                    point.prefetch_slot(point_hash(entry.keyspace, entry.user_hash));
+                    Stage::Slot
+                }
+                _ => self.descend_from(top),
+            };
+            Walk {
+                entry: index,
+                stage,
+            }
+        };
+        window.extend(pending.by_ref().take(WINDOW).map(start));
+        let mut turn = 0;
+        while !window.is_empty() {
+            if turn >= window.len() {
+                turn = 0;
+            }
+            let Some(walk) = window.get_mut(turn) else {
+                break;
+            };
+            let done = match (entries.get(walk.entry), heights.get(walk.entry)) {
+                (Some(entry), Some(&height)) => {
+                    self.step(walk, entry, height, top, &mut offsets, &mut found)
+                }
+                _ => true,
+            };
+            if done {
+                match pending.next() {
+                    Some(next) => {
+                        if let Some(w) = window.get_mut(turn) {
+                            *w = start(next);
                         }
                     }
-                    Stage::Descend { level, at, next } => {
-                        let probe = entry.probe();
-                        match next {
-                            Some(n) if n.cmp(&probe) == Ordering::Less => {
-                                let next = self.next(Some(n), level);
-                                fetch(next);
-                                walk.stage = Stage::Descend {
-                                    level,
-                                    at: Some(n),
-                                    next,
-                                };
-                            }
-                            _ => {
-                                if level < height {
-                                    // The entry's places are made on its first level
-                                    // below its height: the top one.
-                                    let offset = match offsets.get(walk.entry).copied().flatten() {
-                                        Some(offset) => offset,
-                                        None => {
-                                            let offset = found.len();
-                                            found.resize(offset + height, None);
-                                            if let Some(o) = offsets.get_mut(walk.entry) {
-                                                *o = Some(offset);
-                                            }
-                                            offset
-                                        }
-                                    };
-                                    if let Some(place) = found.get_mut(offset + level) {
-                                        *place = at;
-                                    }
-                                }
-                                match level.checked_sub(1) {
-                                    None => {
-                                        *slot = None;
-                                        busy -= 1;
-                                    }
-                                    Some(below) => {
-                                        let next = self.next(at, below);
-                                        fetch(next);
-                                        walk.stage = Stage::Descend {
-                                            level: below,
-                                            at,
-                                            next,
-                                        };
-                                    }
-                                }
-                            }
-                        }
+                    None => {
+                        window.swap_remove(turn);
+                        continue;
                     }
                 }
             }
-            if busy == 0 && pending.len() == 0 {
-                return (offsets, found);
+            turn += 1;
+        }
+        (offsets, found)
+    }
+
+    /// One step of `walk`, the search for `entry` (a node of `height` levels); true once
+    /// the search is over.
+    fn step(
+        &self,
+        walk: &mut Walk,
+        entry: &NewEntry<'_>,
+        height: usize,
+        top: usize,
+        offsets: &mut Offsets,
+        found: &mut Places,
+    ) -> bool {
+        match walk.stage {
+            Stage::Slot => {
+                if let Some(point) = self.point.get() {
+                    point.prefetch_node(point_hash(entry.keyspace, entry.user_hash), 2);
+                }
+                walk.stage = Stage::Newest;
+                false
+            }
+            Stage::Newest => {
+                let newest = self.newest_older_than(
+                    height,
+                    entry.keyspace,
+                    entry.user,
+                    entry.trailer,
+                    entry.user_hash,
+                );
+                if newest.is_some() {
+                    return true;
+                }
+                walk.stage = self.descend_from(top);
+                false
+            }
+            Stage::Descend { level, at, next } => {
+                if let Some(n) = next.filter(|n| n.cmp(&entry.probe()) == Ordering::Less) {
+                    let next = self.next(Some(n), level);
+                    fetch(next);
+                    walk.stage = Stage::Descend {
+                        level,
+                        at: Some(n),
+                        next,
+                    };
+                    return false;
+                }
+                if level < height {
+                    // The entry's places are made at its first stop below its height:
+                    // on the top one of those levels.
+                    let offset = match offsets.get(walk.entry).copied().flatten() {
+                        Some(offset) => offset,
+                        None => {
+                            let offset = found.len();
+                            found.resize(offset + height, None);
+                            if let Some(o) = offsets.get_mut(walk.entry) {
+                                *o = Some(offset);
+                            }
+                            offset
+                        }
+                    };
+                    if let Some(place) = found.get_mut(offset + level) {
+                        *place = at;
+                    }
+                }
+                let Some(below) = level.checked_sub(1) else {
+                    return true;
+                };
+                let next = self.next(at, below);
+                fetch(next);
+                walk.stage = Stage::Descend {
+                    level: below,
+                    at,
+                    next,
+                };
+                false
             }
         }
     }
