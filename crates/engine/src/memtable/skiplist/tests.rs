@@ -222,12 +222,14 @@ fn check_levels(list: &SkipList) -> Vec<usize> {
 }
 
 /// Inserts `keys` as one group, each a version newer than any before (`seqno` counts
-/// them), and records them in `model`.
+/// them), and records them in `model`. The group counts as dense (inserted through the
+/// finger alone) below `dense` list entries per entry: 0 never, `usize::MAX` always.
 fn insert_as_group(
     list: &SkipList,
     model: &mut BTreeMap<ModelKey, Vec<u8>>,
     keys: &[(u32, Vec<u8>)],
     seqno: &mut u64,
+    dense: usize,
 ) {
     let entries: Vec<(u32, Vec<u8>, u64, Vec<u8>)> = keys
         .iter()
@@ -251,7 +253,7 @@ fn insert_as_group(
             user_hash: crate::memtable::filter::key_hash(user),
         })
         .collect();
-    list.insert_group(&group);
+    list.insert_group_with(&group, dense);
     for (keyspace, user, trailer, value) in entries {
         model.insert((keyspace, user, std::cmp::Reverse(trailer)), value);
     }
@@ -264,7 +266,8 @@ fn group_inserts_in_any_order_match_a_sorted_model() {
     // newer than the last, so later ones may take the shortcut), single inserts in
     // between, and groups of one. Each group's searches see the list as it was before
     // the group and its inserts then walk past the nodes the group linked since.
-    for point_keys in [1 << 10, 0] {
+    // Each way: searches side by side (phase 1), and dense groups through the finger.
+    for (point_keys, dense) in [(1 << 10, 0), (0, 0), (1 << 10, usize::MAX)] {
         let list = SkipList::with_options(false, point_keys);
         let mut model: BTreeMap<ModelKey, Vec<u8>> = BTreeMap::new();
         let mut rng = 0x51af_d7ed_558c_cd1du64;
@@ -274,7 +277,7 @@ fn group_inserts_in_any_order_match_a_sorted_model() {
             rng ^= rng << 17;
             rng
         };
-        let (groups, group_len) = if cfg!(miri) { (6, 24) } else { (80, 300) };
+        let (groups, group_len) = if cfg!(miri) { (5, 20) } else { (80, 300) };
         let mut seqno = 0u64;
         for group in 0..groups {
             let len = if group % 10 == 9 { 1 } else { group_len };
@@ -289,7 +292,7 @@ fn group_inserts_in_any_order_match_a_sorted_model() {
                 1 => keys.sort_by(|a, b| b.cmp(a)),
                 _ => {}
             }
-            insert_as_group(&list, &mut model, &keys, &mut seqno);
+            insert_as_group(&list, &mut model, &keys, &mut seqno, dense);
             if group % 4 == 3 {
                 let r = next();
                 let user = format!("{:04}", r % 900).into_bytes();
@@ -346,6 +349,7 @@ fn a_group_of_new_keys_into_a_sparse_list_links_each_in_place() {
         },
     ];
     let n = if cfg!(miri) { 60 } else { 2_000 };
+    // Phase 1 always (a dense group would go through the finger alone).
     for order in orders {
         let list = SkipList::new();
         let mut model: BTreeMap<ModelKey, Vec<u8>> = BTreeMap::new();
@@ -354,14 +358,14 @@ fn a_group_of_new_keys_into_a_sparse_list_links_each_in_place() {
             .iter()
             .map(|k| (0, k.to_vec()))
             .collect();
-        insert_as_group(&list, &mut model, &fence, &mut seqno);
+        insert_as_group(&list, &mut model, &fence, &mut seqno, 0);
         let mut ids: Vec<u32> = (0..n).collect();
         order(&mut ids);
         let keys: Vec<(u32, Vec<u8>)> = ids
             .iter()
             .map(|i| (0, format!("{:04}x", i * 9999 / n).into_bytes()))
             .collect();
-        insert_as_group(&list, &mut model, &keys, &mut seqno);
+        insert_as_group(&list, &mut model, &keys, &mut seqno, 0);
         assert_walks_match(&list, &model);
         check_levels(&list);
     }
