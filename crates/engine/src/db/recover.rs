@@ -710,6 +710,7 @@ pub(super) fn replay(
                 continue;
             };
             let mut logged = KeyspaceBytes::default();
+            let mut ops: smallvec::SmallVec<[(SeqNo, Op<'_>); 8]> = smallvec::SmallVec::new();
             for (seqno, op) in batch.ops_with_seqno(SeqNo(record.seqno))? {
                 let ks = op.keyspace();
                 if version.keyspace(ks).is_none() {
@@ -729,8 +730,14 @@ pub(super) fn replay(
                         blob_refs.entry(h.file_id).or_insert(memtables.len() - 1);
                     }
                 }
-                mem.apply(seqno, &op);
+                ops.push((seqno, op));
             }
+            // As the write leader applies a group: in key order (stable, so a key's
+            // versions stay oldest first), the skip-list searches side by side.
+            if ops.len() > 1 {
+                ops.sort_by(|(_, a), (_, b)| (a.keyspace(), a.key()).cmp(&(b.keyspace(), b.key())));
+            }
+            mem.apply_group(&ops);
             mem.add_logged(logged);
             // Keep seqno accounting even for ops of dropped keyspaces.
             if let Some(m) = memtables.last() {

@@ -210,6 +210,7 @@ impl Memtable {
     }
 
     /// The insert of one version, alone ([`Memtable::apply_group`] inserts a group's).
+    #[cfg(test)]
     fn insert_version(
         &self,
         keyspace: KeyspaceId,
@@ -256,8 +257,8 @@ impl Memtable {
         (seqno.0 << 8) | u64::from(kind.as_u8())
     }
 
-    /// Inserts a write group's ops with their seqnos, as [`Memtable::apply`] would one
-    /// after the other, the versions through one [`SkipList::insert_group`], which runs
+    /// Inserts a batch's or a write group's ops with their seqnos (versions and range
+    /// tombstones), the versions through one [`SkipList::insert_group`], which runs
     /// their skip-list searches side by side. Any order is correct; in key order (a
     /// key's versions oldest first) each insert starts nearest its place.
     pub(crate) fn apply_group(&self, ops: &[(SeqNo, crate::batch::Op<'_>)]) {
@@ -296,22 +297,6 @@ impl Memtable {
             }
         }
         self.list.insert_group(&entries);
-    }
-
-    /// Inserts one op of a write batch with its seqno: a version, or a range tombstone.
-    pub(crate) fn apply(&self, seqno: SeqNo, op: &crate::batch::Op<'_>) {
-        match *op {
-            crate::batch::Op::RangeDelete {
-                keyspace,
-                start,
-                end,
-            } => {
-                if let Some(t) = RangeTombstone::new(start.to_vec(), end.to_vec(), seqno) {
-                    self.insert_range_tombstone(keyspace, t);
-                }
-            }
-            _ => self.insert_version(op.keyspace(), op.key(), seqno, op.kind(), op.stored()),
-        }
     }
 
     /// Records the range tombstone `tombstone` of `keyspace` (invariant 4).

@@ -15,9 +15,9 @@
 //! exports is safe to use.
 //!
 //! Invariants:
-//! 1. One writer at a time: [`SkipList::insert`] holds the `arena` lock from its search to
-//!    its last link, so links change only under that lock and the splice an insert found
-//!    is still the splice when it links the node.
+//! 1. One writer at a time: an insert (`SkipList::insert_locked`) runs under the `arena`
+//!    lock from its search to its last link, so links change only under that lock and
+//!    the splice an insert found is still the splice when it links the node.
 //! 2. A node is written in full (header, key, value and its own links) before the
 //!    `Release` store that links it at level 0 publishes it; readers load links with
 //!    `Acquire`, so every node a reader reaches is initialised. Once published, a node's
@@ -32,7 +32,7 @@
 //!    [`Position`] holds an `Arc` of it, so no reference into a node outlives the node.
 //! 5. Nodes are 8-byte aligned, and so is every header field and link inside one.
 //! 6. The point index (`point.rs`) holds only pointers to nodes of this list, entered by
-//!    [`SkipList::insert_hashed`] after the node is linked and before it returns, under
+//!    `SkipList::insert_locked` after the node is linked and before it returns, under
 //!    the arena lock; so every pointer [`SkipList::newest`] reads from it is a published
 //!    node of a list that is alive.
 //! 7. An insert of a key already in the list, newer than its newest version, whose node
@@ -605,7 +605,9 @@ impl SkipList {
     }
 
     /// As [`SkipList::insert`], given the user key's `filter::key_hash`, and enters the
-    /// node in the point index.
+    /// node in the point index. (The memtable inserts through
+    /// [`SkipList::insert_group`], which takes this path for a group of one.)
+    #[cfg(test)]
     pub(crate) fn insert_hashed(
         &self,
         keyspace: u32,

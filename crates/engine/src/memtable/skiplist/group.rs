@@ -110,7 +110,7 @@ type Offsets = SmallVec<[Option<usize>; INLINE]>;
 type Places = SmallVec<[Option<Node>; INLINE]>;
 
 impl SkipList {
-    /// Inserts `entries`, as [`SkipList::insert_hashed`] would one after the other, under
+    /// Inserts `entries`, as inserting them one after the other would, under
     /// one hold of the lock, with their searches interleaved (see the module
     /// documentation). Any order is correct; in key order (a key's versions oldest first)
     /// each entry's walk from its found places is shortest.
