@@ -611,18 +611,51 @@ fn seeks_beside_concurrent_inserts_land_on_their_target() {
 /// every entry inserted before the walk began.
 #[test]
 fn readers_see_sorted_complete_prefixes_while_a_writer_inserts() {
+    readers_beside_a_writer(|list, keys| {
+        for key in keys {
+            list.insert(0, key.as_bytes(), 1, key.as_bytes());
+        }
+    });
+}
+
+#[test]
+fn readers_see_sorted_complete_prefixes_while_groups_are_inserted() {
+    // Groups of 25 keys in key order, as the write path gives them: alternately through
+    // phase 1's side-by-side searches and through the finger alone (dense).
+    readers_beside_a_writer(|list, keys| {
+        for (n, chunk) in keys.chunks(25).enumerate() {
+            let mut chunk = chunk.to_vec();
+            chunk.sort();
+            let group: Vec<NewEntry<'_>> = chunk
+                .iter()
+                .map(|key| NewEntry {
+                    keyspace: 0,
+                    user: key.as_bytes(),
+                    trailer: 1,
+                    value: key.as_bytes(),
+                    user_hash: crate::memtable::filter::key_hash(key.as_bytes()),
+                })
+                .collect();
+            list.insert_group_with(&group, if n % 2 == 0 { 0 } else { usize::MAX });
+        }
+    });
+}
+
+/// Runs `write` (which inserts each of the keys it is given once, key and value equal)
+/// beside two readers walking the list forward and backward over and over: each walk
+/// must be in order, and hold every entry inserted before it began.
+fn readers_beside_a_writer(write: impl FnOnce(&SkipList, &[String]) + Send) {
     let list = Arc::new(SkipList::new());
     let n: u32 = if cfg!(miri) { 200 } else { 20_000 };
+    // Each key once, in a scattered order so inserts land everywhere (7919 is a prime
+    // that does not divide `n`).
+    let keys: Vec<String> = (0..n)
+        .map(|i| format!("{:08}", u64::from(i) * 7919 % u64::from(n)))
+        .collect();
     let done = AtomicUsize::new(0);
     std::thread::scope(|s| {
         s.spawn(|| {
-            // Each key once, in a scattered order so inserts land everywhere (7919 is
-            // a prime that does not divide `n`).
-            for i in 0..n {
-                let k = (u64::from(i) * 7919 % u64::from(n)) as u32;
-                let key = format!("{k:08}");
-                list.insert(0, key.as_bytes(), 1, key.as_bytes());
-            }
+            write(&list, &keys);
             done.store(1, Mo::Release);
         });
         for backward in [false, true] {
