@@ -172,19 +172,29 @@ fn inserts_in_any_order_match_a_sorted_model() {
     assert_walks_match(&list, &model);
     // Seeks land where the model's range queries do.
     for (ks, user, trailer) in [(1u32, &b"1f"[..], 5u64 << 8), (0, b"", 0), (2, b"zz", 0)] {
-        let key: ModelKey = (ks, user.to_vec(), std::cmp::Reverse(trailer));
-        let probe = Probe {
-            keyspace: ks,
-            user,
-            trailer,
-        };
-        let ge = model.range(key.clone()..).next().map(|(k, _)| k.clone());
-        let got = list.seek_ge(&probe).map(model_key);
-        assert_eq!(got, ge);
-        let lt = model.range(..key).next_back().map(|(k, _)| k.clone());
-        let got = list.seek_lt(&probe).map(model_key);
-        assert_eq!(got, lt);
+        assert_seeks_match(&list, &model, ks, user, trailer);
     }
+}
+
+/// Asserts that `seek_ge` and `seek_lt` of `(keyspace, user, trailer)` land where
+/// `model`'s range queries do.
+fn assert_seeks_match(
+    list: &SkipList,
+    model: &BTreeMap<ModelKey, Vec<u8>>,
+    keyspace: u32,
+    user: &[u8],
+    trailer: u64,
+) {
+    let key: ModelKey = (keyspace, user.to_vec(), std::cmp::Reverse(trailer));
+    let probe = Probe {
+        keyspace,
+        user,
+        trailer,
+    };
+    let ge = model.range(key.clone()..).next().map(|(k, _)| k.clone());
+    assert_eq!(list.seek_ge(&probe).map(model_key), ge);
+    let lt = model.range(..key).next_back().map(|(k, _)| k.clone());
+    assert_eq!(list.seek_lt(&probe).map(model_key), lt);
 }
 
 /// Asserts that every level of `list` is in strictly ascending order and that each
@@ -422,18 +432,7 @@ fn versions_newer_and_older_than_the_newest_keep_order_and_every_seek_lands() {
         let stride = if cfg!(miri) { 3 } else { 1 };
         for (ks, user, t) in model.keys().step_by(stride) {
             for trailer in [t.0, t.0 - 1] {
-                let key: ModelKey = (*ks, user.clone(), std::cmp::Reverse(trailer));
-                let probe = Probe {
-                    keyspace: *ks,
-                    user,
-                    trailer,
-                };
-                let ge = model.range(key.clone()..).next().map(|(k, _)| k.clone());
-                let got = list.seek_ge(&probe).map(model_key);
-                assert_eq!(got, ge);
-                let lt = model.range(..key).next_back().map(|(k, _)| k.clone());
-                let got = list.seek_lt(&probe).map(model_key);
-                assert_eq!(got, lt);
+                assert_seeks_match(&list, &model, *ks, user, trailer);
             }
             let newest = model
                 .range((*ks, user.clone(), std::cmp::Reverse(u64::MAX))..)
