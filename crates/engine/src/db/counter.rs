@@ -27,12 +27,13 @@ use std::collections::HashMap;
 use super::commit_queue::{Counters, Increment};
 use super::inner::Inner;
 use super::read;
-use crate::attrs::Head;
 use crate::batch::{Op, WriteBatch};
-use crate::entry::{self, Attrs, EntryView};
+use crate::entry::{self, Attrs, Body, EntryView};
 use crate::error::{Error, Result};
-use crate::key::{KeyspaceId, Kind};
+use crate::iter::visible::{Extract, Lazy};
+use crate::key::{KeyspaceId, Kind, SeqNo};
 use crate::rangedel;
+use crate::vlog;
 
 /// Longest canonical text of an `i64` (`-9223372036854775808`).
 const MAX_TEXT_LEN: usize = 20;
@@ -70,6 +71,14 @@ pub(crate) fn add(key: &[u8], current: Option<&[u8]>, delta: i128) -> Result<i64
             value_len: value.len(),
         })?,
     };
+    sum(key, now, delta)
+}
+
+/// `now + delta` for the counter at `key`.
+///
+/// # Errors
+/// `CounterOverflow` if the sum leaves `i64`.
+fn sum(key: &[u8], now: i64, delta: i128) -> Result<i64> {
     i128::from(now)
         .checked_add(delta)
         .and_then(|sum| i64::try_from(sum).ok())
@@ -80,6 +89,72 @@ pub(crate) fn add(key: &[u8], current: Option<&[u8]>, delta: i128) -> Result<i64
         })
 }
 
+/// A key's value as an increment reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Current {
+    /// No value: the key is missing, removed or expired (it counts as 0).
+    Absent,
+    /// A value known to be this counter.
+    Number(i64),
+    /// A value not parsed yet: a counter or not.
+    Bytes(Vec<u8>),
+}
+
+impl Current {
+    /// The counter plus `delta`.
+    ///
+    /// # Errors
+    /// As [`add`].
+    fn add(&self, key: &[u8], delta: i128) -> Result<i64> {
+        match self {
+            Current::Absent => add(key, None, delta),
+            Current::Number(n) => sum(key, *n, delta),
+            Current::Bytes(value) => add(key, Some(value), delta),
+        }
+    }
+
+    /// The value's bytes, for a merge to start from.
+    fn into_bytes(self) -> Option<Vec<u8>> {
+        match self {
+            Current::Absent => None,
+            Current::Number(n) => Some(encode(n)),
+            Current::Bytes(value) => Some(value),
+        }
+    }
+}
+
+/// A counter's newest version as a point read of the store finds it: a counter value is
+/// parsed in place, so reading it copies no value bytes; any other value is kept for the
+/// error that names it.
+enum Stored {
+    /// A counter value.
+    Number(i64, Carried),
+    /// A value that is not a counter's text, or a separated one (read on resolve).
+    Other(Lazy, Carried),
+}
+
+impl Extract for Stored {
+    type Out = (Current, Carried);
+
+    fn extract(_seqno: SeqNo, view: &EntryView<'_>) -> Stored {
+        let carried = Carried::of(view);
+        match view.body {
+            Body::Inline(value) => match parse(value) {
+                Some(n) => Stored::Number(n, carried),
+                None => Stored::Other(Lazy::Inline(value.to_vec()), carried),
+            },
+            Body::Handle(h) => Stored::Other(Lazy::Handle(h), carried),
+        }
+    }
+
+    fn resolve(self, blobs: &vlog::Reader) -> Result<(Current, Carried)> {
+        match self {
+            Stored::Number(n, carried) => Ok((Current::Number(n), carried)),
+            Stored::Other(lazy, carried) => Ok((Current::Bytes(lazy.resolve(blobs)?), carried)),
+        }
+    }
+}
+
 /// What a write group has done so far to one watched key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Slot {
@@ -87,6 +162,9 @@ enum Slot {
     Untouched,
     /// Set to this value, with these attributes.
     Put(Vec<u8>, Carried),
+    /// Set by an increment of the group to the text of this counter, with these
+    /// attributes (not yet expired when the group started).
+    Number(i64, Carried),
     /// Removed (or written with an expiry already past).
     Removed,
     /// These merge operands (oldest first) applied on top of the earlier state.
@@ -111,7 +189,7 @@ impl Carried {
         }
     }
 
-    pub(crate) fn from_head(head: &Head) -> Carried {
+    pub(crate) fn from_head(head: &crate::attrs::Head) -> Carried {
         Carried {
             tag: head.tag,
             meta: head.meta.clone(),
@@ -135,8 +213,9 @@ impl Carried {
 /// The keys are borrowed from the group (`'k`), so watching a key copies nothing.
 #[derive(Debug)]
 pub(crate) struct Overlay<'k> {
-    /// keyspace -> key -> its index in `slots`.
-    targets: HashMap<KeyspaceId, HashMap<&'k [u8], usize>>,
+    /// (keyspace, key) -> its index in `slots`. Keys come from clients: the hash is
+    /// seeded per process.
+    targets: HashMap<(KeyspaceId, &'k [u8]), usize, foldhash::fast::RandomState>,
     /// What the group did to each watched key.
     slots: Vec<Slot>,
     /// While a batch's increments are resolved: each slot's state before the batch changed
@@ -158,18 +237,17 @@ fn set_slot(undo: &mut Option<Vec<(usize, Slot)>>, slots: &mut [Slot], index: us
 
 impl<'k> Overlay<'k> {
     /// An overlay watching the given counter keys.
-    pub(crate) fn watching(keys: impl Iterator<Item = (KeyspaceId, &'k [u8])>) -> Overlay<'k> {
-        let mut targets: HashMap<KeyspaceId, HashMap<&'k [u8], usize>> = HashMap::new();
-        let mut slots = Vec::new();
+    pub(crate) fn watching(
+        keys: impl ExactSizeIterator<Item = (KeyspaceId, &'k [u8])>,
+    ) -> Overlay<'k> {
+        let mut targets =
+            HashMap::with_capacity_and_hasher(keys.len(), foldhash::fast::RandomState::default());
+        let mut slots = Vec::with_capacity(keys.len());
         for (ks, key) in keys {
-            targets
-                .entry(ks)
-                .or_default()
-                .entry(key)
-                .or_insert_with(|| {
-                    slots.push(Slot::Untouched);
-                    slots.len() - 1
-                });
+            targets.entry((ks, key)).or_insert_with(|| {
+                slots.push(Slot::Untouched);
+                slots.len() - 1
+            });
         }
         Overlay {
             targets,
@@ -178,10 +256,16 @@ impl<'k> Overlay<'k> {
         }
     }
 
-    /// The slot of `key` in `keyspace`, if watched.
-    fn slot(&self, keyspace: KeyspaceId, key: &[u8]) -> Option<&Slot> {
-        let index = *self.targets.get(&keyspace)?.get(key)?;
-        self.slots.get(index)
+    /// The index in `slots` of `key` in `keyspace`, if watched.
+    fn index(&self, keyspace: KeyspaceId, key: &[u8]) -> Option<usize> {
+        self.targets.get(&(keyspace, key)).copied()
+    }
+
+    /// The slot at `index` (untouched for `None`: a key not watched).
+    fn slot_at(&self, index: Option<usize>) -> &Slot {
+        index
+            .and_then(|i| self.slots.get(i))
+            .unwrap_or(&Slot::Untouched)
     }
 
     /// Records the writes of `batch` (applied after everything recorded so far); an entry
@@ -203,19 +287,21 @@ impl<'k> Overlay<'k> {
             slots,
             undo,
         } = self;
-        let Some(keys) = targets.get(&op.keyspace()) else {
-            return;
-        };
-        if let Op::RangeDelete { start, end, .. } = op {
+        if let Op::RangeDelete {
+            keyspace,
+            start,
+            end,
+        } = op
+        {
             // A range tombstone removes every watched key it covers.
-            for (key, &index) in keys {
-                if *start <= *key && rangedel::below_end(key, end) {
+            for (&(ks, key), &index) in targets.iter() {
+                if ks == *keyspace && *start <= key && rangedel::below_end(key, end) {
                     set_slot(undo, slots, index, Slot::Removed);
                 }
             }
             return;
         }
-        let Some(&index) = keys.get(op.key()) else {
+        let Some(&index) = targets.get(&(op.keyspace(), op.key())) else {
             return;
         };
         if let Op::Merge { operand, .. } = op {
@@ -318,6 +404,7 @@ impl<'k> Overlay<'k> {
     }
 
     /// Appends the Put `inc` becomes to `out`, records it, and returns the new value.
+    /// The key is looked up in the overlay once: the slot read is the slot set.
     fn resolve_one(
         &mut self,
         inner: &Inner,
@@ -325,7 +412,10 @@ impl<'k> Overlay<'k> {
         out: &mut WriteBatch,
         now_ms: u64,
     ) -> Result<i64> {
-        let (n, carried) = self.next_value(inner, inc.keyspace, &inc.key, inc.delta)?;
+        let index = self.index(inc.keyspace, &inc.key);
+        let (current, carried) =
+            Overlay::current_of(inner, self.slot_at(index), inc.keyspace, &inc.key)?;
+        let n = current.add(&inc.key, inc.delta)?;
         let attrs = carried.attrs();
         let mut text = itoa::Buffer::new();
         let value = text.format(n).as_bytes();
@@ -334,10 +424,15 @@ impl<'k> Overlay<'k> {
         } else {
             out.put_attrs(inc.keyspace, &inc.key, &attrs, value)?;
         }
-        // `next_back`, not `last`: the latter walks every op of the batch, which made
-        // resolving a group of n increments cost n² op decodes.
-        if let Some(op) = out.ops().next_back() {
-            self.record_op(&op, now_ms);
+        // What `record_op` makes of that Put: an expiry already past (the read found the
+        // entry live by its own clock) removes the key.
+        let new = if attrs.expired(now_ms) {
+            Slot::Removed
+        } else {
+            Slot::Number(n, carried)
+        };
+        if let Some(index) = index {
+            set_slot(&mut self.undo, &mut self.slots, index, new);
         }
         Ok(n)
     }
@@ -346,45 +441,43 @@ impl<'k> Overlay<'k> {
     /// wrote it (`Some(None)`: removed), `None` if the group has not touched it or left
     /// merge operands on it.
     #[cfg(test)]
-    fn written(&self, keyspace: KeyspaceId, key: &[u8]) -> Option<Option<(&[u8], &Carried)>> {
-        match self.slot(keyspace, key)? {
+    fn written(&self, keyspace: KeyspaceId, key: &[u8]) -> Option<Option<(Vec<u8>, &Carried)>> {
+        let index = self.index(keyspace, key)?;
+        match self.slot_at(Some(index)) {
             Slot::Untouched | Slot::Merged(..) => None,
-            Slot::Put(value, carried) => Some(Some((value, carried))),
+            Slot::Put(value, carried) => Some(Some((value.clone(), carried))),
+            Slot::Number(n, carried) => Some(Some((encode(*n), carried))),
             Slot::Removed => Some(None),
         }
     }
 
     /// The value of `key` as `slot` leaves it, reading the store for an untouched one
     /// and merging the operands of a merged one with the keyspace's operator.
-    fn value_of(
+    fn current_of(
         inner: &Inner,
         slot: &Slot,
         keyspace: KeyspaceId,
         key: &[u8],
-    ) -> Result<(Option<Vec<u8>>, Carried)> {
+    ) -> Result<(Current, Carried)> {
         match slot {
-            Slot::Untouched => match read::lookup::<(crate::iter::visible::Lazy, Head)>(
-                &inner.reads,
-                keyspace,
-                key,
-                None,
-            )? {
-                Some((value, head)) => Ok((Some(value), Carried::from_head(&head))),
-                None => Ok((None, Carried::default())),
-            },
-            Slot::Put(value, carried) => Ok((Some(value.clone()), carried.clone())),
-            Slot::Removed => Ok((None, Carried::default())),
+            Slot::Untouched => Ok(read::lookup::<Stored>(&inner.reads, keyspace, key, None)?
+                .unwrap_or((Current::Absent, Carried::default()))),
+            Slot::Put(value, carried) => Ok((Current::Bytes(value.clone()), carried.clone())),
+            Slot::Number(n, carried) => Ok((Current::Number(*n), carried.clone())),
+            Slot::Removed => Ok((Current::Absent, Carried::default())),
             Slot::Merged(base, operands) => {
-                let (value, carried) = Overlay::value_of(inner, base, keyspace, key)?;
+                let (current, carried) = Overlay::current_of(inner, base, keyspace, key)?;
                 let operator = inner.reads.merge_operator(keyspace)?;
                 let mut chain = crate::merge::Chain::new();
                 for operand in operands.iter().rev() {
                     chain.push(operand);
                 }
+                let value = current.into_bytes();
                 let base = value
                     .as_deref()
                     .map_or(crate::merge::Base::None, crate::merge::Base::Value);
-                Ok((Some(chain.merge(operator.as_ref(), key, base)?), carried))
+                let merged = chain.merge(operator.as_ref(), key, base)?;
+                Ok((Current::Bytes(merged), carried))
             }
         }
     }
@@ -402,9 +495,9 @@ impl<'k> Overlay<'k> {
         key: &[u8],
         delta: i128,
     ) -> Result<(i64, Carried)> {
-        let slot = self.slot(keyspace, key).unwrap_or(&Slot::Untouched);
-        let (value, carried) = Overlay::value_of(inner, slot, keyspace, key)?;
-        Ok((add(key, value.as_deref(), delta)?, carried))
+        let slot = self.slot_at(self.index(keyspace, key));
+        let (current, carried) = Overlay::current_of(inner, slot, keyspace, key)?;
+        Ok((current.add(key, delta)?, carried))
     }
 }
 
@@ -506,7 +599,7 @@ mod tests {
         batch.remove(b, b"c").unwrap();
         o.record(&batch, 0);
         let none = Carried::default();
-        assert_eq!(o.written(a, b"c"), Some(Some((&b"2"[..], &none))));
+        assert_eq!(o.written(a, b"c"), Some(Some((b"2".to_vec(), &none))));
         assert_eq!(o.written(b, b"c"), Some(None));
         assert_eq!(o.written(a, b"other"), None);
     }
@@ -531,15 +624,15 @@ mod tests {
         let none = Carried::default();
         assert_eq!(o.written(a, b"c1"), Some(None));
         assert_eq!(o.written(a, b"c2"), Some(None));
-        assert_eq!(o.written(a, b"d"), Some(Some((&b"5"[..], &none))));
-        assert_eq!(o.written(b, b"c1"), Some(Some((&b"5"[..], &none))));
+        assert_eq!(o.written(a, b"d"), Some(Some((b"5".to_vec(), &none))));
+        assert_eq!(o.written(b, b"c1"), Some(Some((b"5".to_vec(), &none))));
         // A write after the range delete sets the key again; an unbounded range removes
         // every watched key from its start on.
         let mut later = WriteBatch::new();
         later.put(a, b"c1", b"9").unwrap();
         later.remove_range(a, b"c2", b"").unwrap();
         o.record(&later, 0);
-        assert_eq!(o.written(a, b"c1"), Some(Some((&b"9"[..], &none))));
+        assert_eq!(o.written(a, b"c1"), Some(Some((b"9".to_vec(), &none))));
         assert_eq!(o.written(a, b"d"), Some(None));
         // An untouched key inside a range delete counts as removed too.
         let mut fresh = Overlay::watching([(a, &b"k"[..])].into_iter());
@@ -577,7 +670,7 @@ mod tests {
             meta: b"m".to_vec(),
             expires_at: Some(1_000),
         };
-        assert_eq!(o.written(a, b"c"), Some(Some((&b"7"[..], &carried))));
+        assert_eq!(o.written(a, b"c"), Some(Some((b"7".to_vec(), &carried))));
         assert_eq!(carried.attrs(), kept);
         assert_eq!(o.written(a, b"d"), Some(None));
     }

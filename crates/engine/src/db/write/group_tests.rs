@@ -297,3 +297,84 @@ fn a_refused_batch_with_a_range_delete_leaves_the_group_state_unchanged() {
     assert_eq!(ks.get("a").unwrap(), Some(b"11".to_vec()));
     assert_eq!(ks.get("b").unwrap(), Some(b"3".to_vec()));
 }
+
+/// An increment that reads a value the group's earlier increment wrote (kept as a number,
+/// not as text) keeps the attributes that increment carried; a merge operand in between
+/// applies to that number's text; a counter read from the value log counts, and a
+/// non-canonical text read from the store is refused.
+#[test]
+fn increments_on_the_groups_own_counters_keep_attributes_and_merge_operands() {
+    use crate::entry::Attrs;
+    use crate::merge::AddI64;
+    use crate::options::KeyspaceOptions;
+
+    let db = open();
+    let ks = db
+        .keyspace_with(
+            "c",
+            KeyspaceOptions::default().merge_operator(Arc::new(AddI64)),
+        )
+        .unwrap();
+    let wide = db
+        .keyspace_with("w", KeyspaceOptions::separated(8))
+        .unwrap();
+    let opts = crate::EntryOptions::new()
+        .meta(crate::Meta::new(9, b"hits".to_vec()))
+        .ttl(std::time::Duration::from_secs(3600));
+    ks.insert_entry("t", "40", &opts).unwrap();
+    ks.insert("odd", "007").unwrap();
+    wide.insert("big", "123456789012").unwrap();
+    let id = ks.id;
+    let mut merges = WriteBatch::new();
+    merges.merge(id, b"t", b"5").unwrap();
+    let merges = Job::Write {
+        batch: merges,
+        durability: Durability::Buffered,
+        blob_files: Vec::new(),
+        validation: None,
+        increments: Vec::new(),
+    };
+    let group: Vec<Pending> = [
+        batch_job(id, &[], &[(0, "t", 1), (0, "t", 1)]),
+        incr(id, "t", 1),
+        merges,
+        incr(id, "t", 10),
+        incr(id, "odd", 1),
+        incr(wide.id, "big", 1),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, job)| member(i as u64, job))
+    .collect();
+    let out = lead(&db.inner, &group).unwrap();
+    let counters: Vec<Option<Vec<i64>>> = out
+        .iter()
+        .map(|r| r.as_ref().ok().map(|d| d.counters.to_vec()))
+        .collect();
+    assert_eq!(
+        counters,
+        [
+            Some(vec![41, 42]),
+            Some(vec![43]),
+            Some(vec![]),
+            Some(vec![58]),
+            None,
+            Some(vec![123_456_789_013])
+        ]
+    );
+    assert!(matches!(
+        &out[4],
+        Err(Error::NotACounter { value_len: 3, .. })
+    ));
+    assert_eq!(wide.get("big").unwrap(), Some(b"123456789013".to_vec()));
+    assert_eq!(ks.get("t").unwrap(), Some(b"58".to_vec()));
+    let head = ks.head("t").unwrap().unwrap();
+    let kept = Attrs {
+        tag: head.tag,
+        meta: &head.meta,
+        expires_at: head.expires_at,
+    };
+    assert_eq!((kept.tag, kept.meta), (9, &b"hits"[..]));
+    assert!(kept.expires_at.is_some());
+    assert_eq!(ks.get("odd").unwrap(), Some(b"007".to_vec()));
+}
