@@ -24,17 +24,26 @@ pub(crate) struct CommandStats {
 impl CommandStats {
     /// Counts one call that took `usec` microseconds.
     pub(crate) fn record(&self, usec: u64, failed: bool) {
-        Stats::add(&self.calls, 1);
-        Stats::add(&self.usec, usec);
-        if failed {
-            Stats::add(&self.failed, 1);
+        self.record_many(1, usec, u64::from(failed));
+    }
+
+    /// Counts `calls` calls that took `usec` microseconds each, `failed` of them failed:
+    /// what as many [`CommandStats::record`]s would count, in one increment per counter.
+    pub(crate) fn record_many(&self, calls: u64, usec: u64, failed: u64) {
+        if calls == 0 {
+            return;
+        }
+        Stats::add(&self.calls, calls);
+        Stats::add(&self.usec, usec.saturating_mul(calls));
+        if failed > 0 {
+            Stats::add(&self.failed, failed);
         }
         let bucket = LATENCY_BOUNDS_US
             .iter()
             .position(|&b| usec <= b)
             .unwrap_or(LATENCY_BOUNDS_US.len());
         if let Some(c) = self.latency.get(bucket) {
-            Stats::add(c, 1);
+            Stats::add(c, calls);
         }
     }
 }
@@ -80,5 +89,38 @@ impl Stats {
             },
             1,
         );
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    fn counts(c: &CommandStats) -> (u64, u64, u64, Vec<u64>) {
+        (
+            c.calls.load(Ordering::Relaxed),
+            c.usec.load(Ordering::Relaxed),
+            c.failed.load(Ordering::Relaxed),
+            c.latency
+                .iter()
+                .map(|b| b.load(Ordering::Relaxed))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn a_run_of_calls_counts_as_its_calls_one_by_one() {
+        for (calls, usec, failed) in [(3, 40, 1), (1, 0, 0), (5, 2_000_000, 5), (2, 25, 0)] {
+            let (one_by_one, at_once) = (CommandStats::default(), CommandStats::default());
+            for i in 0..calls {
+                one_by_one.record(usec, i < failed);
+            }
+            at_once.record_many(calls, usec, failed);
+            assert_eq!(counts(&at_once), counts(&one_by_one), "{calls} x {usec} us");
+        }
+        let none = CommandStats::default();
+        none.record_many(0, 10, 0);
+        assert_eq!(counts(&none), counts(&CommandStats::default()));
     }
 }

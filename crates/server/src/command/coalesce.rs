@@ -172,15 +172,34 @@ impl SetBatch {
         let stats = &shared.stats;
         Stats::add(&stats.commands_processed, count as u64);
         let usec = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX) / count as u64;
-        for (g, reply) in self.ops.iter().zip(&replies) {
-            let name = g.op.command();
+        // One record per run of a command (a pipeline's batch is mostly one command).
+        let mut run: Option<(&str, u64, u64)> = None;
+        let record = |(name, calls, failed): (&str, u64, u64)| {
             if let Some(c) = COMMANDS
                 .iter()
                 .position(|c| c.name == name)
                 .and_then(|i| stats.commands.get(i))
             {
-                c.record(usec, reply.is_error());
+                c.record_many(calls, usec, failed);
             }
+        };
+        for (g, reply) in self.ops.iter().zip(&replies) {
+            let name = g.op.command();
+            let failed = u64::from(reply.is_error());
+            match &mut run {
+                Some((current, calls, fails)) if *current == name => {
+                    *calls += 1;
+                    *fails += failed;
+                }
+                _ => {
+                    if let Some(done) = run.replace((name, 1, failed)) {
+                        record(done);
+                    }
+                }
+            }
+        }
+        if let Some(done) = run {
+            record(done);
         }
         let owners = self.ops.drain(..).map(|g| g.owner);
         self.bytes = 0;
