@@ -732,11 +732,9 @@ pub(super) fn replay(
                 }
                 ops.push((seqno, op));
             }
-            // As the write leader applies a group: in key order (stable, so a key's
-            // versions stay oldest first), the skip-list searches side by side.
-            if ops.len() > 1 {
-                ops.sort_by(|(_, a), (_, b)| (a.keyspace(), a.key()).cmp(&(b.keyspace(), b.key())));
-            }
+            // As the write leader applies a group: in key order, the skip-list searches
+            // side by side.
+            crate::memtable::sort_group(&mut ops);
             mem.apply_group(&ops);
             mem.add_logged(logged);
             // Keep seqno accounting even for ops of dropped keyspaces.

@@ -141,6 +141,14 @@ impl KeyspaceBytes {
     }
 }
 
+/// Puts a group's ops (in seqno order) in the order [`Memtable::apply_group`] inserts
+/// fastest: by keyspace and user key, a key's versions oldest first (a stable sort).
+pub(crate) fn sort_group(ops: &mut [(SeqNo, crate::batch::Op<'_>)]) {
+    if ops.len() > 1 {
+        ops.sort_by(|(_, a), (_, b)| (a.keyspace(), a.key()).cmp(&(b.keyspace(), b.key())));
+    }
+}
+
 impl Memtable {
     /// An empty memtable whose writes are logged from WAL file `wal_id` on, with a filter
     /// sized for `budget` bytes of entries (the store's `memtable_size`).

@@ -302,11 +302,9 @@ fn apply(inner: &Inner, members: &[Member<'_>], plan: &Plan, mem: &Memtable) -> 
             ops.push((seqno, op));
         }
     }
-    // In key order (stable: a key's versions stay oldest first), each insert starts
-    // nearest its place; none is visible before `visible_seqno` below.
-    if ops.len() > 1 {
-        ops.sort_by(|(_, a), (_, b)| (a.keyspace(), a.key()).cmp(&(b.keyspace(), b.key())));
-    }
+    // In key order each insert starts nearest its place; none is visible before
+    // `visible_seqno` below.
+    crate::memtable::sort_group(&mut ops);
     mem.apply_group(&ops);
     mem.add_logged(logged);
     inner
