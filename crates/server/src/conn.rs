@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use mio::Waker;
 
-use crate::command::{self, Ctx, SetBatch};
+use crate::command::{self, Ctx, Offered, SetBatch};
 use crate::resp::{Parser, Reply, Request};
 use crate::session::Session;
 use crate::shared::Shared;
@@ -218,10 +218,14 @@ impl Conn {
                 return false;
             }
             let session = &*session;
-            let Some(request) = turn.batch.offer(token, session, request) else {
-                self.uncommitted += 1;
-                *ran += 1;
-                continue;
+            let request = match turn.batch.offer(token, session, request) {
+                Offered::Taken(rest) => {
+                    self.parser.recycle(rest);
+                    self.uncommitted += 1;
+                    *ran += 1;
+                    continue;
+                }
+                Offered::Declined(request) => request,
             };
             if self.uncommitted > 0 {
                 // It must see this connection's batched writes: after the commit.

@@ -106,41 +106,51 @@ fn shape_of(request: &[Vec<u8>]) -> Option<Shape> {
 }
 
 /// The operation of a batchable `request` of `shape`, taking its key (and a SET's value)
-/// out of it; the request back if its arguments do not fit the shape.
-fn op_of(shape: Shape, request: Request) -> Result<Op, Request> {
+/// out of it, and what is left of the request (its argument list and command name, for
+/// the parser to reuse); the request back if its arguments do not fit the shape.
+fn op_of(shape: Shape, mut request: Request) -> Result<(Op, Request), Request> {
     match shape {
         Shape::Set => {
-            let [_, key, value] = <[Vec<u8>; 3]>::try_from(request)?;
-            Ok(Op::Set(key, value))
+            if request.len() != 3 {
+                return Err(request);
+            }
+            match (request.pop(), request.pop()) {
+                (Some(value), Some(key)) => Ok((Op::Set(key, value), request)),
+                _ => Err(request),
+            }
         }
         Shape::Add(delta, name) => {
-            let mut request = request;
             if request.len() < 2 {
                 return Err(request);
             }
-            Ok(Op::Add(request.swap_remove(1), delta, name))
+            let key = request.swap_remove(1);
+            Ok((Op::Add(key, delta, name), request))
         }
     }
+}
+
+/// What [`SetBatch::offer`] did with a request.
+pub(crate) enum Offered {
+    /// Taken into the batch; what is left of the request (no key, no value) comes back
+    /// so its buffers can be reused.
+    Taken(Request),
+    /// Not batchable here: the request, untouched, to run on its own.
+    Declined(Request),
 }
 
 impl SetBatch {
     /// Takes `request` of connection `owner` if it can be batched for `session`; gives
     /// it back otherwise.
-    pub(crate) fn offer(
-        &mut self,
-        owner: usize,
-        session: &Session,
-        request: Request,
-    ) -> Option<Request> {
+    pub(crate) fn offer(&mut self, owner: usize, session: &Session, request: Request) -> Offered {
         if !session.authenticated || session.multi.is_some() || !session.user.may_write_keys() {
-            return Some(request);
+            return Offered::Declined(request);
         }
         let Some(shape) = shape_of(&request) else {
-            return Some(request);
+            return Offered::Declined(request);
         };
-        let op = match op_of(shape, request) {
-            Ok(op) => op,
-            Err(request) => return Some(request),
+        let (op, rest) = match op_of(shape, request) {
+            Ok(taken) => taken,
+            Err(request) => return Offered::Declined(request),
         };
         let len = match &op {
             Op::Set(k, v) => k.len() + v.len(),
@@ -152,7 +162,7 @@ impl SetBatch {
             db: session.db,
             op,
         });
-        None
+        Offered::Taken(rest)
     }
 
     /// True if the batch takes no more operations before it is committed.
@@ -329,4 +339,44 @@ fn keyspace_of(shared: &Shared, db: usize) -> Result<&cairn::Keyspace, Reply> {
         .keyspaces
         .get(db)
         .ok_or_else(|| Reply::error("ERR DB index is out of range"))
+}
+
+#[cfg(test)]
+#[allow(clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn request(args: &[&str]) -> Request {
+        args.iter().map(|a| a.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn a_taken_request_leaves_only_its_command_name_behind() {
+        match op_of(Shape::Set, request(&["SET", "k", "v"])) {
+            Ok((Op::Set(key, value), rest)) => {
+                assert_eq!((key, value), (b"k".to_vec(), b"v".to_vec()));
+                assert_eq!(rest, request(&["SET"]));
+            }
+            _ => panic!("SET k v not taken"),
+        }
+        match op_of(Shape::Add(5, "incrby"), request(&["INCRBY", "k", "5"])) {
+            Ok((Op::Add(key, 5, "incrby"), rest)) => {
+                assert_eq!(key, b"k".to_vec());
+                assert_eq!(rest.len(), 2);
+                assert_eq!(rest.first(), Some(&b"INCRBY".to_vec()));
+            }
+            _ => panic!("INCRBY k 5 not taken"),
+        }
+        // Arguments that do not fit the shape come back whole.
+        for (shape, args) in [
+            (Shape::Set, &["SET", "k"][..]),
+            (Shape::Set, &["SET", "k", "v", "EX"][..]),
+            (Shape::Add(1, "incr"), &["INCR"][..]),
+        ] {
+            match op_of(shape, request(args)) {
+                Err(back) => assert_eq!(back, request(args)),
+                Ok(_) => panic!("{args:?} taken"),
+            }
+        }
+    }
 }

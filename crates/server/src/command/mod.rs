@@ -28,7 +28,7 @@ mod store;
 mod strings;
 mod table;
 
-pub(crate) use coalesce::SetBatch;
+pub(crate) use coalesce::{Offered, SetBatch};
 pub(crate) use table::COMMANDS;
 
 use store::keyspace;
