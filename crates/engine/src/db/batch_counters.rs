@@ -12,7 +12,6 @@
 //! refused whole: it gets no seqno and writes nothing, and later writes of the same group
 //! never see it.
 
-use super::commit_queue::Increment;
 use super::keyspace::{Batch, Keyspace};
 use crate::error::Result;
 use crate::options::Durability;
@@ -88,12 +87,8 @@ impl Batch {
             self.error = Some(e);
             return;
         }
-        self.increments.push(Increment {
-            after: self.batch.len(),
-            keyspace: keyspace.id,
-            key: key.to_vec(),
-            delta,
-        });
+        self.increments
+            .push(self.batch.len(), keyspace.id, key, delta);
     }
 
     /// As [`Batch::commit`], returning the batch's seqno and the new values of its

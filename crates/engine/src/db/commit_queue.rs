@@ -48,12 +48,63 @@ pub(crate) type Counters = SmallVec<[i64; 1]>;
 
 /// An increment queued in a batch: add `delta` to the counter at `key` once the batch's
 /// first `after` ops are applied.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Increment {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Increment<'a> {
     pub(crate) after: usize,
     pub(crate) keyspace: KeyspaceId,
-    pub(crate) key: Vec<u8>,
+    pub(crate) key: &'a [u8],
     pub(crate) delta: i128,
+}
+
+/// A batch's increments in the order they were added, their keys in one buffer: queueing
+/// one copies its key there, with no allocation of its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Increments {
+    list: Vec<Placed>,
+    keys: Vec<u8>,
+}
+
+/// One increment of [`Increments`]: its key is `keys[start..end]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Placed {
+    after: usize,
+    keyspace: KeyspaceId,
+    start: usize,
+    end: usize,
+    delta: i128,
+}
+
+impl Increments {
+    /// Queues an increment (see [`Increment`]).
+    pub(crate) fn push(&mut self, after: usize, keyspace: KeyspaceId, key: &[u8], delta: i128) {
+        let start = self.keys.len();
+        self.keys.extend_from_slice(key);
+        self.list.push(Placed {
+            after,
+            keyspace,
+            start,
+            end: self.keys.len(),
+            delta,
+        });
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// The increments, in the order they were queued.
+    pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = Increment<'_>> + Clone + '_ {
+        self.list.iter().map(|p| Increment {
+            after: p.after,
+            keyspace: p.keyspace,
+            key: self.keys.get(p.start..p.end).unwrap_or_default(),
+            delta: p.delta,
+        })
+    }
 }
 
 /// How long a writer that queued behind a leader watches for the leader's progress
@@ -78,7 +129,7 @@ pub(crate) enum Job {
         validation: Option<Box<crate::db::conflict::Validation>>,
         /// Counter increments among the batch's ops (`Batch::incr`), which the leader
         /// resolves into Puts; one that fails refuses the batch alone.
-        increments: Vec<Increment>,
+        increments: Increments,
     },
     /// Add `delta` to the counter at `key`; the leader turns it into a Put.
     Incr {
@@ -99,7 +150,7 @@ impl Job {
                 batch, increments, ..
             } => increments
                 .iter()
-                .fold(batch.encoded_len(), |n, i| n + incr_size(&i.key))
+                .fold(batch.encoded_len(), |n, i| n + incr_size(i.key))
                 .min(GROUP_BYTES),
             Job::Incr { key, .. } => incr_size(key),
             Job::Rotate => usize::MAX,
@@ -114,7 +165,7 @@ impl Job {
                 batch, increments, ..
             } => increments.iter().fold(
                 Memtable::charge_bound(batch.encoded_len(), batch.len()),
-                |n, i| n.saturating_add(Memtable::charge_bound(incr_size(&i.key), 1)),
+                |n, i| n.saturating_add(Memtable::charge_bound(incr_size(i.key), 1)),
             ),
             Job::Incr { key, .. } => Memtable::charge_bound(incr_size(key), 1),
             Job::Rotate => 0,

@@ -22,7 +22,7 @@ fn write() -> Job {
         durability: Durability::Buffered,
         blob_files: Vec::new(),
         validation: None,
-        increments: Vec::new(),
+        increments: Increments::default(),
     }
 }
 
@@ -156,4 +156,41 @@ fn a_commit_that_panics_breaks_the_queue_instead_of_leaving_writers_waiting() {
     q.wait_for_leader();
     let state = q.queue.lock();
     assert!(state.waiting.is_empty() && state.done.is_empty());
+}
+
+#[test]
+fn increments_keep_each_key_apart_in_their_shared_buffer() {
+    let mut incs = Increments::default();
+    assert!(incs.is_empty());
+    let (a, b) = (KeyspaceId(1), KeyspaceId(2));
+    incs.push(0, a, b"ab", 1);
+    incs.push(0, b, b"", -2);
+    incs.push(3, a, b"abc", i128::from(i64::MIN));
+    incs.push(3, a, b"ab", 7);
+    assert_eq!(incs.len(), 4);
+    let got: Vec<(usize, KeyspaceId, &[u8], i128)> = incs
+        .iter()
+        .map(|i| (i.after, i.keyspace, i.key, i.delta))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (0, a, &b"ab"[..], 1),
+            (0, b, &b""[..], -2),
+            (3, a, &b"abc"[..], i128::from(i64::MIN)),
+            (3, a, &b"ab"[..], 7),
+        ]
+    );
+    // A job's size counts each increment as the Put it becomes.
+    let job = Job::Write {
+        batch: WriteBatch::new(),
+        durability: Durability::Buffered,
+        blob_files: Vec::new(),
+        validation: None,
+        increments: incs,
+    };
+    assert_eq!(
+        job.size(),
+        WriteBatch::new().encoded_len() + (2 + 32) + 32 + (3 + 32) + (2 + 32)
+    );
 }

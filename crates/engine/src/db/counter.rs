@@ -24,7 +24,7 @@
 
 use std::collections::HashMap;
 
-use super::commit_queue::{Counters, Increment};
+use super::commit_queue::{Counters, Increment, Increments};
 use super::inner::Inner;
 use super::read;
 use crate::batch::{Op, WriteBatch};
@@ -356,7 +356,7 @@ impl<'k> Overlay<'k> {
         &mut self,
         inner: &Inner,
         batch: &WriteBatch,
-        increments: &[Increment],
+        increments: &Increments,
         now_ms: u64,
     ) -> Result<(WriteBatch, Counters)> {
         self.undo = Some(Vec::new());
@@ -377,7 +377,7 @@ impl<'k> Overlay<'k> {
         &mut self,
         inner: &Inner,
         batch: &WriteBatch,
-        increments: &[Increment],
+        increments: &Increments,
         now_ms: u64,
     ) -> Result<(WriteBatch, Counters)> {
         let mut out = WriteBatch::new();
@@ -385,13 +385,13 @@ impl<'k> Overlay<'k> {
         let mut pending = increments.iter().peekable();
         for (i, op) in batch.ops().enumerate() {
             while let Some(inc) = pending.next_if(|inc| inc.after <= i) {
-                counters.push(self.resolve_one(inner, inc, &mut out, now_ms)?);
+                counters.push(self.resolve_one(inner, &inc, &mut out, now_ms)?);
             }
             out.push_stored(op.kind(), op.keyspace(), op.key(), op.stored())?;
             self.record_op(&op, now_ms);
         }
         for inc in pending {
-            counters.push(self.resolve_one(inner, inc, &mut out, now_ms)?);
+            counters.push(self.resolve_one(inner, &inc, &mut out, now_ms)?);
         }
         if out.encoded_len() > crate::wal::MAX_PAYLOAD_LEN {
             return Err(Error::invalid(format!(
@@ -408,21 +408,21 @@ impl<'k> Overlay<'k> {
     fn resolve_one(
         &mut self,
         inner: &Inner,
-        inc: &Increment,
+        inc: &Increment<'_>,
         out: &mut WriteBatch,
         now_ms: u64,
     ) -> Result<i64> {
-        let index = self.index(inc.keyspace, &inc.key);
+        let index = self.index(inc.keyspace, inc.key);
         let (current, carried) =
-            Overlay::current_of(inner, self.slot_at(index), inc.keyspace, &inc.key)?;
-        let n = current.add(&inc.key, inc.delta)?;
+            Overlay::current_of(inner, self.slot_at(index), inc.keyspace, inc.key)?;
+        let n = current.add(inc.key, inc.delta)?;
         let attrs = carried.attrs();
         let mut text = itoa::Buffer::new();
         let value = text.format(n).as_bytes();
         if attrs.is_empty() {
-            out.put(inc.keyspace, &inc.key, value)?;
+            out.put(inc.keyspace, inc.key, value)?;
         } else {
-            out.put_attrs(inc.keyspace, &inc.key, &attrs, value)?;
+            out.put_attrs(inc.keyspace, inc.key, &attrs, value)?;
         }
         // What `record_op` makes of that Put: an expiry already past (the read found the
         // entry live by its own clock) removes the key.

@@ -9,7 +9,7 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::commit_queue::Increment;
+use super::commit_queue::Increments;
 use super::scan_cursor::ScanCursor;
 use super::snapshot::Snapshot;
 use super::super_version::ReadAt;
@@ -967,7 +967,7 @@ pub struct Batch {
     pub(crate) error: Option<Error>,
     /// Counter increments, each placed after the ops added before it (see
     /// `db/batch_counters.rs`).
-    pub(crate) increments: Vec<Increment>,
+    pub(crate) increments: Increments,
 }
 
 impl std::fmt::Debug for Batch {

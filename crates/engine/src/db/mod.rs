@@ -353,7 +353,7 @@ impl Db {
             db: self.clone(),
             batch: crate::batch::WriteBatch::new(),
             error: None,
-            increments: Vec::new(),
+            increments: commit_queue::Increments::default(),
         }
     }
 

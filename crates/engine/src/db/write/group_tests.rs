@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::db::commit_queue::Increment;
+use crate::db::commit_queue::Increments;
 use crate::db::Db;
 use crate::error::Error;
 use crate::fs::MemFs;
@@ -33,7 +33,7 @@ fn put(ks: KeyspaceId, key: &str, value: &str) -> Job {
         durability: Durability::Buffered,
         blob_files: Vec::new(),
         validation: None,
-        increments: Vec::new(),
+        increments: Increments::default(),
     }
 }
 
@@ -45,7 +45,7 @@ fn remove(ks: KeyspaceId, key: &str) -> Job {
         durability: Durability::None,
         blob_files: Vec::new(),
         validation: None,
-        increments: Vec::new(),
+        increments: Increments::default(),
     }
 }
 
@@ -155,6 +155,15 @@ fn a_group_whose_every_member_is_refused_writes_nothing() {
     assert_eq!(ks.get("bad").unwrap(), Some(b"1.5".to_vec()));
 }
 
+/// Increments `(after, keyspace, key, delta)`, queued in order.
+fn increments(list: &[(usize, KeyspaceId, &str, i128)]) -> Increments {
+    let mut out = Increments::default();
+    for &(after, ks, key, delta) in list {
+        out.push(after, ks, key.as_bytes(), delta);
+    }
+    out
+}
+
 fn batch_job(ks: KeyspaceId, ops: &[(&str, Option<&str>)], incrs: &[(usize, &str, i128)]) -> Job {
     let mut batch = WriteBatch::new();
     for (key, value) in ops {
@@ -168,15 +177,12 @@ fn batch_job(ks: KeyspaceId, ops: &[(&str, Option<&str>)], incrs: &[(usize, &str
         durability: Durability::Buffered,
         blob_files: Vec::new(),
         validation: None,
-        increments: incrs
-            .iter()
-            .map(|(after, key, delta)| Increment {
-                after: *after,
-                keyspace: ks,
-                key: key.as_bytes().to_vec(),
-                delta: *delta,
-            })
-            .collect(),
+        increments: increments(
+            &incrs
+                .iter()
+                .map(|&(after, key, delta)| (after, ks, key, delta))
+                .collect::<Vec<_>>(),
+        ),
     }
 }
 
@@ -256,26 +262,7 @@ fn a_refused_batch_with_a_range_delete_leaves_the_group_state_unchanged() {
         durability: Durability::Buffered,
         blob_files: Vec::new(),
         validation: None,
-        increments: vec![
-            Increment {
-                after: 1,
-                keyspace: id,
-                key: b"a".to_vec(),
-                delta: 1,
-            },
-            Increment {
-                after: 3,
-                keyspace: id,
-                key: b"b".to_vec(),
-                delta: 1,
-            },
-            Increment {
-                after: 3,
-                keyspace: id,
-                key: b"bad".to_vec(),
-                delta: 1,
-            },
-        ],
+        increments: increments(&[(1, id, "a", 1), (3, id, "b", 1), (3, id, "bad", 1)]),
     };
     let group: Vec<Pending> = [
         put(id, "a", "10"),
@@ -332,7 +319,7 @@ fn increments_on_the_groups_own_counters_keep_attributes_and_merge_operands() {
         durability: Durability::Buffered,
         blob_files: Vec::new(),
         validation: None,
-        increments: Vec::new(),
+        increments: Increments::default(),
     };
     let group: Vec<Pending> = [
         batch_job(id, &[], &[(0, "t", 1), (0, "t", 1)]),

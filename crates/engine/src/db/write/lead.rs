@@ -339,11 +339,13 @@ fn outcomes(members: Members<'_>, lasts: &[SeqNo]) -> Outcomes {
 pub(super) fn resolve<'a>(inner: &Inner, group: &'a [Pending]) -> Members<'a> {
     let counters = group.iter().flat_map(|p| {
         let (single, batched) = match &p.job {
-            Job::Incr { keyspace, key, .. } => (Some((*keyspace, key.as_slice())), &[][..]),
-            Job::Write { increments, .. } => (None, increments.as_slice()),
-            Job::Rotate => (None, &[][..]),
+            Job::Incr { keyspace, key, .. } => (Some((*keyspace, key.as_slice())), None),
+            Job::Write { increments, .. } => (None, Some(increments)),
+            Job::Rotate => (None, None),
         };
-        let batched = batched.iter().map(|i| (i.keyspace, i.key.as_slice()));
+        let batched = batched
+            .into_iter()
+            .flat_map(|incs| incs.iter().map(|i| (i.keyspace, i.key)));
         single.into_iter().chain(batched)
     });
     // Counter reads overlap their memtable misses: a pipelined run of increments reads a

@@ -38,7 +38,7 @@
 use std::sync::atomic::Ordering;
 
 use crate::batch::WriteBatch;
-use crate::db::commit_queue::{Counters, Increment};
+use crate::db::commit_queue::{Counters, Increments};
 use crate::db::commit_queue::{Done, Job};
 use crate::db::conflict::Validation;
 use crate::db::inner::{Inner, State};
@@ -67,7 +67,15 @@ pub(crate) fn write_with_blobs(
     durability: Durability,
     blob_files: Vec<BlobFileMeta>,
 ) -> Result<SeqNo> {
-    write_job(inner, batch, Vec::new(), durability, blob_files, None).map(|d| d.seqno)
+    write_job(
+        inner,
+        batch,
+        Increments::default(),
+        durability,
+        blob_files,
+        None,
+    )
+    .map(|d| d.seqno)
 }
 
 /// As [`write`], with counter `increments` resolved by the leader among the batch's ops
@@ -79,7 +87,7 @@ pub(crate) fn write_with_blobs(
 pub(crate) fn write_counting(
     inner: &Inner,
     batch: WriteBatch,
-    increments: Vec<Increment>,
+    increments: Increments,
     durability: Durability,
 ) -> Result<Done> {
     write_job(inner, batch, increments, durability, Vec::new(), None)
@@ -108,7 +116,7 @@ pub(crate) fn write_checked(
     write_job(
         inner,
         batch,
-        Vec::new(),
+        Increments::default(),
         durability,
         Vec::new(),
         Some(Box::new(validation)),
@@ -119,7 +127,7 @@ pub(crate) fn write_checked(
 fn write_job(
     inner: &Inner,
     batch: WriteBatch,
-    increments: Vec<Increment>,
+    increments: Increments,
     durability: Durability,
     blob_files: Vec<BlobFileMeta>,
     validation: Option<Box<Validation>>,
@@ -166,7 +174,7 @@ pub(crate) fn try_write(
     // declined write meets it again on the way that waits.
     inner.check_open_for_writes()?;
     // Separated values are declined by the leader, on the version current when it leads.
-    check(inner, &batch, &[], durability)?;
+    check(inner, &batch, &Increments::default(), durability)?;
     if matches!(durability, Durability::Sync) {
         return Ok(None);
     }
@@ -175,7 +183,7 @@ pub(crate) fn try_write(
         durability,
         blob_files: Vec::new(),
         validation: None,
-        increments: Vec::new(),
+        increments: Increments::default(),
     };
     let done = inner
         .commits
@@ -188,7 +196,7 @@ pub(crate) fn try_write(
 fn check(
     inner: &Inner,
     batch: &WriteBatch,
-    increments: &[Increment],
+    increments: &Increments,
     durability: Durability,
 ) -> Result<bool> {
     let version = inner.reads.supers.version();
@@ -196,8 +204,8 @@ fn check(
     // Put in place of each increment (the leader checks the resolved size again).
     let mut logged = batch.encoded_len();
     let mut separates = false;
-    for inc in increments {
-        crate::key::check_key_len(&inc.key)?;
+    for inc in increments.iter() {
+        crate::key::check_key_len(inc.key)?;
         logged += inc.key.len() + 32;
     }
     for op in batch.ops() {
