@@ -48,7 +48,9 @@ pub(crate) struct Writer {
     /// Logical length: bytes on the OS plus bytes buffered.
     len: u64,
     synced_len: u64,
-    /// `len` just past the last sync mark: nothing was appended since it when equal.
+    /// `len` just past the last sync mark that vouches for every byte before it: nothing
+    /// unsynced was appended since it when equal. A mark for an fsync through another
+    /// handle that covers less (records appended while that fsync ran) does not move it.
     marked_len: u64,
     /// The synced end the last sync mark vouches for.
     marked_end: u64,
@@ -170,12 +172,15 @@ impl Writer {
         if self.poisoned || synced_end > self.len || synced_end <= self.marked_end {
             return;
         }
+        let covers_all = synced_end == self.len;
         self.marked_end = synced_end;
         self.synced_len = self.synced_len.max(synced_end);
         let before = self.buf.len();
         encode_synced(&mut self.buf, synced_end);
         self.len += (self.buf.len() - before) as u64;
-        self.marked_len = self.len;
+        if covers_all {
+            self.marked_len = self.len;
+        }
     }
 
     /// The file's length once everything appended so far is flushed (the rotation measure).
@@ -286,6 +291,33 @@ mod tests {
         }
         assert_eq!(r.valid_end, w.len());
         assert_eq!(recover(&fs, 3), (1..=50).collect::<Vec<_>>());
+    }
+
+    /// A background fsync through another handle covers the bytes up to where the log was
+    /// flushed when it started; records appended while it ran are not covered, and the
+    /// next `sync` must fsync them although a sync mark now ends the file.
+    #[test]
+    fn a_sync_after_a_partial_background_sync_still_fsyncs_the_tail() {
+        let fs = new_fs();
+        let mut w = Writer::create(&fs, &dir(), 1).unwrap();
+        w.append(1, &payload(1)).unwrap();
+        w.flush().unwrap();
+        let covered = w.len();
+        fs.open_append(&w.path()).unwrap().sync_data().unwrap();
+        // Appended while the background fsync ran, then its mark.
+        w.append(2, &payload(2)).unwrap();
+        w.note_synced(covered);
+        w.sync().unwrap();
+        assert_eq!(recover(&fs.crash(), 1), [1, 2]);
+        // A mark that covers everything before it still spares the next sync an fsync
+        // (and nothing is lost by that).
+        w.append(3, &payload(3)).unwrap();
+        w.flush().unwrap();
+        let all = w.len();
+        fs.open_append(&w.path()).unwrap().sync_data().unwrap();
+        w.note_synced(all);
+        w.sync().unwrap();
+        assert_eq!(recover(&fs.crash(), 1), [1, 2, 3]);
     }
 
     #[test]
