@@ -135,3 +135,76 @@ fn sealed_memtables_are_flushed_once_writes_pause() {
     assert!(stats.memtable_bytes > 0);
     assert_eq!(ks.len().unwrap(), 400);
 }
+
+/// WAL files in `dir`.
+fn wal_files(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".wal")
+        })
+        .count()
+}
+
+/// With `Buffered` writes nothing fsyncs the log before the memtable switch, but once the
+/// active memtable holds seven eighths of its size the log thread fsyncs the log file
+/// ahead of the switch (so the switch's own fsync, which writers wait for, finds little
+/// left): the durable seqno catches up while the same memtable and log file stay active.
+#[test]
+fn the_log_is_synced_ahead_of_a_memtable_switch() {
+    let dir = mem_tempdir();
+    let path = dir.path().join("db");
+    let memtable = 1 << 20;
+    let db = Db::open(
+        &path,
+        Options::default()
+            .durability(cairn::Durability::Buffered)
+            .memtable_size(memtable),
+    )
+    .unwrap();
+    let ks = db.keyspace("k").unwrap();
+    let value = vec![b'v'; 1000];
+    // Three quarters of the memtable's entries (each charges more than its 1,000-byte
+    // value): no sync is asked for yet.
+    let mut written = 0;
+    while written < memtable * 3 / 4 / 1016 {
+        ks.insert(format!("key{written:08}"), &value).unwrap();
+        written += 1;
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let last = db.last_seqno();
+    assert!(
+        db.durable_seqno() < last,
+        "nothing fsyncs buffered writes yet"
+    );
+    // On toward seven eighths and past, polling the durable seqno after each write.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while db.durable_seqno() < db.last_seqno() - 1 {
+        assert!(Instant::now() < deadline, "no sync ahead of the switch");
+        assert!(
+            written < memtable / 1016,
+            "the memtable filled before the log was synced"
+        );
+        ks.insert(format!("key{written:08}"), &value).unwrap();
+        written += 1;
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(wal_files(&path), 1, "the log file was not switched");
+    assert_eq!(db.stats().flushes, 0);
+    // Every key written reads back, and survives a reopen.
+    drop(ks);
+    drop(db);
+    let db = Db::open(&path, Options::default()).unwrap();
+    let ks = db.keyspace("k").unwrap();
+    for i in 0..written {
+        assert_eq!(
+            ks.get(format!("key{i:08}")).unwrap(),
+            Some(value.clone()),
+            "{i}"
+        );
+    }
+}

@@ -13,6 +13,9 @@
 //! 4. A seqno is published as durable (`durable`) only after an fsync covering its
 //!    record returned, and for a background fsync only if the file it covered is still
 //!    the current one.
+//! 5. Background fsyncs run every [`WAL_BYTES_PER_SYNC`] of log, and once more when the
+//!    active memtable nears full ([`Log::sync_ahead`]): the fsync a memtable switch makes
+//!    while writers wait then finds only what was written since.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,6 +56,10 @@ pub(super) struct WalState {
     pub(super) blob: vlog::Writer,
     /// Set when blob records were appended since the last blob sync.
     pub(super) blob_unsynced: bool,
+    /// The current log file's sync ahead was asked for (once per file, invariant 5).
+    pub(super) ahead_asked: bool,
+    /// That sync is still to be made by the log thread.
+    pub(super) ahead_pending: bool,
 }
 
 impl WalState {
@@ -112,6 +119,8 @@ impl Log {
                 bg_synced_len: 0,
                 blob,
                 blob_unsynced: false,
+                ahead_asked: false,
+                ahead_pending: false,
             }),
             wal_cv: Condvar::new(),
             space_cv: Condvar::new(),
@@ -123,6 +132,17 @@ impl Log {
     /// Bytes written to WAL files since open: sealed files plus the current one.
     pub(crate) fn wal_bytes_written(&self) -> u64 {
         self.wal_bytes.load(Ordering::Relaxed) + self.wal_len.load(Ordering::Relaxed)
+    }
+
+    /// Asks the log thread for one background fsync of the current log file, ahead of the
+    /// memtable switch that will seal it (invariant 5); a second ask for the same file
+    /// does nothing. The caller holds the log's lock, so the log thread cannot miss it.
+    pub(super) fn sync_ahead(&self, wal: &mut WalState) {
+        if !wal.ahead_asked {
+            wal.ahead_asked = true;
+            wal.ahead_pending = true;
+            self.wal_cv.notify_all();
+        }
     }
 
     /// Appends every queued async record to the log file, in order.
@@ -239,8 +259,11 @@ impl Log {
                 return;
             }
             if wal.poisoned.is_none() {
+                let ahead = std::mem::take(&mut wal.ahead_pending);
                 if let Some(w) = wal.writer.as_ref() {
-                    if w.len() >= wal.bg_synced_len + WAL_BYTES_PER_SYNC {
+                    if w.len() >= wal.bg_synced_len + WAL_BYTES_PER_SYNC
+                        || (ahead && w.len() > wal.bg_synced_len)
+                    {
                         // Every record appended so far goes to the OS first, so the fsync
                         // covers all of them and their seqnos can be published as durable.
                         let target = wal.appended;

@@ -70,10 +70,17 @@ pub(super) fn lead(inner: &Inner, group: &[Pending]) -> Result<Outcomes> {
 
     let plan = assign(&members, inner.reads.visible_seqno.load(Ordering::Acquire))?;
     if !plan.firsts.is_empty() {
-        append(inner, &members, &plan)?;
+        append(inner, &members, &plan, near_full(inner, &mem))?;
         apply(inner, &members, &plan, &mem)?;
     }
     Ok(outcomes(members, &plan.lasts))
+}
+
+/// True once `mem` holds seven eighths of a memtable: the log file's background sync
+/// is asked for then (`log.rs` invariant 5), so the switch's fsync finds little left.
+fn near_full(inner: &Inner, mem: &Memtable) -> bool {
+    let size = inner.options.memtable_size;
+    mem.size() >= size - size / 8
 }
 
 /// As [`lead`] for a group of one write that must not wait (`write::try_write`): its
@@ -104,7 +111,7 @@ pub(super) fn try_lead(inner: &Inner, group: &[Pending]) -> Result<Option<Outcom
     let members = resolve(inner, group);
     let plan = assign(&members, inner.reads.visible_seqno.load(Ordering::Acquire))?;
     if !plan.firsts.is_empty() {
-        if !try_append(inner, &members, &plan)? {
+        if !try_append(inner, &members, &plan, near_full(inner, &mem))? {
             return Ok(None);
         }
         apply(inner, &members, &plan, &mem)?;
@@ -188,13 +195,13 @@ fn applied<'m>(members: &'m [Member<'_>]) -> impl Iterator<Item = &'m WriteBatch
 /// log thread if every member is `Async` (waiting while the queue is full), else appended
 /// after the queue is drained, handed to the OS and fsynced as asked. A failure poisons
 /// the log.
-fn append(inner: &Inner, members: &[Member<'_>], plan: &Plan) -> Result<()> {
-    append_locked(inner, inner.log.wal.lock(), members, plan)
+fn append(inner: &Inner, members: &[Member<'_>], plan: &Plan, near_full: bool) -> Result<()> {
+    append_locked(inner, inner.log.wal.lock(), members, plan, near_full)
 }
 
 /// [`append`] if it needs no waiting: the log's lock free, no fsync asked for, and room
 /// in the async queue for every record. `Ok(false)`, nothing appended, otherwise.
-fn try_append(inner: &Inner, members: &[Member<'_>], plan: &Plan) -> Result<bool> {
+fn try_append(inner: &Inner, members: &[Member<'_>], plan: &Plan, near_full: bool) -> Result<bool> {
     let Some(wal) = inner.log.wal.try_lock() else {
         return Ok(false);
     };
@@ -203,7 +210,7 @@ fn try_append(inner: &Inner, members: &[Member<'_>], plan: &Plan) -> Result<bool
     {
         return Ok(false);
     }
-    append_locked(inner, wal, members, plan).map(|()| true)
+    append_locked(inner, wal, members, plan, near_full).map(|()| true)
 }
 
 /// [`append`] with the log's lock held.
@@ -212,10 +219,14 @@ fn append_locked(
     mut wal: MutexGuard<'_, WalState>,
     members: &[Member<'_>],
     plan: &Plan,
+    near_full: bool,
 ) -> Result<()> {
     let log = &inner.log;
     if wal.poisoned.is_some() {
         return Err(Error::Poisoned);
+    }
+    if near_full {
+        log.sync_ahead(&mut wal);
     }
     let batches = applied(members);
     if plan.all_async {

@@ -240,6 +240,8 @@ fn switch_memtable(inner: &Inner, st: &mut State, flush_now: bool) -> Result<()>
                 }
                 wal.synced = wal.appended;
                 wal.bg_synced_len = 0;
+                wal.ahead_asked = false;
+                wal.ahead_pending = false;
                 inner
                     .durable_seqno
                     .fetch_max(wal.appended, Ordering::AcqRel);
