@@ -11,8 +11,8 @@
 #           get (2,000,000)
 #   TARGET  a path to a cairn binary, or "redis" (redis-server, appendonly yes, everysec)
 # CAIRN_ARGS adds flags to `cairn serve` (default durability: buffered).
-# Prints one line per run: target, ops/s, and the server's CPU seconds (user + system,
-# all its threads) during the measured test.
+# Prints one line per run: target, ops/s, redis-benchmark's p99 latency, and the server's
+# CPU seconds (user + system, all its threads) during the measured test.
 set -euo pipefail
 test=$1
 rounds=$2
@@ -37,9 +37,9 @@ ticks_per_s=$(getconf CLK_TCK)
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-bench() { # redis-benchmark args...; prints ops/s
+bench() { # redis-benchmark args...; prints "ops/s p99_ms"
     redis-benchmark -p "$port" -c 50 -r 100000 -P 16 --csv "$@" 2>/dev/null |
-        tail -n 1 | tr -d '"' | cut -d, -f2
+        tail -n 1 | tr -d '"' | awk -F, '{ print $2, $7 }'
 }
 
 one() { # target
@@ -68,8 +68,8 @@ one() { # target
     redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
     wait "$pid" 2>/dev/null || true
     pid=
-    awk -v t="$1" -v o="$ops" -v c="$((t1 - t0))" -v hz="$ticks_per_s" \
-        'BEGIN { printf "%s %s ops/s, server CPU %.2f s\n", t, o, c / hz }'
+    awk -v t="$1" -v o="${ops% *}" -v p="${ops#* }" -v c="$((t1 - t0))" -v hz="$ticks_per_s" \
+        'BEGIN { printf "%s %s ops/s, p99 %s ms, server CPU %.2f s\n", t, o, p, c / hz }'
 }
 
 for _ in $(seq "$rounds"); do
