@@ -2,6 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
+mod ordered_common;
+
 use cairn::Readable;
 use cairn::{Db, Durability, Options};
 
@@ -202,27 +204,9 @@ fn log_files_do_not_pile_up_across_opens() {
     }
     // Each open flushed the previous one's write into a tiny table; compaction merges
     // small tables instead of moving them down one by one.
-    let tables = std::fs::read_dir(&path)
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .ends_with(".sst")
-        })
-        .count();
+    let tables = ordered_common::table_files(&path).len();
     assert!(tables <= 6, "{tables} tables after 30 opens");
-    let wal_files = std::fs::read_dir(&path)
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .ends_with(".wal")
-        })
-        .count();
+    let wal_files = ordered_common::wal_files(&path).len();
     assert!(wal_files <= 3, "{wal_files} log files after 30 opens");
     let db = Db::open(&path, Options::default()).unwrap();
     let ks = db.keyspace("k").unwrap();

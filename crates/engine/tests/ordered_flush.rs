@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use cairn::Readable;
 use cairn::{Db, Options};
-use ordered_common::{collect, mem_tempdir, tiny};
+use ordered_common::{collect, mem_tempdir, tiny, wal_files};
 
 /// Small memtables, `per_flush` of them to a flush, and no compaction, so every flush's
 /// tables stay in level 0 where they can be counted.
@@ -136,20 +136,6 @@ fn sealed_memtables_are_flushed_once_writes_pause() {
     assert_eq!(ks.len().unwrap(), 400);
 }
 
-/// WAL files in `dir`.
-fn wal_files(dir: &std::path::Path) -> usize {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .ends_with(".wal")
-        })
-        .count()
-}
-
 /// With `Buffered` writes nothing fsyncs the log before the memtable switch, but once the
 /// active memtable holds seven eighths of its size the log thread fsyncs the log file
 /// ahead of the switch (so the switch's own fsync, which writers wait for, finds little
@@ -193,7 +179,7 @@ fn the_log_is_synced_ahead_of_a_memtable_switch() {
         written += 1;
         std::thread::sleep(Duration::from_millis(2));
     }
-    assert_eq!(wal_files(&path), 1, "the log file was not switched");
+    assert_eq!(wal_files(&path).len(), 1, "the log file was not switched");
     assert_eq!(db.stats().flushes, 0);
     // Every key written reads back, and survives a reopen.
     drop(ks);

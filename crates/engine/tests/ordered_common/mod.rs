@@ -68,12 +68,22 @@ pub fn assert_invalid<T: std::fmt::Debug>(result: cairn::Result<T>, needle: &str
     }
 }
 
-/// The names of the table files in `dir`.
-pub fn table_files(dir: &Path) -> std::collections::BTreeSet<String> {
+/// The names of the files in `dir` whose names end with `suffix`.
+pub fn files_ending(dir: &Path, suffix: &str) -> std::collections::BTreeSet<String> {
     std::fs::read_dir(dir)
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".sst"))
+        .filter(|n| n.ends_with(suffix))
         .collect()
+}
+
+/// The names of the table files in `dir`.
+pub fn table_files(dir: &Path) -> std::collections::BTreeSet<String> {
+    files_ending(dir, ".sst")
+}
+
+/// The names of the log (WAL) files in `dir`.
+pub fn wal_files(dir: &Path) -> std::collections::BTreeSet<String> {
+    files_ending(dir, ".wal")
 }

@@ -25,6 +25,21 @@ fn member(ticket: u64, job: Job) -> Pending {
     }
 }
 
+/// `jobs` as one write group, in order.
+fn group_of(jobs: impl IntoIterator<Item = Job>) -> Vec<Pending> {
+    jobs.into_iter()
+        .enumerate()
+        .map(|(i, job)| member(i as u64, job))
+        .collect()
+}
+
+/// Each member's counters, `None` for a refused member.
+fn counters_of(out: &Outcomes) -> Vec<Option<Vec<i64>>> {
+    out.iter()
+        .map(|r| r.as_ref().ok().map(|d| d.counters.to_vec()))
+        .collect()
+}
+
 fn put(ks: KeyspaceId, key: &str, value: &str) -> Job {
     let mut batch = WriteBatch::new();
     batch.put(ks, key.as_bytes(), value.as_bytes()).unwrap();
@@ -66,7 +81,7 @@ fn increments_in_one_group_see_the_members_before_them_and_fail_alone() {
     ks.insert("bad", "x").unwrap();
     let id = ks.id;
     let base = db.last_seqno();
-    let group: Vec<Pending> = [
+    let group = group_of([
         incr(id, "k", 1),
         put(id, "k", "10"),
         incr(id, "k", 1),
@@ -78,11 +93,7 @@ fn increments_in_one_group_see_the_members_before_them_and_fail_alone() {
         incr(id, "k", i128::from(i64::MAX)),
         incr(id, "k", -1),
         incr(id, "fresh", -i128::from(i64::MIN)),
-    ]
-    .into_iter()
-    .enumerate()
-    .map(|(i, job)| member(i as u64, job))
-    .collect();
+    ]);
     let out = lead(&db.inner, &group).unwrap();
     assert_eq!(out.len(), group.len());
 
@@ -197,7 +208,7 @@ fn a_batch_with_a_failing_increment_is_refused_whole_and_unseen() {
     ks.insert("bad", "x").unwrap();
     let id = ks.id;
     let base = db.last_seqno();
-    let group: Vec<Pending> = [
+    let group = group_of([
         // incr k (6), put k=10, incr k twice (11, 13), incr fresh (5).
         batch_job(
             id,
@@ -209,16 +220,9 @@ fn a_batch_with_a_failing_increment_is_refused_whole_and_unseen() {
         incr(id, "k", 1),
         // incr k (15), remove k, incr k (1).
         batch_job(id, &[("k", None)], &[(0, "k", 1), (1, "k", 1)]),
-    ]
-    .into_iter()
-    .enumerate()
-    .map(|(i, job)| member(i as u64, job))
-    .collect();
+    ]);
     let out = lead(&db.inner, &group).unwrap();
-    let counters: Vec<Option<Vec<i64>>> = out
-        .iter()
-        .map(|r| r.as_ref().ok().map(|d| d.counters.to_vec()))
-        .collect();
+    let counters = counters_of(&out);
     assert_eq!(
         counters,
         [
@@ -264,16 +268,12 @@ fn a_refused_batch_with_a_range_delete_leaves_the_group_state_unchanged() {
         validation: None,
         increments: increments(&[(1, id, "a", 1), (3, id, "b", 1), (3, id, "bad", 1)]),
     };
-    let group: Vec<Pending> = [
+    let group = group_of([
         put(id, "a", "10"),
         refused,
         incr(id, "a", 1),
         incr(id, "b", 1),
-    ]
-    .into_iter()
-    .enumerate()
-    .map(|(i, job)| member(i as u64, job))
-    .collect();
+    ]);
     let out = lead(&db.inner, &group).unwrap();
     assert!(matches!(&out[1], Err(Error::NotACounter { key, .. }) if key == b"bad"));
     let counters: Vec<Vec<i64>> = [2, 3]
@@ -321,23 +321,16 @@ fn increments_on_the_groups_own_counters_keep_attributes_and_merge_operands() {
         validation: None,
         increments: Increments::default(),
     };
-    let group: Vec<Pending> = [
+    let group = group_of([
         batch_job(id, &[], &[(0, "t", 1), (0, "t", 1)]),
         incr(id, "t", 1),
         merges,
         incr(id, "t", 10),
         incr(id, "odd", 1),
         incr(wide.id, "big", 1),
-    ]
-    .into_iter()
-    .enumerate()
-    .map(|(i, job)| member(i as u64, job))
-    .collect();
+    ]);
     let out = lead(&db.inner, &group).unwrap();
-    let counters: Vec<Option<Vec<i64>>> = out
-        .iter()
-        .map(|r| r.as_ref().ok().map(|d| d.counters.to_vec()))
-        .collect();
+    let counters = counters_of(&out);
     assert_eq!(
         counters,
         [
