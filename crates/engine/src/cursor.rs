@@ -30,6 +30,12 @@ pub(crate) trait Cursor: Send {
     fn current(&self) -> Option<(&[u8], &[u8])> {
         self.valid().then(|| (self.key(), self.value()))
     }
+    /// True if the entry the cursor is on is the only version of its user key among this
+    /// cursor's entries, so a reader that decided it need not look next to it for older
+    /// or newer versions. `false` when not known (the default), or when not on an entry.
+    fn only_version(&self) -> bool {
+        false
+    }
     /// Moves to the first entry.
     fn seek_to_first(&mut self) -> Result<()>;
     /// Moves to the last entry.

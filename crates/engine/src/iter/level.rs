@@ -2,7 +2,9 @@
 //! each table's cursor only when the scan reaches it.
 //!
 //! Invariant: `tables` are sorted by key range and do not overlap (levels 1 and deeper),
-//! so the concatenation of their entries is sorted. At most one table cursor is open.
+//! so the concatenation of their entries is sorted, and every version of a user key is in
+//! one table (`compaction` invariant 2): an entry that is the only version of its key in
+//! its table is the only one in the level. At most one table cursor is open.
 //!
 //! A scan's cursor shares the level with the version that lists it ([`Tables::Level`]):
 //! making one clones one `Arc`, not one per table of the level.
@@ -121,6 +123,10 @@ impl Cursor for LevelCursor {
 
     fn current(&self) -> Option<(&[u8], &[u8])> {
         self.current.as_ref().and_then(|(_, c)| c.current())
+    }
+
+    fn only_version(&self) -> bool {
+        self.current.as_ref().is_some_and(|(_, c)| c.only_version())
     }
 
     fn seek_to_first(&mut self) -> Result<()> {

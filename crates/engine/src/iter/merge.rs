@@ -303,13 +303,26 @@ pub(crate) fn mirror_move(
 pub(crate) struct VecCursor {
     entries: Vec<(Vec<u8>, Vec<u8>)>,
     pos: Option<usize>,
+    /// Answer [`Cursor::only_version`] (from the neighbours' user keys) instead of `false`.
+    knows_versions: bool,
 }
 
 #[cfg(test)]
 impl VecCursor {
     /// A cursor over `entries`, which must be sorted by [`compare_encoded`].
     pub(crate) fn new(entries: Vec<(Vec<u8>, Vec<u8>)>) -> VecCursor {
-        VecCursor { entries, pos: None }
+        VecCursor {
+            entries,
+            pos: None,
+            knows_versions: false,
+        }
+    }
+
+    /// The same cursor, answering [`Cursor::only_version`] as a table with distinct keys
+    /// does: true for an entry whose neighbours hold other user keys.
+    pub(crate) fn knowing_versions(mut self) -> VecCursor {
+        self.knows_versions = true;
+        self
     }
 
     fn entry(&self) -> Option<&(Vec<u8>, Vec<u8>)> {
@@ -327,6 +340,21 @@ impl Cursor for VecCursor {
     }
     fn value(&self) -> &[u8] {
         self.entry().map_or(&[], |e| &e.1)
+    }
+    fn only_version(&self) -> bool {
+        let user = |i: usize| {
+            self.entries
+                .get(i)
+                .and_then(|(k, _)| crate::key::split_encoded(k))
+                .map(|(u, _)| u)
+        };
+        match self.pos {
+            Some(p) if self.knows_versions && user(p).is_some() => {
+                let me = user(p);
+                p.checked_sub(1).and_then(user) != me && user(p + 1) != me
+            }
+            _ => false,
+        }
     }
     fn seek_to_first(&mut self) -> Result<()> {
         self.pos = (!self.entries.is_empty()).then_some(0);

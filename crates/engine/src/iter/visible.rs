@@ -28,6 +28,12 @@
 //!    reused buffer; a merged value is held as built. Nothing is allocated per key but
 //!    a merge. Owned items ([`Visible::next_forward`], for `Iter`) are built from the same
 //!    step, so one place decides visibility.
+//! 7. A version the cursor reports as the only one of its key ([`Cursor::only_version`]:
+//!    a table, or a level, whose writer recorded one entry per user key) is decided where
+//!    it lies, in both directions: its key is read from the cursor instead of being copied
+//!    into `scratch`, no neighbour is compared with it, and a backward step leaves the
+//!    cursor on it (like a forward step) instead of copying its value. The next step first
+//!    moves the cursor one entry off it.
 
 use std::ops::Bound;
 use std::path::Path;
@@ -36,7 +42,7 @@ use crate::cursor::Cursor;
 use crate::entry::{self, Body, EntryView};
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::iter::operands::{merge_forward, Merged, Resolver};
-use crate::key::{after_key, parse_encoded, seek_key, Kind, SeqNo};
+use crate::key::{after_key, parse_encoded, seek_key, split_encoded, Kind, SeqNo};
 use crate::merge::Chain;
 use crate::rangedel::ReadTombstones;
 use crate::vlog::{self, ValueHandle};
@@ -98,6 +104,12 @@ fn bad_key() -> Error {
         0,
         Reason::BadEntry("internal key shorter than its trailer or of an unknown kind"),
     )
+}
+
+/// The user key of an encoded internal key (the whole key if it is too short to have a
+/// trailer: such a key never reaches a decided version, `parse` refuses it first).
+fn user_key(key: &[u8]) -> &[u8] {
+    split_encoded(key).map_or(key, |(user, _)| user)
 }
 
 /// Decodes a cursor key into `(user key, seqno, kind)`.
@@ -175,6 +187,9 @@ enum Held {
     /// At the cursor, which stands on it (a forward step); the next forward step first
     /// passes its older versions.
     AtCursor { seqno: SeqNo, kind: Kind },
+    /// At the cursor, which stands on it, the only version of its key (invariant 7); the
+    /// key is the cursor's, not in `scratch`. The next step moves one entry off it.
+    Only { seqno: SeqNo, kind: Kind },
     /// Copied into `held` (a backward step, whose cursor has moved past it).
     Copied { seqno: SeqNo, kind: Kind },
     /// Built by merging operands.
@@ -297,7 +312,10 @@ impl Visible {
 
     /// The key the last successful step found (empty before one).
     pub(crate) fn key(&self) -> &[u8] {
-        &self.scratch
+        match self.current {
+            Held::Only { .. } => user_key(self.cursor.key()),
+            _ => &self.scratch,
+        }
     }
 
     /// The version that decides the key the last successful step found: its seqno and
@@ -310,7 +328,9 @@ impl Visible {
         let (seqno, kind, stored) = match &self.current {
             Held::Nothing => return Err(Error::invalid("the scan is not on a key")),
             Held::Merged(m) => return Ok((m.seqno, m.view())),
-            Held::AtCursor { seqno, kind } => (*seqno, *kind, self.cursor.value()),
+            Held::AtCursor { seqno, kind } | Held::Only { seqno, kind } => {
+                (*seqno, *kind, self.cursor.value())
+            }
             Held::Copied { seqno, kind } => (*seqno, *kind, self.held.as_slice()),
         };
         match entry::view(kind, stored).map_err(corrupt)? {
@@ -328,6 +348,9 @@ impl Visible {
     pub(crate) fn plain_value(&self) -> Option<&[u8]> {
         match &self.current {
             Held::AtCursor {
+                kind: Kind::Put, ..
+            }
+            | Held::Only {
                 kind: Kind::Put, ..
             } => Some(self.cursor.value()),
             Held::Copied {
@@ -361,7 +384,7 @@ impl Visible {
     /// As [`Visible::entry`].
     pub(crate) fn owned<T: Extract>(&self) -> Result<(Vec<u8>, T)> {
         let (seqno, view) = self.entry()?;
-        Ok((self.scratch.clone(), T::extract(seqno, &view)))
+        Ok((self.key().to_vec(), T::extract(seqno, &view)))
     }
 
     /// Moves the cursor past the remaining (older) versions of `user`.
@@ -400,8 +423,14 @@ impl Visible {
         self.start_forward()?;
         let mut count = 0u64;
         // `scratch` holds the last user key decided; `decided` says whether there is one.
-        let mut decided = matches!(self.current, Held::AtCursor { .. });
-        self.current = Held::Nothing;
+        let mut decided = match std::mem::replace(&mut self.current, Held::Nothing) {
+            Held::AtCursor { .. } => true,
+            Held::Only { .. } => {
+                self.cursor.next()?;
+                false
+            }
+            _ => false,
+        };
         while let Some((key, stored)) = self.cursor.current() {
             let (user, seqno, kind) = parse(key)?;
             if seqno <= self.snapshot && !(decided && self.scratch.as_slice() == user) {
@@ -415,9 +444,13 @@ impl Visible {
                 if live && !self.range_dels.deletes(user, seqno, self.snapshot) {
                     count += 1;
                 }
-                self.scratch.clear();
-                self.scratch.extend_from_slice(user);
-                decided = true;
+                // The only version of its key needs no comparison with the next entry
+                // (invariant 7).
+                decided = !self.cursor.only_version();
+                if decided {
+                    self.scratch.clear();
+                    self.scratch.extend_from_slice(user);
+                }
             }
             self.cursor.next()?;
         }
@@ -427,11 +460,10 @@ impl Visible {
     fn step_forward(&mut self) -> Result<bool> {
         self.start_forward()?;
         // The cursor still stands on the version that decided the previous key.
-        if matches!(
-            std::mem::replace(&mut self.current, Held::Nothing),
-            Held::AtCursor { .. }
-        ) {
-            Self::skip_versions(self.cursor.as_mut(), &self.scratch)?;
+        match std::mem::replace(&mut self.current, Held::Nothing) {
+            Held::AtCursor { .. } => Self::skip_versions(self.cursor.as_mut(), &self.scratch)?,
+            Held::Only { .. } => self.cursor.next()?,
+            _ => {}
         }
         while let Some((key, stored)) = self.cursor.current() {
             let (user, seqno, kind) = parse(key)?;
@@ -441,6 +473,15 @@ impl Visible {
             }
             if !self.bounds.below_hi(user) {
                 return Ok(false);
+            }
+            if kind != Kind::Merge && self.cursor.only_version() {
+                // Decided where it lies (invariant 7).
+                if self.shows(user, seqno, kind, stored)? {
+                    self.current = Held::Only { seqno, kind };
+                    return Ok(true);
+                }
+                self.cursor.next()?;
+                continue;
             }
             // The newest visible version decides: an item, or a tombstone (or expired
             // entry, or a version a range tombstone covers) that hides the key.
@@ -470,7 +511,13 @@ impl Visible {
     }
 
     fn step_backward(&mut self) -> Result<bool> {
-        self.current = Held::Nothing;
+        if matches!(
+            std::mem::replace(&mut self.current, Held::Nothing),
+            Held::Only { .. }
+        ) {
+            // The cursor still stands on the key found last (invariant 7).
+            self.cursor.prev()?;
+        }
         if !self.started {
             self.started = true;
             match &self.bounds.hi {
@@ -497,6 +544,15 @@ impl Visible {
             }
             if !self.bounds.above_lo(user) {
                 break;
+            }
+            if !seen && kind != Kind::Merge && self.cursor.only_version() {
+                // Decided where it lies, the cursor left on it (invariant 7).
+                if seqno <= self.snapshot && self.shows(user, seqno, kind, stored)? {
+                    self.current = Held::Only { seqno, kind };
+                    return Ok(true);
+                }
+                self.cursor.prev()?;
+                continue;
             }
             if seqno <= self.snapshot {
                 if !seen {
@@ -579,6 +635,7 @@ mod tests {
             snapshot in 0u64..70,
             lo in (0u8..3, 0u8..12),
             hi in (0u8..3, 0u8..12),
+            knowing in any::<bool>(),
         ) {
             let mut entries = Vec::new();
             let mut model = BTreeMap::new();
@@ -598,16 +655,27 @@ mod tests {
                 .filter(|(k, _)| bounds.above_lo(k) && bounds.below_hi(k))
                 .collect();
 
-            let mut counter = Visible::new(Box::new(VecCursor::new(entries.clone())), SeqNo(snapshot), 0, bounds.clone());
+            // With `knowing`, the cursor reports keys with one version (invariant 7).
+            let source = |entries: Vec<(Vec<u8>, Vec<u8>)>| {
+                let c = VecCursor::new(entries);
+                Box::new(if knowing { c.knowing_versions() } else { c })
+            };
+            let mut counter = Visible::new(source(entries.clone()), SeqNo(snapshot), 0, bounds.clone());
             prop_assert_eq!(counter.count_forward().unwrap(), expected.len() as u64);
             prop_assert_eq!(counter.count_forward().unwrap(), 0);
 
-            let mut fwd = Visible::new(Box::new(VecCursor::new(entries.clone())), SeqNo(snapshot), 0, bounds.clone());
+            // A count after one step counts the keys after the one found.
+            let mut stepped = Visible::new(source(entries.clone()), SeqNo(snapshot), 0, bounds.clone());
+            let first = stepped.next_forward::<Lazy>().unwrap().map(inline);
+            prop_assert_eq!(first.as_ref(), expected.first());
+            prop_assert_eq!(stepped.count_forward().unwrap(), expected.len().saturating_sub(1) as u64);
+
+            let mut fwd = Visible::new(source(entries.clone()), SeqNo(snapshot), 0, bounds.clone());
             let mut got = Vec::new();
             while let Some(p) = fwd.next_forward::<Lazy>().unwrap() { got.push(inline(p)); }
             prop_assert_eq!(&got, &expected);
 
-            let mut back = Visible::new(Box::new(VecCursor::new(entries)), SeqNo(snapshot), 0, bounds);
+            let mut back = Visible::new(source(entries), SeqNo(snapshot), 0, bounds);
             let mut got = Vec::new();
             while let Some(p) = back.next_backward::<Lazy>().unwrap() { got.push(inline(p)); }
             got.reverse();
@@ -623,6 +691,7 @@ mod tests {
         fn range_tombstones_and_expiry_hide_keys_in_every_direction(
             ops in proptest::collection::vec((0u8..12, 0u8..5), 0..60),
             snapshot in 0u64..70,
+            knowing in any::<bool>(),
         ) {
             const NOW: u64 = 10;
             let mut entries = Vec::new();
@@ -662,7 +731,9 @@ mod tests {
             let fragments = std::sync::Arc::new(crate::rangedel::Fragments::build(&tombstones));
             let all = || Bounds { lo: Bound::Unbounded, hi: Bound::Unbounded };
             let scan = || {
-                Visible::new(Box::new(VecCursor::new(entries.clone())), SeqNo(snapshot), NOW, all())
+                let c = VecCursor::new(entries.clone());
+                let c = if knowing { c.knowing_versions() } else { c };
+                Visible::new(Box::new(c), SeqNo(snapshot), NOW, all())
                     .with_range_tombstones(ReadTombstones::new([std::sync::Arc::clone(&fragments)]))
             };
             prop_assert_eq!(scan().count_forward().unwrap(), expected.len() as u64);
@@ -675,6 +746,47 @@ mod tests {
             while let Some(p) = back.next_backward::<Lazy>().unwrap() { got.push(inline(p)); }
             got.reverse();
             prop_assert_eq!(&got, &expected);
+        }
+    }
+
+    /// Keys with one version are decided where they lie (invariant 7): a scan in either
+    /// direction copies neither a key nor a value, and finds the same pairs.
+    #[test]
+    fn single_versions_are_read_where_they_lie() {
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = (0u8..20)
+            .map(|k| {
+                let key = InternalKey::new(vec![k], SeqNo(5), Kind::Put)
+                    .encode()
+                    .unwrap();
+                (key, vec![k; 3])
+            })
+            .collect();
+        let all = || Bounds {
+            lo: Bound::Unbounded,
+            hi: Bound::Unbounded,
+        };
+        for knowing in [false, true] {
+            let source = || {
+                let c = VecCursor::new(entries.clone());
+                Box::new(if knowing { c.knowing_versions() } else { c })
+            };
+            let mut back = Visible::new(source(), SeqNo(9), 0, all());
+            let mut fwd = Visible::new(source(), SeqNo(9), 0, all());
+            for k in 0u8..20 {
+                assert!(back.advance_backward().unwrap() && fwd.advance_forward().unwrap());
+                assert_eq!(
+                    (back.key(), back.plain_value()),
+                    (&[19 - k][..], Some(&[19 - k; 3][..]))
+                );
+                assert_eq!(
+                    (fwd.key(), fwd.plain_value()),
+                    (&[k][..], Some(&[k; 3][..]))
+                );
+            }
+            assert!(!back.advance_backward().unwrap() && !fwd.advance_forward().unwrap());
+            let copied =
+                !back.held.is_empty() || !back.scratch.is_empty() || !fwd.scratch.is_empty();
+            assert_eq!(copied, !knowing, "knowing {knowing}");
         }
     }
 

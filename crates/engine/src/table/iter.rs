@@ -26,6 +26,8 @@ pub(crate) struct TableIter {
     fill_budget: u32,
     /// Reads ahead of a run of sequential block reads.
     readahead: Readahead,
+    /// The table holds one entry per user key (`Reader::distinct_keys`).
+    distinct: bool,
 }
 
 impl TableIter {
@@ -33,7 +35,9 @@ impl TableIter {
     /// the cache (`u32::MAX`: all, 0: none).
     pub(super) fn new(reader: Arc<Reader>, fill_budget: u32) -> TableIter {
         let index = reader.index_cursor();
+        let distinct = reader.distinct_keys();
         TableIter {
+            distinct,
             reader,
             index,
             data: None,
@@ -151,6 +155,10 @@ impl Cursor for TableIter {
 
     fn current(&self) -> Option<(&[u8], &[u8])> {
         self.data.as_ref().and_then(|d| d.current())
+    }
+
+    fn only_version(&self) -> bool {
+        self.distinct && self.valid()
     }
 
     fn seek_to_first(&mut self) -> Result<()> {

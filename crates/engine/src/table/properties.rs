@@ -11,15 +11,17 @@
 //! Tag 13 locates the range-tombstone block; it is present exactly in format-version-2
 //! tables (the version bump, not the tag, keeps older builds from ignoring the deletes).
 //! Tag 14 (`blob_refs`, [`BlobRefs`]) is written only by a table that references blob
-//! files (absent means none).
+//! files (absent means none). Tag 15 (`repeats`) counts the entries whose user key is the
+//! previous entry's; absent means unknown (a table written before it existed, or in the
+//! version-1 layout), so only a present 0 promises one entry per user key.
 //!
 //! Invariants checked by [`Properties::decode`]: every required field present once, tags
 //! increasing, `1 <= entries`, `tombstones <= entries`, `expiring <= entries`, the
 //! earliest expiry present exactly when `expiring > 0`, `1 <= data_blocks <= entries`,
 //! `min_seqno <= max_seqno <= SeqNo::MAX`, both keys decode as internal keys with
 //! `smallest <= largest`, a known compression, a creation version equal to the
-//! footer's (2 with a range-tombstone handle, else 1), and no more blob references than
-//! entries.
+//! footer's (2 with a range-tombstone handle, else 1), no more blob references than
+//! entries, and `repeats < entries`.
 //!
 //! Thread-safety: plain values and pure functions.
 
@@ -57,6 +59,9 @@ mod tag {
     pub(super) const RANGE_TOMBSTONES: u64 = 13;
     /// Optional: the table's references into the value log.
     pub(super) const BLOB_REFS: u64 = 14;
+    /// Optional (absent means unknown): entries whose user key equals the previous
+    /// entry's.
+    pub(super) const REPEATS: u64 = 15;
 }
 
 /// The contents of a properties block.
@@ -93,6 +98,9 @@ pub(crate) struct Properties {
     pub(crate) range_tombstones: Option<BlockHandle>,
     /// Per blob file, the value handles of this table that point into it and their bytes.
     pub(crate) blob_refs: BlobRefs,
+    /// Entries whose user key equals the previous entry's (older versions of a key);
+    /// `None` when the writer did not record it. `Some(0)`: one entry per user key.
+    pub(crate) repeats: Option<u64>,
 }
 
 impl Properties {
@@ -131,6 +139,9 @@ impl Properties {
         if !self.blob_refs.is_empty() {
             field(tag::BLOB_REFS, &self.blob_refs.encode());
         }
+        if let Some(repeats) = self.repeats {
+            field(tag::REPEATS, &vlq(repeats));
+        }
         out
     }
 
@@ -144,6 +155,7 @@ impl Properties {
         let (mut smallest, mut largest) = (None, None);
         let mut range_tombstones = None;
         let mut blob_refs = BlobRefs::default();
+        let mut repeats = None;
         let mut cur = Cursor::new(raw);
         let mut last_tag = 0u64;
         while !cur.is_empty() {
@@ -159,14 +171,10 @@ impl Properties {
                 tag::LARGEST => largest = Some(value.to_vec()),
                 tag::RANGE_TOMBSTONES => range_tombstones = Some(BlockHandle::decode(value)?),
                 tag::BLOB_REFS => blob_refs = BlobRefs::decode(value)?,
+                tag::REPEATS => repeats = Some(integer(value)?),
                 t if t <= tag::KNOWN => {
-                    let mut v = Cursor::new(value);
-                    let n = v.vlq()?;
-                    if !v.is_empty() {
-                        return Err(Reason::BadEntry("bytes follow a property's integer"));
-                    }
                     if let Some(slot) = ints.get_mut(t as usize) {
-                        *slot = Some(n);
+                        *slot = Some(integer(value)?);
                     }
                 }
                 _ => {} // a later writer's informational field
@@ -201,6 +209,7 @@ impl Properties {
             earliest_expiry: int(tag::EARLIEST_EXPIRY).ok(),
             range_tombstones,
             blob_refs,
+            repeats,
         };
         props.check()?;
         Ok(props)
@@ -216,7 +225,8 @@ impl Properties {
             && self.min_seqno <= self.max_seqno
             && self.max_seqno <= SeqNo::MAX
             && compare_encoded(&self.smallest, &self.largest) != Ordering::Greater
-            && self.blob_refs.handle_count() <= self.entries;
+            && self.blob_refs.handle_count() <= self.entries
+            && self.repeats.is_none_or(|r| r < self.entries);
         if !ok {
             return Err(Reason::BadEntry("table properties are inconsistent"));
         }
@@ -239,6 +249,12 @@ impl Properties {
         Ok(())
     }
 
+    /// True if the writer recorded that no two entries share a user key (`repeats` is
+    /// `Some(0)`): every entry is the only version of its key in the table.
+    pub(crate) fn distinct_keys(&self) -> bool {
+        self.repeats == Some(0)
+    }
+
     /// The table summary for table `id` whose file is `file_size` bytes.
     pub(crate) fn meta(&self, id: TableId, file_size: u64) -> TableMeta {
         TableMeta {
@@ -253,6 +269,16 @@ impl Properties {
             raw_bytes: self.raw_bytes,
         }
     }
+}
+
+/// The value of an integer property: exactly one VLQ.
+fn integer(value: &[u8]) -> Result<u64, Reason> {
+    let mut v = Cursor::new(value);
+    let n = v.vlq()?;
+    if !v.is_empty() {
+        return Err(Reason::BadEntry("bytes follow a property's integer"));
+    }
+    Ok(n)
 }
 
 #[cfg(test)]
@@ -278,6 +304,7 @@ mod tests {
             earliest_expiry: None,
             range_tombstones: None,
             blob_refs: BlobRefs::default(),
+            repeats: None,
         }
     }
 
@@ -345,6 +372,33 @@ mod tests {
         let raw = with_expiry.encode();
         assert!(raw.len() > sample().encode().len());
         assert_eq!(Properties::decode(&raw), Ok(with_expiry));
+    }
+
+    /// `repeats` (tag 15) round-trips after every other field, only a present 0 promises
+    /// distinct keys, and a count that reaches `entries` is refused (the first entry
+    /// cannot repeat).
+    #[test]
+    fn repeats_round_trip_and_absent_means_unknown() {
+        let absent = sample();
+        assert!(!absent.distinct_keys());
+        for (repeats, distinct) in [(0, true), (2, false)] {
+            let mut p = sample();
+            p.blob_refs.add(3, 10);
+            p.repeats = Some(repeats);
+            let raw = p.encode();
+            assert_eq!(&raw[raw.len() - 3..], &[15, 1, repeats as u8]);
+            let back = Properties::decode(&raw).unwrap();
+            assert_eq!(back.distinct_keys(), distinct);
+            assert_eq!(back, p);
+        }
+        let too_many = Properties {
+            repeats: Some(3),
+            ..sample()
+        };
+        assert!(Properties::decode(&too_many.encode()).is_err());
+        let mut trailing = sample().encode();
+        trailing.extend_from_slice(&[15, 2, 0, 0]);
+        assert!(Properties::decode(&trailing).is_err());
     }
 
     #[test]

@@ -452,6 +452,12 @@ impl Reader {
         self.properties.earliest_expiry
     }
 
+    /// True if the table holds one entry per user key (its writer recorded no repeat), so
+    /// every entry is the only version of its key here.
+    pub(crate) fn distinct_keys(&self) -> bool {
+        self.properties.distinct_keys()
+    }
+
     /// The table's references into the value log (empty for a table without value
     /// handles).
     pub(crate) fn blob_refs(&self) -> &BlobRefs {
@@ -659,6 +665,7 @@ impl Reader {
             raw_bytes: 0,
             smallest: Vec::new(),
             largest: Vec::new(),
+            repeats: self.properties.repeats.map(|_| 0),
             ..self.properties.clone()
         };
         let mut prev_separator: Option<Vec<u8>> = None;
@@ -687,6 +694,11 @@ impl Reader {
                 }
                 if tally.entries > 0 && compare_encoded(&tally.largest, key) != Ordering::Less {
                     return bad("keys do not increase");
+                }
+                let repeat = tally.entries > 0
+                    && split_encoded(&tally.largest).is_some_and(|(last, _)| last == user_key);
+                if let Some(r) = tally.repeats.as_mut() {
+                    *r += u64::from(repeat);
                 }
                 let after_prev = prev_separator
                     .as_ref()

@@ -760,3 +760,63 @@ fn readahead_follows_runs_in_either_direction() {
     // The same block again is neither.
     assert_eq!(ra.note(480, 490), Ahead::No);
 }
+
+/// The writer counts the entries that repeat the previous entry's user key (properties
+/// tag 15), across block boundaries too; only a table with none reports each entry as the
+/// only version of its key, `verify` recounts them, and the version-1 layout leaves the
+/// count out (unknown: never distinct).
+#[test]
+fn repeated_user_keys_are_counted_and_only_distinct_tables_claim_single_versions() {
+    let fs = MemFs::new();
+    let options = TableOptions {
+        block_size: 64,
+        ..TableOptions::default()
+    };
+    let distinct: Vec<Entry> = (0..200u32)
+        .map(|i| {
+            (
+                ik(format!("k{i:04}").as_bytes(), 7, Kind::Put),
+                b"v".to_vec(),
+            )
+        })
+        .collect();
+    // Every fifth key also has an older version (a tombstone), some of them the first
+    // entry of the next block.
+    let mut versions = Vec::new();
+    for (i, (k, v)) in distinct.iter().enumerate() {
+        versions.push((k.clone(), v.clone()));
+        if i % 5 == 0 {
+            let (user, _) = split_encoded(k).unwrap();
+            versions.push((ik(user, 3, Kind::Delete), Vec::new()));
+        }
+    }
+    for (entries, repeats) in [(&distinct, 0u64), (&versions, 40)] {
+        let meta = write(&fs, &table_path(), &options, entries);
+        assert_eq!(meta.entries, entries.len() as u64);
+        let r = open(&fs, &table_path(), 0).unwrap();
+        assert_eq!(r.distinct_keys(), repeats == 0);
+        assert_eq!(r.verify().unwrap(), entries.len() as u64);
+        let mut c = r.iter();
+        c.seek_to_first().unwrap();
+        let mut seen = 0;
+        while c.valid() {
+            assert_eq!(c.only_version(), repeats == 0);
+            seen += 1;
+            c.next().unwrap();
+        }
+        assert_eq!(seen, entries.len());
+        assert!(!c.only_version(), "not on an entry");
+        fs.remove(&table_path()).unwrap();
+    }
+    let spread = TableOptions {
+        filter_layout: Layout::Spread,
+        ..options
+    };
+    write(&fs, &table_path(), &spread, &distinct);
+    let r = open(&fs, &table_path(), 0).unwrap();
+    assert!(
+        !r.distinct_keys(),
+        "a version-1 table does not record repeats"
+    );
+    assert_eq!(r.verify().unwrap(), distinct.len() as u64);
+}

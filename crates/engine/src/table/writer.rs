@@ -93,6 +93,8 @@ pub(crate) struct Writer {
     min_seqno: SeqNo,
     max_seqno: SeqNo,
     data_blocks: u64,
+    /// Entries whose user key is the previous entry's (properties tag 15).
+    repeats: u64,
     /// Range tombstones to store in the range-tombstone block.
     range_tombstones: Vec<RangeTombstone>,
     blob_refs: BlobRefs,
@@ -173,6 +175,7 @@ impl Writer {
             min_seqno: SeqNo::MAX,
             max_seqno: SeqNo::ZERO,
             data_blocks: 0,
+            repeats: 0,
             range_tombstones: Vec::new(),
             blob_refs: BlobRefs::default(),
             state: State::Open,
@@ -245,6 +248,8 @@ impl Writer {
                 "table keys must be strictly increasing by compare_encoded".into(),
             );
         }
+        let repeat = self.entries > 0
+            && split_encoded(&self.last_key).is_some_and(|(last, _)| last == user_key);
         if let Some(handle) = self.pending.take() {
             self.add_index_entry(&separator(&self.last_key, key), handle);
         }
@@ -257,6 +262,7 @@ impl Writer {
             self.smallest = key.to_vec();
         }
         self.entries += 1;
+        self.repeats += u64::from(repeat);
         self.tombstones += u64::from(kind == Kind::Delete);
         if let Some((file_id, value_len)) = blob_ref {
             self.blob_refs.add(file_id.0, value_len);
@@ -376,6 +382,11 @@ impl Writer {
             earliest_expiry: self.earliest_expiry,
             range_tombstones,
             blob_refs: std::mem::take(&mut self.blob_refs),
+            // The version-1 layout writes tables as builds before tag 15 did.
+            repeats: match self.options.filter_layout {
+                Layout::Local => Some(self.repeats),
+                Layout::Spread => None,
+            },
         };
         let properties = self.write_block(&props.encode())?;
         let footer = Footer {
