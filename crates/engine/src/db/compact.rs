@@ -331,7 +331,7 @@ fn level_cursor(inner: &Inner, inputs: &[Arc<TableMeta>]) -> Box<dyn Cursor> {
     let tables = Arc::clone(&inner.reads.tables);
     let open: Opener = Box::new(move |meta: &TableMeta| {
         let reader = tables.get(meta.id)?;
-        Ok(Box::new(reader.iter_no_fill()) as Box<dyn Cursor>)
+        Ok(reader.iter_no_fill())
     });
     Box::new(LevelCursor::new(Tables::Owned(inputs.to_vec()), open))
 }

@@ -635,7 +635,7 @@ pub(super) fn merged(
                 let tables = Arc::clone(&reads.tables);
                 let open: Opener = Box::new(move |meta: &TableMeta| {
                     let reader = tables.get(meta.id)?;
-                    Ok(Box::new(reader.iter_fill_first(SCAN_FILL_BLOCKS)) as Box<dyn Cursor>)
+                    Ok(reader.iter_fill_first(SCAN_FILL_BLOCKS))
                 });
                 let level = Tables::Level(Arc::clone(ks_tables), level);
                 children.push(Box::new(LevelCursor::new(level, open)));

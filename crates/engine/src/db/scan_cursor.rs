@@ -147,8 +147,8 @@ impl ScanCursor {
             *done = true;
             return Ok(None);
         };
-        if let Some(value) = side.plain_value() {
-            return Ok(Some((side.key(), value)));
+        if let Some(pair) = side.plain_pair() {
+            return Ok(Some(pair));
         }
         let handle = match side.entry() {
             Ok((_, view)) => match view.body {

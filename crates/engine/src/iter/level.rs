@@ -15,11 +15,11 @@ use std::sync::Arc;
 use crate::cursor::Cursor;
 use crate::error::Result;
 use crate::key::compare_encoded;
-use crate::table::TableMeta;
+use crate::table::{TableIter, TableMeta};
 use crate::version::KeyspaceTables;
 
 /// Opens a cursor over one table.
-pub(crate) type Opener = Box<dyn Fn(&TableMeta) -> Result<Box<dyn Cursor>> + Send>;
+pub(crate) type Opener<C = TableIter> = Box<dyn Fn(&TableMeta) -> Result<C> + Send>;
 
 /// The tables a [`LevelCursor`] walks.
 pub(crate) enum Tables {
@@ -38,17 +38,19 @@ impl Tables {
     }
 }
 
-/// A cursor over a whole level.
-pub(crate) struct LevelCursor {
+/// A cursor over a whole level, whose tables it walks with cursors of type `C` (the
+/// tables' own, [`TableIter`], except in tests): the calls into them are static, so a
+/// step through the level costs one dynamic call, not two.
+pub(crate) struct LevelCursor<C = TableIter> {
     tables: Tables,
-    open: Opener,
+    open: Opener<C>,
     /// The table the cursor is in, and its cursor.
-    current: Option<(usize, Box<dyn Cursor>)>,
+    current: Option<(usize, C)>,
 }
 
-impl LevelCursor {
+impl<C: Cursor> LevelCursor<C> {
     /// A cursor over `tables` (sorted, non-overlapping), opening them with `open`.
-    pub(crate) fn new(tables: Tables, open: Opener) -> LevelCursor {
+    pub(crate) fn new(tables: Tables, open: Opener<C>) -> LevelCursor<C> {
         LevelCursor {
             tables,
             open,
@@ -56,7 +58,7 @@ impl LevelCursor {
         }
     }
 
-    fn enter(&mut self, index: usize) -> Result<Option<&mut Box<dyn Cursor>>> {
+    fn enter(&mut self, index: usize) -> Result<Option<&mut C>> {
         let Some(meta) = self.tables.as_slice().get(index) else {
             self.current = None;
             return Ok(None);
@@ -108,7 +110,7 @@ impl LevelCursor {
     }
 }
 
-impl Cursor for LevelCursor {
+impl<C: Cursor> Cursor for LevelCursor<C> {
     fn valid(&self) -> bool {
         self.current.as_ref().is_some_and(|(_, c)| c.valid())
     }
@@ -225,7 +227,7 @@ mod tests {
     /// A level of tables cut from `keys` (sorted) at `cuts`, with an opener that hands each
     /// table's entries out as a [`VecCursor`], and the concatenation as the model. Some
     /// tables are empty: the walk must step over them.
-    fn level(keys: &[u8], cuts: &[usize]) -> (LevelCursor, Entries) {
+    fn level(keys: &[u8], cuts: &[usize]) -> (LevelCursor<VecCursor>, Entries) {
         let all: Entries = keys.iter().map(|&u| (enc(u, 1), vec![u])).collect();
         let mut bounds: Vec<usize> = cuts.iter().map(|c| c % (all.len() + 1)).collect();
         bounds.push(0);
@@ -257,9 +259,9 @@ mod tests {
             contents.insert(id as u64, part);
             metas.push(Arc::new(meta));
         }
-        let open: Opener = Box::new(move |meta: &TableMeta| {
+        let open: Opener<VecCursor> = Box::new(move |meta: &TableMeta| {
             let entries = contents.get(&meta.id.0).cloned().unwrap_or_default();
-            Ok(Box::new(VecCursor::new(entries)) as Box<dyn Cursor>)
+            Ok(VecCursor::new(entries))
         });
         (LevelCursor::new(Tables::Owned(metas), open), all)
     }

@@ -360,6 +360,21 @@ impl Visible {
         }
     }
 
+    /// The key and value the last successful step found when its deciding version is a
+    /// plain put, as [`Visible::key`] and [`Visible::plain_value`] give them (for a
+    /// version read where it lies, with one call into the cursor); `None` otherwise.
+    pub(crate) fn plain_pair(&self) -> Option<(&[u8], &[u8])> {
+        match &self.current {
+            Held::Only {
+                kind: Kind::Put, ..
+            } => self
+                .cursor
+                .current()
+                .map(|(key, value)| (user_key(key), value)),
+            _ => Some((self.key(), self.plain_value()?)),
+        }
+    }
+
     /// The next pair in ascending order, its item built by `T` (owned copies).
     #[cfg(test)]
     pub(crate) fn next_forward<T: Extract>(&mut self) -> Result<Option<(Vec<u8>, T)>> {
@@ -399,16 +414,23 @@ impl Visible {
     }
 
     /// Positions the cursor at the lower bound, once.
+    #[inline]
     fn start_forward(&mut self) -> Result<()> {
-        if !self.started {
-            self.started = true;
-            match &self.bounds.lo {
-                Bound::Unbounded => self.cursor.seek_to_first()?,
-                Bound::Included(k) => self.cursor.seek(&seek_key(k, SeqNo::MAX))?,
-                Bound::Excluded(k) => self.cursor.seek(&after_key(k))?,
-            }
+        if self.started {
+            return Ok(());
         }
-        Ok(())
+        self.seek_lower_bound()
+    }
+
+    /// The first step's seek to the lower bound.
+    #[cold]
+    fn seek_lower_bound(&mut self) -> Result<()> {
+        self.started = true;
+        match &self.bounds.lo {
+            Bound::Unbounded => self.cursor.seek_to_first(),
+            Bound::Included(k) => self.cursor.seek(&seek_key(k, SeqNo::MAX)),
+            Bound::Excluded(k) => self.cursor.seek(&after_key(k)),
+        }
     }
 
     /// The number of keys a forward scan would yield (from where it stands), found in one
@@ -782,6 +804,8 @@ mod tests {
                     (fwd.key(), fwd.plain_value()),
                     (&[k][..], Some(&[k; 3][..]))
                 );
+                assert_eq!(back.plain_pair(), Some((&[19 - k][..], &[19 - k; 3][..])));
+                assert_eq!(fwd.plain_pair(), Some((&[k][..], &[k; 3][..])));
             }
             assert!(!back.advance_backward().unwrap() && !fwd.advance_forward().unwrap());
             let copied =

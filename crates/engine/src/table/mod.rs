@@ -47,7 +47,6 @@ mod tests;
 #[cfg(test)]
 pub(crate) use blob_refs::BlobRef;
 pub(crate) use compression::Compression;
-#[cfg(test)]
 pub(crate) use iter::TableIter;
 pub(crate) use meta::TableMeta;
 pub(crate) use reader::{Access, Reader};
