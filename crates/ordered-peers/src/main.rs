@@ -162,6 +162,11 @@ struct Args {
     /// Cairn's default, `Options::compression`).
     #[arg(long, value_parser = stores::parse_compression)]
     cairn_compression: Option<cairn::Compression>,
+    /// Passes each thread of readseq and readreverse makes over the whole store (ops: the
+    /// entries of every pass). One pass over 1M keys takes tens of milliseconds, so on a
+    /// shared machine more passes give steadier rates. The Go stores scan once.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    scan_passes: u64,
     /// Seconds to measure the machine's latency floor before the stores run (0: skip).
     #[arg(long, default_value_t = 5)]
     noise_seconds: u64,
@@ -335,6 +340,7 @@ fn worker(args: &Args, store: &str) -> anyhow::Result<()> {
                 reads: args.reads.unwrap_or(args.num),
                 seed: args.seed,
                 settle: Duration::from_secs(args.settle_seconds),
+                scan_passes: args.scan_passes,
             };
             let workloads = selected_workloads(args)?;
             let run = OrderedRun {
@@ -375,6 +381,7 @@ fn in_worker(
         .arg(format!("--cache-mb={}", args.cache_mb))
         .arg(format!("--seed={}", args.seed))
         .arg(format!("--settle-seconds={}", args.settle_seconds))
+        .arg(format!("--scan-passes={}", args.scan_passes))
         .arg(format!("--large-bytes={}", args.large_bytes))
         .arg(format!("--dir={}", dir.display()));
     if args.reopen {
@@ -475,6 +482,7 @@ fn run(args: &Args) -> anyhow::Result<report::Report> {
             reads: args.reads.unwrap_or(args.num),
             seed: args.seed,
             settle: Duration::from_secs(args.settle_seconds),
+            scan_passes: args.scan_passes,
         };
         for &kind in &kinds {
             match in_worker(args, kind, threads, None, scratch.path()) {
@@ -775,6 +783,7 @@ fn large(
         reads: num,
         seed: args.seed,
         settle: Duration::ZERO,
+        scan_passes: 1,
     };
     let values = ValueSource::new(size, args.seed);
     let dir = fresh_dir(scratch, kind.name())?;

@@ -709,6 +709,7 @@ fn load(s: &Settings, r: &RoleArgs) -> anyhow::Result<()> {
         reads: s.num,
         seed: s.seed,
         settle: Duration::ZERO,
+        scan_passes: 1,
     };
     let values = ValueSource::new(s.value_size, s.seed);
     let outcome = crate::timed(&*store, Workload::FillRandom, &plan, &values, 1, r.kind)?;

@@ -149,6 +149,8 @@ pub struct Plan {
     /// Idle time after a write workload before the store's space is measured a second
     /// time (zero: not measured again).
     pub settle: Duration,
+    /// Whole passes each thread of `readseq` and `readreverse` makes (at least 1).
+    pub scan_passes: u64,
 }
 
 /// What a workload did.
@@ -217,7 +219,9 @@ pub fn total_ops(w: Workload, plan: &Plan, entries: u64) -> u64 {
         | Workload::PutRandom
         | Workload::DeleteRandom => plan.num,
         Workload::ReadRandom | Workload::ReadMissing | Workload::ReadWrite(_) => plan.reads,
-        Workload::ReadSeq | Workload::ReadReverse => entries * plan.threads as u64,
+        Workload::ReadSeq | Workload::ReadReverse => {
+            entries * plan.threads as u64 * plan.scan_passes.max(1)
+        }
         Workload::SeekRandom => plan.reads / 10,
     }
 }
@@ -405,26 +409,30 @@ fn thread_body(
             let mut bad = 0u64;
             let mut n = 0u64;
             let mut pending = 0u64;
-            let visited = store.scan(w == Workload::ReadReverse, &mut |k, v| {
-                if k.len() != KEY_LEN || v.len() != size {
-                    bad += 1;
+            let mut visited = 0u64;
+            for _ in 0..plan.scan_passes.max(1) {
+                let pass = store.scan(w == Workload::ReadReverse, &mut |k, v| {
+                    if k.len() != KEY_LEN || v.len() != size {
+                        bad += 1;
+                    }
+                    n += 1;
+                    pending += 1;
+                    if pending == 1024 {
+                        ticker.add(pending);
+                        pending = 0;
+                    }
+                })?;
+                if must_find && pass != num {
+                    bail!(
+                        "{}: visited {pass} entries, the store holds {num}",
+                        w.name()
+                    );
                 }
-                n += 1;
-                pending += 1;
-                if pending == 1024 {
-                    ticker.add(pending);
-                    pending = 0;
-                }
-            })?;
+                visited += pass;
+            }
             ticker.add(pending);
             if bad > 0 {
                 bail!("{}: {bad} entries had the wrong size", w.name());
-            }
-            if must_find && visited != num {
-                bail!(
-                    "{}: visited {visited} entries, the store holds {num}",
-                    w.name()
-                );
             }
             // One sample per entry is not measurable; the latency of a scan is its whole.
             tally.clock.lap();
