@@ -105,13 +105,23 @@ static int write_files(const char *log, unsigned long long n, const char *comp) 
     return 0;
 }
 
-/* Opens the reader of `log` and its index `spi`, with CAIRN_BENCH_BLOCK_CACHE if set. */
+/* True if the environment variable `name` is set to something other than "" or "0". */
+static int env_flag(const char *name) {
+    const char *v = getenv(name);
+    return v != NULL && *v != '\0' && strcmp(v, "0") != 0;
+}
+
+/* Opens the reader of `log` and its index `spi`, with CAIRN_BENCH_BLOCK_CACHE (bytes of
+   the cache of decoded blocks), CAIRN_BENCH_PIN_INDEX and CAIRN_BENCH_LOAD_LOG (the index,
+   the log copied into memory) if set. */
 static cairn_hash_reader_t *open_reader(const char *spi, const char *log) {
     cairn_hash_reader_t *r = NULL;
     const char *cache = getenv("CAIRN_BENCH_BLOCK_CACHE");
-    if (cache != NULL && *cache != '\0') {
-        size_t bytes = (size_t)strtoull(cache, NULL, 10);
-        TRY("open", cairn_hash_reader_open_with(spi, log, 0, 0, bytes, &r, &err));
+    int pin = env_flag("CAIRN_BENCH_PIN_INDEX"), load = env_flag("CAIRN_BENCH_LOAD_LOG");
+    if ((cache != NULL && *cache != '\0') || pin || load) {
+        size_t bytes = cache != NULL ? (size_t)strtoull(cache, NULL, 10) : 0;
+        TRY("open", cairn_hash_reader_open_with(spi, log, (uint8_t)pin, (uint8_t)load, bytes,
+                                                &r, &err));
     } else {
         TRY("open", cairn_hash_reader_open(spi, log, &r, &err));
     }
