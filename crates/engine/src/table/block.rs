@@ -571,6 +571,10 @@ pub(crate) struct BlockCursor<B = Block, P = Arc<Path>> {
     behind: Vec<Behind>,
     /// Their keys, one after another.
     behind_keys: Vec<u8>,
+    /// After a backward step to a remembered entry: where its key starts in
+    /// `behind_keys` (it runs to the end), lent from there instead of copied into `key`.
+    /// `None`: the current key is in `key`.
+    lent: Option<usize>,
     /// Entries decoded so far (tests check that walks decode each entry about once).
     #[cfg(test)]
     pub(super) decoded: usize,
@@ -595,6 +599,7 @@ impl<B: AsRef<Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
             valid: false,
             behind: Vec::new(),
             behind_keys: Vec::new(),
+            lent: None,
             #[cfg(test)]
             decoded: 0,
             #[cfg(test)]
@@ -635,6 +640,26 @@ impl<B: AsRef<Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
     fn forget_behind(&mut self) {
         self.behind.clear();
         self.behind_keys.clear();
+        self.lent = None;
+    }
+
+    /// The current key, wherever it is (`lent`).
+    fn key_bytes(&self) -> &[u8] {
+        match self.lent {
+            Some(start) => self.behind_keys.get(start..).unwrap_or(&[]),
+            None => &self.key,
+        }
+    }
+
+    /// Moves a lent key back into `key`, where decoding the next entry needs it (its
+    /// shared prefix).
+    fn own_key(&mut self) {
+        if let Some(start) = self.lent.take() {
+            self.key.clear();
+            self.key
+                .extend_from_slice(self.behind_keys.get(start..).unwrap_or(&[]));
+            self.behind_keys.truncate(start);
+        }
     }
 
     /// Positions before restart point `i`: the next `parse_next` decodes it.
@@ -648,6 +673,7 @@ impl<B: AsRef<Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
 
     /// Decodes the entry at `next`; `Ok(false)` (and invalid) at the end of the block.
     fn parse_next(&mut self) -> Result<bool> {
+        self.own_key();
         let block: &Block = self.block.as_ref();
         if self.next >= block.restarts_offset {
             self.valid = false;
@@ -702,6 +728,7 @@ impl<B: AsRef<Block>, P: Deref<Target = Path>> BlockCursor<B, P> {
     /// As `parse_next`, first remembering the current entry (if any) for backward steps;
     /// entries of an interval the cursor leaves are forgotten.
     fn parse_next_remembering(&mut self) -> Result<bool> {
+        self.own_key();
         if self.valid {
             self.behind.push(Behind {
                 offset: self.current,
@@ -836,7 +863,7 @@ impl<B: AsRef<Block> + Send, P: Deref<Target = Path> + Send> Cursor for BlockCur
 
     fn key(&self) -> &[u8] {
         if self.valid {
-            &self.key
+            self.key_bytes()
         } else {
             &[]
         }
@@ -872,7 +899,7 @@ impl<B: AsRef<Block> + Send, P: Deref<Target = Path> + Send> Cursor for BlockCur
         self.seek_between(target, lo, hi, true)?;
         if !self.valid {
             self.seek_to_last()
-        } else if compare_encoded(&self.key, target) == Ordering::Greater {
+        } else if compare_encoded(self.key_bytes(), target) == Ordering::Greater {
             self.prev()
         } else {
             Ok(())
@@ -881,6 +908,7 @@ impl<B: AsRef<Block> + Send, P: Deref<Target = Path> + Send> Cursor for BlockCur
 
     fn next(&mut self) -> Result<()> {
         if self.valid {
+            self.own_key();
             self.forget_behind();
             self.parse_next()?;
         }
@@ -892,14 +920,15 @@ impl<B: AsRef<Block> + Send, P: Deref<Target = Path> + Send> Cursor for BlockCur
             return Ok(());
         }
         if let Some(entry) = self.behind.pop() {
-            // Its successor is the current entry (checked when it was decoded).
+            // Its successor is the current entry (checked when it was decoded). Its key is
+            // the last one remembered, once the current entry's (if lent) is dropped.
+            if let Some(start) = self.lent {
+                self.behind_keys.truncate(start);
+            }
             self.next = self.current;
             self.current = entry.offset;
             self.value = entry.value;
-            self.key.clear();
-            self.key
-                .extend_from_slice(self.behind_keys.get(entry.key_start..).unwrap_or(&[]));
-            self.behind_keys.truncate(entry.key_start);
+            self.lent = Some(entry.key_start);
             return Ok(());
         }
         // Decode the interval before the current entry, remembering all but its last entry.
