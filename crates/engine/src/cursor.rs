@@ -30,9 +30,12 @@ pub(crate) trait Cursor: Send {
     fn current(&self) -> Option<(&[u8], &[u8])> {
         self.valid().then(|| (self.key(), self.value()))
     }
-    /// True if the entry the cursor is on is the only version of its user key among this
-    /// cursor's entries, so a reader that decided it need not look next to it for older
-    /// or newer versions. `false` when not known (the default), or when not on an entry.
+    /// True if no entry ahead of the current one, in the direction of the cursor's last
+    /// move (after it for `next` and the forward seeks, before it for `prev`,
+    /// `seek_to_last` and `seek_for_prev`), has the current entry's user key: a reader
+    /// walking that way that decided this entry need not look at the next one. A table or
+    /// a level with one entry per user key answers for both directions. `false` when not
+    /// known (the default), or when not on an entry.
     fn only_version(&self) -> bool {
         false
     }

@@ -20,7 +20,13 @@ use std::cmp::Ordering;
 
 use crate::cursor::Cursor;
 use crate::error::Result;
-use crate::key::compare_encoded;
+use crate::key::{compare_encoded, split_encoded};
+
+/// The user key of an encoded internal key (all of it if it is shorter than a trailer, as
+/// `compare_encoded` takes it).
+fn user_of(key: &[u8]) -> &[u8] {
+    split_encoded(key).map_or(key, |(user, _)| user)
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -143,6 +149,26 @@ impl Cursor for MergingCursor {
 
     fn current(&self) -> Option<(&[u8], &[u8])> {
         self.current_child().and_then(|c| c.current())
+    }
+
+    /// The current child answers for its own entries. Every other child stands at its
+    /// first entry past the current one in the walk's direction (invariant 1), and a
+    /// child holding the current user key further on would stand on that key (entries
+    /// between two versions of a key are versions of it), so the nearest of them, one of
+    /// the root's two children in the heap, would hold it: checking those two suffices.
+    fn only_version(&self) -> bool {
+        let Some(current) = self.current_child() else {
+            return false;
+        };
+        if !current.only_version() {
+            return false;
+        }
+        let user = user_of(current.key());
+        self.heap.iter().skip(1).take(2).all(|&i| {
+            self.children
+                .get(i)
+                .is_some_and(|c| user_of(c.key()) != user)
+        })
     }
 
     fn seek_to_first(&mut self) -> Result<()> {
@@ -424,15 +450,28 @@ mod tests {
                     .collect();
                 entries.sort_by(|a, b| compare_encoded(&a.0, &b.0));
                 all.extend(entries.clone());
-                children.push(Box::new(VecCursor::new(entries)));
+                children.push(Box::new(VecCursor::new(entries).knowing_versions()));
             }
             all.sort_by(|a, b| compare_encoded(&a.0, &b.0));
             let mut merged = MergingCursor::new(children);
-            let mut model = VecCursor::new(all);
+            let mut model = VecCursor::new(all.clone());
             let target = seek_key(&[probe.0], SeqNo(probe.1));
             for m in moves {
                 let agreed = mirror_move(&mut merged, &mut model, m, &target);
                 prop_assert!(agreed.is_ok(), "{:?}", agreed);
+                // Claimed single versions hold in the union, in the direction of the move
+                // (moves 0, 2 and 4 go forward).
+                if merged.only_version() {
+                    let user = user_of(merged.key());
+                    let at = all.iter().position(|(k, _)| k.as_slice() == merged.key());
+                    prop_assert!(at.is_some());
+                    let at = at.unwrap_or_default();
+                    let ahead = if m % 2 == 0 { &all[at + 1..] } else { &all[..at] };
+                    prop_assert!(
+                        ahead.iter().all(|(k, _)| user_of(k) != user),
+                        "move {}: {:?} is not the last version ahead", m, merged.key()
+                    );
+                }
             }
         }
 

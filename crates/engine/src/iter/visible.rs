@@ -28,12 +28,16 @@
 //!    reused buffer; a merged value is held as built. Nothing is allocated per key but
 //!    a merge. Owned items ([`Visible::next_forward`], for `Iter`) are built from the same
 //!    step, so one place decides visibility.
-//! 7. A version the cursor reports as the only one of its key ([`Cursor::only_version`]:
-//!    a table, or a level, whose writer recorded one entry per user key) is decided where
-//!    it lies, in both directions: its key is read from the cursor instead of being copied
-//!    into `scratch`, no neighbour is compared with it, and a backward step leaves the
-//!    cursor on it (like a forward step) instead of copying its value. The next step first
-//!    moves the cursor one entry off it.
+//! 7. A version the cursor reports as the last of its key in the walk's direction
+//!    ([`Cursor::only_version`]: from a table or a level whose writer recorded one entry
+//!    per user key, also through a merge whose other sources do not hold the key next) is
+//!    decided where it lies when it is the first version of its key the step meets, in
+//!    both directions: its key is read from the cursor instead of being copied into
+//!    `scratch`, no neighbour is compared with it, and a backward step leaves the cursor on
+//!    it (like a forward step) instead of copying its value. The next step first moves the
+//!    cursor one entry off it. Versions of the key met before it (newer ones above the
+//!    snapshot, forward) were passed without deciding the key; backward, a key with
+//!    versions already met is decided as before.
 
 use std::ops::Bound;
 use std::path::Path;
