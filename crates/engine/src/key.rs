@@ -303,6 +303,12 @@ pub(crate) fn split_encoded(buf: &[u8]) -> Option<(&[u8], u64)> {
     Some((user_key, get_u64_le(buf, user_len)?))
 }
 
+/// The user key of an encoded internal key, as [`compare_encoded`] takes it: all of
+/// `buf` if it is shorter than a trailer (which a validated key never is).
+pub(crate) fn user_key_of(buf: &[u8]) -> &[u8] {
+    split_encoded(buf).map_or(buf, |(user, _)| user)
+}
+
 /// The encoded probe that sorts before every version of `user_key` with seqno `<= seqno`
 /// and after every newer one: `user_key` with trailer `(seqno << 8) | 0xff`. Seeking to it
 /// finds the newest version visible at `seqno`. Not a decodable key (kind 0xff); only for

@@ -20,13 +20,7 @@ use std::cmp::Ordering;
 
 use crate::cursor::Cursor;
 use crate::error::Result;
-use crate::key::{compare_encoded, split_encoded};
-
-/// The user key of an encoded internal key (all of it if it is shorter than a trailer, as
-/// `compare_encoded` takes it).
-fn user_of(key: &[u8]) -> &[u8] {
-    split_encoded(key).map_or(key, |(user, _)| user)
-}
+use crate::key::{compare_encoded, user_key_of};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -163,11 +157,11 @@ impl Cursor for MergingCursor {
         if !current.only_version() {
             return false;
         }
-        let user = user_of(current.key());
+        let user = user_key_of(current.key());
         self.heap.iter().skip(1).take(2).all(|&i| {
             self.children
                 .get(i)
-                .is_some_and(|c| user_of(c.key()) != user)
+                .is_some_and(|c| user_key_of(c.key()) != user)
         })
     }
 
@@ -462,13 +456,13 @@ mod tests {
                 // Claimed single versions hold in the union, in the direction of the move
                 // (moves 0, 2 and 4 go forward).
                 if merged.only_version() {
-                    let user = user_of(merged.key());
+                    let user = user_key_of(merged.key());
                     let at = all.iter().position(|(k, _)| k.as_slice() == merged.key());
                     prop_assert!(at.is_some());
                     let at = at.unwrap_or_default();
                     let ahead = if m % 2 == 0 { &all[at + 1..] } else { &all[..at] };
                     prop_assert!(
-                        ahead.iter().all(|(k, _)| user_of(k) != user),
+                        ahead.iter().all(|(k, _)| user_key_of(k) != user),
                         "move {}: {:?} is not the last version ahead", m, merged.key()
                     );
                 }

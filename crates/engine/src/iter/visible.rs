@@ -46,7 +46,7 @@ use crate::cursor::Cursor;
 use crate::entry::{self, Body, EntryView};
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::iter::operands::{merge_forward, Merged, Resolver};
-use crate::key::{after_key, parse_encoded, seek_key, split_encoded, Kind, SeqNo};
+use crate::key::{after_key, parse_encoded, seek_key, user_key_of, Kind, SeqNo};
 use crate::merge::Chain;
 use crate::rangedel::ReadTombstones;
 use crate::vlog::{self, ValueHandle};
@@ -108,12 +108,6 @@ fn bad_key() -> Error {
         0,
         Reason::BadEntry("internal key shorter than its trailer or of an unknown kind"),
     )
-}
-
-/// The user key of an encoded internal key (the whole key if it is too short to have a
-/// trailer: such a key never reaches a decided version, `parse` refuses it first).
-fn user_key(key: &[u8]) -> &[u8] {
-    split_encoded(key).map_or(key, |(user, _)| user)
 }
 
 /// Decodes a cursor key into `(user key, seqno, kind)`.
@@ -317,7 +311,7 @@ impl Visible {
     /// The key the last successful step found (empty before one).
     pub(crate) fn key(&self) -> &[u8] {
         match self.current {
-            Held::Only { .. } => user_key(self.cursor.key()),
+            Held::Only { .. } => user_key_of(self.cursor.key()),
             _ => &self.scratch,
         }
     }
@@ -374,7 +368,7 @@ impl Visible {
             } => self
                 .cursor
                 .current()
-                .map(|(key, value)| (user_key(key), value)),
+                .map(|(key, value)| (user_key_of(key), value)),
             _ => Some((self.key(), self.plain_value()?)),
         }
     }

@@ -32,7 +32,7 @@
 //! Thread-safety: immutable after [`Fences::build`]; `Send + Sync`.
 
 use crate::error::Reason;
-use crate::key::split_encoded;
+use crate::key::user_key_of;
 
 /// What fences are built from: a block's restart points and the full key at each
 /// (`block::Block` is one), so this module needs nothing else of a block.
@@ -45,11 +45,6 @@ pub(crate) trait RestartKeys {
     /// # Errors
     /// The block's own decoding errors, for a restart entry that does not decode.
     fn restart_key_at(&self, i: usize) -> Result<&[u8], Reason>;
-}
-
-/// The user-key part of an encoded key, as `compare_encoded` splits it.
-fn user_part(encoded: &[u8]) -> &[u8] {
-    split_encoded(encoded).map_or(encoded, |(user, _)| user)
 }
 
 /// The 8 bytes of `user` after `skip` bytes, zero-padded, big-endian.
@@ -114,14 +109,14 @@ impl Fences {
         to: usize,
         depth: usize,
     ) -> Result<Fences, Reason> {
-        let first = user_part(block.restart_key_at(from)?).to_vec();
-        let last = user_part(block.restart_key_at(to.saturating_sub(1).max(from))?);
+        let first = user_key_of(block.restart_key_at(from)?).to_vec();
+        let last = user_key_of(block.restart_key_at(to.saturating_sub(1).max(from))?);
         let shared = first.iter().zip(last).take_while(|(a, b)| a == b).count();
         let mut common = first;
         common.truncate(shared);
         let mut fences = Vec::with_capacity(to.saturating_sub(from));
         for i in from..to {
-            let user = user_part(block.restart_key_at(i)?);
+            let user = user_key_of(block.restart_key_at(i)?);
             fences.push(fence_of(user, common.len()));
         }
         let mut runs = Vec::new();
@@ -176,7 +171,7 @@ impl Fences {
     /// run that can hold the last key below `target`; when that may be none of them (its
     /// first), the last restart before the run can, as everything before the run is below.
     fn within_run(&self, target: &[u8]) -> Option<(usize, usize)> {
-        let user = user_part(target);
+        let user = user_key_of(target);
         user.strip_prefix(self.common.as_slice())?;
         let Place::Run(below, run) = self.place(user) else {
             return None;
@@ -212,7 +207,7 @@ impl Fences {
     /// caller searches the keys. By invariant 2 every entry before the position has a user
     /// key below `target`'s and the entry at it one above, whatever their trailers.
     pub(crate) fn first_at_or_after(&self, target: &[u8]) -> Option<usize> {
-        self.first_at_or_after_user(user_part(target))
+        self.first_at_or_after_user(user_key_of(target))
     }
 
     /// [`Fences::first_at_or_after`] for the user key `user`; where a run of fences equal
@@ -268,8 +263,8 @@ impl Guide {
         if count > GUIDE_MAX {
             return Ok(None);
         }
-        let first = user_part(block.restart_key_at(0)?);
-        let last = user_part(block.restart_key_at(count.saturating_sub(1))?);
+        let first = user_key_of(block.restart_key_at(0)?);
+        let last = user_key_of(block.restart_key_at(count.saturating_sub(1))?);
         let shared = first.iter().zip(last).take_while(|(a, b)| a == b).count();
         if shared > GUIDE_COMMON {
             return Ok(None);
@@ -284,7 +279,7 @@ impl Guide {
             *dst = *src;
         }
         for i in 0..count {
-            let user = user_part(block.restart_key_at(i)?);
+            let user = user_key_of(block.restart_key_at(i)?);
             if let Some(f) = guide.fences.get_mut(i) {
                 *f = short_fence(user, shared);
             }
@@ -312,7 +307,7 @@ fn candidates_in<F: Ord + Copy>(
     target: &[u8],
 ) -> (usize, usize) {
     let last = fences.len().saturating_sub(1);
-    let user = user_part(target);
+    let user = user_key_of(target);
     let (below, not_above) = match user.strip_prefix(common) {
         Some(_) => {
             let t = fence(user, common.len());

@@ -20,7 +20,7 @@ use super::edit::{check_blob_file, check_table, keyspace_name_ok, Edit, StoreOpt
 use super::NUM_LEVELS;
 use crate::error::{Error, FileKind, Reason, Result};
 use crate::files::{BlobId, TableId};
-use crate::key::{compare_encoded, split_encoded, KeyspaceId, SeqNo};
+use crate::key::{compare_encoded, user_key_of, KeyspaceId, SeqNo};
 use crate::table::TableMeta;
 use crate::vlog::BlobFileMeta;
 
@@ -61,18 +61,12 @@ pub(crate) struct Version {
     store_options: Option<StoreOptions>,
 }
 
-/// The user key of an encoded internal key (the whole input if it is too short, which a
-/// validated table never is).
-fn user_key(encoded: &[u8]) -> &[u8] {
-    split_encoded(encoded).map_or(encoded, |(user, _)| user)
-}
-
 fn smallest_user(t: &TableMeta) -> &[u8] {
-    user_key(&t.smallest)
+    user_key_of(&t.smallest)
 }
 
 fn largest_user(t: &TableMeta) -> &[u8] {
-    user_key(&t.largest)
+    user_key_of(&t.largest)
 }
 
 /// L0 order: newest first (larger `max_seqno`, then larger id).
