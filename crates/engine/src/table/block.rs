@@ -333,30 +333,37 @@ impl Block {
         if count == 0 || restarts_offset == 0 {
             return Err(Reason::BadEntry("block holds no entries"));
         }
-        let mut prev: Option<usize> = None;
-        for i in 0..count {
-            let r = get_u32_le(data, restarts_offset + 4 * i).ok_or(Reason::Truncated)? as usize;
-            let ok = match prev {
-                None => r == 0,
-                Some(p) => r > p && r < restarts_offset,
+        let array = data
+            .get(restarts_offset..count_at)
+            .ok_or(Reason::Truncated)?;
+        // One pass over the array checks it and, for a block small enough, copies it
+        // inline: this runs on every read of a block read in place.
+        let inline = count <= GUIDE_MAX && restarts_offset <= usize::from(u16::MAX);
+        let mut prev = 0;
+        for (i, bytes) in array.chunks_exact(4).enumerate() {
+            // Four bytes each (`chunks_exact`); `u32::MAX` would fail the check below.
+            let r = get_u32_le(bytes, 0).unwrap_or(u32::MAX) as usize;
+            let ok = if i == 0 {
+                r == 0
+            } else {
+                r > prev && r < restarts_offset
             };
             if !ok {
                 return Err(Reason::BadEntry(
                     "block restart offsets do not increase from 0 inside the entries",
                 ));
             }
-            prev = Some(r);
-        }
-        self.restarts_offset = restarts_offset;
-        self.restart_count = count;
-        if count <= GUIDE_MAX && restarts_offset <= usize::from(u16::MAX) {
-            for i in 0..count {
-                let r = self.restart(i);
+            prev = r;
+            if inline {
                 if let Some(slot) = self.restarts.get_mut(i) {
                     // Fits: every restart lies below `restarts_offset` (checked above).
                     *slot = r as u16;
                 }
             }
+        }
+        self.restarts_offset = restarts_offset;
+        self.restart_count = count;
+        if inline {
             self.inline_restarts = count;
         }
         Ok(())

@@ -166,6 +166,29 @@ fn framing_damage_is_refused() {
     let first_restart = raw.len() - 4 - 4 * 10;
     raw[first_restart] = 1; // first restart must be 0
     assert!(Block::decode(raw).is_err());
+    // Each later restart must lie after the one before it and inside the entries.
+    let good = build(&sample(), 4);
+    let restart_at = |i: usize| good.len() - 4 - 4 * 10 + 4 * i;
+    let entries_end = u32::try_from(good.len() - 4 - 4 * 10).unwrap();
+    let third = u32::from_le_bytes(good[restart_at(2)..restart_at(3)].try_into().unwrap());
+    let second = u32::from_le_bytes(good[restart_at(1)..restart_at(2)].try_into().unwrap());
+    for (i, bad) in [
+        (2, second),
+        (2, second - 1),
+        (3, third - 1),
+        (9, entries_end),
+    ] {
+        let mut raw = good.clone();
+        raw[restart_at(i)..restart_at(i) + 4].copy_from_slice(&bad.to_le_bytes());
+        assert_eq!(
+            Block::decode(raw).err(),
+            Some(Reason::BadEntry(
+                "block restart offsets do not increase from 0 inside the entries"
+            )),
+            "restart {i} set to {bad}"
+        );
+    }
+    assert!(Block::decode(good).is_ok());
 }
 
 #[test]
