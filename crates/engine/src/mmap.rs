@@ -169,6 +169,26 @@ pub fn prefetch_address(address: *const u8) {
     }
 }
 
+/// Hints the CPU to fetch every cache line holding a byte of `bytes[start..end]` (clamped
+/// to `bytes`): one bounds check for the range rather than one per line.
+#[inline]
+pub fn prefetch_lines(bytes: &[u8], start: usize, end: usize) {
+    let end = end.min(bytes.len());
+    if start >= end {
+        return;
+    }
+    let base = bytes.as_ptr();
+    let last = base.wrapping_add(end - 1);
+    // From the start of the line holding `start` (up to 63 bytes before it, perhaps before
+    // `bytes`: an address is only a hint, `prefetch_address`) to the line holding `end - 1`.
+    let first = base.wrapping_add(start);
+    let mut line = first.wrapping_sub(first.addr() & 63);
+    while line <= last {
+        prefetch_address(line);
+        line = line.wrapping_add(64);
+    }
+}
+
 /// Hints the CPU to fetch the cache line holding `items[index]` (no effect if out of range).
 #[inline(always)]
 pub fn prefetch<T>(items: &[T], index: usize) {

@@ -436,13 +436,7 @@ impl Block {
 
     /// Hints the CPU to fetch the cache lines of bytes `start..end`.
     fn prefetch_range(&self, start: usize, end: usize) {
-        let mut at = start;
-        while at < end {
-            crate::mmap::prefetch(self.data(), at);
-            at += CACHE_LINE;
-        }
-        // The line holding the range's last byte, when the steps skipped it.
-        crate::mmap::prefetch(self.data(), end.saturating_sub(1).max(start));
+        crate::mmap::prefetch_lines(self.data(), start, end.max(start + 1));
     }
 
     /// Restart points in the block (at least 1).

@@ -927,9 +927,7 @@ impl Reader {
         // every line cost a scan 7 % of its time).
         crate::mmap::prefetch(stored, stored.len().saturating_sub(1));
         if !matches!(walk, Walk::First | Walk::Last) {
-            for at in (0..stored.len()).step_by(64) {
-                crate::mmap::prefetch(stored, at);
-            }
+            crate::mmap::prefetch_lines(stored, 0, stored.len());
         }
         let place = at
             .filter(|&i| self.handles.get(i) == Some(&handle))
