@@ -141,6 +141,7 @@ fn stats_of_a_closed_store_with_tables_and_separated_values() {
         "flush_bytes_written",
         "compaction_bytes_written",
         "wal_bytes_written",
+        "wal_syncs",
         "write_stalls",
     ] {
         assert_eq!(open[name], 0, "{name}: {open}");

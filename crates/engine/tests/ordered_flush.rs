@@ -140,6 +140,43 @@ fn sealed_memtables_are_flushed_once_writes_pause() {
 /// active memtable holds seven eighths of its size the log thread fsyncs the log file
 /// ahead of the switch (so the switch's own fsync, which writers wait for, finds little
 /// left): the durable seqno catches up while the same memtable and log file stay active.
+/// In `Sync` mode every commit fsyncs the log itself, so the log thread's background
+/// fsyncs (every 4 MiB of log, and the one asked for ahead of a memtable switch) find
+/// nothing left to make durable: a commit costs one fsync and the log thread none.
+#[test]
+fn sync_commits_leave_the_log_thread_no_fsync() {
+    let dir = mem_tempdir();
+    let path = dir.path().join("db");
+    let memtable: u64 = 1 << 20;
+    let db = Db::open(
+        &path,
+        Options::default()
+            .durability(cairn::Durability::Sync)
+            .memtable_size(memtable as usize),
+    )
+    .unwrap();
+    let ks = db.keyspace("k").unwrap();
+    let value = vec![b'v'; 1000];
+    let before = db.stats().wal_syncs;
+    // Past seven eighths of the memtable (its entries: `memtable_bytes` also counts the
+    // point index, a sixteenth), where the sync ahead is asked for, and short of a switch.
+    let mut puts = 0u64;
+    while db.stats().memtable_bytes < memtable * 31 / 32 {
+        ks.insert(format!("key{puts:08}"), &value).unwrap();
+        puts += 1;
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let stats = db.stats();
+    assert_eq!(wal_files(&path).len(), 1, "the log file was not switched");
+    assert_eq!(stats.flushes, 0);
+    assert_eq!(stats.durable_seqno, stats.last_seqno);
+    assert_eq!(
+        stats.wal_syncs - before,
+        puts,
+        "one fsync per commit and none from the log thread"
+    );
+}
+
 #[test]
 fn the_log_is_synced_ahead_of_a_memtable_switch() {
     let dir = mem_tempdir();

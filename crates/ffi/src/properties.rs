@@ -50,6 +50,7 @@ const PROPERTIES: &[(&str, Source)] = &[
         "stats.wal_bytes_written",
         Source::Stats(|s| s.wal_bytes_written),
     ),
+    ("stats.wal_syncs", Source::Stats(|s| s.wal_syncs)),
     (
         "stats.flush_bytes_written",
         Source::Stats(|s| s.flush_bytes_written),

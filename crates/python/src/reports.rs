@@ -16,6 +16,7 @@ pub(crate) fn stats<'py>(py: Python<'py>, s: &cairn::Stats) -> PyResult<Bound<'p
     d.set_item("table_bytes", s.table_bytes)?;
     d.set_item("memtable_bytes", s.memtable_bytes)?;
     d.set_item("wal_bytes_written", s.wal_bytes_written)?;
+    d.set_item("wal_syncs", s.wal_syncs)?;
     d.set_item("flush_bytes_written", s.flush_bytes_written)?;
     d.set_item("compaction_bytes_written", s.compaction_bytes_written)?;
     d.set_item("blob_bytes_written", s.blob_bytes_written)?;

@@ -123,6 +123,11 @@ pub(crate) fn render(shared: &Shared) -> String {
         e.wal_bytes_written,
     );
     counter(
+        "cairn_engine_wal_syncs_total",
+        "Fsyncs of the log that made writes durable.",
+        e.wal_syncs,
+    );
+    counter(
         "cairn_engine_flush_bytes_written_total",
         "Bytes written by flushes.",
         e.flush_bytes_written,

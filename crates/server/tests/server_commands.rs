@@ -159,6 +159,7 @@ fn metrics_endpoint_serves_prometheus_text() {
     );
     assert!(page.contains("cairn_connected_clients 1\n"), "{page}");
     assert!(page.contains("cairn_engine_last_seqno "), "{page}");
+    assert!(page.contains("cairn_engine_wal_syncs_total "), "{page}");
     // The memory gauges: the default block cache's capacity, and no budget.
     assert!(
         page.contains("cairn_engine_block_cache_capacity_bytes 67108864\n"),

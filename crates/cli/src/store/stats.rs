@@ -97,6 +97,7 @@ fn describe(db: &Db, path: &std::path::Path) -> CliResult<Value> {
         },
         "this_open": {
             "wal_bytes_written": stats.wal_bytes_written,
+            "wal_syncs": stats.wal_syncs,
             "flush_bytes_written": stats.flush_bytes_written,
             "compaction_bytes_written": stats.compaction_bytes_written,
             "blob_bytes_written": stats.blob_bytes_written,

@@ -13,9 +13,11 @@
 //! 4. A seqno is published as durable (`durable`) only after an fsync covering its
 //!    record returned, and for a background fsync only if the file it covered is still
 //!    the current one.
-//! 5. Background fsyncs run every [`WAL_BYTES_PER_SYNC`] of log, and once more when the
-//!    active memtable nears full ([`Log::sync_ahead`]): the fsync a memtable switch makes
-//!    while writers wait then finds only what was written since.
+//! 5. Background fsyncs run every [`WAL_BYTES_PER_SYNC`] of log past the last fsync (a
+//!    writer's own or the log thread's), and once more when the active memtable nears
+//!    full ([`Log::sync_ahead`]) if anything is unsynced: the fsync a memtable switch makes
+//!    while writers wait then finds only what was written since. In `Sync` mode every
+//!    commit's own fsync leaves them nothing to do, so they make none.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,8 +51,12 @@ pub(super) struct WalState {
     pub(super) last_sync: Instant,
     pub(super) poisoned: Option<String>,
     pub(super) shutdown: bool,
-    /// Length of the current log file covered by the last background fsync.
+    /// Length of the current log file covered by the last fsync, a writer's own or the
+    /// log thread's: a background fsync runs only for bytes past it.
     pub(super) bg_synced_len: u64,
+    /// Fsyncs of log files since open that made records durable: the writers' own and the
+    /// log thread's (`Stats::wal_syncs`).
+    pub(super) syncs: u64,
     /// The value log's writer: appended to by the write leader before the WAL records that
     /// reference its records, synced before every WAL fsync (`vlog/FORMAT.md` §7).
     pub(super) blob: vlog::Writer,
@@ -73,10 +79,17 @@ impl WalState {
         Ok(())
     }
 
-    /// Syncs the blob writer, then fsyncs the WAL file.
+    /// Syncs the blob writer, then fsyncs the WAL file (if anything in it is unsynced).
     pub(super) fn sync_all(&mut self) -> Result<()> {
         self.sync_blobs()?;
-        self.writer.as_mut().ok_or(Error::Poisoned)?.sync()
+        let writer = self.writer.as_mut().ok_or(Error::Poisoned)?;
+        let synced = writer.sync()?;
+        // Every byte of the file is durable now: the log thread need not fsync it again
+        // (in `Sync` mode it otherwise did, every `WAL_BYTES_PER_SYNC` and once ahead of
+        // each memtable switch).
+        self.bg_synced_len = self.bg_synced_len.max(writer.len());
+        self.syncs += u64::from(synced);
+        Ok(())
     }
 }
 
@@ -117,6 +130,7 @@ impl Log {
                 poisoned: None,
                 shutdown: false,
                 bg_synced_len: 0,
+                syncs: 0,
                 blob,
                 blob_unsynced: false,
                 ahead_asked: false,
@@ -127,6 +141,11 @@ impl Log {
             wal_bytes: AtomicU64::new(0),
             fs,
         }
+    }
+
+    /// Fsyncs of log files since open that made records durable ([`WalState::syncs`]).
+    pub(crate) fn wal_syncs(&self) -> u64 {
+        self.wal.lock().syncs
     }
 
     /// Bytes written to WAL files since open: sealed files plus the current one.
@@ -293,7 +312,8 @@ impl Log {
                         let same_file = wal.writer.as_ref().is_some_and(|w| w.id() == id);
                         match outcome {
                             Ok(()) if same_file => {
-                                wal.bg_synced_len = len;
+                                wal.syncs += 1;
+                                wal.bg_synced_len = wal.bg_synced_len.max(len);
                                 // The sync mark rides with the next write to the OS.
                                 if let Some(w) = wal.writer.as_mut() {
                                     w.note_synced(len);

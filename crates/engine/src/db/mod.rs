@@ -503,6 +503,7 @@ impl Db {
             table_bytes,
             memtable_bytes,
             wal_bytes_written: inner.log.wal_bytes_written(),
+            wal_syncs: inner.log.wal_syncs(),
             flush_bytes_written: c.flush_bytes.load(Ordering::Relaxed),
             compaction_bytes_written: c.compaction_bytes.load(Ordering::Relaxed),
             blob_bytes_written: c.blob_bytes.load(Ordering::Relaxed),

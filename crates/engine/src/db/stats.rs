@@ -70,6 +70,10 @@ pub struct Stats {
     pub index_filter_limit: Option<u64>,
     /// Bytes the WAL writer has written to log files.
     pub wal_bytes_written: u64,
+    /// Fsyncs of log files that made records durable: a commit's in `Sync` mode, a
+    /// periodic or explicit sync's, a memtable switch's, and the background ones of the
+    /// log thread. A sync with nothing new to make durable makes none and counts none.
+    pub wal_syncs: u64,
     /// Bytes written to tables by flushes.
     pub flush_bytes_written: u64,
     /// Bytes written to tables by compactions.

@@ -146,14 +146,15 @@ impl Writer {
     }
 
     /// Flushes, then makes every appended record durable (`fdatasync`), then appends a
-    /// sync mark saying so and hands it to the OS.
+    /// sync mark saying so and hands it to the OS. `Ok(false)` if nothing unsynced had
+    /// been appended (no fsync was needed, none was made).
     ///
     /// # Errors
     /// `Error::Poisoned`, or `Error::Io` (and the writer is poisoned).
-    pub(crate) fn sync(&mut self) -> Result<()> {
+    pub(crate) fn sync(&mut self) -> Result<bool> {
         self.flush()?;
         if self.synced_len == self.len || self.marked_len == self.len {
-            return Ok(());
+            return Ok(false);
         }
         if let Err(e) = self.file.sync_data() {
             self.poisoned = true;
@@ -161,7 +162,7 @@ impl Writer {
         }
         self.synced_len = self.len;
         self.note_synced(self.synced_len);
-        self.flush()
+        self.flush().map(|()| true)
     }
 
     /// Records that the file's bytes up to `synced_end` (a length this writer reported

@@ -99,7 +99,7 @@ pub(crate) fn info(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
             "# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:0\r\naof_enabled:{}\r\n\
              cairn_durability:{}\r\ncairn_last_seqno:{}\r\ncairn_durable_seqno:{}\r\ncairn_flushes:{}\r\n\
              cairn_compactions:{}\r\ncairn_write_stalls:{}\r\ncairn_table_bytes:{}\r\ncairn_wal_bytes_written:{}\r\n\
-             cairn_cache_hits:{}\r\ncairn_cache_misses:{}\r\ncairn_row_cache_hits:{}\r\n\
+             cairn_wal_syncs:{}\r\ncairn_cache_hits:{}\r\ncairn_cache_misses:{}\r\ncairn_row_cache_hits:{}\r\n\
              cairn_row_cache_misses:{}\r\ncairn_disk_bytes:{}\r\n\r\n",
             u8::from(sh.config.durability != cairn::Durability::None),
             crate::shared::durability_name(sh.config.durability),
@@ -110,6 +110,7 @@ pub(crate) fn info(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Outcome {
             s.write_stalls,
             s.table_bytes,
             s.wal_bytes_written,
+            s.wal_syncs,
             s.cache_hits,
             s.cache_misses,
             s.row_cache_hits,

@@ -228,9 +228,11 @@ fn switch_memtable(inner: &Inner, st: &mut State, flush_now: bool) -> Result<()>
             wal.blob.rotate()?;
             wal.blob_unsynced = false;
             st.mem.attach_blob_files(wal.blob.take_sealed());
-            if let Some(w) = wal.writer.as_mut() {
-                w.sync()?;
-            }
+            let synced = match wal.writer.as_mut() {
+                Some(w) => w.sync()?,
+                None => false,
+            };
+            wal.syncs += u64::from(synced);
             wal::Writer::create(inner.fs.as_ref(), &inner.dir, id)
         })();
         match outcome {
