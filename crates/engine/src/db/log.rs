@@ -54,9 +54,6 @@ pub(super) struct WalState {
     /// Length of the current log file covered by the last fsync, a writer's own or the
     /// log thread's: a background fsync runs only for bytes past it.
     pub(super) bg_synced_len: u64,
-    /// Fsyncs of log files since open that made records durable: the writers' own and the
-    /// log thread's (`Stats::wal_syncs`).
-    pub(super) syncs: u64,
     /// The value log's writer: appended to by the write leader before the WAL records that
     /// reference its records, synced before every WAL fsync (`vlog/FORMAT.md` §7).
     pub(super) blob: vlog::Writer,
@@ -78,19 +75,6 @@ impl WalState {
         }
         Ok(())
     }
-
-    /// Syncs the blob writer, then fsyncs the WAL file (if anything in it is unsynced).
-    pub(super) fn sync_all(&mut self) -> Result<()> {
-        self.sync_blobs()?;
-        let writer = self.writer.as_mut().ok_or(Error::Poisoned)?;
-        let synced = writer.sync()?;
-        // Every byte of the file is durable now: the log thread need not fsync it again
-        // (in `Sync` mode it otherwise did, every `WAL_BYTES_PER_SYNC` and once ahead of
-        // each memtable switch).
-        self.bg_synced_len = self.bg_synced_len.max(writer.len());
-        self.syncs += u64::from(synced);
-        Ok(())
-    }
 }
 
 /// The log and the signals around it.
@@ -104,6 +88,9 @@ pub(crate) struct Log {
     pub(super) wal_len: AtomicU64,
     /// Bytes of the log files sealed since open.
     pub(super) wal_bytes: AtomicU64,
+    /// Fsyncs of log files since open that made records durable: the writers' own and the
+    /// log thread's (`Stats::wal_syncs`). Counted under the log's lock, read without it.
+    pub(super) syncs: AtomicU64,
     /// For the log thread's background fsync through a second handle.
     fs: Arc<dyn FileSystem>,
 }
@@ -130,7 +117,6 @@ impl Log {
                 poisoned: None,
                 shutdown: false,
                 bg_synced_len: 0,
-                syncs: 0,
                 blob,
                 blob_unsynced: false,
                 ahead_asked: false,
@@ -139,13 +125,32 @@ impl Log {
             wal_cv: Condvar::new(),
             space_cv: Condvar::new(),
             wal_bytes: AtomicU64::new(0),
+            syncs: AtomicU64::new(0),
             fs,
         }
     }
 
-    /// Fsyncs of log files since open that made records durable ([`WalState::syncs`]).
+    /// Fsyncs of log files since open that made records durable ([`Log::syncs`]).
     pub(crate) fn wal_syncs(&self) -> u64 {
-        self.wal.lock().syncs
+        self.syncs.load(Ordering::Relaxed)
+    }
+
+    /// Counts an fsync of a log file if `synced` (one was made).
+    pub(super) fn count_sync(&self, synced: bool) {
+        self.syncs.fetch_add(u64::from(synced), Ordering::Relaxed);
+    }
+
+    /// Syncs the blob writer, then fsyncs the WAL file (if anything in it is unsynced).
+    pub(super) fn sync_all(&self, wal: &mut WalState) -> Result<()> {
+        wal.sync_blobs()?;
+        let writer = wal.writer.as_mut().ok_or(Error::Poisoned)?;
+        let synced = writer.sync()?;
+        // Every byte of the file is durable now: the log thread need not fsync it again
+        // (in `Sync` mode it otherwise did, every `WAL_BYTES_PER_SYNC` and once ahead of
+        // each memtable switch).
+        wal.bg_synced_len = wal.bg_synced_len.max(writer.len());
+        self.count_sync(synced);
+        Ok(())
     }
 
     /// Bytes written to WAL files since open: sealed files plus the current one.
@@ -190,7 +195,7 @@ impl Log {
         let outcome = (|| -> Result<()> {
             self.drain_pending(&mut wal)?;
             if sync {
-                wal.sync_all()?;
+                self.sync_all(&mut wal)?;
             } else {
                 wal.writer.as_mut().ok_or(Error::Poisoned)?.flush()?;
             }
@@ -312,7 +317,7 @@ impl Log {
                         let same_file = wal.writer.as_ref().is_some_and(|w| w.id() == id);
                         match outcome {
                             Ok(()) if same_file => {
-                                wal.syncs += 1;
+                                self.count_sync(true);
                                 wal.bg_synced_len = wal.bg_synced_len.max(len);
                                 // The sync mark rides with the next write to the OS.
                                 if let Some(w) = wal.writer.as_mut() {
@@ -338,7 +343,7 @@ impl Log {
                     if since >= interval {
                         if wal.appended > wal.synced {
                             let target = wal.appended;
-                            let outcome = wal.sync_all();
+                            let outcome = self.sync_all(&mut wal);
                             match outcome {
                                 Ok(()) => {
                                     wal.synced = target;

@@ -253,7 +253,7 @@ fn append_locked(
         }
         if plan.sync {
             let started = Instant::now();
-            ws.sync_all()?;
+            log.sync_all(ws)?;
             inner.commits.note_sync(started.elapsed());
         }
         let writer = ws.writer.as_mut().ok_or(Error::Poisoned)?;

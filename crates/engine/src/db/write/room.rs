@@ -232,7 +232,7 @@ fn switch_memtable(inner: &Inner, st: &mut State, flush_now: bool) -> Result<()>
                 Some(w) => w.sync()?,
                 None => false,
             };
-            wal.syncs += u64::from(synced);
+            inner.log.count_sync(synced);
             wal::Writer::create(inner.fs.as_ref(), &inner.dir, id)
         })();
         match outcome {
