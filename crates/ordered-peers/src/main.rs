@@ -167,6 +167,13 @@ struct Args {
     /// shared machine more passes give steadier rates. The Go stores scan once.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     scan_passes: u64,
+    /// Passes each thread of readrandom and readmissing makes over its share of `--reads`
+    /// (each pass draws new keys). With more than one, the first pass warms the store up
+    /// (its maps' page faults, its caches, as a reader's first reads do) and is not
+    /// counted: ops, rates and latencies are those of the later passes. The Go stores
+    /// read once.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    read_passes: u64,
     /// Seconds to measure the machine's latency floor before the stores run (0: skip).
     #[arg(long, default_value_t = 5)]
     noise_seconds: u64,
@@ -341,6 +348,7 @@ fn worker(args: &Args, store: &str) -> anyhow::Result<()> {
                 seed: args.seed,
                 settle: Duration::from_secs(args.settle_seconds),
                 scan_passes: args.scan_passes,
+                read_passes: args.read_passes,
             };
             let workloads = selected_workloads(args)?;
             let run = OrderedRun {
@@ -382,6 +390,7 @@ fn in_worker(
         .arg(format!("--seed={}", args.seed))
         .arg(format!("--settle-seconds={}", args.settle_seconds))
         .arg(format!("--scan-passes={}", args.scan_passes))
+        .arg(format!("--read-passes={}", args.read_passes))
         .arg(format!("--large-bytes={}", args.large_bytes))
         .arg(format!("--dir={}", dir.display()));
     if args.reopen {
@@ -483,6 +492,7 @@ fn run(args: &Args) -> anyhow::Result<report::Report> {
             seed: args.seed,
             settle: Duration::from_secs(args.settle_seconds),
             scan_passes: args.scan_passes,
+            read_passes: args.read_passes,
         };
         for &kind in &kinds {
             match in_worker(args, kind, threads, None, scratch.path()) {
@@ -784,6 +794,7 @@ fn large(
         seed: args.seed,
         settle: Duration::ZERO,
         scan_passes: 1,
+        read_passes: 1,
     };
     let values = ValueSource::new(size, args.seed);
     let dir = fresh_dir(scratch, kind.name())?;

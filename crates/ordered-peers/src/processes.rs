@@ -710,6 +710,7 @@ fn load(s: &Settings, r: &RoleArgs) -> anyhow::Result<()> {
         seed: s.seed,
         settle: Duration::ZERO,
         scan_passes: 1,
+        read_passes: 1,
     };
     let values = ValueSource::new(s.value_size, s.seed);
     let outcome = crate::timed(&*store, Workload::FillRandom, &plan, &values, 1, r.kind)?;

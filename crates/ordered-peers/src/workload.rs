@@ -151,6 +151,19 @@ pub struct Plan {
     pub settle: Duration,
     /// Whole passes each thread of `readseq` and `readreverse` makes (at least 1).
     pub scan_passes: u64,
+    /// Passes each thread of `readrandom` and `readmissing` makes over its share of the
+    /// reads (at least 1); with more than one, the first is not counted.
+    pub read_passes: u64,
+}
+
+impl Plan {
+    /// The passes of `w` over its reads: `read_passes` for the pure random reads, else 1.
+    fn read_passes(&self, w: Workload) -> u64 {
+        match w {
+            Workload::ReadRandom | Workload::ReadMissing => self.read_passes.max(1),
+            _ => 1,
+        }
+    }
 }
 
 /// What a workload did.
@@ -218,7 +231,9 @@ pub fn total_ops(w: Workload, plan: &Plan, entries: u64) -> u64 {
         | Workload::Overwrite
         | Workload::PutRandom
         | Workload::DeleteRandom => plan.num,
-        Workload::ReadRandom | Workload::ReadMissing | Workload::ReadWrite(_) => plan.reads,
+        Workload::ReadRandom | Workload::ReadMissing | Workload::ReadWrite(_) => {
+            plan.reads * plan.read_passes(w)
+        }
         Workload::ReadSeq | Workload::ReadReverse => {
             entries * plan.threads as u64 * plan.scan_passes.max(1)
         }
@@ -359,50 +374,65 @@ fn thread_body(
                 _ => 100,
             };
             let mut buf = [0u8; KEY_LEN];
-            for _ in share(plan.reads, t, plan.threads) {
-                KeyFormat::Decimal.fill(rng.below(num), &mut buf);
-                if percent == 100 || rng.below(100) < percent {
-                    if store.get(&buf, &mut out)? {
-                        if out.len() != size {
+            let passes = plan.read_passes(w);
+            let reads = share(plan.reads, t, plan.threads);
+            for pass in 0..passes {
+                if pass == 1 {
+                    // The first of several passes warmed the store up: not counted.
+                    tally = Tally::start()?;
+                }
+                for _ in reads.clone() {
+                    KeyFormat::Decimal.fill(rng.below(num), &mut buf);
+                    if percent == 100 || rng.below(100) < percent {
+                        if store.get(&buf, &mut out)? {
+                            if out.len() != size {
+                                bail!(
+                                    "{}: key {} read back {} bytes, {} were written",
+                                    w.name(),
+                                    String::from_utf8_lossy(&buf),
+                                    out.len(),
+                                    size
+                                );
+                            }
+                            tally.found += 1;
+                        } else if must_find {
                             bail!(
-                                "{}: key {} read back {} bytes, {} were written",
+                                "{}: key {} is missing",
                                 w.name(),
-                                String::from_utf8_lossy(&buf),
-                                out.len(),
-                                size
+                                String::from_utf8_lossy(&buf)
                             );
                         }
-                        tally.found += 1;
-                    } else if must_find {
-                        bail!(
-                            "{}: key {} is missing",
-                            w.name(),
-                            String::from_utf8_lossy(&buf)
-                        );
+                        tally.record();
+                    } else {
+                        store.write(&[Op::Put(&buf, values.next_value())])?;
+                        tally.record_write();
                     }
-                    tally.record();
-                } else {
-                    store.write(&[Op::Put(&buf, values.next_value())])?;
-                    tally.record_write();
+                    tally.ops += 1;
+                    ticker.add(1);
                 }
-                tally.ops += 1;
-                ticker.add(1);
             }
         }
         Workload::ReadMissing => {
             let mut buf = [0u8; KEY_LEN];
-            for _ in share(plan.reads, t, plan.threads) {
-                KeyFormat::Decimal.fill(rng.below(num), &mut buf);
-                buf[KEY_LEN - 1] = b'x';
-                if store.get(&buf, &mut out)? {
-                    bail!(
-                        "readmissing: key {} was never written but was found",
-                        String::from_utf8_lossy(&buf)
-                    );
+            let reads = share(plan.reads, t, plan.threads);
+            for pass in 0..plan.read_passes(w) {
+                if pass == 1 {
+                    // The first of several passes warmed the store up: not counted.
+                    tally = Tally::start()?;
                 }
-                tally.record();
-                tally.ops += 1;
-                ticker.add(1);
+                for _ in reads.clone() {
+                    KeyFormat::Decimal.fill(rng.below(num), &mut buf);
+                    buf[KEY_LEN - 1] = b'x';
+                    if store.get(&buf, &mut out)? {
+                        bail!(
+                            "readmissing: key {} was never written but was found",
+                            String::from_utf8_lossy(&buf)
+                        );
+                    }
+                    tally.record();
+                    tally.ops += 1;
+                    ticker.add(1);
+                }
             }
         }
         Workload::ReadSeq | Workload::ReadReverse => {
