@@ -96,6 +96,11 @@ impl SuperVersion {
         keyspace: KeyspaceId,
         reach: Reach,
     ) -> Result<InMemory<ReadTombstones>> {
+        let in_memtable = self.mem.has_range_tombstones();
+        if !in_memtable && !self.range_dels.any() {
+            // The common case, on every point read that finds a version: nothing to build.
+            return Ok(InMemory::Answer(ReadTombstones::default()));
+        }
         let mut sets = Vec::new();
         if self.range_dels.any() {
             let built = self.range_dels.get_or_build(keyspace, || {
@@ -124,7 +129,7 @@ impl SuperVersion {
             };
             sets.push(built);
         }
-        if self.mem.has_range_tombstones() {
+        if in_memtable {
             let mem = self.mem.range_tombstones(keyspace);
             sets.push(Arc::new(Fragments::build(&mem)));
         }
