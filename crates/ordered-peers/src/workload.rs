@@ -306,6 +306,28 @@ pub fn run(
     })
 }
 
+/// Calls `read` once per read of thread `t`'s share of the plan's reads, in each of the
+/// passes `w` makes ([`Plan::read_passes`]). With several passes the first warms the store
+/// up and is not counted: `tally` starts afresh after it.
+fn in_passes(
+    plan: &Plan,
+    w: Workload,
+    t: usize,
+    tally: &mut Tally,
+    mut read: impl FnMut(&mut Tally) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let reads = share(plan.reads, t, plan.threads);
+    for pass in 0..plan.read_passes(w) {
+        if pass == 1 {
+            *tally = Tally::start()?;
+        }
+        for _ in reads.clone() {
+            read(tally)?;
+        }
+    }
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn thread_body(
     store: &dyn Store,
@@ -374,66 +396,53 @@ fn thread_body(
                 _ => 100,
             };
             let mut buf = [0u8; KEY_LEN];
-            let passes = plan.read_passes(w);
-            let reads = share(plan.reads, t, plan.threads);
-            for pass in 0..passes {
-                if pass == 1 {
-                    // The first of several passes warmed the store up: not counted.
-                    tally = Tally::start()?;
-                }
-                for _ in reads.clone() {
-                    KeyFormat::Decimal.fill(rng.below(num), &mut buf);
-                    if percent == 100 || rng.below(100) < percent {
-                        if store.get(&buf, &mut out)? {
-                            if out.len() != size {
-                                bail!(
-                                    "{}: key {} read back {} bytes, {} were written",
-                                    w.name(),
-                                    String::from_utf8_lossy(&buf),
-                                    out.len(),
-                                    size
-                                );
-                            }
-                            tally.found += 1;
-                        } else if must_find {
+            in_passes(plan, w, t, &mut tally, |tally| {
+                KeyFormat::Decimal.fill(rng.below(num), &mut buf);
+                if percent == 100 || rng.below(100) < percent {
+                    if store.get(&buf, &mut out)? {
+                        if out.len() != size {
                             bail!(
-                                "{}: key {} is missing",
+                                "{}: key {} read back {} bytes, {} were written",
                                 w.name(),
-                                String::from_utf8_lossy(&buf)
+                                String::from_utf8_lossy(&buf),
+                                out.len(),
+                                size
                             );
                         }
-                        tally.record();
-                    } else {
-                        store.write(&[Op::Put(&buf, values.next_value())])?;
-                        tally.record_write();
-                    }
-                    tally.ops += 1;
-                    ticker.add(1);
-                }
-            }
-        }
-        Workload::ReadMissing => {
-            let mut buf = [0u8; KEY_LEN];
-            let reads = share(plan.reads, t, plan.threads);
-            for pass in 0..plan.read_passes(w) {
-                if pass == 1 {
-                    // The first of several passes warmed the store up: not counted.
-                    tally = Tally::start()?;
-                }
-                for _ in reads.clone() {
-                    KeyFormat::Decimal.fill(rng.below(num), &mut buf);
-                    buf[KEY_LEN - 1] = b'x';
-                    if store.get(&buf, &mut out)? {
+                        tally.found += 1;
+                    } else if must_find {
                         bail!(
-                            "readmissing: key {} was never written but was found",
+                            "{}: key {} is missing",
+                            w.name(),
                             String::from_utf8_lossy(&buf)
                         );
                     }
                     tally.record();
-                    tally.ops += 1;
-                    ticker.add(1);
+                } else {
+                    store.write(&[Op::Put(&buf, values.next_value())])?;
+                    tally.record_write();
                 }
-            }
+                tally.ops += 1;
+                ticker.add(1);
+                Ok(())
+            })?;
+        }
+        Workload::ReadMissing => {
+            let mut buf = [0u8; KEY_LEN];
+            in_passes(plan, w, t, &mut tally, |tally| {
+                KeyFormat::Decimal.fill(rng.below(num), &mut buf);
+                buf[KEY_LEN - 1] = b'x';
+                if store.get(&buf, &mut out)? {
+                    bail!(
+                        "readmissing: key {} was never written but was found",
+                        String::from_utf8_lossy(&buf)
+                    );
+                }
+                tally.record();
+                tally.ops += 1;
+                ticker.add(1);
+                Ok(())
+            })?;
         }
         Workload::ReadSeq | Workload::ReadReverse => {
             let mut bad = 0u64;

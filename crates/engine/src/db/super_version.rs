@@ -97,12 +97,13 @@ impl SuperVersion {
         reach: Reach,
     ) -> Result<InMemory<ReadTombstones>> {
         let in_memtable = self.mem.has_range_tombstones();
-        if !in_memtable && !self.range_dels.any() {
+        let in_immutable = self.range_dels.any();
+        if !in_memtable && !in_immutable {
             // The common case, on every point read that finds a version: nothing to build.
             return Ok(InMemory::Answer(ReadTombstones::default()));
         }
         let mut sets = Vec::new();
-        if self.range_dels.any() {
+        if in_immutable {
             let built = self.range_dels.get_or_build(keyspace, || {
                 let mut all: Vec<RangeTombstone> = Vec::new();
                 for m in &self.imm {
