@@ -573,8 +573,10 @@ mod tests {
         ks.insert("tail", "only in the log").unwrap();
         db.flush_wal(false).unwrap();
 
-        // The writer is idle from here until `more`: the follower's refresh and reads make
-        // no mutating call.
+        // The writer is idle from here until `more` (once any background compaction the
+        // writes above started, and its deletion of obsolete files, is done): the
+        // follower's refresh and reads make no mutating call.
+        db.wait_for_compactions().unwrap();
         let idle = counts(&fs);
         assert!(f.refresh().unwrap());
         assert_eq!(f.last_seqno(), db.last_seqno());
